@@ -1,0 +1,179 @@
+/**
+ * The per-user settings the console keeps on the server (SPEC 3, "Settings stored per user on
+ * the server"; wire-protocol.md 5.2). The object is read and written whole. Unknown keys are
+ * kept as they are; known keys are checked here, by the server on `set_config` and by the
+ * console before it sends.
+ */
+import { z } from 'zod';
+import {
+  FINGERBOT_STRENGTHS,
+  KEYMAPS,
+  LANGUAGES,
+  ORIENTATIONS,
+  SCROLL_MODES,
+  STREAM_QUALITIES,
+  VIDEO_MODES,
+  VIDEO_PROCESSING,
+  type FingerbotStrength,
+  type Keymap,
+  type Language,
+  type Orientation,
+  type ScrollMode,
+  type StreamQuality,
+  type ThemeMode,
+  type VideoMode,
+  type VideoProcessing,
+} from './enums';
+
+/** SPEC 5/9: at most 30 shortcuts, each of 2 to 4 keys, none empty, no duplicate keys. */
+export const SHORTCUTS_MAX = 30;
+export const SHORTCUT_KEYS_MIN = 2;
+export const SHORTCUT_KEYS_MAX = 4;
+
+export interface Shortcut {
+  keys: string[];
+  label?: string;
+}
+
+export const shortcutSchema = z
+  .object({
+    keys: z
+      .array(z.string().trim().min(1, 'key cannot be empty'))
+      .min(SHORTCUT_KEYS_MIN)
+      .max(SHORTCUT_KEYS_MAX)
+      .refine((keys) => new Set(keys).size === keys.length, 'duplicate keys'),
+    label: z.string().max(64).optional(),
+  })
+  .loose();
+
+const literalUnion = <T extends readonly (string | number)[]>(values: T) =>
+  z.custom<T[number]>((v) => (values as readonly unknown[]).includes(v), {
+    message: `must be one of ${values.join(', ')}`,
+  });
+
+/** Schema of every known key. Each is optional on input: a missing key takes its default. */
+export const userConfigShape = {
+  shortcuts: z
+    .array(shortcutSchema)
+    .max(SHORTCUTS_MAX)
+    .refine(
+      (list) => new Set(list.map((s) => s.keys.join('+'))).size === list.length,
+      'duplicate shortcuts',
+    ),
+  orientation: literalUnion(ORIENTATIONS),
+  stream_quality: literalUnion(STREAM_QUALITIES),
+  video_mode: literalUnion(VIDEO_MODES),
+  show_cursor: z.boolean(),
+  mouse_polling: z.number().int().min(10).max(100),
+  mouse_control: z.boolean(),
+  relative_sense: z.number().int().min(1).max(100),
+  scroll_rate: z.number().int().min(1).max(127),
+  reverse_scrolling: literalUnion(SCROLL_MODES),
+  mic_on: z.boolean(),
+  keyboard_control: z.boolean(),
+  theme_mode: literalUnion([0, 1] as const),
+  mouse_jiggle: z.boolean(),
+  keymap: literalUnion(KEYMAPS),
+  got_muted_panel_tip: z.boolean(),
+  is_absolute_mouse: z.boolean(),
+  fingerbot_strength: literalUnion(FINGERBOT_STRENGTHS),
+  language: literalUnion(LANGUAGES),
+  video_processing: literalUnion(VIDEO_PROCESSING),
+} as const;
+
+export interface UserConfig {
+  shortcuts: Shortcut[];
+  orientation: Orientation;
+  stream_quality: StreamQuality;
+  video_mode: VideoMode;
+  show_cursor: boolean;
+  mouse_polling: number;
+  mouse_control: boolean;
+  relative_sense: number;
+  scroll_rate: number;
+  reverse_scrolling: ScrollMode;
+  mic_on: boolean;
+  keyboard_control: boolean;
+  theme_mode: ThemeMode;
+  mouse_jiggle: boolean;
+  keymap: Keymap;
+  got_muted_panel_tip: boolean;
+  is_absolute_mouse: boolean;
+  fingerbot_strength: FingerbotStrength;
+  language: Language;
+  video_processing: VideoProcessing;
+  /** Unknown keys written by other clients are kept. */
+  [extra: string]: unknown;
+}
+
+/** SPEC 3 defaults. */
+export const USER_CONFIG_DEFAULTS: Readonly<UserConfig> = Object.freeze({
+  shortcuts: [],
+  orientation: 0,
+  stream_quality: 'MEDIUM',
+  video_mode: 'webrtc',
+  show_cursor: true,
+  mouse_polling: 10,
+  mouse_control: true,
+  relative_sense: 10,
+  scroll_rate: 5,
+  reverse_scrolling: 'STANDARD',
+  mic_on: false,
+  keyboard_control: true,
+  theme_mode: 0,
+  mouse_jiggle: false,
+  keymap: 'en-us',
+  got_muted_panel_tip: false,
+  is_absolute_mouse: true,
+  fingerbot_strength: 'LOW',
+  language: 'en',
+  video_processing: 'quality_first',
+});
+
+export type UserConfigKey = keyof typeof userConfigShape;
+export const USER_CONFIG_KEYS = Object.keys(userConfigShape) as UserConfigKey[];
+
+export interface ConfigIssue {
+  /** Dotted key path, e.g. `shortcuts.2.keys`. */
+  path: string;
+  message: string;
+}
+
+/**
+ * Checks the known keys present in `input`. Returns the issues found (empty when valid).
+ * A value that is not a plain object is one issue with an empty path.
+ */
+export function checkUserConfig(input: unknown): ConfigIssue[] {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return [{ path: '', message: 'Configuration data must be in JSON object format' }];
+  }
+  const issues: ConfigIssue[] = [];
+  const record = input as Record<string, unknown>;
+  for (const key of USER_CONFIG_KEYS) {
+    if (!(key in record)) continue;
+    const parsed = userConfigShape[key].safeParse(record[key]);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        issues.push({ path: [key, ...issue.path.map(String)].join('.'), message: issue.message });
+      }
+    }
+  }
+  return issues;
+}
+
+/**
+ * Fills the defaults in: known keys that are missing or invalid take their default value,
+ * unknown keys are kept. Used when reading a stored blob that an older version wrote.
+ */
+export function normalizeUserConfig(input: unknown): UserConfig {
+  const record =
+    typeof input === 'object' && input !== null && !Array.isArray(input)
+      ? (input as Record<string, unknown>)
+      : {};
+  const out: Record<string, unknown> = { ...record };
+  for (const key of USER_CONFIG_KEYS) {
+    const parsed = userConfigShape[key].safeParse(record[key]);
+    out[key] = parsed.success ? parsed.data : JSON.parse(JSON.stringify(USER_CONFIG_DEFAULTS[key])) as unknown;
+  }
+  return out as UserConfig;
+}

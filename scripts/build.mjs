@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Builds what `npm start` runs: the server bundle (esbuild) and the console (vite), then
+// pre-compresses the console's assets so the server can send .br/.gz without work per request.
+import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+
+const root = new URL('..', import.meta.url).pathname;
+const quiet = process.argv.includes('--quiet');
+const only = process.argv.find((a) => a === 'server' || a === 'web');
+
+async function buildServer() {
+  await build({
+    entryPoints: [join(root, 'server/src/main.ts')],
+    outfile: join(root, 'server/dist/main.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    logLevel: quiet ? 'error' : 'warning',
+    // CommonJS dependencies bundled into ESM still call require(): give them one.
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+  });
+}
+
+function compressTree(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) compressTree(full);
+    else if (/\.(js|css|html|svg|json|txt|map)$/.test(entry.name) && statSync(full).size > 1024) {
+      const data = readFileSync(full);
+      writeFileSync(`${full}.gz`, gzipSync(data, { level: 9 }));
+      writeFileSync(
+        `${full}.br`,
+        brotliCompressSync(data, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
+      );
+    }
+  }
+}
+
+function buildWeb() {
+  const r = spawnSync('npx', ['vite', 'build', ...(quiet ? ['--logLevel', 'error'] : [])], {
+    cwd: join(root, 'web'),
+    stdio: 'inherit',
+  });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+  compressTree(join(root, 'web/dist'));
+}
+
+if (!only || only === 'server') await buildServer();
+if (!only || only === 'web') buildWeb();

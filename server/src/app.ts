@@ -1,0 +1,140 @@
+/**
+ * buildApp: the Fastify instance with every route, hook and socket. It never listens; main.ts
+ * (and the tests, through inject or an ephemeral port) decide where it is served.
+ */
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
+import fastifyMultipart from '@fastify/multipart';
+import fastifyWebsocket from '@fastify/websocket';
+import { loadConfigDefaults } from './paths';
+import { buildConfig, type AppConfig } from './config';
+import type { AppContext } from './context';
+import { defaultHost } from './context';
+import { toHttp } from './errors';
+import { registerAuthHook } from './http/auth';
+import { registerFormParser } from './http/forms';
+import { registerStatic } from './http/static';
+import { authRoutes } from './routes/auth';
+import { infoProvider, infoRoutes } from './routes/info';
+import { initRoutes } from './routes/init';
+import { systemRoutes } from './routes/system';
+import { twoFaRoutes } from './routes/twofa';
+import { wsRoutes } from './routes/ws';
+import { AuthService } from './services/auth/auth-service';
+import { SettingsStore } from './services/settings-store';
+import { removeStaleTemps } from './storage/atomic';
+import { EventHub } from './ws/event-hub';
+import { StateRegistry } from './ws/state-registry';
+
+export interface RouteEntry {
+  method: string;
+  url: string;
+  public: boolean;
+  websocket: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered, for the auth matrix test and docs. */
+    routeTable: RouteEntry[];
+    hub: EventHub;
+    ctx: AppContext;
+  }
+}
+
+/** Opens the data folder's stores. */
+export async function createContext(config: AppConfig, version: string): Promise<AppContext> {
+  await removeStaleTemps(config.data_dir);
+  const auth = await AuthService.open(config.data_dir, {
+    sessionExpireS: config.auth.session_expire_s,
+    rateLimit: config.auth.rate_limit,
+    trustedDeviceDays: config.auth.trusted_device_days,
+  });
+  const settings = await SettingsStore.open(config.data_dir);
+  return { config, version, auth, settings, registry: new StateRegistry(), host: defaultHost() };
+}
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['loggerInstance'] | false;
+  https?: { key: Buffer; cert: Buffer } | null;
+}
+
+export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const { config } = ctx;
+  const base: FastifyServerOptions = {
+    bodyLimit: config.server.body_limit,
+    trustProxy: false,
+    // Per-request lines would drown the log file; routes log what matters themselves.
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+  };
+  const app = (
+    opts.https ? Fastify({ ...base, https: opts.https } as FastifyServerOptions) : Fastify(base)
+  ) as unknown as FastifyInstance;
+
+  app.decorate('routeTable', [] as RouteEntry[]);
+  app.decorate('ctx', ctx);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      app.routeTable.push({
+        method,
+        url: route.url,
+        public: Boolean(route.config?.public),
+        websocket: Boolean((route as { websocket?: boolean }).websocket),
+      });
+    }
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const answer = toHttp(err);
+    if (answer.status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    else request.log.debug({ err: (err as Error).message, url: request.url, status: answer.status }, 'request refused');
+    reply.code(answer.status).send(answer.body);
+  });
+  // Every JSON answer in the kvmd envelope; non-object payloads (files, text) pass through.
+  app.addHook('preSerialization', async (_request, reply, payload) => {
+    if (reply.statusCode === 200 && payload !== null && typeof payload === 'object' && !('ok' in payload)) {
+      return { ok: true, result: payload };
+    }
+    return payload;
+  });
+
+  await app.register(fastifyCookie);
+  await app.register(fastifyMultipart, { limits: { fileSize: 0, files: 0, fields: 32 } });
+  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+  registerFormParser(app);
+  registerAuthHook(app, ctx.auth, config.server.trust_proxy);
+
+  const hub = new EventHub(ctx.registry, app.log, (client) => {
+    if (client.token && !ctx.auth.session(client.token)) client.socket.close(4001, 'session ended');
+  });
+  app.decorate('hub', hub);
+  ctx.auth.sessions.on('ended', (hash, reason) => hub.endSession(hash, reason));
+  ctx.registry.register(infoProvider(ctx));
+
+  authRoutes(app, ctx);
+  initRoutes(app, ctx);
+  twoFaRoutes(app, ctx);
+  infoRoutes(app, ctx);
+  systemRoutes(app, ctx);
+  wsRoutes(app, hub);
+  await registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
+
+  app.addHook('onClose', async () => {
+    hub.close();
+    ctx.registry.dispose();
+    await ctx.auth.close();
+  });
+  return app;
+}
+
+/** A context and app over a data folder, for tests and benches (no TLS, no logger). */
+export async function buildTestApp(dataDir: string, overrides: Record<string, unknown> = {}): Promise<FastifyInstance> {
+  const config = buildConfig({ data_dir: dataDir, ...overrides }, loadConfigDefaults());
+  const ctx = await createContext(config, '0.0.0-test');
+  return buildApp(ctx);
+}
+

@@ -1,0 +1,145 @@
+/**
+ * Device configuration: YAML file -> defaults -> zod -> frozen object. A bad value stops the
+ * start with its key path (`server.listen: ...`). Unknown keys are errors too, so a typo never
+ * silently falls back to a default.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { DEVICE_MODELS, SESSION_EXPIRE_DEFAULT_S } from '@kvm/protocol';
+
+export const TARGETS = ['qemu', 'testbed'] as const;
+export type TargetName = (typeof TARGETS)[number];
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** `host:port`, `[v6]:port` or `:port` (all interfaces). */
+export function parseHostPort(text: string): HostPort | null {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text.trim());
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (port < 0 || port > 65535) return null;
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+const hostPort = z.string().transform((text, ctx) => {
+  const hp = parseHostPort(text);
+  if (!hp) {
+    ctx.addIssue({ code: 'custom', message: `expected host:port, got ${JSON.stringify(text)}` });
+    return z.NEVER;
+  }
+  return hp;
+});
+
+const configSchema = z.strictObject({
+  /** Which remote computer the drivers talk to (architecture.md, Targets). */
+  target: z.enum(TARGETS).default('qemu'),
+  /** The one data folder: state, certificate, logs. */
+  data_dir: z.string().min(1).optional(),
+  server: z
+    .strictObject({
+      listen: hostPort.prefault('0.0.0.0:8443'),
+      tls: z.boolean().default(true),
+      /** Plain-HTTP listener that redirects to HTTPS; null turns it off. */
+      redirect_listen: hostPort.nullable().prefault('0.0.0.0:8080'),
+      /** Largest JSON or form body, bytes. */
+      body_limit: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+      /** Honour X-Real-IP / X-Forwarded-For for the client address (behind a proxy only). */
+      trust_proxy: z.boolean().default(false),
+      /** Built console to serve; defaults to web/dist of this checkout. */
+      web_dir: z.string().optional(),
+    })
+    .prefault({}),
+  auth: z
+    .strictObject({
+      session_expire_s: z.number().int().min(60).default(SESSION_EXPIRE_DEFAULT_S),
+      rate_limit: z
+        .strictObject({
+          max_failures: z.number().int().min(1).default(10),
+          window_s: z.number().int().min(1).default(600),
+          lock_s: z.number().int().min(1).default(600),
+        })
+        .prefault({}),
+      trusted_device_days: z.number().int().min(1).max(365).default(30),
+    })
+    .prefault({}),
+  log: z
+    .strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+      file_max_bytes: z.number().int().min(64 * 1024).default(5 * 1024 * 1024),
+      files: z.number().int().min(1).max(50).default(5),
+    })
+    .prefault({}),
+  device: z
+    .strictObject({
+      model: z.enum(DEVICE_MODELS).default('RM1'),
+      country_code: z.string().regex(/^[A-Z]{2}$/).default('US'),
+    })
+    .prefault({}),
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+type Parsed = z.output<typeof configSchema>;
+export type AppConfig = Readonly<Parsed & { data_dir: string; server: Parsed['server'] & { web_dir: string } }>;
+
+export class ConfigError extends Error {}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export interface ConfigDefaults {
+  dataDir: string;
+  webDir: string;
+}
+
+/** Validates a config object (already parsed from YAML). Errors name every bad key path. */
+export function buildConfig(input: unknown, defaults: ConfigDefaults, source = 'config'): AppConfig {
+  const parsed = configSchema.safeParse(input ?? {});
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const keys =
+        issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k].join('.')) : [];
+      const path = issue.path.join('.') || '(root)';
+      return keys.length
+        ? `${source}: unknown key ${keys.join(', ')}`
+        : `${source}: ${path}: ${issue.message}`;
+    });
+    throw new ConfigError(lines.join('\n'));
+  }
+  const cfg = parsed.data;
+  return deepFreeze({
+    ...cfg,
+    data_dir: resolve(cfg.data_dir ?? defaults.dataDir),
+    server: { ...cfg.server, web_dir: resolve(cfg.server.web_dir ?? defaults.webDir) },
+  });
+}
+
+/** Reads a YAML file into a plain object (empty file = {}). */
+export async function readConfigFile(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${path}: cannot read (${(err as Error).message})`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`${path}: not valid YAML (${(err as Error).message})`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new ConfigError(`${path}: the top level must be a mapping`);
+  }
+  return doc as Record<string, unknown>;
+}

@@ -1,0 +1,112 @@
+/**
+ * The device server's entry point: command line and config file, data folder, certificate,
+ * logs, then listen. Everything the process starts is stopped on SIGTERM/SIGINT.
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { buildApp, createContext } from './app';
+import { CliError, mergeConfig, parseCli, USAGE } from './cli';
+import { buildConfig, ConfigError, readConfigFile, type AppConfig } from './config';
+import { loadConfigDefaults, productVersion } from './paths';
+import { RotatingLogFile } from './services/log-file';
+import { loadOrCreateCertificate } from './services/tls';
+
+function formatHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+async function loadConfig(argv: string[]): Promise<AppConfig> {
+  const cli = parseCli(argv);
+  if (cli.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const file = cli.config ?? process.env['KVM_CONFIG'];
+  const fromFile = file ? await readConfigFile(file) : {};
+  return buildConfig(mergeConfig(fromFile, cli.overrides as Record<string, unknown>), loadConfigDefaults(), file ?? 'config');
+}
+
+/** Plain-HTTP listener that sends every request to the HTTPS console. */
+function startRedirect(config: AppConfig): Server | null {
+  const target = config.server.redirect_listen;
+  if (!config.server.tls || !target) return null;
+  const httpsPort = config.server.listen.port;
+  const server = createServer((req, res) => {
+    const host = (req.headers.host ?? 'localhost').replace(/:\d+$/, '');
+    const port = httpsPort === 443 ? '' : `:${httpsPort}`;
+    res.writeHead(301, { location: `https://${host}${port}${req.url ?? '/'}` }).end();
+  });
+  server.on('error', (err) => process.stderr.write(`redirect listener: ${err.message}\n`));
+  server.listen(target.port, target.host);
+  return server;
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  let config: AppConfig;
+  try {
+    config = await loadConfig(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof CliError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  await mkdir(config.data_dir, { recursive: true, mode: 0o700 });
+  const logFile = new RotatingLogFile(join(config.data_dir, 'logs', 'server.log'), config.log.file_max_bytes, config.log.files);
+  const logger = pino(
+    { level: config.log.level, base: { pid: process.pid } },
+    pino.multistream([
+      { level: config.log.level, stream: logFile },
+      { level: 'warn', stream: process.stderr },
+    ]),
+  );
+
+  const version = productVersion();
+  const ctx = await createContext(config, version);
+  const https = config.server.tls ? await loadOrCreateCertificate(join(config.data_dir, 'tls')) : null;
+  const app = await buildApp(ctx, { logger, https });
+  const { host, port } = config.server.listen;
+  await app.listen({ host, port });
+  const redirect = startRedirect(config);
+  const address = app.server.address();
+  const realPort = typeof address === 'object' && address ? address.port : port;
+  const scheme = config.server.tls ? 'https' : 'http';
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : formatHost(host);
+  const readyMs = Math.round(performance.now() - started);
+  logger.info({ host, port: realPort, target: config.target, data: config.data_dir, readyMs, version }, 'listening');
+  process.stdout.write(
+    `KVM console ${version} (target ${config.target}) on ${scheme}://${shown}:${realPort}/ ready in ${readyMs} ms\n`,
+  );
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    redirect?.close();
+    app
+      .close()
+      .then(() => {
+        logFile.close();
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,24 @@
+/**
+ * Where the checkout's folders are, from this file's location. Works both from source
+ * (server/src/paths.ts) and from the bundle (server/dist/main.js): both are two levels below
+ * the repository root.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ConfigDefaults } from './config';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function loadConfigDefaults(): ConfigDefaults {
+  return { dataDir: join(REPO_ROOT, '.data'), webDir: join(REPO_ROOT, 'web', 'dist') };
+}
+
+export function productVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}

@@ -1,0 +1,71 @@
+/** `/api/auth/*`: login (plain and with 2FA), logout, check. wire-protocol.md 1.2. */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ADMIN_USER } from '@kvm/protocol';
+import { ValidatorError } from '../errors';
+import { AUTH_COOKIE, authenticate, TRUSTED_DEVICE_COOKIE } from '../http/auth';
+import { clientIp } from '../http/client-ip';
+import { readForm } from '../http/forms';
+import type { AppContext } from '../context';
+import { bool, int, str } from '../validators';
+
+export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const { auth } = ctx;
+  const secure = ctx.config.server.tls;
+  const trustProxy = ctx.config.server.trust_proxy;
+
+  const setSessionCookie = (reply: FastifyReply, token: string): void => {
+    reply.setCookie(AUTH_COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/', secure });
+  };
+
+  const login = async (request: FastifyRequest, reply: FastifyReply, withCode: boolean) => {
+    const form = await readForm(request);
+    const user = str('user', form['user'] ?? '');
+    const passwd = str('passwd', form['passwd'] ?? '', { hidden: true });
+    const expireS = int('expire', form['expire'], { min: 0, fallback: 0 });
+    let code: string | undefined;
+    let remember = false;
+    if (withCode) {
+      code = str('code', form['code'], { hidden: true });
+      if (!/^\d{6}$/.test(code)) throw new ValidatorError("The argument 'code' is not a valid 6-digit code");
+      remember = bool('remember', form['remember'], false);
+    }
+    const token = await auth.login({
+      user,
+      passwd,
+      code,
+      expireS,
+      trustedToken: request.cookies[TRUSTED_DEVICE_COOKIE],
+      ip: clientIp(request, trustProxy),
+    });
+    setSessionCookie(reply, token);
+    if (remember && auth.isTwoFaEnabled()) {
+      const trusted = await auth.trustDevice();
+      reply.setCookie(TRUSTED_DEVICE_COOKIE, trusted.token, {
+        httpOnly: true,
+        sameSite: 'strict',
+        path: '/',
+        secure,
+        maxAge: trusted.maxAgeS,
+      });
+    }
+    request.log.info({ user, twofa: withCode || auth.isTwoFaEnabled() }, 'login');
+    return { token };
+  };
+
+  app.post('/api/auth/login', { config: { public: true } }, (req, reply) => login(req, reply, false));
+  app.post('/api/auth/login_with_2fa', { config: { public: true } }, (req, reply) => login(req, reply, true));
+
+  app.post('/api/auth/logout', async (request, reply) => {
+    // GL: ends whichever token came with the call (header, query or cookie).
+    const token = request.auth?.token;
+    if (token) await auth.logout(token);
+    reply.clearCookie(AUTH_COOKIE, { path: '/' });
+    return {};
+  });
+
+  // Public route that answers for itself: 200 / 401 / 403 (the console's session probe).
+  app.get('/api/auth/check', { config: { public: true } }, async (request) => {
+    const result = await authenticate(request, auth, trustProxy);
+    return { user: result.user ?? ADMIN_USER };
+  });
+}

@@ -1,0 +1,49 @@
+/** `/api/2fa/*`: TOTP second factor (wire-protocol.md 5.9). */
+import type { FastifyInstance } from 'fastify';
+import { ForbiddenError, NotFoundError, ValidatorError } from '../errors';
+import { TRUSTED_DEVICE_COOKIE } from '../http/auth';
+import type { AppContext } from '../context';
+import { str } from '../validators';
+
+function code(name: string, value: unknown): string {
+  const v = str(name, value, { hidden: true });
+  if (!/^\d{6}$/.test(v)) throw new ValidatorError(`The argument '${name}' is not a valid 6-digit code`);
+  return v;
+}
+
+export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const { auth } = ctx;
+
+  app.get('/api/2fa/is_enabled', { config: { public: true } }, async (request) => {
+    const trusted = request.cookies[TRUSTED_DEVICE_COOKIE];
+    return { enabled: auth.isTwoFaEnabled(), trusted: trusted !== undefined && auth.isTrusted(trusted) };
+  });
+
+  app.get('/api/2fa/create', async () => auth.createTwoFa());
+
+  app.get('/api/2fa/init', async (request) => {
+    const q = request.query as Record<string, unknown>;
+    await auth.enableTwoFa(str('secret', q['secret'], { hidden: true }), code('key', q['key']));
+    request.log.info('2FA enabled');
+    return {};
+  });
+
+  app.get('/api/2fa/show', async () => {
+    const uri = auth.showTwoFa();
+    if (!uri) throw new NotFoundError('2FA is not enabled');
+    return { URI: uri };
+  });
+
+  app.get('/api/2fa/verify', async (request) => {
+    const q = request.query as Record<string, unknown>;
+    if (!auth.verifyTwoFa(code('code', q['code']))) throw new ForbiddenError('Invalid 2FA code');
+    return {};
+  });
+
+  app.get('/api/2fa/delete', async (request, reply) => {
+    await auth.disableTwoFa();
+    reply.clearCookie(TRUSTED_DEVICE_COOKIE, { path: '/' });
+    request.log.info('2FA disabled');
+    return {};
+  });
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+// The console is served by the device server from web/dist. `npm run dev -w web` proxies the
+// API to a server started with `--no-tls --listen 127.0.0.1:8080`.
+export default defineConfig({
+  plugins: [react()],
+  build: { outDir: 'dist', emptyOutDir: true, sourcemap: false, target: 'es2022' },
+  server: {
+    proxy: {
+      '/api': { target: 'http://127.0.0.1:8080', ws: true },
+      '/janus': { target: 'http://127.0.0.1:8080', ws: true },
+    },
+  },
+});
