@@ -121,7 +121,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   infoRoutes(app, ctx);
   systemRoutes(app, ctx);
   wsRoutes(app, hub);
-  await registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
+  registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
   app.addHook('onClose', async () => {
     hub.close();

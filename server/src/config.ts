@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { DEVICE_MODELS, SESSION_EXPIRE_DEFAULT_S } from '@kvm/protocol';
 
@@ -133,6 +132,8 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
   }
   let doc: unknown;
   try {
+    // Loaded only when a config file is given: the parser costs memory a default start saves.
+    const { parse: parseYaml } = await import('yaml');
     doc = parseYaml(text);
   } catch (err) {
     throw new ConfigError(`${path}: not valid YAML (${(err as Error).message})`);

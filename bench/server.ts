@@ -1,0 +1,81 @@
+/**
+ * `npm run bench -- server`: {"cold_start_ms", "idle_rss_mb"}.
+ * cold_start_ms: spawn of `node server/dist/main.js` to the first answered HTTP request, median
+ * of 7 starts over a fresh data folder (first start included: certificate-free, --no-tls).
+ * idle_rss_mb: resident memory of the server 3 s after a login and an open event socket.
+ */
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, REPO_ROOT } from '../e2e/fixtures/server';
+import WebSocket from 'ws';
+import { median, note, round } from './lib';
+
+async function untilAnswered(url: string, deadline: number): Promise<void> {
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline) throw new Error('server did not answer');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function once(measureRss: boolean): Promise<{ startMs: number; rss: number }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kvm-bench-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'server/dist/main.js'), '--no-tls', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--target', 'testbed'],
+    { stdio: 'ignore' },
+  );
+  try {
+    await untilAnswered(`${base}/api/init/is_inited`, t0 + 15_000);
+    const startMs = performance.now() - t0;
+    let rss = 0;
+    if (measureRss) {
+      await fetch(`${base}/api/init/init?password=benchpass`);
+      const login = await fetch(`${base}/api/auth/login`, {
+        method: 'POST',
+        body: new URLSearchParams({ user: 'admin', passwd: 'benchpass' }),
+      });
+      const { result } = (await login.json()) as { result: { token: string } };
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/api/ws?auth_token=${result.token}`);
+      await new Promise((r) => ws.once('message', r));
+      await new Promise((r) => setTimeout(r, 3000));
+      rss = await rssMb(child.pid!);
+      ws.close();
+    }
+    return { startMs, rss };
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const starts: number[] = [];
+const rss: number[] = [];
+for (let i = 0; i < 7; i += 1) {
+  const r = await once(i < 3);
+  starts.push(r.startMs);
+  if (r.rss) rss.push(r.rss);
+  note(`run ${i + 1}: start ${round(r.startMs)} ms${r.rss ? `, rss ${round(r.rss)} MB` : ''}`);
+}
+process.stdout.write(`${JSON.stringify({ cold_start_ms: round(median(starts)), idle_rss_mb: round(median(rss)) })}\n`);

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// Makes a fresh Debian 12 checkout ready for `npm start` or `npm test`, and is quick and silent
+// when everything is already there: Debian packages with apt-get when missing, `npm ci` when
+// package-lock.json changed, a build when a source changed.
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const mode = process.argv[2] ?? 'start';
+
+/** Debian packages each command needs. Later subsystems add ffmpeg and qemu-system-x86 here. */
+const PACKAGES = {
+  start: ['openssl', 'ca-certificates'],
+  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk'],
+};
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
+  if (r.status !== 0) {
+    console.error(`bootstrap: '${cmd} ${args.join(' ')}' failed (exit ${r.status})`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+function missingPackages(names) {
+  return names.filter((name) => {
+    const r = spawnSync('dpkg-query', ['-W', '-f=${Status}', name], { encoding: 'utf8' });
+    return r.status !== 0 || !r.stdout.includes('install ok installed');
+  });
+}
+
+function ensurePackages() {
+  if (!existsSync('/usr/bin/dpkg-query')) return; // not Debian: the README lists what to install
+  const missing = missingPackages(PACKAGES[mode] ?? PACKAGES.start);
+  if (missing.length === 0) return;
+  if (process.getuid?.() !== 0) {
+    console.error(`bootstrap: missing Debian packages: ${missing.join(' ')}; install them as root.`);
+    process.exit(1);
+  }
+  console.log(`bootstrap: installing ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+}
+
+function hashFile(path) {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+function ensureModules() {
+  const stamp = join(root, 'node_modules', '.kvm-lock-hash');
+  const want = hashFile(join(root, 'package-lock.json'));
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
+  console.log('bootstrap: npm ci');
+  run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error']);
+  writeFileSync(stamp, want);
+}
+
+/** Size and mtime of every source the build reads: cheap, and changes whenever a file does. */
+function sourceStamp() {
+  const h = createHash('sha256');
+  const walk = (dir) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (e.name === 'node_modules' || e.name === 'dist') continue;
+      const full = join(dir, e.name);
+      if (e.isDirectory()) walk(full);
+      else {
+        const s = statSync(full);
+        h.update(`${full}:${s.size}:${s.mtimeMs}\n`);
+      }
+    }
+  };
+  for (const d of ['protocol/src', 'server/src', 'web/src', 'web/public']) walk(join(root, d));
+  for (const f of ['web/index.html', 'web/vite.config.ts', 'package-lock.json', 'package.json', 'scripts/build.mjs']) {
+    const full = join(root, f);
+    if (existsSync(full)) h.update(`${f}:${statSync(full).mtimeMs}\n`);
+  }
+  return h.digest('hex');
+}
+
+function ensureBuild() {
+  const stampPath = join(root, 'server', 'dist', '.build-stamp');
+  const want = sourceStamp();
+  const built =
+    existsSync(join(root, 'server/dist/main.js')) && existsSync(join(root, 'web/dist/index.html'));
+  if (built && existsSync(stampPath) && readFileSync(stampPath, 'utf8') === want) return;
+  console.log('bootstrap: building');
+  run('node', ['scripts/build.mjs', '--quiet']);
+  writeFileSync(stampPath, want);
+}
+
+ensurePackages();
+ensureModules();
+ensureBuild();

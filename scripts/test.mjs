@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// The whole suite, as `npm test` and CI run it: type-check every workspace, lint, format
+// check, then every vitest project (unit, route, e2e in Chromium). Every step runs even after
+// a failure, so one run shows everything; the exit code is non-zero if any failed. The last
+// line is the runner's summary: `tests: N passed, N failed, N skipped`.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const extra = process.argv.slice(2);
+const failures = [];
+
+function step(name, cmd, args) {
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : process.env.FORCE_COLOR } });
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  if (r.status === 0) console.log(`ok: ${name} (${secs} s)`);
+  else {
+    console.log(`FAILED: ${name} (exit ${r.status}, ${secs} s)`);
+    failures.push(name);
+  }
+}
+
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+
+if (extra.length === 0) {
+  for (const ws of ['protocol', 'server', 'web', 'e2e', 'bench']) {
+    step(`typecheck ${ws}`, bin('tsc'), ['-p', `${ws}/tsconfig.json`]);
+  }
+  step('eslint', bin('eslint'), ['--max-warnings=0', '.']);
+  step('prettier', bin('prettier'), ['--check', '--log-level=warn', '.']);
+}
+
+mkdirSync(join(root, '.cache'), { recursive: true });
+const report = join(root, '.cache', 'vitest-report.json');
+step('vitest', bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra]);
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+try {
+  const json = JSON.parse(readFileSync(report, 'utf8'));
+  passed = json.numPassedTests ?? 0;
+  failed = json.numFailedTests ?? 0;
+  skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+} catch {
+  failures.push('vitest report');
+}
+if (failures.length) console.log(`failed steps: ${failures.join(', ')}`);
+console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(failures.length || failed ? 1 : 0);
