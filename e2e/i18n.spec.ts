@@ -1,0 +1,46 @@
+/** zh/en switch from the language settings: the console's text changes, and the choice sticks. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { Browser } from './fixtures/browser';
+import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
+import { ServerProcess } from './fixtures/server';
+
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  server = await ServerProcess.start();
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+});
+
+const CJK = /[\u4e00-\u9fff]/;
+
+describe('language', () => {
+  it('is English by default, switches to Chinese and back, and is kept on the server', async () => {
+    await loginViaUi(page, server);
+    await openSettings(page);
+    const sidebar = byTestId(page, 'settings-sidebar');
+    expect(await sidebar.innerText()).not.toMatch(CJK);
+
+    await byTestId(page, 'language-zh').click();
+    await expect.poll(async () => sidebar.innerText(), { timeout: 5_000 }).toMatch(CJK);
+    await expect
+      .poll(async () => (await (await fetch(`${server.url}/api/system/get_config`, { headers: { token: (await page.evaluate(() => localStorage.getItem('auth_token'))) ?? '' } })).json()).result.config.language)
+      .toBe('zh');
+
+    await page.reload();
+    await byTestId(page, 'main-page').waitFor({ state: 'visible' });
+    expect(await byTestId(page, 'toolbar').innerHTML()).toMatch(CJK);
+
+    await openSettings(page);
+    await byTestId(page, 'language-en').click();
+    await expect.poll(async () => byTestId(page, 'settings-sidebar').innerText(), { timeout: 5_000 }).not.toMatch(CJK);
+  });
+});

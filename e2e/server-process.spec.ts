@@ -1,0 +1,104 @@
+/**
+ * The server as `npm start` runs it: HTTPS by default with a certificate made once and kept,
+ * HTTP redirecting to it, logs in a file, config errors that name the key, clean SIGTERM.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort, REPO_ROOT } from './fixtures/server';
+
+const MAIN = join(REPO_ROOT, 'server/dist/main.js');
+
+function startServer(args: string[]) {
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (out.includes(' ready in ')) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 20);
+    child.once('exit', (code) => {
+      clearInterval(timer);
+      reject(new Error(`exited ${code}: ${out}`));
+    });
+  });
+  return { child, ready, output: () => out };
+}
+
+function httpsGet(port: number, path: string): Promise<{ status: number; body: string; cert: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, rejectUnauthorized: false, agent: false }, (res) => {
+      const socket = res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } };
+      const cert = socket.getPeerCertificate().fingerprint256;
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cert }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('server process', () => {
+  it('serves HTTPS with a certificate made once and kept, and redirects HTTP to it', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'kvm-proc-'));
+    const port = await freePort();
+    const redirect = await freePort();
+    const args = ['--data', data, '--listen', `127.0.0.1:${port}`, '--redirect', `127.0.0.1:${redirect}`, '--target', 'testbed'];
+    let srv = startServer(args);
+    await srv.ready;
+    const first = await httpsGet(port, '/api/init/is_inited');
+    expect(first.status).toBe(200);
+    expect(JSON.parse(first.body)).toEqual({ ok: true, result: { is_inited: false, country_code: 'US' } });
+
+    const location = await new Promise<string | undefined>((resolve, reject) => {
+      httpGet({ host: '127.0.0.1', port: redirect, path: '/kvm?x=1', headers: { host: 'kvm.local' } }, (res) => {
+        expect(res.statusCode).toBe(301);
+        resolve(res.headers.location);
+        res.resume();
+      }).on('error', reject);
+    });
+    expect(location).toBe(`https://kvm.local:${port}/kvm?x=1`);
+
+    const exited = new Promise<number | null>((r) => srv.child.once('exit', (code) => r(code)));
+    srv.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    srv = startServer(args);
+    await srv.ready;
+    const second = await httpsGet(port, '/api/init/is_inited');
+    expect(second.cert).toBe(first.cert);
+    srv.child.kill('SIGTERM');
+    await new Promise((r) => srv.child.once('exit', r));
+
+    expect((await readdir(join(data, 'tls'))).sort()).toEqual(['server.crt', 'server.key']);
+    const log = await readFile(join(data, 'logs', 'server.log'), 'utf8');
+    const lines = log.trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    expect(lines.some((l) => l.msg === 'listening')).toBe(true);
+    expect(lines.some((l) => l.msg === 'stopping')).toBe(true);
+  });
+
+  it('refuses a bad config file and a bad option with the key named, exit 2', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kvm-cfg-'));
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, 'server:\n  listen: nowhere\nauth:\n  sesion_expire_s: 5\n');
+    let r = spawnSync(process.execPath, [MAIN, '--config', file, '--data', dir], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('server.listen');
+    expect(r.stderr).toContain('auth.sesion_expire_s');
+    r = spawnSync(process.execPath, [MAIN, '--target', 'toaster'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--target');
+    r = spawnSync(process.execPath, [MAIN, '--help'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('--no-tls');
+  });
+});

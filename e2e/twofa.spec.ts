@@ -1,0 +1,88 @@
+/** Two-factor authentication end to end: enable in the security settings, then log in with a code. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { totp } from '../server/src/services/auth/totp';
+import { Browser } from './fixtures/browser';
+import { byTestId, expectText, initDevice, loginViaUi, openSettings, PASSWORD, submitLogin } from './fixtures/console';
+import { ServerProcess } from './fixtures/server';
+
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  server = await ServerProcess.start();
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+});
+
+/** A code that stays valid for the next few seconds (avoid the edge of a 30 s step). */
+async function freshCode(secret: string): Promise<string> {
+  const intoStep = (Date.now() / 1000) % 30;
+  if (intoStep > 25) await new Promise((r) => setTimeout(r, (31 - intoStep) * 1000));
+  return totp(secret);
+}
+
+describe('two-factor', () => {
+  let secret = '';
+
+  it('is enabled from the security settings with the QR secret and a 6-digit code', async () => {
+    await loginViaUi(page, server);
+    await openSettings(page);
+    await byTestId(page, 'settings-group-security').click();
+    await byTestId(page, 'twofa-enable').click();
+    await byTestId(page, 'twofa-qr').waitFor({ state: 'visible' });
+    secret = ((await byTestId(page, 'twofa-secret').textContent()) ?? '').replace(/\s/g, '');
+    expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+
+    await byTestId(page, 'twofa-enable-code').fill('12345');
+    await byTestId(page, 'twofa-enable-submit').click();
+    await expectText(page, 'Please enter 6-digit code');
+
+    await byTestId(page, 'twofa-enable-code').fill(await freshCode(secret));
+    await byTestId(page, 'twofa-enable-submit').click();
+    await expect.poll(async () => byTestId(page, 'twofa-status').textContent(), { timeout: 10_000 }).toMatch(/enabled/i);
+    const status = await (await fetch(`${server.url}/api/2fa/is_enabled`)).json();
+    expect(status.result.enabled).toBe(true);
+  });
+
+  it('then asks for the code after the password, refuses a wrong one, accepts the right one', async () => {
+    await byTestId(page, 'logout-button').click();
+    await byTestId(page, 'confirm-ok').click();
+    await byTestId(page, 'login-password').waitFor({ state: 'visible' });
+
+    await submitLogin(page, PASSWORD);
+    await byTestId(page, 'twofa-code').waitFor({ state: 'visible' });
+    expect(new URL(page.url()).pathname).toBe('/twofactor');
+
+    const right = await freshCode(secret);
+    const wrong = right === '000000' ? '111111' : '000000';
+    await byTestId(page, 'twofa-code').fill(wrong);
+    await byTestId(page, 'twofa-submit').click();
+    await expectText(page, 'Password or 2FA code is not correct!');
+
+    await byTestId(page, 'twofa-code').fill(await freshCode(secret));
+    await byTestId(page, 'twofa-submit').click();
+    await byTestId(page, 'main-page').waitFor({ state: 'visible' });
+  });
+
+  it('remembers this device when asked, so the password alone is enough next time', async () => {
+    await byTestId(page, 'logout-button').click();
+    await byTestId(page, 'confirm-ok').click();
+    await submitLogin(page, PASSWORD);
+    await byTestId(page, 'twofa-code').fill(await freshCode(secret));
+    await byTestId(page, 'twofa-remember').check();
+    await byTestId(page, 'twofa-submit').click();
+    await byTestId(page, 'main-page').waitFor({ state: 'visible' });
+
+    await byTestId(page, 'logout-button').click();
+    await byTestId(page, 'confirm-ok').click();
+    await submitLogin(page, PASSWORD);
+    await byTestId(page, 'main-page').waitFor({ state: 'visible' });
+  });
+});
