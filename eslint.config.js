@@ -6,12 +6,15 @@ import reactHooks from 'eslint-plugin-react-hooks';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.data/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', '.cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
@@ -27,7 +30,14 @@ export default tseslint.config(
       ...reactHooks.configs.recommended.rules,
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['@kvm/server', '@kvm/server/*', '**/server/src/**'], message: 'web never imports server' }] },
+        {
+          patterns: [
+            {
+              group: ['@kvm/server', '@kvm/server/*', '**/server/src/**'],
+              message: 'web never imports server',
+            },
+          ],
+        },
       ],
     },
   },
@@ -36,7 +46,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['node:*', 'fs', 'path', 'crypto', 'os', 'net'], message: 'protocol has no Node imports' }] },
+        {
+          patterns: [
+            {
+              group: ['node:*', 'fs', 'path', 'crypto', 'os', 'net'],
+              message: 'protocol has no Node imports',
+            },
+          ],
+        },
       ],
       'no-restricted-globals': ['error', 'window', 'document', 'navigator', 'localStorage'],
     },

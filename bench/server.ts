@@ -39,7 +39,16 @@ async function once(measureRss: boolean): Promise<{ startMs: number; rss: number
   const t0 = performance.now();
   const child = spawn(
     process.execPath,
-    [join(REPO_ROOT, 'server/dist/main.js'), '--no-tls', '--listen', `127.0.0.1:${port}`, '--data', dataDir, '--target', 'testbed'],
+    [
+      join(REPO_ROOT, 'server/dist/main.js'),
+      '--no-tls',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--data',
+      dataDir,
+      '--target',
+      'testbed',
+    ],
     { stdio: 'ignore' },
   );
   try {
@@ -78,4 +87,6 @@ for (let i = 0; i < 7; i += 1) {
   if (r.rss) rss.push(r.rss);
   note(`run ${i + 1}: start ${round(r.startMs)} ms${r.rss ? `, rss ${round(r.rss)} MB` : ''}`);
 }
-process.stdout.write(`${JSON.stringify({ cold_start_ms: round(median(starts)), idle_rss_mb: round(median(rss)) })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ cold_start_ms: round(median(starts)), idle_rss_mb: round(median(rss)) })}\n`,
+);

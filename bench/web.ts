@@ -45,7 +45,11 @@ try {
 
   let browser = await Browser.launch();
   note('login route:');
-  const login = await measure(await browser.page(), `${server.url}/login`, '[data-testid="login-password"]');
+  const login = await measure(
+    await browser.page(),
+    `${server.url}/login`,
+    '[data-testid="login-password"]',
+  );
   await browser.close();
 
   browser = await Browser.launch();
@@ -54,7 +58,10 @@ try {
   // the main route with an empty cache.
   await page.goto(`${server.url}/api/init/is_inited`);
   const token = await page.evaluate(async () => {
-    const res = await fetch('/api/auth/login', { method: 'POST', body: new URLSearchParams({ user: 'admin', passwd: 'benchpass' }) });
+    const res = await fetch('/api/auth/login', {
+      method: 'POST',
+      body: new URLSearchParams({ user: 'admin', passwd: 'benchpass' }),
+    });
     const body = (await res.json()) as { result: { token: string } };
     localStorage.setItem('auth_token', body.result.token);
     return body.result.token;
@@ -64,7 +71,9 @@ try {
   const main = await measure(page, `${server.url}/`, '[data-testid="main-page"]');
   await browser.close();
 
-  process.stdout.write(`${JSON.stringify({ login_route_gzip_bytes: login, main_route_gzip_bytes: main })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ login_route_gzip_bytes: login, main_route_gzip_bytes: main })}\n`,
+  );
 } finally {
   await server.dispose();
 }

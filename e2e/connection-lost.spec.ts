@@ -46,7 +46,9 @@ describe('connection lost', () => {
 
     await server.launch();
     await byTestId(page, 'connection-lost').waitFor({ state: 'hidden', timeout: 15_000 });
-    expect(await page.evaluate(() => (window as unknown as { e2eMarker?: number }).e2eMarker)).toBe(42);
+    expect(await page.evaluate(() => (window as unknown as { e2eMarker?: number }).e2eMarker)).toBe(
+      42,
+    );
     await byTestId(page, 'main-page').waitFor({ state: 'visible' });
   });
 });

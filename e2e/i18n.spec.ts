@@ -32,7 +32,18 @@ describe('language', () => {
     await byTestId(page, 'language-zh').click();
     await expect.poll(async () => sidebar.innerText(), { timeout: 5_000 }).toMatch(CJK);
     await expect
-      .poll(async () => (await (await fetch(`${server.url}/api/system/get_config`, { headers: { token: (await page.evaluate(() => localStorage.getItem('auth_token'))) ?? '' } })).json()).result.config.language)
+      .poll(
+        async () =>
+          (
+            await (
+              await fetch(`${server.url}/api/system/get_config`, {
+                headers: {
+                  token: (await page.evaluate(() => localStorage.getItem('auth_token'))) ?? '',
+                },
+              })
+            ).json()
+          ).result.config.language,
+      )
       .toBe('zh');
 
     await page.reload();
@@ -41,6 +52,8 @@ describe('language', () => {
 
     await openSettings(page);
     await byTestId(page, 'language-en').click();
-    await expect.poll(async () => byTestId(page, 'settings-sidebar').innerText(), { timeout: 5_000 }).not.toMatch(CJK);
+    await expect
+      .poll(async () => byTestId(page, 'settings-sidebar').innerText(), { timeout: 5_000 })
+      .not.toMatch(CJK);
   });
 });

@@ -33,15 +33,23 @@ function startServer(args: string[]) {
   return { child, ready, output: () => out };
 }
 
-function httpsGet(port: number, path: string): Promise<{ status: number; body: string; cert: string }> {
+function httpsGet(
+  port: number,
+  path: string,
+): Promise<{ status: number; body: string; cert: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, rejectUnauthorized: false, agent: false }, (res) => {
-      const socket = res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } };
-      const cert = socket.getPeerCertificate().fingerprint256;
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cert }));
-    });
+    const req = httpsRequest(
+      { host: '127.0.0.1', port, path, rejectUnauthorized: false, agent: false },
+      (res) => {
+        const socket = res.socket as unknown as {
+          getPeerCertificate(): { fingerprint256: string };
+        };
+        const cert = socket.getPeerCertificate().fingerprint256;
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cert }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -52,19 +60,34 @@ describe('server process', () => {
     const data = await mkdtemp(join(tmpdir(), 'kvm-proc-'));
     const port = await freePort();
     const redirect = await freePort();
-    const args = ['--data', data, '--listen', `127.0.0.1:${port}`, '--redirect', `127.0.0.1:${redirect}`, '--target', 'testbed'];
+    const args = [
+      '--data',
+      data,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--redirect',
+      `127.0.0.1:${redirect}`,
+      '--target',
+      'testbed',
+    ];
     let srv = startServer(args);
     await srv.ready;
     const first = await httpsGet(port, '/api/init/is_inited');
     expect(first.status).toBe(200);
-    expect(JSON.parse(first.body)).toEqual({ ok: true, result: { is_inited: false, country_code: 'US' } });
+    expect(JSON.parse(first.body)).toEqual({
+      ok: true,
+      result: { is_inited: false, country_code: 'US' },
+    });
 
     const location = await new Promise<string | undefined>((resolve, reject) => {
-      httpGet({ host: '127.0.0.1', port: redirect, path: '/kvm?x=1', headers: { host: 'kvm.local' } }, (res) => {
-        expect(res.statusCode).toBe(301);
-        resolve(res.headers.location);
-        res.resume();
-      }).on('error', reject);
+      httpGet(
+        { host: '127.0.0.1', port: redirect, path: '/kvm?x=1', headers: { host: 'kvm.local' } },
+        (res) => {
+          expect(res.statusCode).toBe(301);
+          resolve(res.headers.location);
+          res.resume();
+        },
+      ).on('error', reject);
     });
     expect(location).toBe(`https://kvm.local:${port}/kvm?x=1`);
 
@@ -81,7 +104,10 @@ describe('server process', () => {
 
     expect((await readdir(join(data, 'tls'))).sort()).toEqual(['server.crt', 'server.key']);
     const log = await readFile(join(data, 'logs', 'server.log'), 'utf8');
-    const lines = log.trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    const lines = log
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string });
     expect(lines.some((l) => l.msg === 'listening')).toBe(true);
     expect(lines.some((l) => l.msg === 'stopping')).toBe(true);
   });
@@ -90,7 +116,9 @@ describe('server process', () => {
     const dir = await mkdtemp(join(tmpdir(), 'kvm-cfg-'));
     const file = join(dir, 'config.yaml');
     await writeFile(file, 'server:\n  listen: nowhere\nauth:\n  sesion_expire_s: 5\n');
-    let r = spawnSync(process.execPath, [MAIN, '--config', file, '--data', dir], { encoding: 'utf8' });
+    let r = spawnSync(process.execPath, [MAIN, '--config', file, '--data', dir], {
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('server.listen');
     expect(r.stderr).toContain('auth.sesion_expire_s');

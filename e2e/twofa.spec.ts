@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { totp } from '../server/src/services/auth/totp';
 import { Browser } from './fixtures/browser';
-import { byTestId, expectText, initDevice, loginViaUi, openSettings, PASSWORD, submitLogin } from './fixtures/console';
+import {
+  byTestId,
+  expectText,
+  initDevice,
+  loginViaUi,
+  openSettings,
+  PASSWORD,
+  submitLogin,
+} from './fixtures/console';
 import { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
@@ -46,7 +54,9 @@ describe('two-factor', () => {
 
     await byTestId(page, 'twofa-enable-code').fill(await freshCode(secret));
     await byTestId(page, 'twofa-enable-submit').click();
-    await expect.poll(async () => byTestId(page, 'twofa-status').textContent(), { timeout: 10_000 }).toMatch(/enabled/i);
+    await expect
+      .poll(async () => byTestId(page, 'twofa-status').textContent(), { timeout: 10_000 })
+      .toMatch(/enabled/i);
     const status = await (await fetch(`${server.url}/api/2fa/is_enabled`)).json();
     expect(status.result.enabled).toBe(true);
   });

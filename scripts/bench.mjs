@@ -17,7 +17,9 @@ if (!name || !available.includes(name)) {
 }
 // Same preparation as `npm test` (quick and silent when everything is built already).
 if (!process.env.KVM_BENCH_NO_BOOTSTRAP) {
-  const prep = spawnSync('node', [join(root, 'scripts/bootstrap.mjs'), 'test'], { stdio: 'inherit' });
+  const prep = spawnSync('node', [join(root, 'scripts/bootstrap.mjs'), 'test'], {
+    stdio: 'inherit',
+  });
   if (prep.status !== 0) process.exit(prep.status ?? 1);
 }
 const outDir = join(root, '.cache', 'bench');
@@ -42,5 +44,8 @@ await build({
     },
   ],
 });
-const r = spawnSync(process.execPath, [outfile, ...process.argv.slice(3)], { stdio: 'inherit', cwd: root });
+const r = spawnSync(process.execPath, [outfile, ...process.argv.slice(3)], {
+  stdio: 'inherit',
+  cwd: root,
+});
 process.exit(r.status ?? 1);

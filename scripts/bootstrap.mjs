@@ -36,7 +36,9 @@ function ensurePackages() {
   const missing = missingPackages(PACKAGES[mode] ?? PACKAGES.start);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) {
-    console.error(`bootstrap: missing Debian packages: ${missing.join(' ')}; install them as root.`);
+    console.error(
+      `bootstrap: missing Debian packages: ${missing.join(' ')}; install them as root.`,
+    );
     process.exit(1);
   }
   console.log(`bootstrap: installing ${missing.join(' ')}`);
@@ -79,7 +81,13 @@ function sourceStamp() {
     }
   };
   for (const d of ['protocol/src', 'server/src', 'web/src', 'web/public']) walk(join(root, d));
-  for (const f of ['web/index.html', 'web/vite.config.ts', 'package-lock.json', 'package.json', 'scripts/build.mjs']) {
+  for (const f of [
+    'web/index.html',
+    'web/vite.config.ts',
+    'package-lock.json',
+    'package.json',
+    'scripts/build.mjs',
+  ]) {
     const full = join(root, f);
     if (existsSync(full)) h.update(`${f}:${statSync(full).mtimeMs}\n`);
   }

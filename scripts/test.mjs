@@ -13,7 +13,11 @@ const failures = [];
 
 function step(name, cmd, args) {
   const started = Date.now();
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : process.env.FORCE_COLOR } });
+  const r = spawnSync(cmd, args, {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : process.env.FORCE_COLOR },
+  });
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   if (r.status === 0) console.log(`ok: ${name} (${secs} s)`);
   else {
@@ -34,7 +38,13 @@ if (extra.length === 0) {
 
 mkdirSync(join(root, '.cache'), { recursive: true });
 const report = join(root, '.cache', 'vitest-report.json');
-step('vitest', bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra]);
+step('vitest', bin('vitest'), [
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile.json=${report}`,
+  ...extra,
+]);
 
 let passed = 0;
 let failed = 0;

@@ -15,6 +15,8 @@ export interface LoginResult {
 /** GET /api/2fa/is_enabled (public). */
 export interface TwoFaStatus {
   enabled: boolean;
+  /** Whether this browser's remember-this-device cookie is valid (no code needed). */
+  trusted: boolean;
 }
 
 /** GET /api/2fa/create: a fresh secret, not yet active. */

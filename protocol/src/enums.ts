@@ -33,7 +33,10 @@ export type FingerbotStrength = (typeof FINGERBOT_STRENGTHS)[number];
  */
 export const STREAM_QUALITIES = ['LOW', 'MEDIUM', 'HIGH', 'ULTRA_HIGH'] as const;
 export type StreamQuality = (typeof STREAM_QUALITIES)[number];
-export const STREAM_QUALITY_PRESETS: Record<StreamQuality, { h264_bitrate: number; h264_gop: number }> = {
+export const STREAM_QUALITY_PRESETS: Record<
+  StreamQuality,
+  { h264_bitrate: number; h264_gop: number }
+> = {
   LOW: { h264_bitrate: 500, h264_gop: 30 },
   MEDIUM: { h264_bitrate: 2000, h264_gop: 30 },
   HIGH: { h264_bitrate: 5000, h264_gop: 60 },
@@ -50,9 +53,41 @@ export type DeviceModel = (typeof DEVICE_MODELS)[number];
  * The keymaps of SPEC 3 (QEMU's 34 layouts plus en-us-altgr-intl: 35, wire-protocol.md 6).
  */
 export const KEYMAPS = [
-  'ar', 'bepo', 'cz', 'da', 'de', 'de-ch', 'en-gb', 'en-us', 'en-us-altgr-intl', 'es', 'et', 'fi',
-  'fo', 'fr', 'fr-be', 'fr-ca', 'fr-ch', 'hr', 'hu', 'is', 'it', 'ja', 'lt', 'lv', 'mk', 'nl', 'no',
-  'pl', 'pt', 'pt-br', 'ru', 'sl', 'sv', 'th', 'tr',
+  'ar',
+  'bepo',
+  'cz',
+  'da',
+  'de',
+  'de-ch',
+  'en-gb',
+  'en-us',
+  'en-us-altgr-intl',
+  'es',
+  'et',
+  'fi',
+  'fo',
+  'fr',
+  'fr-be',
+  'fr-ca',
+  'fr-ch',
+  'hr',
+  'hu',
+  'is',
+  'it',
+  'ja',
+  'lt',
+  'lv',
+  'mk',
+  'nl',
+  'no',
+  'pl',
+  'pt',
+  'pt-br',
+  'ru',
+  'sl',
+  'sv',
+  'th',
+  'tr',
 ] as const;
 export type Keymap = (typeof KEYMAPS)[number];
 export const DEFAULT_KEYMAP: Keymap = 'en-us';

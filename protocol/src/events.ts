@@ -30,7 +30,10 @@ export type ServerEventType =
   | 'turn';
 
 /** Client to server JSON ping; answered by `{event_type:"pong", event:{}}`. */
-export const PING_FRAME: EventFrame<'ping', Record<string, never>> = { event_type: 'ping', event: {} };
+export const PING_FRAME: EventFrame<'ping', Record<string, never>> = {
+  event_type: 'ping',
+  event: {},
+};
 
 /** Binary ping: client sends 0x00, server answers 0xFF. */
 export const BINARY_PING = 0x00;

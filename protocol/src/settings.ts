@@ -173,7 +173,9 @@ export function normalizeUserConfig(input: unknown): UserConfig {
   const out: Record<string, unknown> = { ...record };
   for (const key of USER_CONFIG_KEYS) {
     const parsed = userConfigShape[key].safeParse(record[key]);
-    out[key] = parsed.success ? parsed.data : JSON.parse(JSON.stringify(USER_CONFIG_DEFAULTS[key])) as unknown;
+    out[key] = parsed.success
+      ? parsed.data
+      : (JSON.parse(JSON.stringify(USER_CONFIG_DEFAULTS[key])) as unknown);
   }
   return out as UserConfig;
 }

@@ -69,9 +69,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
   };
-  const app = (
-    opts.https ? Fastify({ ...base, https: opts.https } as FastifyServerOptions) : Fastify(base)
-  ) as unknown as FastifyInstance;
+  const app = (opts.https
+    ? Fastify({ ...base, https: opts.https } as FastifyServerOptions)
+    : Fastify(base)) as unknown as FastifyInstance;
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.decorate('ctx', ctx);
@@ -91,12 +91,21 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.setErrorHandler((err, request, reply) => {
     const answer = toHttp(err);
     if (answer.status >= 500) request.log.error({ err, url: request.url }, 'request failed');
-    else request.log.debug({ err: (err as Error).message, url: request.url, status: answer.status }, 'request refused');
+    else
+      request.log.debug(
+        { err: (err as Error).message, url: request.url, status: answer.status },
+        'request refused',
+      );
     reply.code(answer.status).send(answer.body);
   });
   // Every JSON answer in the kvmd envelope; non-object payloads (files, text) pass through.
   app.addHook('preSerialization', async (_request, reply, payload) => {
-    if (reply.statusCode === 200 && payload !== null && typeof payload === 'object' && !('ok' in payload)) {
+    if (
+      reply.statusCode === 200 &&
+      payload !== null &&
+      typeof payload === 'object' &&
+      !('ok' in payload)
+    ) {
       return { ok: true, result: payload };
     }
     return payload;
@@ -132,9 +141,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 }
 
 /** A context and app over a data folder, for tests and benches (no TLS, no logger). */
-export async function buildTestApp(dataDir: string, overrides: Record<string, unknown> = {}): Promise<FastifyInstance> {
+export async function buildTestApp(
+  dataDir: string,
+  overrides: Record<string, unknown> = {},
+): Promise<FastifyInstance> {
   const config = buildConfig({ data_dir: dataDir, ...overrides }, loadConfigDefaults());
   const ctx = await createContext(config, '0.0.0-test');
   return buildApp(ctx);
 }
-

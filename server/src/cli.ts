@@ -64,18 +64,29 @@ export function parseCli(argv: string[]): CliOptions {
     server.tls = false;
     server.redirect_listen = null;
   }
-  if (values.redirect !== undefined) server.redirect_listen = values.redirect === 'off' ? null : values.redirect;
+  if (values.redirect !== undefined)
+    server.redirect_listen = values.redirect === 'off' ? null : values.redirect;
   if (Object.keys(server).length) overrides.server = server;
   if (values['log-level'] !== undefined) overrides.log = { level: values['log-level'] };
   return { config: values.config, overrides, help: values.help ?? false };
 }
 
 /** Deep-merges CLI overrides onto the file's object (objects merge, other values replace). */
-export function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+export function mergeConfig(
+  base: Record<string, unknown>,
+  over: Record<string, unknown>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(over)) {
     const prev = out[key];
-    if (value && typeof value === 'object' && !Array.isArray(value) && prev && typeof prev === 'object' && !Array.isArray(prev)) {
+    if (
+      value &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      prev &&
+      typeof prev === 'object' &&
+      !Array.isArray(prev)
+    ) {
       out[key] = mergeConfig(prev as Record<string, unknown>, value as Record<string, unknown>);
     } else {
       out[key] = value;

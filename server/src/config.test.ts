@@ -60,7 +60,15 @@ describe('config', () => {
 
 describe('cli', () => {
   it('maps options onto config keys', () => {
-    const cli = parseCli(['--target', 'testbed', '--data', '/d', '--listen', '127.0.0.1:0', '--no-tls']);
+    const cli = parseCli([
+      '--target',
+      'testbed',
+      '--data',
+      '/d',
+      '--listen',
+      '127.0.0.1:0',
+      '--no-tls',
+    ]);
     expect(cli.overrides).toEqual({
       target: 'testbed',
       data_dir: '/d',
@@ -74,7 +82,10 @@ describe('cli', () => {
   });
 
   it('lets the command line win over the file', () => {
-    const merged = mergeConfig({ server: { listen: ':1', tls: true }, target: 'qemu' }, { server: { tls: false } });
+    const merged = mergeConfig(
+      { server: { listen: ':1', tls: true }, target: 'qemu' },
+      { server: { tls: false } },
+    );
     expect(merged).toEqual({ server: { listen: ':1', tls: false }, target: 'qemu' });
   });
 });

@@ -46,7 +46,12 @@ const configSchema = z.strictObject({
       /** Plain-HTTP listener that redirects to HTTPS; null turns it off. */
       redirect_listen: hostPort.nullable().prefault('0.0.0.0:8080'),
       /** Largest JSON or form body, bytes. */
-      body_limit: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+      body_limit: z
+        .number()
+        .int()
+        .min(1024)
+        .max(64 * 1024 * 1024)
+        .default(1024 * 1024),
       /** Honour X-Real-IP / X-Forwarded-For for the client address (behind a proxy only). */
       trust_proxy: z.boolean().default(false),
       /** Built console to serve; defaults to web/dist of this checkout. */
@@ -69,21 +74,30 @@ const configSchema = z.strictObject({
   log: z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
-      file_max_bytes: z.number().int().min(64 * 1024).default(5 * 1024 * 1024),
+      file_max_bytes: z
+        .number()
+        .int()
+        .min(64 * 1024)
+        .default(5 * 1024 * 1024),
       files: z.number().int().min(1).max(50).default(5),
     })
     .prefault({}),
   device: z
     .strictObject({
       model: z.enum(DEVICE_MODELS).default('RM1'),
-      country_code: z.string().regex(/^[A-Z]{2}$/).default('US'),
+      country_code: z
+        .string()
+        .regex(/^[A-Z]{2}$/)
+        .default('US'),
     })
     .prefault({}),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;
 type Parsed = z.output<typeof configSchema>;
-export type AppConfig = Readonly<Parsed & { data_dir: string; server: Parsed['server'] & { web_dir: string } }>;
+export type AppConfig = Readonly<
+  Parsed & { data_dir: string; server: Parsed['server'] & { web_dir: string } }
+>;
 
 export class ConfigError extends Error {}
 
@@ -101,12 +115,18 @@ export interface ConfigDefaults {
 }
 
 /** Validates a config object (already parsed from YAML). Errors name every bad key path. */
-export function buildConfig(input: unknown, defaults: ConfigDefaults, source = 'config'): AppConfig {
+export function buildConfig(
+  input: unknown,
+  defaults: ConfigDefaults,
+  source = 'config',
+): AppConfig {
   const parsed = configSchema.safeParse(input ?? {});
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const keys =
-        issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k].join('.')) : [];
+        issue.code === 'unrecognized_keys'
+          ? issue.keys.map((k) => [...issue.path, k].join('.'))
+          : [];
       const path = issue.path.join('.') || '(root)';
       return keys.length
         ? `${source}: unknown key ${keys.join(', ')}`

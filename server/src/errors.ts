@@ -10,7 +10,12 @@ export class ApiError extends Error {
   readonly status: number;
   readonly extra: Record<string, unknown>;
 
-  constructor(wireName: string, status: number, message: string, extra: Record<string, unknown> = {}) {
+  constructor(
+    wireName: string,
+    status: number,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ) {
     super(message);
     this.wireName = wireName;
     this.status = status;
@@ -96,11 +101,17 @@ export function toHttp(err: unknown): HttpErrorAnswer {
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
     return {
       status: e.statusCode,
-      body: { ok: false, result: { error: 'ValidatorError', error_msg: e.message ?? 'Bad request' } },
+      body: {
+        ok: false,
+        result: { error: 'ValidatorError', error_msg: e.message ?? 'Bad request' },
+      },
     };
   }
   return {
     status: 500,
-    body: { ok: false, result: { error: 'InternalError', error_msg: 'Server got itself in trouble' } },
+    body: {
+      ok: false,
+      result: { error: 'InternalError', error_msg: 'Server got itself in trouble' },
+    },
   };
 }

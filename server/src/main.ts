@@ -25,7 +25,11 @@ async function loadConfig(argv: string[]): Promise<AppConfig> {
   }
   const file = cli.config ?? process.env['KVM_CONFIG'];
   const fromFile = file ? await readConfigFile(file) : {};
-  return buildConfig(mergeConfig(fromFile, cli.overrides as Record<string, unknown>), loadConfigDefaults(), file ?? 'config');
+  return buildConfig(
+    mergeConfig(fromFile, cli.overrides as Record<string, unknown>),
+    loadConfigDefaults(),
+    file ?? 'config',
+  );
 }
 
 /** Plain-HTTP listener that sends every request to the HTTPS console. */
@@ -56,7 +60,11 @@ async function main(): Promise<void> {
     throw err;
   }
   await mkdir(config.data_dir, { recursive: true, mode: 0o700 });
-  const logFile = new RotatingLogFile(join(config.data_dir, 'logs', 'server.log'), config.log.file_max_bytes, config.log.files);
+  const logFile = new RotatingLogFile(
+    join(config.data_dir, 'logs', 'server.log'),
+    config.log.file_max_bytes,
+    config.log.files,
+  );
   const logger = pino(
     { level: config.log.level, base: { pid: process.pid } },
     pino.multistream([
@@ -67,7 +75,9 @@ async function main(): Promise<void> {
 
   const version = productVersion();
   const ctx = await createContext(config, version);
-  const https = config.server.tls ? await loadOrCreateCertificate(join(config.data_dir, 'tls')) : null;
+  const https = config.server.tls
+    ? await loadOrCreateCertificate(join(config.data_dir, 'tls'))
+    : null;
   const app = await buildApp(ctx, { logger, https });
   const { host, port } = config.server.listen;
   await app.listen({ host, port });
@@ -77,7 +87,10 @@ async function main(): Promise<void> {
   const scheme = config.server.tls ? 'https' : 'http';
   const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : formatHost(host);
   const readyMs = Math.round(performance.now() - started);
-  logger.info({ host, port: realPort, target: config.target, data: config.data_dir, readyMs, version }, 'listening');
+  logger.info(
+    { host, port: realPort, target: config.target, data: config.data_dir, readyMs, version },
+    'listening',
+  );
   process.stdout.write(
     `KVM console ${version} (target ${config.target}) on ${scheme}://${shown}:${realPort}/ ready in ${readyMs} ms\n`,
   );

@@ -20,7 +20,11 @@ export function fail(name: string, value: Raw, what: string, hidden = false): ne
 }
 
 /** A single string argument; arrays (repeated query keys) are refused. */
-export function str(name: string, value: Raw, opts: { hidden?: boolean; optional?: boolean } = {}): string {
+export function str(
+  name: string,
+  value: Raw,
+  opts: { hidden?: boolean; optional?: boolean } = {},
+): string {
   if (value === undefined && opts.optional) return '';
   if (typeof value !== 'string') fail(name, value, 'string', opts.hidden);
   return value;
@@ -63,6 +67,7 @@ export function int(
 
 /** One of a fixed set of strings. */
 export function oneOf<T extends string>(name: string, value: Raw, allowed: readonly T[]): T {
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value))
+    return value as T;
   return fail(name, value, `value of [${allowed.join(', ')}]`);
 }

@@ -67,9 +67,17 @@ export async function authenticate(
     // Header credentials count against the same rate limit as the login form.
     const ip = clientIp(request, trustProxy);
     try {
-      await auth.login({ user: source.user, passwd: source.passwd, expireS: 1, trustedToken: trusted, ip, dryRun: true });
+      await auth.login({
+        user: source.user,
+        passwd: source.passwd,
+        expireS: 1,
+        trustedToken: trusted,
+        ip,
+        dryRun: true,
+      });
     } catch (err) {
-      if (err instanceof ForbiddenError || (err as { status?: number }).status === 400) throw new ForbiddenError();
+      if (err instanceof ForbiddenError || (err as { status?: number }).status === 400)
+        throw new ForbiddenError();
       throw err;
     }
     return { user: source.user, token: null, tokenHash: null };
@@ -79,7 +87,11 @@ export async function authenticate(
   return { user: session.user, token: source.token, tokenHash: hashToken(source.token) };
 }
 
-export function registerAuthHook(app: FastifyInstance, auth: AuthService, trustProxy: boolean): void {
+export function registerAuthHook(
+  app: FastifyInstance,
+  auth: AuthService,
+  trustProxy: boolean,
+): void {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config?.public) return;

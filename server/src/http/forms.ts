@@ -38,7 +38,9 @@ export async function readForm(request: FastifyRequest): Promise<Form> {
   if (request.isMultipart()) {
     const form: Form = {};
     let count = 0;
-    for await (const part of request.parts({ limits: { fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, files: 0 } })) {
+    for await (const part of request.parts({
+      limits: { fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, files: 0 },
+    })) {
       count += 1;
       if (count > MAX_FIELDS) throw new ValidatorError('Too many form fields');
       if (part.type === 'field') {

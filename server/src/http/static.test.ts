@@ -41,16 +41,25 @@ describe('console files', () => {
     expect(plain.headers['content-type']).toContain('text/javascript');
     expect(plain.headers['cache-control']).toContain('immutable');
     expect(plain.headers['content-encoding']).toBeUndefined();
-    const gz = await app.inject({ url: '/assets/app-abc123.js', headers: { 'accept-encoding': 'gzip, deflate' } });
+    const gz = await app.inject({
+      url: '/assets/app-abc123.js',
+      headers: { 'accept-encoding': 'gzip, deflate' },
+    });
     expect(gz.headers['content-encoding']).toBe('gzip');
     expect(gz.headers['vary']).toBe('accept-encoding');
-    expect(Number(gz.headers['content-length'])).toBeLessThan(Number(plain.headers['content-length']));
+    expect(Number(gz.headers['content-length'])).toBeLessThan(
+      Number(plain.headers['content-length']),
+    );
   });
 
   it('answers 404 for a missing file and never serves outside the folder', async () => {
     app = await newApp(undefined, { server: { web_dir: await webDir() } });
     expect((await app.inject('/assets/gone-123.js')).statusCode).toBe(404);
-    for (const path of ['/../package.json', '/assets/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd']) {
+    for (const path of [
+      '/../package.json',
+      '/assets/../../etc/passwd',
+      '/%2e%2e/%2e%2e/etc/passwd',
+    ]) {
       const res = await app.inject(path);
       expect(res.body, path).not.toContain('root:x:0');
       expect(res.body, path).not.toContain('"name"');

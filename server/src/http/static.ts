@@ -77,12 +77,19 @@ export function isApiPath(url: string): boolean {
   return path === '/api' || path === '/janus' || API_PREFIXES.some((p) => path.startsWith(p));
 }
 
-function sendFile(request: FastifyRequest, reply: FastifyReply, file: StaticFile, cache: string): FastifyReply {
+function sendFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: StaticFile,
+  cache: string,
+): FastifyReply {
   const accept = String(request.headers['accept-encoding'] ?? '');
-  const chosen =
-    (file.br && /\bbr\b/.test(accept) && { ...file.br, encoding: 'br' }) ||
-    (file.gz && /\bgzip\b/.test(accept) && { ...file.gz, encoding: 'gzip' }) ||
-    { path: file.path, size: file.size, encoding: null };
+  const chosen = (file.br && /\bbr\b/.test(accept) && { ...file.br, encoding: 'br' }) ||
+    (file.gz && /\bgzip\b/.test(accept) && { ...file.gz, encoding: 'gzip' }) || {
+      path: file.path,
+      size: file.size,
+      encoding: null,
+    };
   reply
     .header('content-type', TYPES[extname(file.path)] ?? 'application/octet-stream')
     .header('content-length', chosen.size)
@@ -94,7 +101,12 @@ function sendFile(request: FastifyRequest, reply: FastifyReply, file: StaticFile
   return reply.send(createReadStream(chosen.path));
 }
 
-export function registerStatic(app: FastifyInstance, webDir: string, auth: AuthService, trustProxy: boolean): void {
+export function registerStatic(
+  app: FastifyInstance,
+  webDir: string,
+  auth: AuthService,
+  trustProxy: boolean,
+): void {
   const files = listFiles(webDir);
 
   /** Unknown API paths: credentials first (never reveal routes to strangers), then 404/405. */
@@ -105,7 +117,11 @@ export function registerStatic(app: FastifyInstance, webDir: string, auth: AuthS
       (m) => m !== request.method && app.hasRoute({ method: m, url: path }),
     );
     if (others.length > 0) {
-      throw new ApiError('MethodNotAllowedError', 405, `Method ${request.method} is not allowed; use ${others.join(', ')}`);
+      throw new ApiError(
+        'MethodNotAllowedError',
+        405,
+        `Method ${request.method} is not allowed; use ${others.join(', ')}`,
+      );
     }
     throw new NotFoundError(`No such route: ${request.method} ${path}`);
   };
@@ -121,7 +137,12 @@ export function registerStatic(app: FastifyInstance, webDir: string, auth: AuthS
     const file = files.get(path);
     if (file && path !== '/index.html') {
       const immutable = path.startsWith('/assets/');
-      return sendFile(request, reply, file, immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+      return sendFile(
+        request,
+        reply,
+        file,
+        immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+      );
     }
     // A missing file with an extension is a 404, not the app (a stale chunk must fail loudly).
     if (/\.[a-z0-9]{1,8}$/i.test(path) && path !== '/index.html') {
@@ -129,7 +150,10 @@ export function registerStatic(app: FastifyInstance, webDir: string, auth: AuthS
     }
     const index = files.get('/index.html');
     if (!index) {
-      return reply.code(503).type('text/plain').send('The console is not built yet: run `npm run build`.');
+      return reply
+        .code(503)
+        .type('text/plain')
+        .send('The console is not built yet: run `npm run build`.');
     }
     return sendFile(request, reply, index, 'no-cache');
   });

@@ -37,7 +37,11 @@ describe('first run', () => {
 
   it('refuses login before the device is initialised', async () => {
     app = await newApp();
-    const res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: 'whatever' }) });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: 'whatever' }),
+    });
     expect(res.statusCode).toBe(403);
   });
 });
@@ -46,7 +50,11 @@ describe('login', () => {
   it('answers a token and an HttpOnly SameSite=Strict cookie', async () => {
     app = await newApp();
     await app.inject(`/api/init/init?password=${encodeURIComponent(PASSWORD)}`);
-    const res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: PASSWORD }) });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: PASSWORD }),
+    });
     expect(res.statusCode).toBe(200);
     const token = res.json().result.token as string;
     expect(token).toMatch(/^[0-9a-f]{64}$/);
@@ -72,7 +80,11 @@ describe('login', () => {
     });
     expect(res.statusCode).toBe(200);
 
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { user: 'admin', passwd: PASSWORD } });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { user: 'admin', passwd: PASSWORD },
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().result.error_msg).toContain("'user'");
   });
@@ -80,15 +92,31 @@ describe('login', () => {
   it('answers 403 on a wrong password and 400 on a malformed user or expire', async () => {
     app = await newApp();
     await initAndLogin(app);
-    let res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: 'nope' }) });
+    let res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: 'nope' }),
+    });
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ ok: false, result: { error: 'ForbiddenError' } });
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'Bad User', passwd: 'x' }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'Bad User', passwd: 'x' }),
+    });
     expect(res.statusCode).toBe(400);
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: PASSWORD, expire: '-5' }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: PASSWORD, expire: '-5' }),
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().result.error_msg).toContain("'expire'");
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'other', passwd: PASSWORD }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'other', passwd: PASSWORD }),
+    });
     expect(res.statusCode).toBe(403);
   });
 
@@ -96,10 +124,18 @@ describe('login', () => {
     app = await newApp();
     await initAndLogin(app);
     for (let i = 0; i < 9; i += 1) {
-      const res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: `bad${i}` }) });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        ...form({ user: 'admin', passwd: `bad${i}` }),
+      });
       expect(res.statusCode).toBe(403);
     }
-    let res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: 'bad9' }) });
+    let res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: 'bad9' }),
+    });
     expect(res.statusCode).toBe(429);
     const result = res.json().result;
     expect(result.error).toBe('RateLimitError');
@@ -107,10 +143,19 @@ describe('login', () => {
     expect(result.remaining_time).toBeLessThanOrEqual(600);
     expect(result.error_msg).toMatch(/try again in \d+ seconds/);
     // even the right password is refused while locked
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: PASSWORD }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: PASSWORD }),
+    });
     expect(res.statusCode).toBe(429);
     // another address is not locked
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', remoteAddress: '127.0.0.9', ...form({ user: 'admin', passwd: PASSWORD }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      remoteAddress: '127.0.0.9',
+      ...form({ user: 'admin', passwd: PASSWORD }),
+    });
     expect(res.statusCode).toBe(200);
   });
 });
@@ -121,15 +166,46 @@ describe('credentials and check', () => {
     const token = await initAndLogin(app);
     const wrong = 'f'.repeat(64);
     expect((await app.inject('/api/auth/check')).statusCode).toBe(401);
-    expect((await app.inject({ url: '/api/auth/check', cookies: { auth_token: wrong } })).statusCode).toBe(403);
-    expect((await app.inject({ url: '/api/auth/check', cookies: { auth_token: 'garbage' } })).statusCode).toBe(403);
-    expect((await app.inject({ url: '/api/auth/check', cookies: { auth_token: token } })).statusCode).toBe(200);
-    expect((await app.inject({ url: '/api/auth/check', headers: { token } })).json()).toEqual({ ok: true, result: { user: 'admin' } });
+    expect(
+      (await app.inject({ url: '/api/auth/check', cookies: { auth_token: wrong } })).statusCode,
+    ).toBe(403);
+    expect(
+      (await app.inject({ url: '/api/auth/check', cookies: { auth_token: 'garbage' } })).statusCode,
+    ).toBe(403);
+    expect(
+      (await app.inject({ url: '/api/auth/check', cookies: { auth_token: token } })).statusCode,
+    ).toBe(200);
+    expect((await app.inject({ url: '/api/auth/check', headers: { token } })).json()).toEqual({
+      ok: true,
+      result: { user: 'admin' },
+    });
     expect((await app.inject(`/api/auth/check?auth_token=${token}`)).statusCode).toBe(200);
-    expect((await app.inject({ url: '/api/auth/check', headers: { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': PASSWORD } })).statusCode).toBe(200);
-    expect((await app.inject({ url: '/api/auth/check', headers: { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': 'no' } })).statusCode).toBe(403);
+    expect(
+      (
+        await app.inject({
+          url: '/api/auth/check',
+          headers: { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': PASSWORD },
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await app.inject({
+          url: '/api/auth/check',
+          headers: { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': 'no' },
+        })
+      ).statusCode,
+    ).toBe(403);
     // the first source present decides: a wrong Token header is not rescued by a good cookie
-    expect((await app.inject({ url: '/api/auth/check', headers: { token: wrong }, cookies: { auth_token: token } })).statusCode).toBe(403);
+    expect(
+      (
+        await app.inject({
+          url: '/api/auth/check',
+          headers: { token: wrong },
+          cookies: { auth_token: token },
+        })
+      ).statusCode,
+    ).toBe(403);
   });
 
   it('ends the session on logout and clears the cookie', async () => {
@@ -153,7 +229,11 @@ describe('credentials and check', () => {
   it('expires sessions after their lifetime without use', async () => {
     app = await newApp(undefined, { auth: { session_expire_s: 60 } });
     await app.inject(`/api/init/init?password=${encodeURIComponent(PASSWORD)}`);
-    const res = await app.inject({ method: 'POST', url: '/api/auth/login', ...form({ user: 'admin', passwd: PASSWORD, expire: '1' }) });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      ...form({ user: 'admin', passwd: PASSWORD, expire: '1' }),
+    });
     const token = res.json().result.token as string;
     expect((await app.inject({ url: '/api/auth/check', headers: { token } })).statusCode).toBe(200);
     await new Promise((r) => setTimeout(r, 1100));
@@ -166,14 +246,36 @@ describe('change password', () => {
     app = await newApp();
     const mine = await initAndLogin(app);
     const other = await login(app, PASSWORD);
-    let res = await app.inject({ method: 'POST', url: '/api/init/change_password?user=admin&old_password=wrong1&new_password=newpass1', headers: { token: mine } });
+    let res = await app.inject({
+      method: 'POST',
+      url: '/api/init/change_password?user=admin&old_password=wrong1&new_password=newpass1',
+      headers: { token: mine },
+    });
     expect(res.statusCode).toBe(403);
-    res = await app.inject({ method: 'POST', url: '/api/init/change_password?user=admin&old_password=' + encodeURIComponent(PASSWORD) + '&new_password=abc', headers: { token: mine } });
+    res = await app.inject({
+      method: 'POST',
+      url:
+        '/api/init/change_password?user=admin&old_password=' +
+        encodeURIComponent(PASSWORD) +
+        '&new_password=abc',
+      headers: { token: mine },
+    });
     expect(res.statusCode).toBe(400);
-    res = await app.inject({ method: 'POST', url: '/api/init/change_password?user=admin&old_password=' + encodeURIComponent(PASSWORD) + '&new_password=newpass1', headers: { token: mine } });
+    res = await app.inject({
+      method: 'POST',
+      url:
+        '/api/init/change_password?user=admin&old_password=' +
+        encodeURIComponent(PASSWORD) +
+        '&new_password=newpass1',
+      headers: { token: mine },
+    });
     expect(res.statusCode).toBe(200);
-    expect((await app.inject({ url: '/api/auth/check', headers: { token: mine } })).statusCode).toBe(200);
-    expect((await app.inject({ url: '/api/auth/check', headers: { token: other } })).statusCode).toBe(403);
+    expect(
+      (await app.inject({ url: '/api/auth/check', headers: { token: mine } })).statusCode,
+    ).toBe(200);
+    expect(
+      (await app.inject({ url: '/api/auth/check', headers: { token: other } })).statusCode,
+    ).toBe(403);
     await expect(login(app, 'newpass1')).resolves.toMatch(/^[0-9a-f]{64}$/);
   });
 });
@@ -182,43 +284,81 @@ describe('two-factor', () => {
   it('enables with a code, then needs it at login, remembers a device, disables', async () => {
     app = await newApp();
     const token = await initAndLogin(app);
-    expect((await app.inject('/api/2fa/is_enabled')).json().result).toEqual({ enabled: false, trusted: false });
+    expect((await app.inject('/api/2fa/is_enabled')).json().result).toEqual({
+      enabled: false,
+      trusted: false,
+    });
     expect((await app.inject({ url: '/api/2fa/show', headers: { token } })).statusCode).toBe(404);
 
-    const created = (await app.inject({ url: '/api/2fa/create', headers: { token } })).json().result;
+    const created = (await app.inject({ url: '/api/2fa/create', headers: { token } })).json()
+      .result;
     expect(created.secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(created.uri).toMatch(/^otpauth:\/\/totp\//);
     const secret = created.secret as string;
 
-    let res = await app.inject({ url: `/api/2fa/init?secret=${secret}&key=000000`, headers: { token } });
+    let res = await app.inject({
+      url: `/api/2fa/init?secret=${secret}&key=000000`,
+      headers: { token },
+    });
     expect(res.statusCode).toBe(totp(secret) === '000000' ? 200 : 403);
     res = await app.inject({ url: `/api/2fa/init?secret=${secret}&key=12`, headers: { token } });
     expect(res.statusCode).toBe(400);
-    res = await app.inject({ url: `/api/2fa/init?secret=${secret}&key=${totp(secret)}`, headers: { token } });
+    res = await app.inject({
+      url: `/api/2fa/init?secret=${secret}&key=${totp(secret)}`,
+      headers: { token },
+    });
     expect(res.statusCode).toBe(200);
     expect((await app.inject('/api/2fa/is_enabled')).json().result.enabled).toBe(true);
     expect((await app.inject({ url: '/api/2fa/create', headers: { token } })).statusCode).toBe(403);
-    expect((await app.inject({ url: '/api/2fa/show', headers: { token } })).json().result.URI).toContain(secret);
-    expect((await app.inject({ url: `/api/2fa/verify?code=${totp(secret)}`, headers: { token } })).statusCode).toBe(200);
+    expect(
+      (await app.inject({ url: '/api/2fa/show', headers: { token } })).json().result.URI,
+    ).toContain(secret);
+    expect(
+      (await app.inject({ url: `/api/2fa/verify?code=${totp(secret)}`, headers: { token } }))
+        .statusCode,
+    ).toBe(200);
 
     // password alone no longer logs in; password + code does (kvmd style and the 2FA route)
     await expect(login(app, PASSWORD)).rejects.toThrow(/403/);
     await expect(login(app, PASSWORD + totp(secret))).resolves.toMatch(/^[0-9a-f]{64}$/);
-    res = await app.inject({ method: 'POST', url: '/api/auth/login_with_2fa', ...form({ user: 'admin', passwd: PASSWORD, code: '123' }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login_with_2fa',
+      ...form({ user: 'admin', passwd: PASSWORD, code: '123' }),
+    });
     expect(res.statusCode).toBe(400);
-    res = await app.inject({ method: 'POST', url: '/api/auth/login_with_2fa', ...form({ user: 'admin', passwd: PASSWORD, code: totp(secret), remember: '1' }) });
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login_with_2fa',
+      ...form({ user: 'admin', passwd: PASSWORD, code: totp(secret), remember: '1' }),
+    });
     expect(res.statusCode).toBe(200);
-    const trustedCookie = [res.headers['set-cookie']].flat().find((c) => String(c).startsWith('kvm_trusted_device='));
+    const trustedCookie = [res.headers['set-cookie']]
+      .flat()
+      .find((c) => String(c).startsWith('kvm_trusted_device='));
     expect(trustedCookie).toMatch(/HttpOnly/);
     const trusted = /kvm_trusted_device=([0-9a-f]{64})/.exec(String(trustedCookie))?.[1] ?? '';
-    expect((await app.inject({ url: '/api/2fa/is_enabled', cookies: { kvm_trusted_device: trusted } })).json().result.trusted).toBe(true);
-    res = await app.inject({ method: 'POST', url: '/api/auth/login', cookies: { kvm_trusted_device: trusted }, ...form({ user: 'admin', passwd: PASSWORD }) });
+    expect(
+      (
+        await app.inject({ url: '/api/2fa/is_enabled', cookies: { kvm_trusted_device: trusted } })
+      ).json().result.trusted,
+    ).toBe(true);
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      cookies: { kvm_trusted_device: trusted },
+      ...form({ user: 'admin', passwd: PASSWORD }),
+    });
     expect(res.statusCode).toBe(200);
 
     expect((await app.inject({ url: '/api/2fa/delete', headers: { token } })).statusCode).toBe(200);
     expect((await app.inject('/api/2fa/is_enabled')).json().result.enabled).toBe(false);
     await expect(login(app, PASSWORD)).resolves.toMatch(/^[0-9a-f]{64}$/);
     // a remembered device is forgotten with 2FA
-    expect((await app.inject({ url: '/api/2fa/is_enabled', cookies: { kvm_trusted_device: trusted } })).json().result.trusted).toBe(false);
+    expect(
+      (
+        await app.inject({ url: '/api/2fa/is_enabled', cookies: { kvm_trusted_device: trusted } })
+      ).json().result.trusted,
+    ).toBe(false);
   });
 });

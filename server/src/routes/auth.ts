@@ -26,7 +26,8 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
     let remember = false;
     if (withCode) {
       code = str('code', form['code'], { hidden: true });
-      if (!/^\d{6}$/.test(code)) throw new ValidatorError("The argument 'code' is not a valid 6-digit code");
+      if (!/^\d{6}$/.test(code))
+        throw new ValidatorError("The argument 'code' is not a valid 6-digit code");
       remember = bool('remember', form['remember'], false);
     }
     const token = await auth.login({
@@ -52,8 +53,12 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { token };
   };
 
-  app.post('/api/auth/login', { config: { public: true } }, (req, reply) => login(req, reply, false));
-  app.post('/api/auth/login_with_2fa', { config: { public: true } }, (req, reply) => login(req, reply, true));
+  app.post('/api/auth/login', { config: { public: true } }, (req, reply) =>
+    login(req, reply, false),
+  );
+  app.post('/api/auth/login_with_2fa', { config: { public: true } }, (req, reply) =>
+    login(req, reply, true),
+  );
 
   app.post('/api/auth/logout', async (request, reply) => {
     // GL: ends whichever token came with the call (header, query or cookie).

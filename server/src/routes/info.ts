@@ -10,9 +10,19 @@ export function buildInfo(ctx: AppContext): InfoResult {
   return {
     system: {
       kvmd: { version: '4.82' },
-      product: { name: 'KVM console', version: ctx.version, model: ctx.config.device.model, target: ctx.config.target },
+      product: {
+        name: 'KVM console',
+        version: ctx.version,
+        model: ctx.config.device.model,
+        target: ctx.config.target,
+      },
       kernel: { system: type(), release: release(), version: version(), machine: machine() },
-      platform: { type: ctx.config.target, base: ctx.config.target === 'qemu' ? 'QEMU virtual machine' : 'Test bed', model: ctx.config.device.model, serial: '' },
+      platform: {
+        type: ctx.config.target,
+        base: ctx.config.target === 'qemu' ? 'QEMU virtual machine' : 'Test bed',
+        model: ctx.config.device.model,
+        serial: '',
+      },
       streamer: { app: 'kvm-server', version: ctx.version, features: {} },
     },
     auth: { enabled: true },
@@ -23,11 +33,14 @@ export function buildInfo(ctx: AppContext): InfoResult {
 
 export function parseInfoFields(raw: unknown): InfoField[] {
   if (raw === undefined || raw === '') return [...INFO_FIELDS];
-  if (typeof raw !== 'string') throw new ValidatorError("The argument 'fields' is not a valid list of info fields");
+  if (typeof raw !== 'string')
+    throw new ValidatorError("The argument 'fields' is not a valid list of info fields");
   const wanted = raw.split(/[\s,]+/).filter(Boolean);
   for (const f of wanted) {
     if (!(INFO_FIELDS as readonly string[]).includes(f)) {
-      throw new ValidatorError(`The argument 'fields' (${JSON.stringify(f)}) is not a valid info field (${INFO_FIELDS.join(', ')})`);
+      throw new ValidatorError(
+        `The argument 'fields' (${JSON.stringify(f)}) is not a valid info field (${INFO_FIELDS.join(', ')})`,
+      );
     }
   }
   return [...new Set(wanted)] as InfoField[];

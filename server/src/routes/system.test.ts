@@ -15,7 +15,10 @@ describe('get_config / set_config', () => {
     app = await newApp();
     const token = await initAndLogin(app);
     const res = await app.inject({ url: '/api/system/get_config', headers: { token } });
-    expect(res.json()).toEqual({ ok: true, result: { success: true, config: USER_CONFIG_DEFAULTS } });
+    expect(res.json()).toEqual({
+      ok: true,
+      result: { success: true, config: USER_CONFIG_DEFAULTS },
+    });
   });
 
   it('stores the whole object atomically, keeps unknown keys, fills missing defaults', async () => {
@@ -23,7 +26,12 @@ describe('get_config / set_config', () => {
     app = await newApp(dir);
     const token = await initAndLogin(app);
     const config = { theme_mode: 1, language: 'zh', keymap: 'de', vendor_key: { nested: [1, 2] } };
-    const res = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token }, payload: config });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token },
+      payload: config,
+    });
     expect(res.statusCode).toBe(200);
     const stored = res.json().result.config;
     expect(stored).toMatchObject(config);
@@ -43,23 +51,46 @@ describe('get_config / set_config', () => {
       [{ shortcuts: [{ keys: ['ControlLeft'] }] }, 'shortcuts.0.keys'],
       [{ shortcuts: [{ keys: ['ControlLeft', ''] }] }, 'shortcuts.0.keys.1'],
       [{ shortcuts: [{ keys: ['KeyA', 'KeyA'] }] }, 'shortcuts.0.keys'],
-      [{ shortcuts: Array.from({ length: 31 }, (_, i) => ({ keys: ['ControlLeft', `F${i}`] })) }, 'shortcuts'],
+      [
+        { shortcuts: Array.from({ length: 31 }, (_, i) => ({ keys: ['ControlLeft', `F${i}`] })) },
+        'shortcuts',
+      ],
       [{ mouse_polling: 'fast' }, 'mouse_polling'],
     ];
     for (const [body, path] of cases) {
-      const res = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token }, payload: body as object });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/system/set_config',
+        headers: { token },
+        payload: body as object,
+      });
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
       expect(res.json().result.error).toBe('ValidatorError');
       expect(res.json().result.error_msg).toContain(`'${path}'`);
     }
     for (const payload of ['[1,2]', '"text"', '42', 'null']) {
-      const res = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token, 'content-type': 'application/json' }, payload });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/system/set_config',
+        headers: { token, 'content-type': 'application/json' },
+        payload,
+      });
       expect(res.statusCode, payload).toBe(400);
     }
-    const broken = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token, 'content-type': 'application/json' }, payload: '{"theme_mode":' });
+    const broken = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token, 'content-type': 'application/json' },
+      payload: '{"theme_mode":',
+    });
     expect(broken.statusCode).toBe(400);
     expect(broken.json().result.error).toBe('ValidatorError');
-    const text = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token, 'content-type': 'text/plain' }, payload: 'x' });
+    const text = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token, 'content-type': 'text/plain' },
+      payload: 'x',
+    });
     expect(text.statusCode).toBe(400);
     expect(text.json().result.error_msg).toContain('JSON object');
     const current = await app.inject({ url: '/api/system/get_config', headers: { token } });
@@ -69,7 +100,12 @@ describe('get_config / set_config', () => {
   it('refuses an oversize body with 413', async () => {
     app = await newApp();
     const token = await initAndLogin(app);
-    const res = await app.inject({ method: 'POST', url: '/api/system/set_config', headers: { token }, payload: { big: 'x'.repeat(300 * 1024) } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token },
+      payload: { big: 'x'.repeat(300 * 1024) },
+    });
     expect(res.statusCode).toBe(413);
     expect(res.json().result.error).toBe('PayloadTooLargeError');
   });
@@ -84,7 +120,9 @@ describe('info', () => {
     expect(all.system.kvmd.version).toBe('4.82');
     expect(all.system.product.version).toBe('0.0.0-test');
     expect(all.auth).toEqual({ enabled: true });
-    const some = (await app.inject({ url: '/api/info?fields=auth,meta', headers: { token } })).json().result;
+    const some = (
+      await app.inject({ url: '/api/info?fields=auth,meta', headers: { token } })
+    ).json().result;
     expect(Object.keys(some).sort()).toEqual(['auth', 'meta']);
     const bad = await app.inject({ url: '/api/info?fields=auth,fan', headers: { token } });
     expect(bad.statusCode).toBe(400);

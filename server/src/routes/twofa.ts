@@ -7,7 +7,8 @@ import { str } from '../validators';
 
 function code(name: string, value: unknown): string {
   const v = str(name, value, { hidden: true });
-  if (!/^\d{6}$/.test(v)) throw new ValidatorError(`The argument '${name}' is not a valid 6-digit code`);
+  if (!/^\d{6}$/.test(v))
+    throw new ValidatorError(`The argument '${name}' is not a valid 6-digit code`);
   return v;
 }
 
@@ -16,7 +17,10 @@ export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get('/api/2fa/is_enabled', { config: { public: true } }, async (request) => {
     const trusted = request.cookies[TRUSTED_DEVICE_COOKIE];
-    return { enabled: auth.isTwoFaEnabled(), trusted: trusted !== undefined && auth.isTrusted(trusted) };
+    return {
+      enabled: auth.isTwoFaEnabled(),
+      trusted: trusted !== undefined && auth.isTrusted(trusted),
+    };
   });
 
   app.get('/api/2fa/create', async () => auth.createTwoFa());

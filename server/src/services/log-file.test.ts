@@ -8,7 +8,8 @@ describe('RotatingLogFile', () => {
   it('rotates at the size limit and keeps a fixed number of files', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kvm-log-'));
     const log = new RotatingLogFile(join(dir, 'server.log'), 100, 3);
-    for (let i = 0; i < 12; i += 1) log.write(`line ${String(i).padStart(2, '0')} ${'x'.repeat(30)}\n`);
+    for (let i = 0; i < 12; i += 1)
+      log.write(`line ${String(i).padStart(2, '0')} ${'x'.repeat(30)}\n`);
     log.close();
     expect((await readdir(dir)).sort()).toEqual(['server.log', 'server.log.1', 'server.log.2']);
     const newest = await readFile(join(dir, 'server.log'), 'utf8');

@@ -31,7 +31,10 @@ export class RotatingLogFile {
 
   /** The log files, newest first (for export). */
   list(): string[] {
-    return [this.path, ...Array.from({ length: this.files - 1 }, (_, i) => `${this.path}.${i + 1}`)];
+    return [
+      this.path,
+      ...Array.from({ length: this.files - 1 }, (_, i) => `${this.path}.${i + 1}`),
+    ];
   }
 
   private rotate(): void {

@@ -18,7 +18,9 @@ export interface TlsMaterial {
   cert: Buffer;
 }
 
-export async function loadOrCreateCertificate(dir: string): Promise<TlsMaterial & { created: boolean }> {
+export async function loadOrCreateCertificate(
+  dir: string,
+): Promise<TlsMaterial & { created: boolean }> {
   const keyPath = join(dir, 'server.key');
   const certPath = join(dir, 'server.crt');
   try {
@@ -34,9 +36,23 @@ export async function loadOrCreateCertificate(dir: string): Promise<TlsMaterial 
   const san = ['DNS:localhost', `DNS:${host}`, 'IP:127.0.0.1', 'IP:::1'].join(',');
   try {
     await run('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-days', '3650', '-subj', `/CN=${host}/O=KVM console`, '-addext', `subjectAltName=${san}`,
-      '-keyout', tmpKey, '-out', tmpCert,
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '3650',
+      '-subj',
+      `/CN=${host}/O=KVM console`,
+      '-addext',
+      `subjectAltName=${san}`,
+      '-keyout',
+      tmpKey,
+      '-out',
+      tmpCert,
     ]);
     // certificate first, key last: a crash in between leaves no pair and we start over
     await rename(tmpCert, certPath);

@@ -72,7 +72,10 @@ export class EventHub extends EventEmitter<{
     return this.clients.size;
   }
 
-  async accept(socket: WebSocket, info: { token: string | null; sessionHash: string | null; stream: boolean; remote: string }): Promise<void> {
+  async accept(
+    socket: WebSocket,
+    info: { token: string | null; sessionHash: string | null; stream: boolean; remote: string },
+  ): Promise<void> {
     const client = { id: this.nextId++, socket, alive: true, ...info };
     // Messages that arrive during the burst are queued by ws until we attach; attach now so
     // a ping sent right after open is answered.
@@ -130,7 +133,12 @@ export class EventHub extends EventEmitter<{
       return;
     }
     const { event_type: type, event } = (frame ?? {}) as { event_type?: unknown; event?: unknown };
-    if (typeof type !== 'string' || typeof event !== 'object' || event === null || Array.isArray(event)) {
+    if (
+      typeof type !== 'string' ||
+      typeof event !== 'object' ||
+      event === null ||
+      Array.isArray(event)
+    ) {
       this.log.debug({ client: client.id }, 'ws: malformed frame, ignored');
       return;
     }

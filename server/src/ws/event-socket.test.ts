@@ -56,13 +56,21 @@ describe('/api/ws', () => {
     const base = await listen();
     const c = open(`${base}/api/ws?stream=0`, { cookie: `auth_token=${token}` });
     await c.until(() => c.frames.length >= 5);
-    expect(c.frames[0]).toEqual({ event_type: 'loop', event: { version: { major: 4, minor: 82 } } });
-    const info = c.frames.filter((f) => f.event_type === 'info').map((f) => Object.keys(f.event as object)[0]);
+    expect(c.frames[0]).toEqual({
+      event_type: 'loop',
+      event: { version: { major: 4, minor: 82 } },
+    });
+    const info = c.frames
+      .filter((f) => f.event_type === 'info')
+      .map((f) => Object.keys(f.event as object)[0]);
     expect(info.sort()).toEqual(['auth', 'extras', 'meta', 'system']);
 
     c.ws.send(JSON.stringify({ event_type: 'ping', event: {} }));
     await c.until(() => c.frames.some((f) => f.event_type === 'pong'));
-    expect(c.frames.find((f) => f.event_type === 'pong')).toEqual({ event_type: 'pong', event: {} });
+    expect(c.frames.find((f) => f.event_type === 'pong')).toEqual({
+      event_type: 'pong',
+      event: {},
+    });
 
     c.ws.send(Buffer.from([0x00]));
     await c.until(() => c.binary.length > 0);
@@ -97,8 +105,12 @@ describe('/api/ws', () => {
     await b.until(() => b.frames.some((f) => f.event_type === 'demo'));
     expect(app.hub.streamClientCount).toBe(1);
     emit({ event_type: 'demo', event: { n: 1 } });
-    await a.until(() => a.frames.some((f) => f.event_type === 'demo' && (f.event as { n: number }).n === 1));
-    await b.until(() => b.frames.some((f) => f.event_type === 'demo' && (f.event as { n: number }).n === 1));
+    await a.until(() =>
+      a.frames.some((f) => f.event_type === 'demo' && (f.event as { n: number }).n === 1),
+    );
+    await b.until(() =>
+      b.frames.some((f) => f.event_type === 'demo' && (f.event as { n: number }).n === 1),
+    );
     a.ws.close();
     b.ws.close();
   });
@@ -110,7 +122,9 @@ describe('/api/ws', () => {
     expect(await failure(`${base}/api/ws`)).toBe(401);
     expect(await failure(`${base}/api/ws?auth_token=${'0'.repeat(64)}`)).toBe(403);
     expect(await failure(`${base}/api/ws?stream=2&auth_token=${token}`)).toBe(400);
-    expect(await failure(`${base}/api/ws`, { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': PASSWORD })).toBe(101);
+    expect(
+      await failure(`${base}/api/ws`, { 'x-kvmd-user': 'admin', 'x-kvmd-passwd': PASSWORD }),
+    ).toBe(101);
   });
 
   it('closes the sockets of a session that logs out', async () => {

@@ -99,7 +99,9 @@ export class AuthService extends EventEmitter<{ changed: [] }> {
   async init(password: string): Promise<void> {
     if (this.isInited()) throw new ForbiddenError('The device is already initialized');
     if (!isValidAdminPassword(password)) {
-      throw new ValidatorError("The argument 'password' is not a valid password (5 to 63 printable characters)");
+      throw new ValidatorError(
+        "The argument 'password' is not a valid password (5 to 63 printable characters)",
+      );
     }
     const hash = await hashPassword(password);
     // Re-check after the await: two concurrent init calls must not both win.
@@ -108,11 +110,19 @@ export class AuthService extends EventEmitter<{ changed: [] }> {
   }
 
   checkUserSyntax(user: string): void {
-    if (!USER_RE.test(user)) throw new ValidatorError(`The argument 'user' (${JSON.stringify(user)}) is not a valid username characters`);
+    if (!USER_RE.test(user))
+      throw new ValidatorError(
+        `The argument 'user' (${JSON.stringify(user)}) is not a valid username characters`,
+      );
   }
 
   /** Verifies a password (+ TOTP when on) without the rate limit; for X-KVMD headers too. */
-  async verifyCredentials(user: string, passwd: string, code?: string, trustedToken?: string): Promise<boolean> {
+  async verifyCredentials(
+    user: string,
+    passwd: string,
+    code?: string,
+    trustedToken?: string,
+  ): Promise<boolean> {
     const hash = this.state.password_hash;
     const secret = this.state.totp_secret;
     let password = passwd;
@@ -156,13 +166,24 @@ export class AuthService extends EventEmitter<{ changed: [] }> {
     await this.sessions.remove(token, 'logout');
   }
 
-  async changePassword(user: string, oldPassword: string, newPassword: string, keepToken: string | null): Promise<void> {
+  async changePassword(
+    user: string,
+    oldPassword: string,
+    newPassword: string,
+    keepToken: string | null,
+  ): Promise<void> {
     this.checkUserSyntax(user);
-    if (user !== ADMIN_USER || !(await verifyPassword(oldPassword, this.state.password_hash ?? DUMMY_HASH)) || !this.isInited()) {
+    if (
+      user !== ADMIN_USER ||
+      !(await verifyPassword(oldPassword, this.state.password_hash ?? DUMMY_HASH)) ||
+      !this.isInited()
+    ) {
       throw new ForbiddenError('The old password is not correct');
     }
     if (!isValidAdminPassword(newPassword)) {
-      throw new ValidatorError("The argument 'new_password' is not a valid password (5 to 63 printable characters)");
+      throw new ValidatorError(
+        "The argument 'new_password' is not a valid password (5 to 63 printable characters)",
+      );
     }
     await this.save({ ...this.state, password_hash: await hashPassword(newPassword), trusted: [] });
     await this.sessions.removeAllOf(user, keepToken, 'password_changed');
@@ -179,9 +200,14 @@ export class AuthService extends EventEmitter<{ changed: [] }> {
   async enableTwoFa(secret: string, key: string): Promise<void> {
     if (this.isTwoFaEnabled()) throw new ForbiddenError('2FA is already enabled');
     const decoded = base32Decode(secret);
-    if (!decoded || decoded.length < 10) throw new ValidatorError("The argument 'secret' is not a valid base32 secret");
+    if (!decoded || decoded.length < 10)
+      throw new ValidatorError("The argument 'secret' is not a valid base32 secret");
     if (!verifyTotp(secret, key, this.now())) throw new ForbiddenError('Invalid 2FA code');
-    await this.save({ ...this.state, totp_secret: secret.replace(/[\s=]/g, '').toUpperCase(), trusted: [] });
+    await this.save({
+      ...this.state,
+      totp_secret: secret.replace(/[\s=]/g, '').toUpperCase(),
+      trusted: [],
+    });
   }
 
   showTwoFa(): string | null {

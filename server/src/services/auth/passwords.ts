@@ -11,10 +11,21 @@ const P = 1;
 const KEYLEN = 64;
 const MAXMEM = 128 * N * R * 2;
 
-function derive(password: string, salt: Buffer, n: number, r: number, p: number, keylen: number): Promise<Buffer> {
+function derive(
+  password: string,
+  salt: Buffer,
+  n: number,
+  r: number,
+  p: number,
+  keylen: number,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password, salt, keylen, { N: n, r, p, maxmem: Math.max(MAXMEM, 128 * n * r * 2) }, (err, key) =>
-      err ? reject(err) : resolve(key),
+    scrypt(
+      password,
+      salt,
+      keylen,
+      { N: n, r, p, maxmem: Math.max(MAXMEM, 128 * n * r * 2) },
+      (err, key) => (err ? reject(err) : resolve(key)),
     );
   });
 }

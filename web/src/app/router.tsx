@@ -1,0 +1,37 @@
+import { lazy } from 'react';
+import { Route, Routes } from 'react-router';
+import { RouteGuard } from './RouteGuard';
+
+// Every page is its own chunk: /login must stay small (size budget), and the main layout pulls
+// in the settings, the event socket and the config schema only once logged in.
+const LoginPage = lazy(() => import('../features/auth/LoginPage'));
+const InitPage = lazy(() => import('../features/auth/InitPage'));
+const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
+const ProtectedShell = lazy(() => import('../features/connection/ProtectedShell'));
+const MainLayout = lazy(() => import('../features/main/MainLayout'));
+const MainPage = lazy(() => import('../features/main/MainPage'));
+const UpgradingPage = lazy(() => import('../features/upgrading/UpgradingPage'));
+const NoPermissionPage = lazy(() => import('../features/no-permission/NoPermissionPage'));
+
+/** SPEC 2 routes, all behind the navigation guard. */
+export function AppRoutes() {
+  return (
+    <Routes>
+      <Route element={<RouteGuard />}>
+        <Route path="/login" element={<LoginPage />} />
+        <Route path="/init" element={<InitPage />} />
+        <Route path="/twofactor" element={<TwoFactorPage />} />
+        <Route element={<ProtectedShell />}>
+          <Route path="/" element={<MainLayout />}>
+            <Route index element={<MainPage />} />
+          </Route>
+          <Route path="/kvm" element={<MainLayout />}>
+            <Route index element={<MainPage />} />
+          </Route>
+          <Route path="/upgrading" element={<UpgradingPage />} />
+        </Route>
+        <Route path="*" element={<NoPermissionPage />} />
+      </Route>
+    </Routes>
+  );
+}

@@ -1,0 +1,55 @@
+/**
+ * The live connection of a logged-in console: one event socket and its heartbeat (SPEC 4).
+ * Started by the protected shell, stopped when it unmounts. Later subsystems subscribe to
+ * `eventSocket.on(type, ...)` once and re-open their own sockets in `heartbeat.onReconnected`.
+ */
+import { api, isAuthDenied } from '../../lib/api';
+import { EventSocket, eventSocketUrl } from '../../lib/event-socket';
+import { Heartbeat, type AuthCheckOutcome } from '../../lib/heartbeat';
+import { getAuthToken } from '../../lib/storage';
+import { applyInfo } from '../device-info/info-store';
+import { handleSessionLost } from '../session/session-actions';
+
+export const eventSocket = new EventSocket({
+  url: () => eventSocketUrl(window.location, getAuthToken()),
+});
+
+export async function checkAuthOutcome(signal: AbortSignal): Promise<AuthCheckOutcome> {
+  try {
+    await api.get('/auth/check', { signal });
+    return 'ok';
+  } catch (err) {
+    return isAuthDenied(err) ? 'denied' : 'failed';
+  }
+}
+
+export const heartbeat = new Heartbeat({ socket: eventSocket, checkAuth: checkAuthOutcome });
+
+eventSocket.on('info', applyInfo);
+
+heartbeat.subscribe(() => {
+  if (heartbeat.getState() !== 'denied') return;
+  // SPEC 4/6: 401/403 while logged in means the session is lost.
+  handleSessionLost();
+});
+
+let users = 0;
+
+/** Starts the socket and heartbeat; returns the stop function. Reference-counted. */
+export function startConnection(): () => void {
+  users += 1;
+  if (users === 1) {
+    eventSocket.connect();
+    heartbeat.start();
+  }
+  let stopped = false;
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    users -= 1;
+    if (users === 0) {
+      heartbeat.stop();
+      eventSocket.close();
+    }
+  };
+}

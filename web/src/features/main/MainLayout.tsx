@@ -1,0 +1,69 @@
+import { lazy, Suspense } from 'react';
+import { Spin, theme } from 'antd';
+import { Outlet } from 'react-router';
+import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
+import { useViewport } from '../../components/hooks';
+import { useLayout, type LeftPanelSection } from './layout-store';
+import { StatusBar } from './StatusBar';
+import { Toolbar } from './Toolbar';
+
+const SettingsSidebar = lazy(() => import('../settings/SettingsSidebar'));
+
+function LeftPanelContent({ section }: { section: LeftPanelSection }) {
+  switch (section) {
+    case 'settings':
+      return <SettingsSidebar />;
+    // The toolbox and external-devices sections arrive with their issues; nothing opens them yet.
+    case 'toolbox':
+    case 'externalDevices':
+    case 'none':
+      return null;
+  }
+}
+
+/** SPEC 2 main layout: toolbar, left panel (320 px), remote screen, status bar. */
+export default function MainLayout() {
+  const { token } = theme.useToken();
+  const section = useLayout((s) => s.leftPanel);
+  const { isSmallScreen } = useViewport();
+
+  return (
+    <div style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}>
+      <Toolbar />
+      <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
+        {section !== 'none' && (
+          <aside
+            data-testid="left-panel"
+            data-section={section}
+            style={{
+              width: LEFT_PANEL_WIDTH,
+              maxWidth: '100%',
+              flex: 'none',
+              overflowY: 'auto',
+              background: token.colorBgContainer,
+              borderRight: `1px solid ${token.colorBorderSecondary}`,
+              // Small screens: float over the remote screen instead of squeezing it.
+              ...(isSmallScreen
+                ? { position: 'absolute', top: 0, bottom: 0, left: 0, zIndex: 5 }
+                : {}),
+            }}
+          >
+            <Suspense
+              fallback={
+                <div style={{ padding: 24, textAlign: 'center' }}>
+                  <Spin />
+                </div>
+              }
+            >
+              <LeftPanelContent section={section} />
+            </Suspense>
+          </aside>
+        )}
+        <main style={{ flex: 1, minWidth: 0, minHeight: 0 }}>
+          <Outlet />
+        </main>
+      </div>
+      <StatusBar />
+    </div>
+  );
+}

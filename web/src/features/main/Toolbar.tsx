@@ -1,0 +1,152 @@
+import { lazy, Suspense, useState, type ReactNode } from 'react';
+import { Button, Tooltip, theme } from 'antd';
+import {
+  DownOutlined,
+  FullscreenExitOutlined,
+  FullscreenOutlined,
+  LogoutOutlined,
+  QuestionCircleOutlined,
+  SettingOutlined,
+  UpOutlined,
+} from '@ant-design/icons';
+import { useTranslation } from 'react-i18next';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { useFullscreen } from '../../components/hooks';
+import { enterFullscreen, exitFullscreen } from '../../lib/fullscreen';
+import { logout } from '../session/session-actions';
+import { setToolbarCollapsed, toggleLeftPanel, useLayout } from './layout-store';
+import { useMessage } from '../../components/notify';
+
+const HelpDialog = lazy(() => import('../help/HelpDialog'));
+
+function ToolButton(props: {
+  title: string;
+  icon: ReactNode;
+  onClick: () => void;
+  testId: string;
+  active?: boolean;
+}) {
+  return (
+    <Tooltip title={props.title} placement="bottom">
+      <Button
+        type={props.active ? 'primary' : 'text'}
+        icon={props.icon}
+        aria-label={props.title}
+        onClick={props.onClick}
+        data-testid={props.testId}
+      />
+    </Tooltip>
+  );
+}
+
+/** SPEC 2 main screen toolbar: collapse/expand, fullscreen, settings, help, logout. */
+export function Toolbar() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const { token } = theme.useToken();
+  const collapsed = useLayout((s) => s.toolbarCollapsed);
+  const leftPanel = useLayout((s) => s.leftPanel);
+  const fullscreen = useFullscreen();
+  const [helpOpen, setHelpOpen] = useState(false);
+  const [logoutOpen, setLogoutOpen] = useState(false);
+
+  const toggleFullscreen = async () => {
+    try {
+      if (fullscreen) {
+        await exitFullscreen();
+      } else {
+        await enterFullscreen();
+        void message.info(t('main.fullscreenHint'));
+      }
+    } catch {
+      // Refused by the browser (no user gesture, iframe without allowfullscreen): stay as is.
+    }
+  };
+
+  const collapseButton = (
+    <ToolButton
+      title={t(collapsed ? 'main.expandToolbar' : 'main.collapseToolbar')}
+      icon={collapsed ? <DownOutlined /> : <UpOutlined />}
+      onClick={() => setToolbarCollapsed(!collapsed)}
+      testId="toolbar-collapse"
+    />
+  );
+
+  return (
+    <>
+      <header
+        data-testid="toolbar"
+        data-collapsed={collapsed ? 'true' : 'false'}
+        style={
+          collapsed
+            ? {
+                position: 'absolute',
+                top: 0,
+                left: '50%',
+                transform: 'translateX(-50%)',
+                zIndex: 10,
+                background: token.colorBgContainer,
+                borderRadius: `0 0 ${token.borderRadius}px ${token.borderRadius}px`,
+                boxShadow: token.boxShadowTertiary,
+                padding: '0 4px',
+              }
+            : {
+                display: 'flex',
+                alignItems: 'center',
+                gap: 4,
+                height: 44,
+                padding: '0 8px',
+                background: token.colorBgContainer,
+                borderBottom: `1px solid ${token.colorBorderSecondary}`,
+                flex: 'none',
+              }
+        }
+      >
+        {!collapsed && (
+          <>
+            <ToolButton
+              title={t('main.settings')}
+              icon={<SettingOutlined />}
+              onClick={() => toggleLeftPanel('settings')}
+              testId="toolbar-settings"
+              active={leftPanel === 'settings'}
+            />
+            <div style={{ flex: 1 }} />
+            <ToolButton
+              title={t(fullscreen ? 'main.exitFullscreen' : 'main.fullscreen')}
+              icon={fullscreen ? <FullscreenExitOutlined /> : <FullscreenOutlined />}
+              onClick={() => void toggleFullscreen()}
+              testId="toolbar-fullscreen"
+            />
+            <ToolButton
+              title={t('main.help')}
+              icon={<QuestionCircleOutlined />}
+              onClick={() => setHelpOpen(true)}
+              testId="help-button"
+            />
+            <ToolButton
+              title={t('main.logout')}
+              icon={<LogoutOutlined />}
+              onClick={() => setLogoutOpen(true)}
+              testId="logout-button"
+            />
+          </>
+        )}
+        {collapseButton}
+      </header>
+      {helpOpen && (
+        <Suspense fallback={null}>
+          <HelpDialog onClose={() => setHelpOpen(false)} />
+        </Suspense>
+      )}
+      <ConfirmDialog
+        open={logoutOpen}
+        okText={t('main.logout')}
+        onConfirm={() => logout()}
+        onCancel={() => setLogoutOpen(false)}
+      >
+        {t('main.logoutConfirm')}
+      </ConfirmDialog>
+    </>
+  );
+}

@@ -1,0 +1,160 @@
+import { useEffect, useState } from 'react';
+import { Button, Input, Space, Spin, Typography } from 'antd';
+import { useTranslation } from 'react-i18next';
+import type { TwoFaCreateResult } from '@kvm/protocol/api';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { api, errorMessage } from '../../lib/api';
+import { fetchTwoFaState } from '../session/session-actions';
+import { useSession } from '../session/session-store';
+import { twoFaCodeError } from '../auth/twofa-code';
+import { qrDataUrl } from './qr';
+import { useMessage } from '../../components/notify';
+
+interface Enrolment extends TwoFaCreateResult {
+  qr: string | null;
+}
+
+/**
+ * SPEC 4 two-factor: off or on. On by scanning the QR code (or typing the text code) and
+ * confirming with a current 6-digit code; off after a confirmation.
+ */
+export function TwoFaSettings() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const enabled = useSession((s) => s.twofaEnabled);
+  const [enrolment, setEnrolment] = useState<Enrolment | null>(null);
+  const [code, setCode] = useState('');
+  const [codeError, setCodeError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [confirmOff, setConfirmOff] = useState(false);
+
+  useEffect(() => {
+    fetchTwoFaState().catch(() => undefined);
+  }, []);
+
+  const start = async () => {
+    setBusy(true);
+    try {
+      const created = await api.get<TwoFaCreateResult>('/2fa/create');
+      setEnrolment({ ...created, qr: null });
+      setCode('');
+      setCodeError(null);
+      const qr = await qrDataUrl(created.uri).catch(() => null);
+      setEnrolment((current) =>
+        current?.secret === created.secret ? { ...current, qr } : current,
+      );
+    } catch (err) {
+      void message.error(errorMessage(err, t('common.settingFailed')));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const confirm = async () => {
+    if (!enrolment) return;
+    const invalid = twoFaCodeError(code);
+    if (invalid) return setCodeError(t(invalid));
+    setCodeError(null);
+    setBusy(true);
+    try {
+      await api.get('/2fa/init', { query: { secret: enrolment.secret, key: code } });
+      useSession.setState({ twofaEnabled: true });
+      setEnrolment(null);
+      void message.success(t('settings.security.twofaEnabledToast'));
+    } catch {
+      // SPEC 8: the server says only 403; the likely cause is the code.
+      void message.error(t('settings.security.twofaSetFailed'));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const turnOff = async () => {
+    try {
+      await api.get('/2fa/delete');
+    } catch (err) {
+      void message.error(errorMessage(err, t('common.settingFailed')));
+      throw err; // Keeps the confirmation open.
+    }
+    useSession.setState({ twofaEnabled: false });
+    setConfirmOff(false);
+    void message.success(t('settings.security.twofaDisabledToast'));
+  };
+
+  return (
+    <div>
+      <Typography.Paragraph data-testid="twofa-status" strong>
+        {t(enabled ? 'settings.security.twofaEnabled' : 'settings.security.twofaDisabled')}
+      </Typography.Paragraph>
+
+      {enabled && (
+        <Button danger onClick={() => setConfirmOff(true)} data-testid="twofa-disable">
+          {t('settings.security.twofaDisable')}
+        </Button>
+      )}
+
+      {!enabled && !enrolment && (
+        <Button onClick={() => void start()} loading={busy} data-testid="twofa-enable">
+          {t('settings.security.twofaEnable')}
+        </Button>
+      )}
+
+      {!enabled && enrolment && (
+        <Space direction="vertical" style={{ width: '100%' }}>
+          <Typography.Text type="secondary">{t('settings.security.twofaScan')}</Typography.Text>
+          <div style={{ width: 192, height: 192, display: 'grid', placeItems: 'center' }}>
+            {enrolment.qr ? (
+              <img
+                src={enrolment.qr}
+                width={192}
+                height={192}
+                alt="otpauth QR"
+                data-testid="twofa-qr"
+              />
+            ) : (
+              <Spin />
+            )}
+          </div>
+          <Typography.Text>{t('settings.security.twofaSecret')}:</Typography.Text>
+          <Typography.Text code copyable data-testid="twofa-secret">
+            {enrolment.secret}
+          </Typography.Text>
+          <Input
+            value={code}
+            onChange={(e) => setCode(e.target.value.trim())}
+            onPressEnter={() => void confirm()}
+            placeholder={t('twofa.code')}
+            inputMode="numeric"
+            autoComplete="one-time-code"
+            maxLength={6}
+            status={codeError ? 'error' : undefined}
+            data-testid="twofa-enable-code"
+          />
+          {codeError && <Typography.Text type="danger">{codeError}</Typography.Text>}
+          <Space>
+            <Button
+              type="primary"
+              loading={busy}
+              onClick={() => void confirm()}
+              data-testid="twofa-enable-submit"
+            >
+              {t('settings.security.twofaConfirm')}
+            </Button>
+            <Button onClick={() => setEnrolment(null)} disabled={busy}>
+              {t('common.cancel')}
+            </Button>
+          </Space>
+        </Space>
+      )}
+
+      <ConfirmDialog
+        open={confirmOff}
+        okText={t('settings.security.twofaDisable')}
+        onConfirm={turnOff}
+        onCancel={() => setConfirmOff(false)}
+      >
+        {t('settings.security.twofaDisableConfirm')}
+      </ConfirmDialog>
+    </div>
+  );
+}

@@ -1,0 +1,20 @@
+import { useCallback } from 'react';
+import { useTranslation } from 'react-i18next';
+import type { UserConfig } from '@kvm/protocol/settings';
+import { errorMessage } from '../../lib/api';
+import { saveConfig } from './config-store';
+import { useMessage } from '../../components/notify';
+
+/** Saves part of the server config; a failure toasts (SPEC 8 generic handler). */
+export function useSaveConfig() {
+  const message = useMessage();
+  const { t } = useTranslation();
+  return useCallback(
+    (patch: Partial<UserConfig>) => {
+      saveConfig(patch).catch((err: unknown) => {
+        void message.error(errorMessage(err, t('common.settingFailed')));
+      });
+    },
+    [message, t],
+  );
+}

@@ -1,0 +1,17 @@
+/** SPEC 2/9 upgrading page timing. */
+
+/** Progress rises toward 99 % over about 82 s. */
+export const UPGRADE_EXPECTED_MS = 82_000;
+/** Held here until the device reports the end. */
+export const UPGRADE_PROGRESS_CAP = 99;
+/** Status polling starts 2 s after the page opens. */
+export const UPGRADE_POLL_DELAY_MS = 2_000;
+
+/** Shown progress (whole percent) after `elapsedMs` on the page, while not finished. */
+export function upgradeProgress(elapsedMs: number): number {
+  if (!(elapsedMs > 0)) return 0;
+  return Math.min(
+    UPGRADE_PROGRESS_CAP,
+    Math.floor((elapsedMs / UPGRADE_EXPECTED_MS) * UPGRADE_PROGRESS_CAP),
+  );
+}

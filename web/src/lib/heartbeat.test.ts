@@ -1,0 +1,161 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  HEARTBEAT_LOST_MS,
+  HEARTBEAT_PING_MS,
+  LOGIN_RECHECK_CUTOFF_MS,
+  LOGIN_RECHECK_MS,
+} from '@kvm/protocol/constants';
+import { FakeWebSocket } from '../test/fake-websocket';
+import { EventSocket } from './event-socket';
+import { Heartbeat, type AuthCheckOutcome } from './heartbeat';
+
+function setup(checkAuth: (signal: AbortSignal) => Promise<AuthCheckOutcome>) {
+  const socket = new EventSocket({
+    url: () => 'ws://device/api/ws',
+    createSocket: (u) => new FakeWebSocket(u),
+  });
+  const check = vi.fn(checkAuth);
+  const heartbeat = new Heartbeat({ socket, checkAuth: check });
+  socket.connect();
+  FakeWebSocket.last().open();
+  heartbeat.start();
+  return { socket, heartbeat, check };
+}
+
+const pings = (ws: FakeWebSocket) => ws.sentFrames().filter((f) => f.event_type === 'ping');
+
+describe('Heartbeat', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    FakeWebSocket.reset();
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it('sends {"event_type":"ping","event":{}} every 2 s', () => {
+    setup(async () => 'ok');
+    const ws = FakeWebSocket.last();
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS - 1);
+    expect(pings(ws)).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    expect(ws.sent[0]).toBe('{"event_type":"ping","event":{}}');
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS * 3);
+    expect(pings(ws)).toHaveLength(4);
+  });
+
+  it('stays alive while pongs arrive', () => {
+    const { heartbeat } = setup(async () => 'ok');
+    const ws = FakeWebSocket.last();
+    for (let i = 0; i < 20; i += 1) {
+      vi.advanceTimersByTime(HEARTBEAT_PING_MS);
+      ws.receiveFrame('pong');
+    }
+    expect(heartbeat.getState()).toBe('alive');
+  });
+
+  it('marks the connection lost after 10 s without a pong, not before', () => {
+    const { heartbeat } = setup(async () => 'ok');
+    const ws = FakeWebSocket.last();
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS);
+    ws.receiveFrame('pong'); // last pong at t = 2 s
+    vi.advanceTimersByTime(HEARTBEAT_LOST_MS - HEARTBEAT_PING_MS); // t = 10 s: 8 s of silence
+    expect(heartbeat.getState()).toBe('alive');
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS); // t = 12 s: 10 s of silence
+    expect(heartbeat.getState()).toBe('lost');
+    const before = pings(ws).length;
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS * 3);
+    expect(pings(ws)).toHaveLength(before); // no pings while lost
+  });
+
+  it('rechecks the login every 1 s while lost, then re-creates the socket and runs the callbacks', async () => {
+    let outcome: AuthCheckOutcome = 'failed';
+    const { heartbeat, check } = setup(async () => outcome);
+    const reconnected = vi.fn();
+    heartbeat.onReconnected(reconnected);
+    const first = FakeWebSocket.last();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS);
+    expect(heartbeat.getState()).toBe('lost');
+    expect(check).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
+    expect(check).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS * 2);
+    expect(check).toHaveBeenCalledTimes(3);
+    expect(FakeWebSocket.instances).toHaveLength(1);
+
+    outcome = 'ok';
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
+    expect(heartbeat.getState()).toBe('alive');
+    expect(FakeWebSocket.instances).toHaveLength(2);
+    expect(first.closed).toBe(true);
+    expect(reconnected).toHaveBeenCalledTimes(1);
+
+    // Pinging resumes on the new socket and polling has stopped.
+    const second = FakeWebSocket.last();
+    second.open();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS);
+    expect(pings(second)).toHaveLength(1);
+    expect(check).toHaveBeenCalledTimes(4);
+  });
+
+  it('stops polling on 401/403 and reports denied', async () => {
+    const { heartbeat, check } = setup(async () => 'denied');
+    const states: string[] = [];
+    heartbeat.subscribe(() => states.push(heartbeat.getState()));
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
+    expect(heartbeat.getState()).toBe('denied');
+    expect(states).toEqual(['lost', 'denied']);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS * 10);
+    expect(check).toHaveBeenCalledTimes(1);
+    expect(FakeWebSocket.instances).toHaveLength(1);
+  });
+
+  it('aborts a check that hangs for 5 s and keeps polling, one check at a time', async () => {
+    const signals: AbortSignal[] = [];
+    const { heartbeat, check } = setup(
+      (signal) =>
+        new Promise<AuthCheckOutcome>((resolve) => {
+          signals.push(signal);
+          signal.addEventListener('abort', () => resolve('failed'));
+        }),
+    );
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
+    expect(check).toHaveBeenCalledTimes(1);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_CUTOFF_MS - 1);
+    expect(signals[0]?.aborted).toBe(false);
+    expect(check).toHaveBeenCalledTimes(1); // no overlapping checks
+    await vi.advanceTimersByTimeAsync(1);
+    expect(signals[0]?.aborted).toBe(true);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
+    expect(check).toHaveBeenCalledTimes(2);
+    expect(heartbeat.getState()).toBe('lost');
+  });
+
+  it('goes lost at once when the server ends the session (close code 4001)', () => {
+    const { heartbeat } = setup(async () => 'denied');
+    FakeWebSocket.last().serverClose(4001);
+    expect(heartbeat.getState()).toBe('lost');
+  });
+
+  it('does not blame the server for a timer stalled by a hidden tab', () => {
+    const { heartbeat } = setup(async () => 'ok');
+    // Simulate Chromium running the interval once after a minute: the clock jumps, one tick.
+    vi.setSystemTime(Date.now() + 60_000);
+    vi.advanceTimersByTime(HEARTBEAT_PING_MS);
+    expect(heartbeat.getState()).toBe('alive');
+  });
+
+  it('stop() ends pings and polling and ignores late results', async () => {
+    let resolveCheck: (o: AuthCheckOutcome) => void = () => undefined;
+    const { heartbeat } = setup(
+      () =>
+        new Promise<AuthCheckOutcome>((resolve) => {
+          resolveCheck = resolve;
+        }),
+    );
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
+    heartbeat.stop();
+    resolveCheck('ok');
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS * 5);
+    expect(heartbeat.getState()).toBe('stopped');
+    expect(FakeWebSocket.instances).toHaveLength(1);
+  });
+});

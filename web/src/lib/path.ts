@@ -1,0 +1,5 @@
+/** '/kvm/' → '/kvm', '' → '/'. */
+export function normalizePath(pathname: string): string {
+  const trimmed = pathname.replace(/\/+$/, '');
+  return trimmed === '' ? '/' : trimmed;
+}

@@ -1,0 +1,22 @@
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { AppRoot } from './app/App';
+import { checkInit } from './features/session/session-actions';
+import { usePreferences } from './features/preferences/preferences-store';
+import { initI18n } from './i18n';
+import { getEmbed } from './lib/embed';
+import './app/global.css';
+
+initI18n(usePreferences.getState().language);
+// SPEC 1: the host of an embedded console may send settings at any time.
+getEmbed().listen();
+// SPEC 2: the init check starts before the first render; the guard waits for it.
+void checkInit();
+
+const container = document.getElementById('root');
+if (!container) throw new Error('#root is missing from index.html');
+createRoot(container).render(
+  <StrictMode>
+    <AppRoot />
+  </StrictMode>,
+);
