@@ -5,3 +5,4 @@ export * from './settings';
 export * from './events';
 export * from './api';
 export * from './validation';
+export * from './streamer';

@@ -1,0 +1,65 @@
+/**
+ * Streamer state: `GET /api/streamer` and the `streamer` event (wire-protocol.md 1.7, the
+ * GL/ustreamer shape). The event always carries whole `params` and `streamer` objects, so a
+ * client that deep-merges partial kvmd events and one that replaces both work.
+ */
+import type { VideoProcessing } from './enums';
+
+export interface StreamerParams {
+  /** kbit/s (SPEC 3 presets: 500, 2000, 5000, 8000). */
+  h264_bitrate: number;
+  /** frames between key frames. */
+  h264_gop: number;
+  /** frames per second the source is captured at. */
+  desired_fps: number;
+  /** SPEC 3 video processing: which encoder settings apply. */
+  video_processing: VideoProcessing;
+}
+
+export const STREAMER_LIMITS = {
+  h264_bitrate: { min: 25, max: 20_000 },
+  h264_gop: { min: 0, max: 240 },
+  desired_fps: { min: 1, max: 60 },
+} as const;
+
+export interface StreamerRuntime {
+  source: {
+    online: boolean;
+    resolution: { width: number; height: number };
+    captured_fps: number;
+    desired_fps: number;
+  };
+  h264: {
+    /** bits per second actually produced over the last second (GL reports bps here). */
+    bitrate: number;
+    gop: number;
+    /** the encoder is running and producing units */
+    online: boolean;
+    fps: number;
+    profile_level_id: string;
+  };
+  /** HDMI signal: false while the remote computer shows nothing (powered off). */
+  hdmi: { signal: boolean };
+  stream: { clients: number };
+  encoder: { type: string; quality: number };
+}
+
+export interface StreamerState {
+  features: { h264: boolean; h265: boolean; resolution: boolean; quality: boolean };
+  limits: typeof STREAMER_LIMITS;
+  params: StreamerParams;
+  /** null while no source driver runs at all (target without video). */
+  streamer: StreamerRuntime | null;
+  snapshot: { saved: null };
+}
+
+/** `/api/turn/get_turn` and the `turn` event (wire-protocol.md 3.3, 5.11). */
+export interface TurnState {
+  username: string;
+  password: string;
+  ttl: number;
+  uris: string[];
+}
+
+/** SPEC 7: the default ICE server of real deployments (never used by tests: they set []). */
+export const DEFAULT_STUN_URL = 'stun:stun.l.google.com:19302';
