@@ -9,7 +9,13 @@ import fastifyWebsocket from '@fastify/websocket';
 import { loadConfigDefaults } from './paths';
 import { buildConfig, type AppConfig } from './config';
 import type { AppContext } from './context';
-import { defaultHost } from './context';
+import { defaultHost, SILENT_LOGGER, type Logger } from './context';
+import { VideoHub } from './media/video-hub';
+import { mediaRoutes } from './routes/media';
+import { streamerRoutes } from './routes/streamer';
+import { hubParams, StreamerService } from './services/streamer';
+import { loadTurn, turnProvider } from './services/turn';
+import { createDrivers } from './targets';
 import { toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
@@ -42,8 +48,12 @@ declare module 'fastify' {
   }
 }
 
-/** Opens the data folder's stores. */
-export async function createContext(config: AppConfig, version: string): Promise<AppContext> {
+/** Opens the data folder's stores and starts the target's drivers. */
+export async function createContext(
+  config: AppConfig,
+  version: string,
+  log: Logger = SILENT_LOGGER,
+): Promise<AppContext> {
   await removeStaleTemps(config.data_dir);
   const auth = await AuthService.open(config.data_dir, {
     sessionExpireS: config.auth.session_expire_s,
@@ -51,7 +61,24 @@ export async function createContext(config: AppConfig, version: string): Promise
     trustedDeviceDays: config.auth.trusted_device_days,
   });
   const settings = await SettingsStore.open(config.data_dir);
-  return { config, version, auth, settings, registry: new StateRegistry(), host: defaultHost() };
+  const drivers = await createDrivers(config, log);
+  await drivers.init();
+  const loaded = await StreamerService.loadParams(config.data_dir);
+  const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, config.video.ffmpeg);
+  const streamer = StreamerService.create(loaded, drivers.video, hub);
+  const turnState = await loadTurn(config);
+  return {
+    config,
+    version,
+    auth,
+    settings,
+    registry: new StateRegistry(),
+    host: defaultHost(),
+    drivers,
+    hub,
+    streamer,
+    turn: () => turnState,
+  };
 }
 
 export interface BuildOptions {
@@ -123,6 +150,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.decorate('hub', hub);
   ctx.auth.sessions.on('ended', (hash, reason) => hub.endSession(hash, reason));
   ctx.registry.register(infoProvider(ctx));
+  ctx.registry.register(ctx.streamer.provider());
+  ctx.registry.register(turnProvider(ctx.turn));
+  hub.on('streamClients', (count) => ctx.hub.setWarmers(count));
 
   authRoutes(app, ctx);
   initRoutes(app, ctx);
@@ -130,11 +160,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   infoRoutes(app, ctx);
   systemRoutes(app, ctx);
   wsRoutes(app, hub);
+  streamerRoutes(app, ctx.streamer, ctx.turn);
+  mediaRoutes(app, ctx.hub);
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
   app.addHook('onClose', async () => {
     hub.close();
     ctx.registry.dispose();
+    ctx.streamer.dispose();
+    await ctx.hub.dispose();
+    await ctx.drivers.dispose();
     await ctx.auth.close();
   });
   return app;
@@ -145,7 +180,10 @@ export async function buildTestApp(
   dataDir: string,
   overrides: Record<string, unknown> = {},
 ): Promise<FastifyInstance> {
-  const config = buildConfig({ data_dir: dataDir, ...overrides }, loadConfigDefaults());
+  const config = buildConfig(
+    { data_dir: dataDir, target: 'testbed', webrtc: { stun_url: null }, ...overrides },
+    loadConfigDefaults(),
+  );
   const ctx = await createContext(config, '0.0.0-test');
   return buildApp(ctx);
 }

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { DEVICE_MODELS, SESSION_EXPIRE_DEFAULT_S } from '@kvm/protocol';
+import { DEFAULT_STUN_URL, DEVICE_MODELS, SESSION_EXPIRE_DEFAULT_S } from '@kvm/protocol';
 
 export const TARGETS = ['qemu', 'testbed'] as const;
 export type TargetName = (typeof TARGETS)[number];
@@ -80,6 +80,29 @@ const configSchema = z.strictObject({
         .min(64 * 1024)
         .default(5 * 1024 * 1024),
       files: z.number().int().min(1).max(50).default(5),
+    })
+    .prefault({}),
+  testbed: z
+    .strictObject({
+      width: z.number().int().min(64).max(3840).multipleOf(16).default(1280),
+      height: z.number().int().min(64).max(2160).multipleOf(16).default(720),
+    })
+    .prefault({}),
+  webrtc: z
+    .strictObject({
+      /** SPEC 7: a public STUN server by default; null = no ICE servers (offline, tests). */
+      stun_url: z
+        .string()
+        .regex(/^stuns?:/)
+        .nullable()
+        .default(DEFAULT_STUN_URL),
+      /** TURN credentials file in GL's format {username, password, ttl, uris}; null = none. */
+      turn_file: z.string().nullable().default(null),
+    })
+    .prefault({}),
+  video: z
+    .strictObject({
+      ffmpeg: z.string().default('ffmpeg'),
     })
     .prefault({}),
   device: z

@@ -3,6 +3,10 @@ import { hostname } from 'node:os';
 import type { AppConfig } from './config';
 import type { AuthService } from './services/auth/auth-service';
 import type { SettingsStore } from './services/settings-store';
+import type { TurnState } from '@kvm/protocol';
+import type { VideoHub } from './media/video-hub';
+import type { StreamerService } from './services/streamer';
+import type { Drivers } from './targets';
 import type { StateRegistry } from './ws/state-registry';
 
 export interface AppContext {
@@ -14,7 +18,21 @@ export interface AppContext {
   registry: StateRegistry;
   /** Host name reported in /api/info meta. */
   host: string;
+  drivers: Drivers;
+  hub: VideoHub;
+  streamer: StreamerService;
+  turn: () => TurnState;
 }
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+/** For tests and benches. */
+export const SILENT_LOGGER: Logger = { info() {}, warn() {}, error() {}, debug() {} };
 
 export function defaultHost(): string {
   return hostname();

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   );
 
   const version = productVersion();
-  const ctx = await createContext(config, version);
+  const ctx = await createContext(config, version, logger);
   const https = config.server.tls
     ? await loadOrCreateCertificate(join(config.data_dir, 'tls'))
     : null;

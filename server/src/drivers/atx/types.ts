@@ -1,0 +1,17 @@
+/** The ATX driver: the remote computer's power and reset buttons and its power LED (issue 5). */
+export type AtxButton = 'power' | 'power_long' | 'reset';
+
+export interface AtxDriverState {
+  enabled: boolean;
+  leds: { power: boolean; hdd: boolean };
+}
+
+export interface AtxDriver {
+  readonly name: string;
+  getState(): AtxDriverState;
+  onState(listener: (state: AtxDriverState) => void): () => void;
+  /** Presses `button` for its SPEC 3 hold time (0.5 s, 6.5 s, reset). */
+  click(button: AtxButton): Promise<void>;
+  init(): Promise<void>;
+  dispose(): Promise<void>;
+}

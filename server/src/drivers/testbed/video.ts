@@ -1,0 +1,99 @@
+/**
+ * The testbed's video source: renders TestbedPicture at the asked frame rate (a new frame
+ * number every frame, so the encoder always has motion to encode) and hands copies of the
+ * YUV buffer to the encoder.
+ */
+import { EventEmitter } from 'node:events';
+import type { RawFrame, VideoSource, VideoSourceState } from '../video/types';
+import { TestbedPicture } from './screen';
+
+export interface TestbedVideoOptions {
+  width?: number;
+  height?: number;
+}
+
+export class TestbedVideo implements VideoSource {
+  readonly name = 'testbed';
+  readonly picture: TestbedPicture;
+  private readonly events = new EventEmitter<{ state: [VideoSourceState] }>();
+  private state: VideoSourceState;
+  private timer: NodeJS.Timeout | null = null;
+  private onFrame: ((frame: RawFrame) => void) | null = null;
+  private intervalMs = 1000 / 30;
+  private nextAt = 0;
+  private frameNo = 0;
+
+  constructor(opts: TestbedVideoOptions = {}) {
+    this.picture = new TestbedPicture(opts.width ?? 1280, opts.height ?? 720);
+    this.state = {
+      online: false,
+      signal: false,
+      width: this.picture.width,
+      height: this.picture.height,
+    };
+  }
+
+  getState(): VideoSourceState {
+    return { ...this.state };
+  }
+
+  onState(listener: (state: VideoSourceState) => void): () => void {
+    this.events.on('state', listener);
+    return () => this.events.off('state', listener);
+  }
+
+  async init(): Promise<void> {
+    this.setState({ online: true, signal: true });
+  }
+
+  /** The testbed's "power": off shows no signal (used by the no-signal display and ATX later). */
+  setSignal(signal: boolean): void {
+    this.setState({ signal });
+  }
+
+  async startCapture(onFrame: (frame: RawFrame) => void, fps: number): Promise<void> {
+    this.onFrame = onFrame;
+    this.intervalMs = 1000 / Math.max(1, Math.min(120, fps));
+    if (this.timer) return;
+    this.nextAt = performance.now();
+    this.tick();
+  }
+
+  async stopCapture(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.onFrame = null;
+  }
+
+  /** Drift-free pacing: each frame is scheduled from the ideal time, not from the last run. */
+  private tick = (): void => {
+    const now = performance.now();
+    if (this.state.signal && this.onFrame) {
+      this.frameNo += 1;
+      this.picture.drawFrameNumber(this.frameNo);
+      this.onFrame({
+        width: this.picture.width,
+        height: this.picture.height,
+        format: 'yuv420p',
+        data: Buffer.from(this.picture.frame),
+        capturedAt: now,
+      });
+    }
+    this.nextAt += this.intervalMs;
+    // fell far behind (machine busy): skip ahead instead of bursting
+    if (this.nextAt < now - this.intervalMs) this.nextAt = now + this.intervalMs;
+    this.timer = setTimeout(this.tick, Math.max(0, this.nextAt - performance.now()));
+  };
+
+  private setState(patch: Partial<VideoSourceState>): void {
+    const next = { ...this.state, ...patch };
+    if (JSON.stringify(next) === JSON.stringify(this.state)) return;
+    this.state = next;
+    this.events.emit('state', this.getState());
+  }
+
+  async dispose(): Promise<void> {
+    await this.stopCapture();
+    this.setState({ online: false, signal: false });
+  }
+}

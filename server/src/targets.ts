@@ -1,0 +1,79 @@
+/**
+ * Target profiles: which driver runs each subsystem (architecture.md, Targets). Routes never
+ * ask which target runs; they talk to these interfaces.
+ */
+import type { AppConfig } from './config';
+import { DisabledAtx } from './drivers/atx/disabled';
+import type { AtxDriver } from './drivers/atx/types';
+import { DisabledHid } from './drivers/hid/disabled';
+import type { HidDriver } from './drivers/hid/types';
+import { DisabledMsd } from './drivers/msd/disabled';
+import type { MsdDriver } from './drivers/msd/types';
+import { TestbedVideo } from './drivers/testbed/video';
+import type { VideoSource } from './drivers/video/types';
+
+export interface Drivers {
+  target: string;
+  video: VideoSource;
+  hid: HidDriver;
+  atx: AtxDriver;
+  msd: MsdDriver;
+  /** Target-specific handles other subsystems and tests may need (the testbed picture, the VM). */
+  testbed?: TestbedVideo;
+  init(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+function bundle(
+  target: string,
+  parts: Omit<Drivers, 'init' | 'dispose' | 'target'>,
+  extra: { init?: () => Promise<void>; dispose?: () => Promise<void> } = {},
+): Drivers {
+  const all = [parts.video, parts.hid, parts.atx, parts.msd];
+  return {
+    target,
+    ...parts,
+    async init() {
+      await extra.init?.();
+      for (const d of all) await d.init();
+    },
+    async dispose() {
+      // every driver gets its dispose even if one fails
+      await Promise.allSettled(all.map((d) => d.dispose()));
+      await extra.dispose?.();
+    },
+  };
+}
+
+export async function createDrivers(config: AppConfig, log: Logger): Promise<Drivers> {
+  switch (config.target) {
+    case 'testbed': {
+      const video = new TestbedVideo({
+        width: config.testbed.width,
+        height: config.testbed.height,
+      });
+      return bundle('testbed', {
+        video,
+        hid: new DisabledHid(),
+        atx: new DisabledAtx(),
+        msd: new DisabledMsd(),
+        testbed: video,
+      });
+    }
+    case 'qemu': {
+      const { createQemuDrivers } = await import('./drivers/qemu/target');
+      const q = await createQemuDrivers(config, log);
+      return bundle(
+        'qemu',
+        { video: q.video, hid: new DisabledHid(), atx: new DisabledAtx(), msd: new DisabledMsd() },
+        { init: q.init, dispose: q.dispose },
+      );
+    }
+  }
+}
