@@ -8,6 +8,7 @@
  * increments the counter and records when; a harness that sees marker value v on a decoded
  * frame looks up when change v was drawn.
  */
+import { randomFillSync } from 'node:crypto';
 import { glyph, GLYPH_H, GLYPH_W } from './font';
 
 export const MARKER_BITS = 8;
@@ -69,6 +70,22 @@ export class TestbedPicture {
     this.fillY(32, y, this.width - 64, GLYPH_H * 4 + 8, Y_BG);
     this.drawText(32, y, this.text, 4);
     this.markChange(now);
+  }
+
+  /**
+   * Fills a band of rows with fresh random luma: incompressible motion, so the encoder has to
+   * spend its whole bitrate (bitrate benchmarks). 0 turns it off.
+   */
+  setNoiseRows(rows: number): void {
+    this.noiseRows = Math.max(0, Math.min(rows, this.height - 256)) & ~15;
+    if (this.noiseRows === 0) this.fillY(0, 224, this.width, this.height - 224 - 96, Y_BG);
+  }
+
+  private noiseRows = 0;
+
+  /** Called once per frame by the video source. */
+  animate(): void {
+    if (this.noiseRows > 0) randomFillSync(this.y, 224 * this.width, this.noiseRows * this.width);
   }
 
   drawFrameNumber(n: number): void {

@@ -71,6 +71,7 @@ export class TestbedVideo implements VideoSource {
     if (this.state.signal && this.onFrame) {
       this.frameNo += 1;
       this.picture.drawFrameNumber(this.frameNo);
+      this.picture.animate();
       this.onFrame({
         width: this.picture.width,
         height: this.picture.height,
