@@ -10,9 +10,28 @@ import { getAuthToken } from '../../lib/storage';
 import { applyInfo } from '../device-info/info-store';
 import { handleSessionLost } from '../session/session-actions';
 
+/**
+ * `?stream=1` makes this console a stream client: the server runs (pre-starts) the video encoder
+ * while one is connected (wire-protocol.md 1.7). The pages with the remote screen want it; the
+ * upgrading page does not.
+ */
+let streamWanted: boolean | null = null;
+
+function wantsStream(): boolean {
+  return streamWanted ?? !window.location.pathname.startsWith('/upgrading');
+}
+
 export const eventSocket = new EventSocket({
-  url: () => eventSocketUrl(window.location, getAuthToken()),
+  url: () => eventSocketUrl(window.location, getAuthToken(), wantsStream()),
 });
+
+/** Says whether the video view shows; a change re-opens a live socket with the new URL. */
+export function setStreamWanted(wanted: boolean): void {
+  const changed = wantsStream() !== wanted;
+  streamWanted = wanted;
+  const state = eventSocket.getState();
+  if (changed && (state === 'open' || state === 'connecting')) eventSocket.connect();
+}
 
 export async function checkAuthOutcome(signal: AbortSignal): Promise<AuthCheckOutcome> {
   try {

@@ -1,10 +1,7 @@
-import { theme } from 'antd';
-import { useTranslation } from 'react-i18next';
+import { VideoView } from '../video/VideoView';
 
-/** SPEC 2 main page: the remote screen. The video view arrives with the stream issue. */
+/** SPEC 2 main page: the remote screen. */
 export default function MainPage() {
-  const { t } = useTranslation();
-  const { token } = theme.useToken();
   return (
     <div data-testid="main-page" style={{ height: '100%', display: 'flex' }}>
       <div
@@ -12,14 +9,12 @@ export default function MainPage() {
         style={{
           flex: 1,
           display: 'flex',
-          alignItems: 'center',
-          justifyContent: 'center',
           background: '#000',
-          color: token.colorTextQuaternary,
           minWidth: 0,
+          minHeight: 0,
         }}
       >
-        <span style={{ color: '#8c8c8c' }}>{t('main.noVideo')}</span>
+        <VideoView />
       </div>
     </div>
   );

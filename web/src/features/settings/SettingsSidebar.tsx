@@ -3,10 +3,11 @@ import { useTranslation } from 'react-i18next';
 import { ColorModeGroup } from './ColorModeGroup';
 import { LanguageGroup } from './LanguageGroup';
 import { SecurityGroup } from './SecurityGroup';
+import { VideoGroup } from './VideoGroup';
 
 /**
- * SPEC 2 settings sidebar. Each group arrives with the issue that owns it; today: security,
- * language and color mode.
+ * SPEC 2 settings sidebar. Each group arrives with the issue that owns it; today: video,
+ * security, language and color mode.
  */
 export default function SettingsSidebar() {
   const { t } = useTranslation();
@@ -15,6 +16,7 @@ export default function SettingsSidebar() {
       <Typography.Title level={4} style={{ margin: 0, padding: '12px 16px 0' }}>
         {t('settings.title')}
       </Typography.Title>
+      <VideoGroup />
       <SecurityGroup />
       <LanguageGroup />
       <ColorModeGroup />

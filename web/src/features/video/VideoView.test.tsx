@@ -1,0 +1,152 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act } from 'react';
+import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
+import { NotifyProvider } from '../../components/notify';
+import en from '../../i18n/en.json';
+import { envelope, stubFetch } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import { StatusBar } from '../main/StatusBar';
+import { resetConfigForTests, useConfig } from '../settings/config-store';
+import { VideoGroup } from '../settings/VideoGroup';
+import { resetStreamerForTests } from './streamer-store';
+import { VideoView } from './VideoView';
+import { videoController } from './video-session';
+
+function setConfig(patch: Partial<UserConfig>) {
+  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
+}
+
+async function waitFor(check: () => boolean, what: string) {
+  for (let i = 0; i < 100; i += 1) {
+    if (check()) return;
+    await flush(1);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('VideoView (in happy-dom: no WebRTC, no WebCodecs)', () => {
+  let view: Rendered | undefined;
+  beforeEach(() => {
+    resetConfigForTests();
+    resetStreamerForTests();
+    stubFetch({
+      '/api/streamer': () => envelope(200, {}),
+      '/api/turn/get_turn': () => envelope(404, { error: 'NotFoundError', error_msg: '' }),
+    });
+  });
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    videoController.stop();
+    vi.unstubAllGlobals();
+  });
+
+  it('shows the direct canvas, rotated, cursor hidden, with mode and frame count', async () => {
+    setConfig({ video_mode: 'direct_h264', orientation: 90, show_cursor: false });
+    view = await render(
+      <NotifyProvider>
+        <VideoView />
+      </NotifyProvider>,
+    );
+    await waitFor(() => view?.byTestId('video-direct') !== null, 'the canvas');
+    const canvas = view.byTestId('video-direct');
+    expect(canvas?.tagName).toBe('CANVAS');
+    expect(canvas?.dataset['mode']).toBe('direct_h264');
+    expect(canvas?.dataset['frames']).toBe('0');
+    expect(canvas?.dataset['realWidth']).toBe('640'); // nothing decoded: 640x480
+    expect(canvas?.style.transform).toBe('rotate(90deg)');
+    expect(canvas?.style.cursor).toBe('none');
+    // WebCodecs is missing here: the view says why there is no picture.
+    await waitFor(() => view?.byTestId('video-unsupported') !== null, 'the notice');
+    expect(view.byTestId('video-unsupported')?.textContent).toBe(en.video.directUnsupported);
+  });
+
+  it('shows the WebRTC <video> when the setting says webrtc', async () => {
+    // (janus.js itself cannot load here: vitest gives its UMD wrapper a CommonJS `module`.)
+    setConfig({ video_mode: 'webrtc' });
+    view = await render(
+      <NotifyProvider>
+        <VideoView />
+      </NotifyProvider>,
+    );
+    const video = view.byTestId('video-webrtc') as HTMLVideoElement | null;
+    expect(video?.tagName).toBe('VIDEO');
+    expect(video?.dataset['mode']).toBe('webrtc');
+    expect(video?.dataset['frames']).toBe('0');
+    expect(video?.muted).toBe(true);
+    expect(video?.style.transform).toBe('');
+    expect(view.byTestId('main-screen')).toBeNull(); // the page keeps that id on its container
+    expect(view.byTestId('video-area')?.dataset['mode']).toBe('webrtc');
+    expect(videoController.getSnapshot().requestedMode).toBe('webrtc');
+  });
+});
+
+describe('StatusBar stream state', () => {
+  let view: Rendered | undefined;
+  afterEach(() => view?.unmount());
+
+  it('keeps status-stream and says inactive while nothing plays', async () => {
+    view = await render(<StatusBar />);
+    const item = view.byTestId('status-stream');
+    expect(item?.textContent).toBe(`${en.status.stream}: ${en.status.inactive}`);
+    expect(item?.dataset['status']).toBe('inactive');
+    expect(view.byTestId('status-stream-info')).toBeNull();
+  });
+});
+
+describe('VideoGroup', () => {
+  let view: Rendered | undefined;
+  beforeEach(() => {
+    resetConfigForTests();
+    resetStreamerForTests();
+  });
+  afterEach(() => {
+    view?.unmount();
+    vi.unstubAllGlobals();
+  });
+
+  function typeInto(input: HTMLInputElement, value: string) {
+    const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
+    act(() => {
+      setter?.call(input, value);
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+  }
+
+  it('refuses a negative custom bitrate and sends a valid one', async () => {
+    const { requests } = stubFetch({
+      '/api/streamer/set_params': () => envelope(200, {}),
+    });
+    setConfig({});
+    view = await render(
+      <NotifyProvider>
+        <VideoGroup />
+      </NotifyProvider>,
+    );
+    expect(view.byTestId('settings-group-video')).not.toBeNull();
+    for (const id of [
+      'quality-LOW',
+      'quality-ULTRA_HIGH',
+      'video-mode-webrtc',
+      'video-mode-direct_h264',
+    ]) {
+      expect(view.byTestId(id), id).not.toBeNull();
+    }
+    const input = view.byTestId('custom-bitrate') as HTMLInputElement;
+    typeInto(input, '-5');
+    act(() => view?.byTestId('custom-bitrate-apply')?.click());
+    await flush();
+    expect(view.byTestId('custom-bitrate-error')?.textContent).toBe(
+      en.settings.video.mustBeNonNegative,
+    );
+    expect(requests).toHaveLength(0);
+
+    typeInto(input, '1500');
+    act(() => view?.byTestId('custom-bitrate-apply')?.click());
+    await flush();
+    expect(view.byTestId('custom-bitrate-error')).toBeNull();
+    expect(requests[0]?.path).toBe('/api/streamer/set_params');
+    expect(requests[0]?.query.get('h264_bitrate')).toBe('1500');
+    expect(requests[0]?.query.get('h264_gop')).toBe('30'); // MEDIUM's gop goes along
+  });
+});

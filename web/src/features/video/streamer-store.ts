@@ -1,0 +1,97 @@
+/**
+ * Streamer and TURN state (SPEC 3 "Live state events"): GET /api/streamer and the `streamer`
+ * event, GET /api/turn/get_turn and the `turn` event. The streamer event carries whole objects
+ * on our server, but kvmd sends partial ones: merged deeply either way.
+ */
+import { create } from 'zustand';
+import type { StreamerState, TurnState } from '@kvm/protocol/streamer';
+import { api } from '../../lib/api';
+
+declare module '../../lib/event-socket' {
+  interface EventPayloads {
+    streamer: Partial<StreamerState>;
+    turn: TurnState;
+  }
+}
+
+export interface StreamerStoreState {
+  /** null until the first state arrives. */
+  state: StreamerState | null;
+  turn: TurnState | null;
+  /** When (Date.now()) hdmi.signal went false; null while there is a signal or it is unknown. */
+  signalLostAt: number | null;
+}
+
+export const useStreamer = create<StreamerStoreState>(() => ({
+  state: null,
+  turn: null,
+  signalLostAt: null,
+}));
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Objects merge key by key; anything else (arrays, null, numbers) replaces. */
+export function deepMerge<T>(base: T, patch: unknown): T {
+  if (!isPlainObject(base) || !isPlainObject(patch))
+    return (patch === undefined ? base : patch) as T;
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key], value) : value;
+  }
+  return out as T;
+}
+
+export function applyStreamer(patch: Partial<StreamerState> | null | undefined, now = Date.now()) {
+  if (!isPlainObject(patch)) return;
+  const previous = useStreamer.getState();
+  const state = deepMerge((previous.state ?? {}) as StreamerState, patch);
+  const signal = state.streamer?.hdmi?.signal;
+  const signalLostAt = signal === false ? (previous.signalLostAt ?? now) : null;
+  useStreamer.setState({ state, signalLostAt });
+}
+
+export function applyTurn(turn: TurnState | null | undefined): void {
+  if (!isPlainObject(turn)) return;
+  useStreamer.setState({ turn });
+}
+
+export function sourceOnline(state: StreamerState | null): boolean | null {
+  const source = state?.streamer?.source;
+  if (state && state.streamer === null) return false;
+  return typeof source?.online === 'boolean' ? source.online : null;
+}
+
+export async function loadStreamer(): Promise<StreamerState | null> {
+  try {
+    const state = await api.get<StreamerState>('/streamer');
+    applyStreamer(state);
+    return useStreamer.getState().state;
+  } catch {
+    return null;
+  }
+}
+
+/** A TURN answer that is slower than this does not hold the video back. */
+export const TURN_TIMEOUT_MS = 3_000;
+
+/**
+ * The TURN state for a new WebRTC session: asked fresh (credentials expire), else the last one
+ * the event socket brought, else none (offline tests, devices without TURN: 404).
+ */
+export async function fetchTurn(): Promise<TurnState | null> {
+  try {
+    const turn = await api.get<TurnState>('/turn/get_turn', { timeoutMs: TURN_TIMEOUT_MS });
+    applyTurn(turn);
+  } catch {
+    // Keep what the event socket said.
+  }
+  return useStreamer.getState().turn;
+}
+
+/** For tests. */
+export function resetStreamerForTests(): void {
+  useStreamer.setState({ state: null, turn: null, signalLostAt: null });
+}

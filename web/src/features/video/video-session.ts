@@ -1,0 +1,87 @@
+/**
+ * The console's one video session: the controller with the real clients (each loaded on first
+ * use, so janus.js and the decoder code stay off the routes that never show video), fed by the
+ * event socket, restarted when the connection to the device comes back. Hooks for React.
+ */
+import { useEffect, useState, useSyncExternalStore } from 'react';
+import { STORAGE_KEYS } from '@kvm/protocol/constants';
+import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
+import { getAuthToken, readStorage } from '../../lib/storage';
+import { eventSocket, heartbeat } from '../connection/connection';
+import { useConfig } from '../settings/config-store';
+import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
+import {
+  applyStreamer,
+  applyTurn,
+  fetchTurn,
+  loadStreamer,
+  sourceOnline,
+  useStreamer,
+} from './streamer-store';
+import { VideoController, type VideoSnapshot } from './video-controller';
+
+export const videoController = new VideoController({
+  createWebRtc: async () => {
+    const { JanusStream, janusServerUrl } = await import('../../lib/janus-stream');
+    return new JanusStream({
+      serverUrl: () => janusServerUrl(window.location, getAuthToken()),
+      getTurn: fetchTurn,
+      orientation: () => useConfig.getState().config?.orientation ?? 0,
+    });
+  },
+  createDirect: async () => {
+    const { H264DirectStream, mediaSocketUrl } = await import('../../lib/h264-direct');
+    return new H264DirectStream({ url: () => mediaSocketUrl(window.location, getAuthToken()) });
+  },
+  isSourceOnline: () => sourceOnline(useStreamer.getState().state),
+});
+
+eventSocket.on('streamer', (event) => applyStreamer(event));
+eventSocket.on('turn', (event) => applyTurn(event));
+heartbeat.onReconnected(() => {
+  void loadStreamer();
+  videoController.reconnected();
+});
+
+export function useVideo(): VideoSnapshot {
+  return useSyncExternalStore(videoController.subscribe, videoController.getSnapshot);
+}
+
+function isVideoMode(value: unknown): value is VideoMode {
+  return (VIDEO_MODES as readonly unknown[]).includes(value);
+}
+
+/**
+ * The `video_mode` setting: the server copy once loaded; if it cannot be read, the one this
+ * browser remembers (SPEC 3 local key video_mode), else WebRTC. null while loading.
+ */
+export function useRequestedVideoMode(): VideoMode | null {
+  const mode = useConfig((s) => s.config?.video_mode);
+  const status = useConfig((s) => s.status);
+  if (mode) return mode;
+  if (status !== 'error') return null;
+  const stored = readStorage(STORAGE_KEYS.videoMode);
+  return isVideoMode(stored) ? stored : 'webrtc';
+}
+
+/** SPEC 2/4 status bar text state of the stream, re-evaluated when the 5 s rule expires. */
+export function useStreamStatus(): StreamStatus {
+  const heartbeatState = useSyncExternalStore(heartbeat.subscribe, heartbeat.getState);
+  const clientState = useVideo().state;
+  const online = useStreamer((s) => sourceOnline(s.state));
+  const signalLostAt = useStreamer((s) => s.signalLostAt);
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (signalLostAt === null) return;
+    const left = Math.max(0, signalLostAt + NO_SIGNAL_AFTER_MS - Date.now());
+    const timer = setTimeout(() => setNow(Date.now()), left + 10);
+    return () => clearTimeout(timer);
+  }, [signalLostAt]);
+  return deriveStreamStatus({
+    connectionLost: heartbeatState === 'lost',
+    clientState,
+    sourceOnline: online,
+    signalLostAt,
+    now,
+  });
+}

@@ -1,0 +1,485 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { TurnState } from '@kvm/protocol/streamer';
+import type { DataChannelLike } from './input-channel';
+import {
+  CONNECT_TIMEOUT_MS,
+  GATEWAY_RETRY_MS,
+  STREAM_ERROR_RETRY_MS,
+  JanusStream,
+  computeStreamRate,
+  connectionTypeFromStats,
+  iceServersFromTurn,
+  janusServerUrl,
+  type AttachOptions,
+  type JanusJsep,
+  type JanusRuntime,
+  type JanusSessionOptions,
+  type JanusTrackOption,
+  type PeerConnectionLike,
+  type PluginHandleLike,
+} from './janus-stream';
+import type { StreamState } from './stream-types';
+
+class FakeDataChannel implements DataChannelLike {
+  readyState: RTCDataChannelState = 'connecting';
+  binaryType: BinaryType = 'blob';
+  readonly sent: ArrayBuffer[] = [];
+  onopen: ((event: Event) => void) | null = null;
+  onclose: ((event: Event) => void) | null = null;
+  onerror: ((event: Event) => void) | null = null;
+  constructor(
+    readonly label: string,
+    readonly init: RTCDataChannelInit | undefined,
+  ) {}
+  send(data: ArrayBuffer): void {
+    this.sent.push(data);
+  }
+  close(): void {
+    this.readyState = 'closed';
+  }
+  open(): void {
+    this.readyState = 'open';
+    this.onopen?.(new Event('open'));
+  }
+}
+
+class FakePeer implements PeerConnectionLike {
+  stats = new Map<string, unknown>();
+  readonly channels: FakeDataChannel[] = [];
+  getStats(): Promise<ReadonlyMap<string, unknown>> {
+    return Promise.resolve(new Map(this.stats));
+  }
+  createDataChannel(label: string, init?: RTCDataChannelInit): DataChannelLike {
+    const channel = new FakeDataChannel(label, init);
+    this.channels.push(channel);
+    return channel;
+  }
+  /** inbound-rtp video with these counters, and a selected pair of the given kinds. */
+  setVideo(
+    bytesReceived: number,
+    framesDecoded: number,
+    timestamp: number,
+    pair: [string, string] = ['host', 'host'],
+  ) {
+    this.stats = new Map<string, unknown>([
+      [
+        'in',
+        { id: 'in', type: 'inbound-rtp', kind: 'video', bytesReceived, framesDecoded, timestamp },
+      ],
+      ['t', { id: 't', type: 'transport', selectedCandidatePairId: 'cp' }],
+      ['cp', { id: 'cp', type: 'candidate-pair', localCandidateId: 'l', remoteCandidateId: 'r' }],
+      ['l', { id: 'l', type: 'local-candidate', candidateType: pair[0] }],
+      ['r', { id: 'r', type: 'remote-candidate', candidateType: pair[1] }],
+    ]);
+  }
+}
+
+interface SentMessage {
+  message: Record<string, unknown>;
+  jsep?: JanusJsep;
+}
+
+interface AnswerCall {
+  jsep: JanusJsep;
+  tracks: JanusTrackOption[];
+  success: (jsep: JanusJsep) => void;
+  error: (error: unknown) => void;
+}
+
+/** A plugin handle that records what the stream asks janus.js to do. */
+class FakeHandle implements PluginHandleLike {
+  readonly sent: SentMessage[] = [];
+  readonly hangups: boolean[] = [];
+  readonly answers: AnswerCall[] = [];
+  readonly pc = new FakePeer();
+  webrtcStuff = { pc: this.pc as PeerConnectionLike | null };
+  send(options: { message: Record<string, unknown>; jsep?: JanusJsep }): void {
+    this.sent.push({ message: options.message, ...(options.jsep ? { jsep: options.jsep } : {}) });
+  }
+  createAnswer(options: AnswerCall): void {
+    this.answers.push(options);
+  }
+  hangup(sendRequest?: boolean): void {
+    this.hangups.push(sendRequest === true);
+  }
+  requests(): string[] {
+    return this.sent.map((s) => String(s.message['request']));
+  }
+}
+
+class FakeSession {
+  readonly attachments: AttachOptions[] = [];
+  destroyed = 0;
+  constructor(readonly options: JanusSessionOptions) {}
+  attach(options: AttachOptions): void {
+    this.attachments.push(options);
+  }
+  destroy(): void {
+    this.destroyed += 1;
+  }
+  get plugin(): AttachOptions {
+    const a = this.attachments.at(-1);
+    if (!a) throw new Error('not attached');
+    return a;
+  }
+}
+
+class FakeRuntime implements JanusRuntime {
+  readonly sessions: FakeSession[] = [];
+  webrtcSupported = true;
+  create = (options: JanusSessionOptions) => {
+    const session = new FakeSession(options);
+    this.sessions.push(session);
+    return session;
+  };
+  last(): FakeSession {
+    const s = this.sessions.at(-1);
+    if (!s) throw new Error('no session');
+    return s;
+  }
+}
+
+const OFFER: JanusJsep = { type: 'offer', sdp: 'v=0 offer' };
+const ANSWER: JanusJsep = { type: 'answer', sdp: 'v=0 answer' };
+
+function setup(turn: TurnState | null = null) {
+  const runtime = new FakeRuntime();
+  const stream = new JanusStream({
+    serverUrl: () => 'ws://device.test/janus/ws?auth_token=abc',
+    getTurn: () => Promise.resolve(turn),
+    orientation: () => 90,
+    loadRuntime: () => Promise.resolve(runtime),
+  });
+  const states: StreamState[] = [];
+  stream.on('state', (s) => states.push(s));
+  const messages: Array<{ code: number; text: string }> = [];
+  stream.on('message', (m) => messages.push(m));
+  return { runtime, stream, states, messages };
+}
+
+/** Plays the gateway up to the answer; returns the handle. */
+async function negotiate(runtime: FakeRuntime): Promise<FakeHandle> {
+  await vi.advanceTimersByTimeAsync(0);
+  const session = runtime.last();
+  session.options.success();
+  const handle = new FakeHandle();
+  session.plugin.success(handle);
+  session.plugin.onmessage({
+    ustreamer: 'event',
+    result: { status: 'features', features: { audio: false, mic: false } },
+  });
+  session.plugin.onmessage({ ustreamer: 'event', result: { status: 'started' } }, OFFER);
+  handle.answers.at(-1)?.success(ANSWER);
+  return handle;
+}
+
+/** The first frame is decoded: the stats probe (250 ms) makes the stream active. */
+async function firstFrame(handle: FakeHandle, pair: [string, string] = ['host', 'host']) {
+  handle.pc.setVideo(10_000, 1, 1_000, pair);
+  await vi.advanceTimersByTimeAsync(250);
+}
+
+describe('JanusStream', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('runs features → watch → answer/start → active, with the orientation and video only', async () => {
+    const { runtime, stream, states } = setup();
+    expect(stream.getState()).toBe('idle');
+    stream.start();
+    expect(stream.getState()).toBe('connecting');
+    const handle = await negotiate(runtime);
+
+    const session = runtime.last();
+    expect(session.options.server).toBe('ws://device.test/janus/ws?auth_token=abc');
+    expect(session.options.destroyOnUnload).toBe(false);
+    expect(session.plugin.plugin).toBe('janus.plugin.ustreamer');
+    expect(session.plugin.opaqueId).toMatch(/^oid-[A-Za-z0-9]{12}$/);
+    expect(handle.sent).toEqual([
+      { message: { request: 'features' } },
+      {
+        message: {
+          request: 'watch',
+          params: { orientation: 90, audio: false, video: true, mic: false, camera: false },
+        },
+      },
+      { message: { request: 'start' }, jsep: ANSWER },
+    ]);
+    expect(handle.answers[0]?.jsep).toBe(OFFER);
+    expect(handle.answers[0]?.tracks).toEqual([
+      { type: 'video', capture: false, recv: true, add: true },
+    ]);
+    expect(stream.getState()).toBe('watching');
+
+    // No frame decoded yet: still watching.
+    handle.pc.setVideo(500, 0, 900);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(stream.getState()).toBe('watching');
+    await firstFrame(handle);
+    expect(stream.getState()).toBe('active');
+    expect(states).toEqual(['connecting', 'attached', 'watching', 'active']);
+  });
+
+  it('opens the "hid" data channel after the answer and exposes it as inputChannel', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    const channel = handle.pc.channels[0];
+    expect(channel?.label).toBe('hid');
+    expect(channel?.init).toEqual({ ordered: true });
+    expect(channel?.binaryType).toBe('arraybuffer');
+    const changes = vi.fn();
+    stream.inputChannel.subscribe(changes);
+    expect(stream.inputChannel.isOpen).toBe(false);
+    expect(stream.inputChannel.send(new Uint8Array([3, 0, 0, 0, 0]))).toBe(false);
+    channel?.open();
+    expect(changes).toHaveBeenCalled();
+    expect(stream.inputChannel.isOpen).toBe(true);
+    expect(stream.inputChannel.send(new Uint8Array([3, 0, 0, 0, 0]))).toBe(true);
+    expect([...new Uint8Array(channel?.sent[0] ?? new ArrayBuffer(0))]).toEqual([3, 0, 0, 0, 0]);
+  });
+
+  it('takes ICE servers from TURN; without uris the gateway STUN; else none', async () => {
+    const withTurn = setup({ username: 'u', password: 'p', ttl: 60, uris: ['turn:a:3478'] });
+    withTurn.stream.start();
+    await negotiate(withTurn.runtime);
+    expect(withTurn.runtime.last().options.iceServers).toEqual([
+      { urls: ['turn:a:3478'], username: 'u', credential: 'p' },
+    ]);
+
+    const stunOnly = setup({ username: '', password: '', ttl: 60, uris: [] });
+    stunOnly.stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const session = stunOnly.runtime.last();
+    const servers = session.options.iceServers;
+    expect(servers).toEqual([]);
+    session.options.success();
+    session.plugin.success(new FakeHandle());
+    session.plugin.onmessage({
+      result: { status: 'features', features: { ice: { url: 'stun:gw:3478' } } },
+    });
+    // Same array: janus.js keeps the reference it was given and reads it at answer time.
+    expect(session.options.iceServers).toBe(servers);
+    expect(servers).toEqual([{ urls: 'stun:gw:3478' }]);
+
+    const offline = setup(null);
+    offline.stream.start();
+    await negotiate(offline.runtime);
+    expect(offline.runtime.last().options.iceServers).toEqual([]);
+  });
+
+  it('on a plugin error shows a message and retries stop + watch after 2 s', async () => {
+    const { runtime, stream, messages } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle);
+    const before = handle.sent.length;
+
+    runtime.last().plugin.onmessage({ ustreamer: 'event', error_code: 503, error: 'No source' });
+    expect(messages).toEqual([{ code: 503, text: 'No source' }]);
+    expect(stream.getState()).toBe('error');
+    expect(stream.inputChannel.isOpen).toBe(false);
+
+    await vi.advanceTimersByTimeAsync(STREAM_ERROR_RETRY_MS - 1);
+    expect(handle.sent.length).toBe(before);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(handle.hangups).toEqual([false]); // the dead peer connection goes locally
+    expect(handle.requests().slice(before)).toEqual(['stop', 'watch']);
+    expect(stream.getState()).toBe('watching');
+    expect(runtime.sessions).toHaveLength(1); // same session
+
+    // The answer to our own stop is not the server stopping.
+    runtime.last().plugin.onmessage({ result: { status: 'stopped' } });
+    await vi.advanceTimersByTimeAsync(STREAM_ERROR_RETRY_MS * 2);
+    expect(handle.requests().slice(before)).toEqual(['stop', 'watch']);
+  });
+
+  it('watches again 2 s after a stop it did not ask for', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle);
+    runtime.last().plugin.onmessage({ result: { status: 'stopped' } });
+    expect(stream.getState()).toBe('attached');
+    await vi.advanceTimersByTimeAsync(STREAM_ERROR_RETRY_MS);
+    expect(handle.requests().slice(-2)).toEqual(['stop', 'watch']);
+  });
+
+  it('retries with a new session 5 s after the gateway connection ends', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle);
+    const first = runtime.last();
+
+    first.options.error('Lost connection to the server (is it down?)');
+    expect(stream.getState()).toBe('error');
+    expect(first.destroyed).toBe(1);
+    await vi.advanceTimersByTimeAsync(GATEWAY_RETRY_MS - 1);
+    expect(runtime.sessions).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runtime.sessions).toHaveLength(2);
+    expect(stream.getState()).toBe('connecting');
+
+    // Late callbacks of the old session change nothing.
+    first.plugin.onmessage({ error_code: 500, error: 'late' });
+    first.options.error('late');
+    expect(stream.getState()).toBe('connecting');
+    await negotiate(runtime);
+    expect(stream.getState()).toBe('watching');
+  });
+
+  it('also retries 5 s after a session could not be created (gateway down)', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    runtime.last().options.error('Error connecting to the Janus WebSockets server');
+    expect(stream.getState()).toBe('error');
+    await vi.advanceTimersByTimeAsync(GATEWAY_RETRY_MS);
+    expect(runtime.sessions).toHaveLength(2);
+  });
+
+  it('gives up on a session that does not attach within 10 s (never hangs offline)', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    await vi.advanceTimersByTimeAsync(CONNECT_TIMEOUT_MS);
+    expect(stream.getState()).toBe('error');
+    expect(runtime.last().destroyed).toBe(1);
+    await vi.advanceTimersByTimeAsync(GATEWAY_RETRY_MS);
+    expect(runtime.sessions).toHaveLength(2);
+  });
+
+  it('tears the session down when the peer connection fails, and reconnects after 5 s', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle);
+    const session = runtime.last();
+    const channel = handle.pc.channels[0];
+    channel?.open();
+
+    session.plugin.connectionState('failed');
+    expect(stream.getState()).toBe('error');
+    expect(session.destroyed).toBe(1);
+    expect(stream.inputChannel.isOpen).toBe(false);
+    expect(channel?.readyState).toBe('closed');
+    await vi.advanceTimersByTimeAsync(GATEWAY_RETRY_MS);
+    expect(runtime.sessions).toHaveLength(2);
+  });
+
+  it('stop sends stop and hangs up, destroys the session and retries nothing', async () => {
+    const { runtime, stream } = setup();
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle);
+    const session = runtime.last();
+
+    stream.stop();
+    expect(handle.requests().slice(-1)).toEqual(['stop']);
+    expect(handle.hangups).toEqual([true]);
+    expect(session.destroyed).toBe(1);
+    expect(stream.getState()).toBe('stopped');
+
+    session.options.error('Lost connection to the server (is it down?)');
+    session.plugin.connectionState('failed');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(runtime.sessions).toHaveLength(1);
+    expect(stream.getState()).toBe('stopped');
+
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.sessions).toHaveLength(2);
+  });
+
+  it('reports bitrate and fps every second and relay/p2p every 5 s', async () => {
+    const { runtime, stream } = setup();
+    const infos: Array<{ bitrateKbps: number; fps: number; connection: string | null }> = [];
+    stream.on('info', (i) => infos.push(i));
+    stream.start();
+    const handle = await negotiate(runtime);
+    await firstFrame(handle, ['relay', 'host']); // 10 000 bytes, 1 frame at t=1000
+    expect(stream.getInfo().connection).toBe('relay');
+
+    handle.pc.setVideo(260_000, 31, 2_000, ['host', 'srflx']); // +250 kB, +30 frames in 1 s
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(stream.getInfo()).toMatchObject({ bitrateKbps: 2000, fps: 30, connection: 'relay' });
+
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(stream.getInfo().connection).toBe('p2p');
+    expect(infos.length).toBeGreaterThan(2);
+  });
+
+  it('says WebRTC is unsupported instead of retrying', async () => {
+    const { runtime, stream } = setup();
+    runtime.webrtcSupported = false;
+    const fatal = vi.fn();
+    stream.on('fatal', fatal);
+    stream.start();
+    await vi.advanceTimersByTimeAsync(GATEWAY_RETRY_MS * 2);
+    expect(fatal).toHaveBeenCalledWith('unsupported');
+    expect(runtime.sessions).toHaveLength(0);
+    expect(stream.getState()).toBe('error');
+  });
+
+  it('passes the remote video track on, and drops it with the session', async () => {
+    const { runtime, stream } = setup();
+    const tracks: Array<MediaStreamTrack | null> = [];
+    stream.on('track', (t) => tracks.push(t));
+    stream.start();
+    await negotiate(runtime);
+    const track = { kind: 'video', id: 'v' } as MediaStreamTrack;
+    runtime.last().plugin.onremotetrack(track, 'v', true, { reason: 'created' });
+    runtime.last().plugin.onremotetrack(track, 'v', false, { reason: 'mute' });
+    expect(stream.getTrack()).toBe(track);
+    stream.stop();
+    expect(tracks).toEqual([track, null]);
+  });
+});
+
+describe('janus helpers', () => {
+  it('builds the gateway URL with the token', () => {
+    expect(janusServerUrl({ protocol: 'https:', host: 'kvm:8443' }, 'a b')).toBe(
+      'wss://kvm:8443/janus/ws?auth_token=a%20b',
+    );
+    expect(janusServerUrl({ protocol: 'http:', host: 'kvm' }, null)).toBe('ws://kvm/janus/ws');
+  });
+
+  it('builds ICE servers only from non-empty uris', () => {
+    expect(iceServersFromTurn(null)).toEqual([]);
+    expect(iceServersFromTurn({ username: '', password: '', ttl: 1, uris: ['stun:s'] })).toEqual([
+      { urls: ['stun:s'] },
+    ]);
+  });
+
+  it('reads the connection type from the selected pair (or a selected pair in Firefox)', () => {
+    const pair = (local: string, remote: string) =>
+      new Map<string, unknown>([
+        [
+          'cp',
+          {
+            id: 'cp',
+            type: 'candidate-pair',
+            selected: true,
+            localCandidateId: 'l',
+            remoteCandidateId: 'r',
+          },
+        ],
+        ['l', { id: 'l', type: 'local-candidate', candidateType: local }],
+        ['r', { id: 'r', type: 'remote-candidate', candidateType: remote }],
+      ]);
+    expect(connectionTypeFromStats(pair('host', 'relay'))).toBe('relay');
+    expect(connectionTypeFromStats(pair('srflx', 'prflx'))).toBe('p2p');
+    expect(connectionTypeFromStats(new Map())).toBeNull();
+  });
+
+  it('computes the rate from frame counts when framesPerSecond is missing', () => {
+    const a = { bytesReceived: 0, framesDecoded: 0, framesPerSecond: undefined, timestamp: 0 };
+    const b = {
+      bytesReceived: 125_000,
+      framesDecoded: 15,
+      framesPerSecond: undefined,
+      timestamp: 500,
+    };
+    expect(computeStreamRate(a, b, 500)).toEqual({ bitrateKbps: 2000, fps: 30 });
+  });
+});
