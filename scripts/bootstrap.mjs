@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Makes a fresh Debian 12 checkout ready for `npm start` or `npm test`, and is quick and silent
 // when everything is already there: Debian packages with apt-get when missing, `npm ci` when
-// package-lock.json changed, a build when a source changed.
+// package-lock.json changed, a build when a source changed, the QEMU target's guest image
+// (scripts/build-guest.mjs) when it is missing or its script changed.
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -10,10 +11,23 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const mode = process.argv[2] ?? 'start';
 
-/** Debian packages each command needs. Later subsystems add ffmpeg and qemu-system-x86 here. */
+/**
+ * Debian packages each command needs. The QEMU target: qemu-system-x86 (its SPICE module comes
+ * with it), ffmpeg for the encoder; the guest build: xz-utils (unpacks the kernel),
+ * xorriso + isolinux + syslinux-common (the ISO). The guest's kernel and busybox-static are
+ * only downloaded (`apt-get download`), never installed.
+ */
+const QEMU_TARGET = [
+  'qemu-system-x86',
+  'ffmpeg',
+  'xz-utils',
+  'xorriso',
+  'isolinux',
+  'syslinux-common',
+];
 const PACKAGES = {
-  start: ['openssl', 'ca-certificates'],
-  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk'],
+  start: ['openssl', 'ca-certificates', ...QEMU_TARGET],
+  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk', ...QEMU_TARGET],
 };
 
 function run(cmd, args, opts = {}) {
@@ -105,6 +119,12 @@ function ensureBuild() {
   writeFileSync(stampPath, want);
 }
 
+/** The QEMU guest image in .cache/guest/ (the script is quick and silent when it is built). */
+function ensureGuest() {
+  run(process.execPath, ['scripts/build-guest.mjs']);
+}
+
 ensurePackages();
 ensureModules();
 ensureBuild();
+ensureGuest();

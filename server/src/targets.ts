@@ -39,9 +39,10 @@ function bundle(
   return {
     target,
     ...parts,
+    // drivers first (they subscribe to the machine), then the machine they talk to
     async init() {
-      await extra.init?.();
       for (const d of all) await d.init();
+      await extra.init?.();
     },
     async dispose() {
       // every driver gets its dispose even if one fails

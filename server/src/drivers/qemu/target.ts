@@ -1,0 +1,40 @@
+/**
+ * The QEMU target's drivers: one VM owned by the server (QemuMachine) and its screen over VNC
+ * (QemuVideo). HID, ATX and virtual media on QEMU arrive with issues 4 and 5 through the same
+ * machine's QMP.
+ */
+import { join } from 'node:path';
+import type { AppConfig } from '../../config';
+import type { VideoSource } from '../video/types';
+import { QemuMachine } from './machine';
+import { QemuVideo } from './video';
+
+interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface QemuDrivers {
+  machine: QemuMachine;
+  video: VideoSource;
+  init: () => Promise<void>;
+  dispose: () => Promise<void>;
+}
+
+export async function createQemuDrivers(config: AppConfig, log: Logger): Promise<QemuDrivers> {
+  const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log });
+  const video = new QemuVideo(machine, { log });
+  return {
+    machine,
+    video,
+    // The video source connects when the VM's VNC socket appears; init resolves once QMP answers.
+    init: async () => {
+      await machine.init();
+    },
+    // the video driver itself is disposed with the other drivers, before this
+    dispose: async () => {
+      await machine.dispose();
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findSetpriv, readProcArgv, Supervisor, waitForExit } from './supervisor';
+
+let dir: string;
+const supervisors: Supervisor[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kvm-supervisor-'));
+});
+afterEach(async () => {
+  await Promise.all(supervisors.splice(0).map((s) => s.ensureStopped()));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function supervise(opts: ConstructorParameters<typeof Supervisor>[0]): Supervisor {
+  const s = new Supervisor(opts);
+  supervisors.push(s);
+  return s;
+}
+
+async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const alive = async (pid: number): Promise<boolean> => (await readProcArgv(pid)) !== null;
+
+describe('Supervisor', () => {
+  it('starts and stops idempotently', async () => {
+    const s = supervise({ name: 'sleep', command: 'sleep', args: ['30'] });
+    const events: string[] = [];
+    s.on('started', () => events.push('started'));
+    s.on('exited', (e) => events.push(`exited expected=${e.expected} signal=${e.signal}`));
+    await Promise.all([s.ensureStarted(), s.ensureStarted()]);
+    await s.ensureStarted();
+    const pid = s.pid as number;
+    expect(s.state).toBe('running');
+    // setpriv execs sleep: the same pid, once exec has happened.
+    await until('exec', async () => (await readProcArgv(pid))?.[0] === 'sleep');
+    await Promise.all([s.ensureStopped(), s.ensureStopped()]);
+    expect(s.state).toBe('stopped');
+    expect(s.pid).toBeNull();
+    expect(await waitForExit(pid, 2000)).toBe(true);
+    expect(events).toEqual(['started', 'exited expected=true signal=SIGTERM']);
+  });
+
+  it('restarts with exponential backoff, and not after ensureStopped', async () => {
+    const s = supervise({
+      name: 'fail',
+      command: 'sh',
+      args: ['-c', 'exit 3'],
+      backoff: { initialMs: 40, maxMs: 160, healthyMs: 60_000 },
+    });
+    const delays: number[] = [];
+    const codes: Array<number | null> = [];
+    s.on('restarting', (ms) => delays.push(ms));
+    s.on('exited', (e) => codes.push(e.code));
+    await s.ensureStarted();
+    await until('five restarts', () => delays.length >= 5);
+    expect(delays.slice(0, 5)).toEqual([40, 80, 160, 160, 160]);
+    expect(codes.every((c) => c === 3)).toBe(true);
+    await s.ensureStopped();
+    expect(s.state).toBe('stopped');
+    const starts = codes.length;
+    // Longer than the longest backoff: a pending restart would have fired by now.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(codes.length).toBe(starts);
+    expect(s.state).toBe('stopped');
+  });
+
+  it('restarts a child that was killed', async () => {
+    const s = supervise({
+      name: 'sleep',
+      command: 'sleep',
+      args: ['30'],
+      backoff: { initialMs: 20 },
+    });
+    const pids: number[] = [];
+    s.on('started', (pid) => pids.push(pid));
+    await s.ensureStarted();
+    process.kill(pids[0] as number, 'SIGKILL');
+    await until('a second start', () => pids.length === 2);
+    expect(s.state).toBe('running');
+    expect(await alive(pids[1] as number)).toBe(true);
+  });
+
+  it('kills with SIGKILL when SIGTERM is ignored', async () => {
+    const s = supervise({
+      name: 'stubborn',
+      command: 'sh',
+      args: ['-c', 'trap "" TERM; echo ready; while :; do sleep 1; done'],
+      stopTimeoutMs: 200,
+    });
+    const exits: Array<NodeJS.Signals | null> = [];
+    s.on('exited', (e) => exits.push(e.signal));
+    await s.ensureStarted();
+    await until('the trap', () => s.recentOutput().includes('ready'));
+    await s.ensureStopped();
+    expect(exits).toEqual(['SIGKILL']);
+  });
+
+  it('rejects a missing command at once', async () => {
+    const s = supervise({ name: 'nothing', command: 'no-such-command-kvm' });
+    await expect(s.ensureStarted()).rejects.toThrow(/not found/);
+    expect(s.state).toBe('stopped');
+  });
+
+  it('kills the stale child a pidfile names, and only that', async () => {
+    const pidfile = join(dir, 'stale.pid');
+    const stale = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+    stale.unref();
+    const stalePid = stale.pid as number;
+    await writeFile(pidfile, `${stalePid}\n`);
+    const s = supervise({ name: 'sleep', command: 'sleep', args: ['30'], pidfile });
+    await s.ensureStarted();
+    expect(await waitForExit(stalePid, 5000)).toBe(true);
+    expect(await readFile(pidfile, 'utf8')).toBe(`${s.pid}\n`);
+    await s.ensureStopped();
+    await until('pidfile removal', () =>
+      readFile(pidfile).then(
+        () => false,
+        () => true,
+      ),
+    );
+
+    // A recycled pid (here: a live process that is not a `sleep`) is left alone.
+    const other = spawn('sh', ['-c', 'sleep 300'], { detached: true, stdio: 'ignore' });
+    try {
+      await writeFile(pidfile, `${other.pid}\n`);
+      await s.ensureStarted();
+      expect(await alive(other.pid as number)).toBe(true);
+    } finally {
+      process.kill(-(other.pid as number), 'SIGKILL'); // sh and its sleep
+    }
+  });
+
+  it.skipIf(!findSetpriv())('never leaves an orphan when node is SIGKILLed', async () => {
+    // A real node parent running the supervisor (bundled, as node cannot import TypeScript).
+    const bundle = join(dir, 'supervisor.mjs');
+    await build({
+      entryPoints: [join(import.meta.dirname, 'supervisor.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: bundle,
+      logLevel: 'silent',
+    });
+    const script = join(dir, 'parent.mjs');
+    await writeFile(
+      script,
+      `import { Supervisor } from ${JSON.stringify(bundle)};
+       const s = new Supervisor({ name: 'sleep', command: 'sleep', args: ['300'] });
+       await s.ensureStarted();
+       console.log(s.pid);
+       setInterval(() => {}, 1000);`,
+    );
+    const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    parent.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const childPid = await until('the child pid', () => Number.parseInt(out, 10) || 0, 10_000);
+    await until('exec', async () => (await readProcArgv(childPid))?.[0] === 'sleep');
+    parent.kill('SIGKILL');
+    expect(await waitForExit(childPid, 5000)).toBe(true);
+  });
+});
