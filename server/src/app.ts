@@ -11,10 +11,11 @@ import { buildConfig, type AppConfig } from './config';
 import type { AppContext } from './context';
 import { defaultHost, SILENT_LOGGER, type Logger } from './context';
 import { VideoHub } from './media/video-hub';
+import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
 import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
-import { loadTurn, turnProvider } from './services/turn';
+import { iceServersOf, loadTurn, turnProvider } from './services/turn';
 import { createDrivers } from './targets';
 import { toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
@@ -162,6 +163,17 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   wsRoutes(app, hub);
   streamerRoutes(app, ctx.streamer, ctx.turn);
   mediaRoutes(app, ctx.hub);
+  const janus = registerJanus(app, {
+    feed: ctx.hub,
+    iceServers: () => iceServersOf(ctx.turn()),
+    features: () => janusFeatures(iceServersOf(ctx.turn())),
+    // Input on the WebRTC data channel goes to the HID service, which issue 4 adds; until
+    // then frames are dropped like any unknown op.
+    onInput: () => undefined,
+    onViewerGone: () => undefined,
+    log: app.log,
+  });
+  ctx.auth.sessions.on('ended', (hash) => janus.endAuthSession(hash));
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
   app.addHook('onClose', async () => {

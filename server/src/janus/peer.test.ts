@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { janusFeatures } from './gateway';
+import { offeredProfileLevelId, toWeriftIceServers, unusableCandidate } from './peer';
+
+describe('peer helpers', () => {
+  it('drops mDNS and TCP candidates, keeps UDP addresses', () => {
+    expect(
+      unusableCandidate(
+        'candidate:1 1 udp 2122260223 0a9c7d10-5d3e-4a5b-9f6e-2f1c9d8e7b6a.local 54321 typ host generation 0',
+      ),
+    ).toBe('mDNS');
+    expect(
+      unusableCandidate('candidate:2 1 tcp 1518280447 192.0.2.7 9 typ host tcptype active'),
+    ).toBe('not UDP');
+    expect(unusableCandidate('candidate:3 1 UDP 2122260223 192.0.2.7 50000 typ host')).toBeNull();
+    expect(unusableCandidate('a=candidate:4 1 udp 1 fd00::7 50000 typ host')).toBeNull();
+    expect(
+      unusableCandidate('candidate:5 1 udp 1686052607 203.0.113.9 40000 typ srflx raddr 0.0.0.0'),
+    ).toBeNull();
+  });
+
+  it('flattens ICE servers to one url per entry', () => {
+    expect(
+      toWeriftIceServers([
+        { urls: 'stun:stun.example.org:3478' },
+        {
+          urls: ['turn:192.0.2.1:3478?transport=udp', 'turn:192.0.2.1:3478?transport=tcp'],
+          username: 'u',
+          credential: 'p',
+        },
+      ]),
+    ).toEqual([
+      { urls: 'stun:stun.example.org:3478' },
+      { urls: 'turn:192.0.2.1:3478?transport=udp', username: 'u', credential: 'p' },
+      { urls: 'turn:192.0.2.1:3478?transport=tcp', username: 'u', credential: 'p' },
+    ]);
+  });
+
+  it('offers Constrained Baseline or Main as Chromium negotiates them', () => {
+    expect(offeredProfileLevelId('42c01e')).toBe('42e01f');
+    expect(offeredProfileLevelId('42E01F')).toBe('42e01f');
+    expect(offeredProfileLevelId('4d0028')).toBe('4d001f');
+  });
+
+  it('reports the first STUN url as features.ice.url', () => {
+    expect(janusFeatures([])).toEqual({ audio: false, mic: false });
+    expect(
+      janusFeatures([
+        { urls: ['turn:192.0.2.1:3478'], username: 'u', credential: 'p' },
+        { urls: ['stun:stun.l.google.com:19302', 'stun:other:3478'] },
+      ]),
+    ).toEqual({ audio: false, mic: false, ice: { url: 'stun:stun.l.google.com:19302' } });
+  });
+});

@@ -1,0 +1,334 @@
+/**
+ * One WebRTC peer connection of a Janus handle, on werift: the server is the offerer.
+ *
+ * Offer shape (docs/webrtc.md): BUNDLE of
+ *   m=video, mid `v`, sendonly, H264/90000 payload type 96, packetization-mode=1, rtcp-fb nack,
+ *     nack pli, ccm fir, goog-remb (left out when the handle watches without video);
+ *   [m=audio, mid `a`: Opus, the extension point `audio` below, not offered yet;]
+ *   m=application, mid `d`, the SCTP association of the `hid` data channel the server opens,
+ *     so a channel the browser opens later needs no renegotiation (architecture.md).
+ *
+ * werift facts this file works around (measured on werift 0.23.0):
+ * - with no STUN server configured it still asks stun.l.google.com and gathering waits 5 s
+ *   for the answer; offline that is 5 s before the offer goes out. We clear its STUN server
+ *   unless the configured list has one.
+ * - Chromium sends only mDNS (`.local`) host candidates; werift resolves them for 10 s and
+ *   fails. They are dropped: the browser's own connectivity checks reach our candidates and
+ *   werift learns the browser's address as peer-reflexive. TCP candidates are dropped too
+ *   (werift's ICE is UDP only).
+ * - candidates must follow the answer: they are queued until it is applied, and
+ *   addIceCandidate is never awaited.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  MediaStreamTrack,
+  RTCDtlsTransport,
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  type RTCDataChannel,
+  type RTCRtpTransceiver,
+  type RtcpPacket,
+} from 'werift';
+
+/** An ICE server as configured (TURN state, STUN default); `urls` may list several. */
+export interface IceServerConfig {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
+}
+
+export interface JanusLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+export interface PeerOptions {
+  iceServers: readonly IceServerConfig[];
+  /** Offer the H.264 video section. */
+  video: boolean;
+  /** profile-level-id offered in the fmtp line. */
+  profileLevelId: string;
+  log: JanusLogger;
+}
+
+/** A trickled candidate as janus.js sends it (RTCIceCandidateInit). */
+export interface CandidateInit {
+  candidate?: string;
+  sdpMid?: string | null;
+  sdpMLineIndex?: number | null;
+  usernameFragment?: string | null;
+}
+
+export const VIDEO_MID = 'v';
+export const DATA_MID = 'd';
+/** Label of the data channel the server opens; channels the browser opens work the same. */
+export const INPUT_CHANNEL_LABEL = 'hid';
+export const H264_PAYLOAD_TYPE = 96;
+
+/** Data channel framing (wire-protocol.md 2.8): [op][payload], ping 0x00 → pong 0xFF. */
+const OP_PING = 0x00;
+const OP_PONG = Buffer.from([0xff]);
+const MAX_INPUT_OP = 0x05;
+
+/** RTCP payload-specific feedback (RFC 4585 6.3): FMT 1 PLI, FMT 4 FIR (RFC 5104). */
+const RTCP_PSFB = 206;
+const PSFB_PLI = 1;
+const PSFB_FIR = 4;
+
+export type PeerState = 'new' | 'connecting' | 'connected' | 'closed';
+
+export interface PeerEvents {
+  /** ICE and DTLS are up; SCTP may still be opening. */
+  mediaReady: [];
+  /** ICE, DTLS and SCTP are up: Janus `webrtcup`. */
+  connected: [];
+  /** The connection failed or the browser closed it; the peer is closed already. */
+  gone: [reason: string];
+  /** A binary input frame, ops 1-5 of wire-protocol.md 2.8. */
+  input: [frame: Buffer];
+  /** PLI or FIR from the browser. */
+  keyFrameRequest: [];
+}
+
+export class JanusPeer extends EventEmitter<PeerEvents> {
+  private readonly pc: RTCPeerConnection;
+  private readonly video: RTCRtpTransceiver | null;
+  private state: PeerState = 'new';
+  private answered = false;
+  private readonly pendingCandidates: CandidateInit[] = [];
+  private readonly disposers: (() => void)[] = [];
+
+  private constructor(
+    private readonly opts: PeerOptions,
+    readonly offerSdp: string,
+    pc: RTCPeerConnection,
+    video: RTCRtpTransceiver | null,
+  ) {
+    super();
+    this.pc = pc;
+    this.video = video;
+  }
+
+  /** Builds the peer connection and its offer (gathering is complete: host candidates inline). */
+  static async create(opts: PeerOptions): Promise<JanusPeer> {
+    const iceServers = toWeriftIceServers(opts.iceServers);
+    const pc = new RTCPeerConnection({
+      iceServers,
+      bundlePolicy: 'max-bundle',
+      codecs: {
+        // Fresh objects per connection: werift writes payload types into them.
+        video: opts.video ? [h264Codec(opts.profileLevelId)] : [],
+        // Extension point: Opus (`useOPUS()`, mid `a`) goes here when audio is offered.
+        audio: [],
+      },
+      headerExtensions: { video: [], audio: [] },
+    });
+    let video: RTCRtpTransceiver | null = null;
+    try {
+      if (opts.video) {
+        video = pc.addTransceiver(new MediaStreamTrack({ kind: 'video' }), {
+          direction: 'sendonly',
+        });
+        video.mid = VIDEO_MID;
+      }
+      const channel = pc.createDataChannel(INPUT_CHANNEL_LABEL, { ordered: true });
+      if (pc.sctpTransport) pc.sctpTransport.mid = DATA_MID;
+      const offer = await pc.createOffer();
+      if (!iceServers.some((s) => /^stuns?:/.test(s.urls))) {
+        for (const transport of pc.iceTransports) transport.connection.stunServer = undefined;
+      }
+      await pc.setLocalDescription(offer);
+      const sdp = pc.localDescription?.sdp;
+      if (!sdp) throw new Error('werift produced no local description');
+      const peer = new JanusPeer(opts, sdp, pc, video);
+      peer.watchConnection();
+      peer.adoptChannel(channel);
+      return peer;
+    } catch (err) {
+      await pc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  get connectionState(): PeerState {
+    return this.state;
+  }
+
+  get hasAnswer(): boolean {
+    return this.answered;
+  }
+
+  /** Applies the browser's answer, then the candidates that arrived before it. */
+  async applyAnswer(sdp: string): Promise<void> {
+    if (this.state === 'closed') throw new Error('peer closed');
+    if (this.answered) throw new Error('answer already applied');
+    await this.pc.setRemoteDescription({ type: 'answer', sdp });
+    this.answered = true;
+    if (this.state === 'new') this.state = 'connecting';
+    for (const c of this.pendingCandidates.splice(0)) this.addCandidateNow(c);
+  }
+
+  /** A trickled candidate; dropped when werift cannot use it (see the file comment). */
+  addCandidate(init: CandidateInit): void {
+    if (this.state === 'closed' || !init.candidate) return;
+    const reason = unusableCandidate(init.candidate);
+    if (reason) {
+      this.opts.log.debug({ candidate: init.candidate, reason }, 'janus: candidate dropped');
+      return;
+    }
+    if (!this.answered) this.pendingCandidates.push(init);
+    else this.addCandidateNow(init);
+  }
+
+  /** Sends one serialized RTP packet on the video section (no-op until DTLS is up). */
+  sendRtp(packet: Buffer): void {
+    if (this.state === 'closed' || !this.video) return;
+    this.video.sender.sendRtp(packet).catch((err: unknown) => {
+      this.opts.log.debug({ err: String(err) }, 'janus: RTP send failed');
+    });
+  }
+
+  /** SSRC werift stamps on our video packets. */
+  get videoSsrc(): number {
+    return this.video?.sender.ssrc ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    for (const dispose of this.disposers.splice(0)) dispose();
+    await this.pc.close().catch((err: unknown) => {
+      this.opts.log.debug({ err: String(err) }, 'janus: close failed');
+    });
+  }
+
+  private addCandidateNow(init: CandidateInit): void {
+    this.pc
+      .addIceCandidate({
+        candidate: init.candidate,
+        sdpMid: init.sdpMid ?? undefined,
+        sdpMLineIndex: init.sdpMLineIndex ?? undefined,
+        usernameFragment: init.usernameFragment ?? undefined,
+      })
+      .catch((err: unknown) => {
+        this.opts.log.debug(
+          { err: String(err), candidate: init.candidate },
+          'janus: bad candidate',
+        );
+      });
+  }
+
+  private watchConnection(): void {
+    const { pc } = this;
+    // Timings in the debug log: ms since the offer was made.
+    const t0 = performance.now();
+    this.disposers.push(
+      pc.iceConnectionStateChange.subscribe((s) => {
+        this.opts.log.debug({ ice: s, ms: Math.round(performance.now() - t0) }, 'janus: ICE state');
+      }).unSubscribe,
+      pc.connectionStateChange.subscribe((s) => {
+        this.opts.log.debug({ state: s, ms: Math.round(performance.now() - t0) }, 'janus: state');
+        if (this.state === 'closed') return;
+        if (s === 'connected') {
+          this.state = 'connected';
+          this.emit('connected');
+        } else if (s === 'failed' || s === 'closed') {
+          void this.close().then(() => this.emit('gone', s === 'failed' ? 'ICE failed' : 'Closed'));
+        }
+      }).unSubscribe,
+      pc.onDataChannel.subscribe((channel) => this.adoptChannel(channel)).unSubscribe,
+    );
+    if (this.video) {
+      const { sender } = this.video;
+      this.disposers.push(
+        sender.onReady.subscribe(() => {
+          this.opts.log.debug({ ms: Math.round(performance.now() - t0) }, 'janus: DTLS up');
+          if (this.state !== 'closed') this.emit('mediaReady');
+        }).unSubscribe,
+        sender.onRtcp.subscribe((packet: RtcpPacket) => {
+          if (packet.type !== RTCP_PSFB) return;
+          const count = (packet as { feedback?: { count?: number } }).feedback?.count;
+          if (count === PSFB_PLI || count === PSFB_FIR) this.emit('keyFrameRequest');
+        }).unSubscribe,
+      );
+    }
+  }
+
+  /** The server's `hid` channel and any channel the browser opens: same framing. */
+  private adoptChannel(channel: RTCDataChannel): void {
+    this.disposers.push(
+      channel.onMessage.subscribe((data) => {
+        if (this.state === 'closed' || typeof data === 'string' || data.length === 0) return;
+        const op = data[0]!;
+        if (op === OP_PING) {
+          if (channel.readyState === 'open') channel.send(OP_PONG);
+        } else if (op <= MAX_INPUT_OP) {
+          this.emit('input', data);
+        }
+      }).unSubscribe,
+    );
+  }
+}
+
+/**
+ * werift makes one self-signed DTLS certificate per process, on the first offer (100-300 ms
+ * on a busy 2-core machine): make it before the first viewer asks.
+ */
+export function prewarmDtlsCertificate(): Promise<void> {
+  return RTCDtlsTransport.SetupCertificate().then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+function h264Codec(profileLevelId: string): RTCRtpCodecParameters {
+  return new RTCRtpCodecParameters({
+    mimeType: 'video/H264',
+    clockRate: 90_000,
+    payloadType: H264_PAYLOAD_TYPE,
+    rtcpFeedback: [
+      { type: 'nack' },
+      { type: 'nack', parameter: 'pli' },
+      { type: 'ccm', parameter: 'fir' },
+      { type: 'goog-remb' },
+    ],
+    parameters: `profile-level-id=${profileLevelId};packetization-mode=1;level-asymmetry-allowed=1`,
+  });
+}
+
+/** werift takes one URL per entry and only uses the first STUN and the first TURN one. */
+export function toWeriftIceServers(
+  servers: readonly IceServerConfig[],
+): { urls: string; username?: string; credential?: string }[] {
+  const out: { urls: string; username?: string; credential?: string }[] = [];
+  for (const s of servers) {
+    for (const urls of Array.isArray(s.urls) ? s.urls : [s.urls]) {
+      out.push({
+        urls,
+        ...(s.username !== undefined ? { username: s.username } : {}),
+        ...(s.credential !== undefined ? { credential: s.credential } : {}),
+      });
+    }
+  }
+  return out;
+}
+
+/** Why werift cannot use a candidate line, or null when it can. */
+export function unusableCandidate(candidate: string): string | null {
+  // candidate:<foundation> <component> <transport> <priority> <address> <port> typ <type> ...
+  const fields = candidate.replace(/^a=/, '').split(/\s+/);
+  const transport = fields[2]?.toLowerCase();
+  const address = fields[4] ?? '';
+  if (transport !== 'udp') return 'not UDP';
+  if (address.toLowerCase().endsWith('.local')) return 'mDNS';
+  return null;
+}
+
+/**
+ * profile-level-id to offer for the stream: WebRTC in Chromium negotiates only Constrained
+ * Baseline (42e01f) and Main (4d001f); level-asymmetry-allowed makes the level moot.
+ */
+export function offeredProfileLevelId(streamProfileLevelId: string): string {
+  return streamProfileLevelId.toLowerCase().startsWith('4d') ? '4d001f' : '42e01f';
+}

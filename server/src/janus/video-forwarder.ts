@@ -1,0 +1,153 @@
+/**
+ * The video of one WebRTC viewer: feed subscription → key frame policy → RTP packets.
+ *
+ * Key frame policy (docs/webrtc.md):
+ * - the subscription starts with the answer, before ICE/DTLS are up, so the encoder starts
+ *   while the connection is made; until then units are held from the latest key frame on
+ *   (the feed hands a new viewer its cached GOP), bounded by `maxPendingBytes`;
+ * - when the transport is up the held GOP goes out at once, then live units;
+ * - until the viewer has got a key frame, delta units are dropped and a key frame is asked
+ *   for (throttled);
+ * - PLI/FIR from the browser ask the feed for a key frame (throttled), deltas keep flowing.
+ */
+import type { AccessUnit, VideoFeed } from '../media/types';
+import { H264Packetizer } from '../media/h264-packetizer';
+import { H264_PAYLOAD_TYPE } from './peer';
+
+export interface VideoForwarderOptions {
+  /** Holding more than this before the transport is up drops the GOP and asks for a new one. */
+  maxPendingBytes?: number;
+  /** At most one key frame request per this many ms from this viewer. */
+  keyFrameRequestIntervalMs?: number;
+  /** Payload budget per RTP packet. */
+  maxPayload?: number;
+  now?: () => number;
+}
+
+export interface VideoForwarderStats {
+  unitsSent: number;
+  keyUnitsSent: number;
+  unitsDropped: number;
+  packetsSent: number;
+  /** ms from start() to the first key frame sent, null before. */
+  firstKeyFrameMs: number | null;
+}
+
+export class VideoForwarder {
+  private readonly packetizer: H264Packetizer;
+  private unsubscribe: (() => void) | null = null;
+  private active = false;
+  private ready = false;
+  private hadKey = false;
+  private pending: AccessUnit[] = [];
+  private pendingBytes = 0;
+  private lastKeyRequest = -Infinity;
+  private startedAt = 0;
+  private readonly maxPendingBytes: number;
+  private readonly keyInterval: number;
+  private readonly now: () => number;
+  readonly stats: VideoForwarderStats = {
+    unitsSent: 0,
+    keyUnitsSent: 0,
+    unitsDropped: 0,
+    packetsSent: 0,
+    firstKeyFrameMs: null,
+  };
+
+  constructor(
+    private readonly feed: VideoFeed,
+    private readonly send: (packet: Buffer) => void,
+    ssrc: number,
+    opts: VideoForwarderOptions = {},
+  ) {
+    this.packetizer = new H264Packetizer({
+      payloadType: H264_PAYLOAD_TYPE,
+      ssrc,
+      ...(opts.maxPayload !== undefined ? { maxPayload: opts.maxPayload } : {}),
+    });
+    this.maxPendingBytes = opts.maxPendingBytes ?? 8 * 1024 * 1024;
+    this.keyInterval = opts.keyFrameRequestIntervalMs ?? 500;
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  get running(): boolean {
+    return this.active;
+  }
+
+  /** Subscribes to the feed (counts as a viewer). */
+  start(): void {
+    if (this.active) return;
+    this.active = true;
+    this.startedAt = this.now();
+    // The feed hands over its cached GOP inside subscribe(): `active` is already set.
+    this.unsubscribe = this.feed.subscribe((unit) => this.onUnit(unit));
+  }
+
+  /** The transport is up: flush the held GOP and go live. */
+  setReady(): void {
+    if (this.ready) return;
+    this.ready = true;
+    const held = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    for (const unit of held) this.forward(unit);
+    if (!this.hadKey) this.requestKeyFrame();
+  }
+
+  /** PLI/FIR from the viewer. */
+  requestKeyFrame(): void {
+    const t = this.now();
+    if (t - this.lastKeyRequest < this.keyInterval) return;
+    this.lastKeyRequest = t;
+    this.feed.requestKeyFrame();
+  }
+
+  stop(): void {
+    this.active = false;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  private onUnit(unit: AccessUnit): void {
+    if (!this.active) return;
+    if (this.ready) {
+      this.forward(unit);
+      return;
+    }
+    if (unit.key) {
+      this.stats.unitsDropped += this.pending.length;
+      this.pending = [unit];
+      this.pendingBytes = unit.data.length;
+    } else if (this.pending.length > 0) {
+      this.pending.push(unit);
+      this.pendingBytes += unit.data.length;
+    } else {
+      this.stats.unitsDropped += 1;
+    }
+    if (this.pendingBytes > this.maxPendingBytes) {
+      this.stats.unitsDropped += this.pending.length;
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.requestKeyFrame();
+    }
+  }
+
+  private forward(unit: AccessUnit): void {
+    if (!this.hadKey) {
+      if (!unit.key) {
+        this.stats.unitsDropped += 1;
+        this.requestKeyFrame();
+        return;
+      }
+      this.hadKey = true;
+      this.stats.firstKeyFrameMs = this.now() - this.startedAt;
+    }
+    const packets = this.packetizer.packetizeAnnexB(unit.data, unit.pts90k);
+    for (const packet of packets) this.send(packet);
+    this.stats.unitsSent += 1;
+    this.stats.packetsSent += packets.length;
+    if (unit.key) this.stats.keyUnitsSent += 1;
+  }
+}
