@@ -34,7 +34,12 @@ const PASSWORD = 'benchpass';
 
 /** Runs in the page before the console: records presented frames and marker values. */
 function harness(marker: { x: number; y: number; block: number; gap: number; bits: number }): void {
-  type Rec = { first: number | null; frames: number; seen: Array<{ v: number; t: number }>; last: number };
+  type Rec = {
+    first: number | null;
+    frames: number;
+    seen: Array<{ v: number; t: number }>;
+    last: number;
+  };
   const rec: Rec = { first: null, frames: 0, seen: [], last: -1 };
   (window as unknown as { __bench: Rec }).__bench = rec;
   const probe = document.createElement('canvas');
@@ -60,7 +65,17 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
   const watchVideo = (video: HTMLVideoElement): void => {
     const onFrame = (_now: number, meta: { expectedDisplayTime: number; width: number }): void => {
       const scale = meta.width / 1280 || 1;
-      pctx.drawImage(video, marker.x * scale, (marker.y + marker.block / 2) * scale, probe.width * scale, 1, 0, 0, probe.width, 1);
+      pctx.drawImage(
+        video,
+        marker.x * scale,
+        (marker.y + marker.block / 2) * scale,
+        probe.width * scale,
+        1,
+        0,
+        0,
+        probe.width,
+        1,
+      );
       note(decode(pctx.getImageData(0, 0, probe.width, 1).data), meta.expectedDisplayTime);
       video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
     };
@@ -77,12 +92,20 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
   }).observe(document, { childList: true, subtree: true });
   // Direct H.264: the console draws each decoded VideoFrame on its canvas.
   const draw = CanvasRenderingContext2D.prototype.drawImage;
-  CanvasRenderingContext2D.prototype.drawImage = function (this: CanvasRenderingContext2D, ...args: unknown[]) {
+  CanvasRenderingContext2D.prototype.drawImage = function (
+    this: CanvasRenderingContext2D,
+    ...args: unknown[]
+  ) {
     (draw as (...a: unknown[]) => void).apply(this, args);
     if (this.canvas === probe || !(args[0] instanceof VideoFrame)) return;
     const c = this.canvas;
     const scale = c.width / 1280 || 1;
-    const px = this.getImageData(marker.x * scale, (marker.y + marker.block / 2) * scale, probe.width * scale, 1).data;
+    const px = this.getImageData(
+      marker.x * scale,
+      (marker.y + marker.block / 2) * scale,
+      probe.width * scale,
+      1,
+    ).data;
     let v = 0;
     for (let b = 0; b < marker.bits; b += 1) {
       const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
@@ -109,7 +132,10 @@ async function setMode(ctx: Ctx, mode: 'webrtc' | 'direct_h264'): Promise<void> 
 }
 
 async function setParams(ctx: Ctx, query: string): Promise<void> {
-  const res = await fetch(`${ctx.base}/api/streamer/set_params?${query}`, { method: 'POST', headers: { token: ctx.token } });
+  const res = await fetch(`${ctx.base}/api/streamer/set_params?${query}`, {
+    method: 'POST',
+    headers: { token: ctx.token },
+  });
   if (!res.ok) throw new Error(`set_params: ${res.status}`);
 }
 
@@ -122,7 +148,11 @@ async function openConsole(browser: Browser, ctx: Ctx): Promise<Page> {
 }
 
 async function firstFrame(page: Page, timeoutMs = 15_000): Promise<number> {
-  await page.waitForFunction(() => (window as unknown as { __bench?: { first: number | null } }).__bench?.first != null, null, { timeout: timeoutMs });
+  await page.waitForFunction(
+    () => (window as unknown as { __bench?: { first: number | null } }).__bench?.first != null,
+    null,
+    { timeout: timeoutMs },
+  );
   return page.evaluate(() => (window as unknown as { __bench: { first: number } }).__bench.first);
 }
 
@@ -139,7 +169,11 @@ async function ttff(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264'):
   return median(times);
 }
 
-async function glassToGlass(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264'): Promise<{ p50: number; p95: number }> {
+async function glassToGlass(
+  browser: Browser,
+  ctx: Ctx,
+  mode: 'webrtc' | 'direct_h264',
+): Promise<{ p50: number; p95: number }> {
   await setMode(ctx, mode);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
@@ -151,7 +185,10 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct
     await new Promise((r) => setTimeout(r, 120 + Math.random() * 130));
   }
   await new Promise((r) => setTimeout(r, 500));
-  const seen = await page.evaluate(() => (window as unknown as { __bench: { seen: Array<{ v: number; t: number }> } }).__bench.seen);
+  const seen = await page.evaluate(
+    () =>
+      (window as unknown as { __bench: { seen: Array<{ v: number; t: number }> } }).__bench.seen,
+  );
   await page.close();
   const lat: number[] = [];
   for (const { v, t } of seen) {
@@ -162,18 +199,29 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct
   }
   note(`g2g ${mode}: ${lat.length} of ${picture.changes - start} changes seen`);
   lat.sort((a, b) => a - b);
-  return { p50: lat[Math.floor(lat.length / 2)] ?? NaN, p95: lat[Math.floor(lat.length * 0.95)] ?? NaN };
+  return {
+    p50: lat[Math.floor(lat.length / 2)] ?? NaN,
+    p95: lat[Math.floor(lat.length * 0.95)] ?? NaN,
+  };
 }
 
-async function steady(browser: Browser, ctx: Ctx): Promise<{ dropped: number; bitrateErr: number; cpuPerViewer: number }> {
+async function steady(
+  browser: Browser,
+  ctx: Ctx,
+): Promise<{ dropped: number; bitrateErr: number; cpuPerViewer: number }> {
   await setMode(ctx, 'webrtc');
-  await setParams(ctx, 'h264_bitrate=5000&h264_gop=60&desired_fps=30&video_processing=quality_first');
+  await setParams(
+    ctx,
+    'h264_bitrate=5000&h264_gop=60&desired_fps=30&video_processing=quality_first',
+  );
   ctx.testbed.picture.setNoiseRows(128);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
   await new Promise((r) => setTimeout(r, 3000));
   const hub = ctx.app.ctx.hub;
-  const frames0 = await page.evaluate(() => (window as unknown as { __bench: { frames: number } }).__bench.frames);
+  const frames0 = await page.evaluate(
+    () => (window as unknown as { __bench: { frames: number } }).__bench.frames,
+  );
   let bytes = 0;
   let captured = 0;
   const onStats = (s: { bitrate: number; capturedFps: number }): void => {
@@ -183,7 +231,9 @@ async function steady(browser: Browser, ctx: Ctx): Promise<{ dropped: number; bi
   hub.on('stats', onStats);
   await new Promise((r) => setTimeout(r, 60_000));
   hub.off('stats', onStats);
-  const frames1 = await page.evaluate(() => (window as unknown as { __bench: { frames: number } }).__bench.frames);
+  const frames1 = await page.evaluate(
+    () => (window as unknown as { __bench: { frames: number } }).__bench.frames,
+  );
   const presented = frames1 - frames0;
   const kbps = (bytes * 8) / 60 / 1000;
   note(`steady: captured ${round(captured)} presented ${presented}, ${round(kbps)} kbit/s`);
@@ -224,14 +274,20 @@ const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 
 let browser: Browser | null = null;
 try {
   await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-  const login = await fetch(`${base}/api/auth/login`, { method: 'POST', body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }) });
+  const login = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
+  });
   const token = ((await login.json()) as { result: { token: string } }).result.token;
   const testbed = app.ctx.drivers.testbed;
   if (!testbed) throw new Error('no testbed');
   const ctx: Ctx = { app, base, testbed, token };
   browser = await Browser.launch();
 
-  await setParams(ctx, 'h264_bitrate=5000&h264_gop=60&desired_fps=60&video_processing=low_latency_first');
+  await setParams(
+    ctx,
+    'h264_bitrate=5000&h264_gop=60&desired_fps=60&video_processing=low_latency_first',
+  );
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
   const g2gWebrtc = await glassToGlass(browser, ctx, 'webrtc');

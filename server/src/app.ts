@@ -165,7 +165,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   mediaRoutes(app, ctx.hub);
   const janus = registerJanus(app, {
     feed: ctx.hub,
-    iceServers: () => iceServersOf(ctx.turn()),
+    // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
+    // holds werift's offer for 5 s when the STUN server is unreachable (an offline device),
+    // and the browser's STUN (features.ice.url) already finds the public side of the pair.
+    iceServers: () => iceServersOf(ctx.turn()).filter((s) => s.urls.startsWith('turn')),
     features: () => janusFeatures(iceServersOf(ctx.turn())),
     // Input on the WebRTC data channel goes to the HID service, which issue 4 adds; until
     // then frames are dropped like any unknown op.

@@ -1,0 +1,158 @@
+/**
+ * Live video end to end on the QEMU target: the guest's screen in the console, checked by
+ * pixels, over WebRTC and direct H.264; a quality change keeps the picture; two viewers at
+ * once; the picture comes back by itself after the server restarts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { Browser } from './fixtures/browser';
+import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
+import { ServerProcess } from './fixtures/server';
+
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  server = await ServerProcess.start({ target: 'qemu' });
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
+}, 90_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+});
+
+interface Picture {
+  width: number;
+  height: number;
+  bright: number;
+  total: number;
+}
+
+/** Reads the shown picture back from the <video> or <canvas> and counts bright pixels. */
+async function picture(p: Page, testId: 'video-webrtc' | 'video-direct'): Promise<Picture> {
+  return p.evaluate((id) => {
+    const el = document.querySelector(`[data-testid="${id}"]`) as
+      HTMLVideoElement | HTMLCanvasElement | null;
+    if (!el) return { width: 0, height: 0, bright: 0, total: 0 };
+    const w = el instanceof HTMLVideoElement ? el.videoWidth : el.width;
+    const h = el instanceof HTMLVideoElement ? el.videoHeight : el.height;
+    if (!w || !h) return { width: w, height: h, bright: 0, total: 0 };
+    const c = document.createElement('canvas');
+    c.width = w;
+    c.height = h;
+    const ctx = c.getContext('2d')!;
+    ctx.drawImage(el, 0, 0);
+    const data = ctx.getImageData(0, 0, w, h).data;
+    let bright = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i]! + data[i + 1]! + data[i + 2]! > 300) bright += 1;
+    }
+    return { width: w, height: h, bright, total: w * h };
+  }, testId);
+}
+
+async function frames(p: Page): Promise<number> {
+  const v = await p.locator('[data-frames]').first().getAttribute('data-frames');
+  return Number(v ?? 0);
+}
+
+/** Waits until the guest's text console is on screen: 1024x768 with some bright text. */
+async function expectGuestScreen(
+  p: Page,
+  testId: 'video-webrtc' | 'video-direct',
+): Promise<Picture> {
+  let last: Picture = { width: 0, height: 0, bright: 0, total: 0 };
+  await expect
+    .poll(
+      async () => {
+        last = await picture(p, testId);
+        return (
+          last.width === 1024 &&
+          last.height === 768 &&
+          last.bright > 500 &&
+          last.bright < last.total / 2
+        );
+      },
+      { timeout: 45_000, interval: 500 },
+    )
+    .toBe(true);
+  return last;
+}
+
+async function expectLive(p: Page): Promise<void> {
+  const before = await frames(p);
+  await expect
+    .poll(async () => frames(p), { timeout: 15_000, interval: 300 })
+    .toBeGreaterThan(before + 5);
+}
+
+describe('video', () => {
+  it("shows the QEMU guest's screen over WebRTC", async () => {
+    await loginViaUi(page, server);
+    await byTestId(page, 'video-webrtc').waitFor({ state: 'attached', timeout: 20_000 });
+    await expectGuestScreen(page, 'video-webrtc');
+    await expectLive(page);
+    await expect
+      .poll(async () => byTestId(page, 'status-stream').textContent(), { timeout: 10_000 })
+      .toMatch(/active/i);
+  });
+
+  it('keeps the picture through a quality change', async () => {
+    await openSettings(page);
+    await byTestId(page, 'settings-group-video').waitFor();
+    await byTestId(page, 'quality-HIGH').click();
+    await expect
+      .poll(
+        async () => {
+          const res = await page.evaluate(async () =>
+            (
+              await fetch('/api/streamer', {
+                headers: { token: localStorage.getItem('auth_token') ?? '' },
+              })
+            ).json(),
+          );
+          return (res as { result: { params: { h264_bitrate: number } } }).result.params
+            .h264_bitrate;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(5000);
+    await expectLive(page);
+    await expectGuestScreen(page, 'video-webrtc');
+  });
+
+  it('shows it over direct H.264 too', async () => {
+    await byTestId(page, 'video-mode-direct_h264').click();
+    await byTestId(page, 'video-direct').waitFor({ state: 'attached', timeout: 15_000 });
+    await expectGuestScreen(page, 'video-direct');
+    await expectLive(page);
+    await byTestId(page, 'video-mode-webrtc').click();
+    await byTestId(page, 'video-webrtc').waitFor({ state: 'attached', timeout: 15_000 });
+    await expectGuestScreen(page, 'video-webrtc');
+  });
+
+  it('serves two viewers at once', async () => {
+    const second = await browser.context.newPage();
+    try {
+      await second.goto(`${server.url}/`);
+      await byTestId(second, 'video-webrtc').waitFor({ state: 'attached', timeout: 20_000 });
+      await expectGuestScreen(second, 'video-webrtc');
+      await expectLive(second);
+      await expectLive(page);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('brings the picture back by itself after the server restarts', async () => {
+    await server.stop();
+    await byTestId(page, 'connection-lost').waitFor({ state: 'visible', timeout: 20_000 });
+    await server.launch();
+    await byTestId(page, 'connection-lost').waitFor({ state: 'hidden', timeout: 30_000 });
+    await expectGuestScreen(page, 'video-webrtc');
+    await expectLive(page);
+  });
+});
