@@ -63,6 +63,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private readonly statsTimer: NodeJS.Timeout;
   private readonly offSource: () => void;
   private disposed = false;
+  /** Running totals since start: frames from the source, units out of the encoder. */
+  private readonly counts = { frames: 0, units: 0 };
 
   constructor(
     private readonly source: VideoSource,
@@ -95,6 +97,11 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   getStats(): HubStats {
     return { ...this.stats };
+  }
+
+  /** Frames the source delivered and access units the encoder produced, since start. */
+  totals(): { frames: number; units: number } {
+    return { ...this.counts };
   }
 
   subscribe(onUnit: (unit: AccessUnit) => void): () => void {
@@ -161,6 +168,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   private onFrame = (frame: RawFrame): void => {
     this.window.frames += 1;
+    this.counts.frames += 1;
     const enc = this.encoder;
     if (
       !enc ||
@@ -244,6 +252,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     }
     this.window.bytes += unit.data.length;
     this.window.units += 1;
+    this.counts.units += 1;
     for (const viewer of this.viewers) viewer(unit);
   }
 
