@@ -297,7 +297,7 @@ async function steady(
     dropped: Math.max(0, captured - decoded),
     bitrateErr: (Math.abs(kbps - 5000) / 5000) * 100,
     // ms of CPU per frame * 30 frames per second = ms per second; / 1000 * 100 = % of a core
-    cpuPerViewer: Math.max(0, (((four - one) / 3) * 30) / 10),
+    cpuPerViewer: (((four - one) / 3) * 30) / 10,
   };
 }
 

@@ -25,6 +25,7 @@ import {
   RTCDtlsTransport,
   RTCPeerConnection,
   RTCRtpCodecParameters,
+  RTCRtpHeaderExtensionParameters,
   type RTCDataChannel,
   type RTCRtpTransceiver,
   type RtcpPacket,
@@ -65,6 +66,27 @@ export const DATA_MID = 'd';
 /** Label of the data channel the server opens; channels the browser opens work the same. */
 export const INPUT_CHANNEL_LABEL = 'hid';
 export const H264_PAYLOAD_TYPE = 96;
+export const PLAYOUT_DELAY_URI = 'http://www.webrtc.org/experiments/rtp-hdrext/playout-delay';
+export const PLAYOUT_DELAY_EXT_ID = 6;
+
+/**
+ * Adds a one-byte-header extension (RFC 8285) carrying playout-delay min=0 max=0 to an RTP
+ * packet that has no extension and no CSRCs (what H264Packetizer writes): X bit set, then
+ * 0xBEDE, length 1 word, [id<<4 | len-1 = 2][00 00 00], then the payload.
+ */
+export function withPlayoutDelay(packet: Buffer, id: number): Buffer {
+  if ((packet[0]! & 0x1f) !== 0) return packet; // already has an extension or CSRCs
+  const out = Buffer.allocUnsafe(packet.length + 8);
+  packet.copy(out, 0, 0, 12);
+  out[0] = packet[0]! | 0x10;
+  out.writeUInt32BE(0xbede0001, 12);
+  out[16] = ((id & 0x0f) << 4) | 2;
+  out[17] = 0;
+  out[18] = 0;
+  out[19] = 0;
+  packet.copy(out, 20, 12);
+  return out;
+}
 
 /** Data channel framing (wire-protocol.md 2.8): [op][payload], ping 0x00 → pong 0xFF. */
 const OP_PING = 0x00;
@@ -98,6 +120,8 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   private answered = false;
   private readonly pendingCandidates: CandidateInit[] = [];
   private readonly disposers: (() => void)[] = [];
+  /** The browser accepted the playout-delay extension in its answer. */
+  private playoutDelay = false;
 
   private constructor(
     private readonly opts: PeerOptions,
@@ -122,7 +146,19 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
         // Extension point: Opus (`useOPUS()`, mid `a`) goes here when audio is offered.
         audio: [],
       },
-      headerExtensions: { video: [], audio: [] },
+      // playout-delay min=max=0 (webrtc.org extension, as ustreamer sends it): Chromium then
+      // renders each frame as soon as it is decoded instead of holding a render delay.
+      headerExtensions: {
+        video: opts.video
+          ? [
+              new RTCRtpHeaderExtensionParameters({
+                id: PLAYOUT_DELAY_EXT_ID,
+                uri: PLAYOUT_DELAY_URI,
+              }),
+            ]
+          : [],
+        audio: [],
+      },
     });
     let video: RTCRtpTransceiver | null = null;
     try {
@@ -165,6 +201,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     if (this.answered) throw new Error('answer already applied');
     await this.pc.setRemoteDescription({ type: 'answer', sdp });
     this.answered = true;
+    this.playoutDelay = sdp.includes(PLAYOUT_DELAY_URI);
     if (this.state === 'new') this.state = 'connecting';
     for (const c of this.pendingCandidates.splice(0)) this.addCandidateNow(c);
   }
@@ -184,6 +221,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   /** Sends one serialized RTP packet on the video section (no-op until DTLS is up). */
   sendRtp(packet: Buffer): void {
     if (this.state === 'closed' || !this.video) return;
+    if (this.playoutDelay) packet = withPlayoutDelay(packet, PLAYOUT_DELAY_EXT_ID);
     this.video.sender.sendRtp(packet).catch((err: unknown) => {
       this.opts.log.debug({ err: String(err) }, 'janus: RTP send failed');
     });

@@ -23,8 +23,14 @@ export interface EncoderSettings {
   processing: VideoProcessing;
 }
 
-/** Frames written but not yet out of the encoder above which new frames are dropped. */
-export const MAX_IN_FLIGHT = 3;
+/**
+ * Frames written but not yet out of the encoder above which new frames are dropped rather
+ * than queued: about 150 ms worth (at least 4), so a busy moment of the machine costs no frame
+ * while a slow encoder never builds up latency.
+ */
+export function maxInFlight(fps: number): number {
+  return Math.max(4, Math.round(fps * 0.15));
+}
 
 /**
  * The ffmpeg command line (pure, unit-tested). SPEC 3 video processing maps to x264 presets:
@@ -143,7 +149,7 @@ export class H264Encoder extends EventEmitter<{
     const s = this.settings;
     if (!child || frame.width !== s.width || frame.height !== s.height || frame.format !== s.format)
       return false;
-    if (this.inFlight.length >= MAX_IN_FLIGHT || child.stdin.writableNeedDrain) {
+    if (this.inFlight.length >= maxInFlight(s.fps) || child.stdin.writableNeedDrain) {
       this.dropped += 1;
       return false;
     }
