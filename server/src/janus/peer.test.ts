@@ -58,7 +58,10 @@ describe('withPlayoutDelay', () => {
     const { withPlayoutDelay } = await import('./peer');
     const pkt = Buffer.from([0x80, 0xe0, 0x00, 0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0x65, 0xaa]);
     const out = withPlayoutDelay(pkt, 6);
-    expect([...out]).toEqual([0x90, 0xe0, 0x00, 0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0xbe, 0xde, 0x00, 0x01, 0x62, 0, 0, 0, 0x65, 0xaa]);
+    expect([...out]).toEqual([
+      0x90, 0xe0, 0x00, 0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0xbe, 0xde, 0x00, 0x01, 0x62, 0, 0, 0, 0x65,
+      0xaa,
+    ]);
     // a packet that already has an extension is left alone
     expect(withPlayoutDelay(out, 6)).toBe(out);
   });
