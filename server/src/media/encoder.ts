@@ -149,7 +149,9 @@ export class H264Encoder extends EventEmitter<{
     const s = this.settings;
     if (!child || frame.width !== s.width || frame.height !== s.height || frame.format !== s.format)
       return false;
-    if (this.inFlight.length >= maxInFlight(s.fps) || child.stdin.writableNeedDrain) {
+    // The in-flight count is the only gate: a whole frame (1.4 MB at 720p) always overfills the
+    // 64 KiB pipe, so stdin reports 'need drain' after every write and cannot be the signal.
+    if (this.inFlight.length >= maxInFlight(s.fps)) {
       this.dropped += 1;
       return false;
     }
