@@ -5,24 +5,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { Browser } from './fixtures/browser';
-import { byTestId, initDevice, loginViaUi } from './fixtures/console';
-import { ServerProcess } from './fixtures/server';
+import type { Browser } from './fixtures/browser';
+import { byTestId, loginViaUi, startConsole, stopConsole } from './fixtures/console';
+import type { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  server = await ServerProcess.start();
-  await initDevice(server);
-  browser = await Browser.launch();
-  page = await browser.page();
+  ({ server, browser, page } = await startConsole());
 });
-afterAll(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+afterAll(() => stopConsole(browser, server));
 
 describe('connection lost', () => {
   it('shows the overlay when the server stops and clears it when the server is back', async () => {

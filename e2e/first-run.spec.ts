@@ -4,23 +4,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { Browser } from './fixtures/browser';
-import { byTestId, expectText, loginViaUi, PASSWORD, submitLogin } from './fixtures/console';
-import { ServerProcess } from './fixtures/server';
+import type { Browser } from './fixtures/browser';
+import {
+  byTestId,
+  expectText,
+  loginViaUi,
+  PASSWORD,
+  startConsole,
+  stopConsole,
+  submitLogin,
+} from './fixtures/console';
+import type { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  server = await ServerProcess.start();
-  browser = await Browser.launch();
-  page = await browser.page();
+  ({ server, browser, page } = await startConsole({ init: false }));
 });
-afterAll(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+afterAll(() => stopConsole(browser, server));
 
 describe('first run', () => {
   it('sends a new device to /init keeping the query, checks the form, then logs in by itself', async () => {

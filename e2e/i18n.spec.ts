@@ -1,24 +1,18 @@
 /** zh/en switch from the language settings: the console's text changes, and the choice sticks. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { Browser } from './fixtures/browser';
-import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
-import { ServerProcess } from './fixtures/server';
+import type { Browser } from './fixtures/browser';
+import { byTestId, loginViaUi, openSettings, startConsole, stopConsole } from './fixtures/console';
+import type { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  server = await ServerProcess.start();
-  await initDevice(server);
-  browser = await Browser.launch();
-  page = await browser.page();
+  ({ server, browser, page } = await startConsole());
 });
-afterAll(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+afterAll(() => stopConsole(browser, server));
 
 const CJK = /[\u4e00-\u9fff]/;
 

@@ -2,32 +2,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { totp } from '../server/src/services/auth/totp';
-import { Browser } from './fixtures/browser';
+import type { Browser } from './fixtures/browser';
 import {
   byTestId,
   expectText,
-  initDevice,
   loginViaUi,
   openSettings,
   PASSWORD,
+  startConsole,
+  stopConsole,
   submitLogin,
 } from './fixtures/console';
-import { ServerProcess } from './fixtures/server';
+import type { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  server = await ServerProcess.start();
-  await initDevice(server);
-  browser = await Browser.launch();
-  page = await browser.page();
+  ({ server, browser, page } = await startConsole());
 });
-afterAll(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+afterAll(() => stopConsole(browser, server));
 
 /** A code that stays valid for the next few seconds (avoid the edge of a 30 s step). */
 async function freshCode(secret: string): Promise<string> {

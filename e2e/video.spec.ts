@@ -5,24 +5,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { Browser } from './fixtures/browser';
-import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
-import { ServerProcess } from './fixtures/server';
+import type { Browser } from './fixtures/browser';
+import { byTestId, loginViaUi, openSettings, startConsole, stopConsole } from './fixtures/console';
+import type { ServerProcess } from './fixtures/server';
 
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  server = await ServerProcess.start({ target: 'qemu' });
-  await initDevice(server);
-  browser = await Browser.launch();
-  page = await browser.page();
+  ({ server, browser, page } = await startConsole({ target: 'qemu' }));
 }, 90_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.dispose();
-});
+afterAll(() => stopConsole(browser, server));
 
 interface Picture {
   width: number;

@@ -99,9 +99,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     return { ...this.stats };
   }
 
-  /** Frames the source delivered and access units the encoder produced, since start. */
-  totals(): { frames: number; units: number } {
-    return { ...this.counts };
+  /**
+   * Frames the source delivered, access units the encoder produced and frames the encoder
+   * had to drop (busy), since start.
+   */
+  totals(): { frames: number; units: number; dropped: number } {
+    return { ...this.counts, dropped: this.stats.droppedFrames + (this.encoder?.dropped ?? 0) };
   }
 
   subscribe(onUnit: (unit: AccessUnit) => void): () => void {
