@@ -5,8 +5,8 @@
  * instead of Chromium pages keeps four decoders from saturating the two cores.
  * argv: <ws url of /janus/ws?auth_token=...> <count>. Prints "ready N" once all receive media.
  */
-import { RTCPeerConnection, RTCRtpCodecParameters, type MediaStreamTrack } from 'werift';
 import WebSocket from 'ws';
+import { weriftBrowserPeer } from '../server/src/janus/test-support';
 
 type Msg = Record<string, unknown> & { janus: string };
 
@@ -65,35 +65,15 @@ async function viewer(url: string): Promise<void> {
     body: { request: 'watch', params: {} },
   });
   const sdp = ((await offer)['jsep'] as { sdp: string }).sdp;
-  const pc = new RTCPeerConnection({
-    iceServers: [],
-    bundlePolicy: 'max-bundle',
-    codecs: {
-      video: [
-        new RTCRtpCodecParameters({
-          mimeType: 'video/H264',
-          clockRate: 90_000,
-          rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }],
-          parameters: 'profile-level-id=42e01f;packetization-mode=1;level-asymmetry-allowed=1',
-        }),
-      ],
-    },
-  });
-  const media = new Promise<void>((resolve) => {
-    pc.onTrack.subscribe((track: MediaStreamTrack) => track.onReceiveRtp.once(() => resolve()));
-  });
-  await pc.setRemoteDescription({ type: 'offer', sdp });
-  const answer = await pc.createAnswer();
-  for (const t of pc.iceTransports) t.connection.stunServer = undefined;
-  await pc.setLocalDescription(answer);
+  const peer = await weriftBrowserPeer(sdp, { keepRtp: false });
   await j.request({
     janus: 'message',
     session_id: session,
     handle_id: handle,
     body: { request: 'start' },
-    jsep: { type: 'answer', sdp: pc.localDescription!.sdp },
+    jsep: { type: 'answer', sdp: peer.answer },
   });
-  await media;
+  await peer.media;
 }
 
 const [url, count] = process.argv.slice(2);

@@ -1,13 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyWebsocket from '@fastify/websocket';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  RTCPeerConnection,
-  RTCRtpCodecParameters,
-  type MediaStreamTrack,
-  type RTCDataChannel,
-  type RtpPacket,
-} from 'werift';
 import { janusFeatures, registerJanus, type JanusDeps, type JanusGateway } from './gateway';
 import {
   FakeFeed,
@@ -15,6 +8,7 @@ import {
   fakeDeltaUnit,
   fakeKeyUnit,
   pluginData,
+  weriftBrowserPeer as browserPeer,
   type JanusMessage,
 } from './test-support';
 
@@ -381,41 +375,6 @@ describe('janus gateway: protocol', () => {
     expect(r.gone).toHaveLength(2);
   });
 });
-
-/** A werift peer playing the browser: answers, connects, receives RTP, opens the channel. */
-async function browserPeer(offerSdp: string): Promise<{
-  pc: RTCPeerConnection;
-  answer: string;
-  rtp: RtpPacket[];
-  channel: Promise<RTCDataChannel>;
-}> {
-  const pc = new RTCPeerConnection({
-    iceServers: [],
-    bundlePolicy: 'max-bundle',
-    codecs: {
-      video: [
-        new RTCRtpCodecParameters({
-          mimeType: 'video/H264',
-          clockRate: 90_000,
-          rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }],
-          parameters: 'profile-level-id=42e01f;packetization-mode=1;level-asymmetry-allowed=1',
-        }),
-      ],
-    },
-  });
-  const rtp: RtpPacket[] = [];
-  pc.onTrack.subscribe((track: MediaStreamTrack) => {
-    track.onReceiveRtp.subscribe((p) => rtp.push(p));
-  });
-  const channel = new Promise<RTCDataChannel>((resolve) => {
-    pc.onDataChannel.subscribe((ch) => resolve(ch));
-  });
-  await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
-  const answer = await pc.createAnswer();
-  for (const t of pc.iceTransports) t.connection.stunServer = undefined;
-  await pc.setLocalDescription(answer);
-  return { pc, answer: pc.localDescription!.sdp, rtp, channel };
-}
 
 describe('janus gateway: media', () => {
   it('connects a peer, sends the cached GOP from its key frame, and relays input', async () => {

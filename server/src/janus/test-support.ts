@@ -1,7 +1,15 @@
 /**
  * Test doubles for the Janus gateway: a VideoFeed that records what it is asked, and a Janus
- * API client over a real WebSocket. Used by the gateway tests and the e2e spec.
+ * API client over a real WebSocket, and a werift peer in the browser's role. Used by the gateway
+ * tests, the e2e spec and the video bench.
  */
+import {
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  type MediaStreamTrack,
+  type RTCDataChannel,
+  type RtpPacket,
+} from 'werift';
 import WebSocket from 'ws';
 import type { AccessUnit, VideoFeed } from '../media/types';
 
@@ -153,4 +161,53 @@ export function fakeKeyUnit(seq: number, idrBytes = 3000): AccessUnit {
 export function fakeDeltaUnit(seq: number): AccessUnit {
   const data = Buffer.concat([hex('00000001 0930 00000001 419a'), Buffer.alloc(200, 0x11)]);
   return { data, key: false, seq, capturedAt: seq * 33, pts90k: seq * 3000 };
+}
+
+/**
+ * A werift peer playing the browser: answers the offer, connects, receives RTP (collected in
+ * `rtp`), gets the server's data channel. Used by the gateway tests and the video bench.
+ */
+export async function weriftBrowserPeer(
+  offerSdp: string,
+  opts: { keepRtp?: boolean } = {},
+): Promise<{
+  pc: RTCPeerConnection;
+  answer: string;
+  rtp: RtpPacket[];
+  /** Resolves on the first RTP packet. */
+  media: Promise<void>;
+  channel: Promise<RTCDataChannel>;
+}> {
+  const pc = new RTCPeerConnection({
+    iceServers: [],
+    bundlePolicy: 'max-bundle',
+    codecs: {
+      video: [
+        new RTCRtpCodecParameters({
+          mimeType: 'video/H264',
+          clockRate: 90_000,
+          rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }],
+          parameters: 'profile-level-id=42e01f;packetization-mode=1;level-asymmetry-allowed=1',
+        }),
+      ],
+    },
+  });
+  const rtp: RtpPacket[] = [];
+  let gotMedia: () => void = () => undefined;
+  const media = new Promise<void>((resolve) => (gotMedia = resolve));
+  pc.onTrack.subscribe((track: MediaStreamTrack) => {
+    track.onReceiveRtp.subscribe((p) => {
+      gotMedia();
+      // a long-running viewer (the bench) keeps nothing
+      if (opts.keepRtp !== false) rtp.push(p);
+    });
+  });
+  const channel = new Promise<RTCDataChannel>((resolve) => {
+    pc.onDataChannel.subscribe((ch) => resolve(ch));
+  });
+  await pc.setRemoteDescription({ type: 'offer', sdp: offerSdp });
+  const answer = await pc.createAnswer();
+  for (const t of pc.iceTransports) t.connection.stunServer = undefined;
+  await pc.setLocalDescription(answer);
+  return { pc, answer: pc.localDescription!.sdp, rtp, media, channel };
 }
