@@ -6,3 +6,6 @@ export * from './events';
 export * from './api';
 export * from './validation';
 export * from './streamer';
+export * from './hid/keys';
+export * from './hid/codec';
+export * from './hid/state';
