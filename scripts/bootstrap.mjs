@@ -15,7 +15,9 @@ const mode = process.argv[2] ?? 'start';
  * Debian packages each command needs. The QEMU target: qemu-system-x86 (its SPICE module comes
  * with it), ffmpeg for the encoder; the guest build: xz-utils (unpacks the kernel),
  * xorriso + isolinux + syslinux-common (the ISO). The guest's kernel and busybox-static are
- * only downloaded (`apt-get download`), never installed.
+ * only downloaded (`apt-get download`), never installed. Keymaps (paste, virtual keyboard):
+ * qemu-system-data ships 34 in QEMU's format, xkb-data the layout en-us-altgr-intl is built from,
+ * x11proto-dev the keysym names (keysymdef.h) the server reads.
  */
 const QEMU_TARGET = [
   'qemu-system-x86',
@@ -24,6 +26,9 @@ const QEMU_TARGET = [
   'xorriso',
   'isolinux',
   'syslinux-common',
+  'qemu-system-data',
+  'xkb-data',
+  'x11proto-dev',
 ];
 const PACKAGES = {
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET],
@@ -124,7 +129,13 @@ function ensureGuest() {
   run(process.execPath, ['scripts/build-guest.mjs']);
 }
 
+/** The keymap QEMU does not ship (en-us-altgr-intl) in .cache/keymaps/; quick when current. */
+function ensureKeymaps() {
+  run(process.execPath, ['scripts/build-keymaps.mjs']);
+}
+
 ensurePackages();
 ensureModules();
 ensureBuild();
 ensureGuest();
+ensureKeymaps();

@@ -194,6 +194,67 @@ block:*:?*)
 esac
 `;
 
+/**
+ * `screen`: the text of the screen (tty1), one row per line between two markers, on the serial
+ * port. The end-to-end tests type it after typing something else and read back what the guest
+ * shows: the console's own text buffer, exactly what is drawn.
+ */
+const SCREEN = `#!/bin/sh
+export PATH=/bin
+set -- $(hexdump -n 2 -e '2/1 "%u "' /dev/vcsa1)
+{
+  echo "screen begin $1x$2"
+  fold -w "$2" /dev/vcs1 | sed 's/ *$//'
+  echo "screen end"
+} > /dev/ttyS0
+`;
+
+/**
+ * `pick`: a selection the mouse changes. Four items on text rows 10, 16, 22 and 28 (8x16 font,
+ * so pixel rows 144-159, 240-255, 336-351, 432-447 of the 1024x768 screen); a left click of the
+ * USB tablet on an item's row selects it, redraws the list and logs "pick selected N" on the
+ * serial port; a right click ends it.
+ */
+const PICK = `#!/bin/sh
+export PATH=/bin
+dev=
+for d in /sys/class/input/event*; do
+  case "$(cat $d/device/name)" in *Tablet*) dev=\${d##*/} ;; esac
+done
+[ -n "$dev" ] || { echo "pick: no tablet"; exit 1; }
+sel=0
+draw() {
+  printf '\\033[2J'
+  for i in 1 2 3 4; do
+    printf '\\033[%d;1H' $((4 + 6 * i))
+    if [ $i = $sel ]; then echo "    [x] item $i"; else echo "    [ ] item $i"; fi
+  done
+  printf '\\033[40;1Hclick an item (right click ends)'
+}
+draw
+echo "pick ready $dev" > /dev/ttyS0
+exec 3< /dev/input/$dev
+y=0
+while :; do
+  dd bs=2400 count=1 <&3 2>/dev/null | hexdump -v -e '16/1 "%0.0s" 1/2 "%u " 1/2 "%u " 1/4 "%d" "\\n"'
+done | while read type code value; do
+  case "$type:$code" in
+  3:1) y=$value ;;
+  1:272)
+    [ "$value" = 1 ] || continue
+    row=$((y * 768 / 32768 / 16 + 1))
+    for i in 1 2 3 4; do
+      [ $row = $((4 + 6 * i)) ] || continue
+      sel=$i
+      draw
+      echo "pick selected $sel" > /dev/ttyS0
+    done
+    ;;
+  1:273) [ "$value" = 1 ] && { printf '\\033[2J\\033[1;1H'; echo "pick done" > /dev/ttyS0; kill 0; } ;;
+  esac
+done
+`;
+
 const OUTPUTS = ['vmlinux', 'vmlinuz', 'initrd.img', 'guest.iso'];
 
 function log(msg) {
@@ -377,6 +438,8 @@ function buildInitramfs(kernelRoot, kernelVersion, busybox) {
   cpio.symlink('bin/sh', 'busybox');
   cpio.file('init', Buffer.from(INIT), 0o755);
   cpio.file('bin/hotplug', Buffer.from(HOTPLUG), 0o755);
+  cpio.file('bin/screen', Buffer.from(SCREEN), 0o755);
+  cpio.file('bin/pick', Buffer.from(PICK), 0o755);
   cpio.file('etc/modules', Buffer.from(MODULES.join('\n') + '\n'));
   // modules.dep as depmod writes it (the .deb has none: its postinst runs depmod).
   const rel = (name) => relative(modRoot, index.get(name));

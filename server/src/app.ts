@@ -13,6 +13,15 @@ import { defaultHost, SILENT_LOGGER, type Logger } from './context';
 import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
+import { hidRoutes } from './routes/hid';
+import { HidService } from './services/hid/hid-service';
+import {
+  attachHidInput,
+  hidProvider,
+  hidSettingsFile,
+  rtcInputClient,
+} from './services/hid/hid-wiring';
+import { KeymapStore } from './services/hid/keymap-store';
 import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
 import { iceServersOf, loadTurn, turnProvider } from './services/turn';
@@ -68,7 +77,22 @@ export async function createContext(
   const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, config.video.ffmpeg);
   const streamer = StreamerService.create(loaded, drivers.video, hub);
   const turnState = await loadTurn(config);
+  const hidSettings = hidSettingsFile(config.data_dir);
+  const hid = new HidService({
+    driver: drivers.hid,
+    settings: await hidSettings.load(),
+    saveSettings: (s) => hidSettings.save(s),
+    jigglerIntervalS: config.hid.jiggler_interval_s,
+    log,
+  });
+  await hid.start();
+  const keymaps = new KeymapStore({
+    dirs: config.hid.keymaps_dirs,
+    defaultName: config.hid.keymap,
+  });
   return {
+    hid,
+    keymaps,
     config,
     version,
     auth,
@@ -153,6 +177,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   ctx.registry.register(infoProvider(ctx));
   ctx.registry.register(ctx.streamer.provider());
   ctx.registry.register(turnProvider(ctx.turn));
+  ctx.registry.register(
+    hidProvider(ctx.hid, () => ({
+      keymaps: { default: config.hid.keymap, available: ctx.keymaps.available() },
+    })),
+  );
+  attachHidInput(hub, ctx.hid);
   hub.on('streamClients', (count) => ctx.hub.setWarmers(count));
 
   authRoutes(app, ctx);
@@ -163,6 +193,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   wsRoutes(app, hub);
   streamerRoutes(app, ctx.streamer, ctx.turn);
   mediaRoutes(app, ctx.hub);
+  hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   const janus = registerJanus(app, {
     feed: ctx.hub,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
@@ -170,10 +201,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // and the browser's STUN (features.ice.url) already finds the public side of the pair.
     iceServers: () => iceServersOf(ctx.turn()).filter((s) => s.urls.startsWith('turn')),
     features: () => janusFeatures(iceServersOf(ctx.turn())),
-    // Input on the WebRTC data channel goes to the HID service, which issue 4 adds; until
-    // then frames are dropped like any unknown op.
-    onInput: () => undefined,
-    onViewerGone: () => undefined,
+    onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
+    onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
     log: app.log,
   });
   ctx.auth.sessions.on('ended', (hash) => janus.endAuthSession(hash));
@@ -183,6 +212,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     hub.close();
     ctx.registry.dispose();
     ctx.streamer.dispose();
+    ctx.hid.dispose();
     await ctx.hub.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

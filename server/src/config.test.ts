@@ -5,7 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { buildConfig, ConfigError, parseHostPort, readConfigFile } from './config';
 import { CliError, mergeConfig, parseCli } from './cli';
 
-const defaults = { dataDir: '/tmp/kvm-data', webDir: '/tmp/kvm-web' };
+const defaults = {
+  dataDir: '/tmp/kvm-data',
+  webDir: '/tmp/kvm-web',
+  keymapsDirs: ['/tmp/kvm-keymaps'],
+};
 
 describe('config', () => {
   it('fills every default', () => {

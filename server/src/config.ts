@@ -6,7 +6,13 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_STUN_URL, DEVICE_MODELS, SESSION_EXPIRE_DEFAULT_S } from '@kvm/protocol';
+import {
+  DEFAULT_KEYMAP,
+  DEFAULT_STUN_URL,
+  DEVICE_MODELS,
+  KEYMAPS,
+  SESSION_EXPIRE_DEFAULT_S,
+} from '@kvm/protocol';
 
 export const TARGETS = ['qemu', 'testbed'] as const;
 export type TargetName = (typeof TARGETS)[number];
@@ -105,6 +111,16 @@ const configSchema = z.strictObject({
       ffmpeg: z.string().default('ffmpeg'),
     })
     .prefault({}),
+  hid: z
+    .strictObject({
+      /** Folders of QEMU-format keymaps; the first that has a name wins. Default: see README. */
+      keymaps_dirs: z.array(z.string()).min(1).optional(),
+      /** Keymap of /api/hid/print when the call names none. */
+      keymap: z.enum(KEYMAPS).default(DEFAULT_KEYMAP),
+      /** Seconds without input before the jiggler moves the mouse. */
+      jiggler_interval_s: z.number().int().min(5).max(3600).default(60),
+    })
+    .prefault({}),
   device: z
     .strictObject({
       model: z.enum(DEVICE_MODELS).default('RM1'),
@@ -119,7 +135,11 @@ const configSchema = z.strictObject({
 export type ConfigInput = z.input<typeof configSchema>;
 type Parsed = z.output<typeof configSchema>;
 export type AppConfig = Readonly<
-  Parsed & { data_dir: string; server: Parsed['server'] & { web_dir: string } }
+  Parsed & {
+    data_dir: string;
+    server: Parsed['server'] & { web_dir: string };
+    hid: Parsed['hid'] & { keymaps_dirs: string[] };
+  }
 >;
 
 export class ConfigError extends Error {}
@@ -135,6 +155,8 @@ function deepFreeze<T>(value: T): T {
 export interface ConfigDefaults {
   dataDir: string;
   webDir: string;
+  /** Debian's QEMU keymaps, then the ones built at setup (en-us-altgr-intl). */
+  keymapsDirs: string[];
 }
 
 /** Validates a config object (already parsed from YAML). Errors name every bad key path. */
@@ -162,6 +184,10 @@ export function buildConfig(
     ...cfg,
     data_dir: resolve(cfg.data_dir ?? defaults.dataDir),
     server: { ...cfg.server, web_dir: resolve(cfg.server.web_dir ?? defaults.webDir) },
+    hid: {
+      ...cfg.hid,
+      keymaps_dirs: (cfg.hid.keymaps_dirs ?? defaults.keymapsDirs).map((d) => resolve(d)),
+    },
   });
 }
 

@@ -6,6 +6,8 @@ import type { SettingsStore } from './services/settings-store';
 import type { TurnState } from '@kvm/protocol';
 import type { VideoHub } from './media/video-hub';
 import type { StreamerService } from './services/streamer';
+import type { HidService } from './services/hid/hid-service';
+import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
 import type { StateRegistry } from './ws/state-registry';
 
@@ -22,6 +24,8 @@ export interface AppContext {
   hub: VideoHub;
   streamer: StreamerService;
   turn: () => TurnState;
+  hid: HidService;
+  keymaps: KeymapStore;
 }
 
 export interface Logger {

@@ -11,7 +11,11 @@ import type { ConfigDefaults } from './config';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export function loadConfigDefaults(): ConfigDefaults {
-  return { dataDir: join(REPO_ROOT, '.data'), webDir: join(REPO_ROOT, 'web', 'dist') };
+  return {
+    dataDir: join(REPO_ROOT, '.data'),
+    webDir: join(REPO_ROOT, 'web', 'dist'),
+    keymapsDirs: ['/usr/share/qemu/keymaps', join(REPO_ROOT, '.cache', 'keymaps')],
+  };
 }
 
 export function productVersion(): string {

@@ -5,10 +5,10 @@
 import type { AppConfig } from './config';
 import { DisabledAtx } from './drivers/atx/disabled';
 import type { AtxDriver } from './drivers/atx/types';
-import { DisabledHid } from './drivers/hid/disabled';
 import type { HidDriver } from './drivers/hid/types';
 import { DisabledMsd } from './drivers/msd/disabled';
 import type { MsdDriver } from './drivers/msd/types';
+import { TestbedHid } from './drivers/testbed/hid';
 import { TestbedVideo } from './drivers/testbed/video';
 import type { VideoSource } from './drivers/video/types';
 
@@ -20,6 +20,7 @@ export interface Drivers {
   msd: MsdDriver;
   /** Target-specific handles other subsystems and tests may need (the testbed picture, the VM). */
   testbed?: TestbedVideo;
+  testbedHid?: TestbedHid;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }
@@ -28,6 +29,7 @@ interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
 }
 
 function bundle(
@@ -59,9 +61,11 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
         width: config.testbed.width,
         height: config.testbed.height,
       });
+      const hid = new TestbedHid(video.picture);
       return bundle('testbed', {
         video,
-        hid: new DisabledHid(),
+        hid,
+        testbedHid: hid,
         atx: new DisabledAtx(),
         msd: new DisabledMsd(),
         testbed: video,
@@ -72,7 +76,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
       const q = await createQemuDrivers(config, log);
       return bundle(
         'qemu',
-        { video: q.video, hid: new DisabledHid(), atx: new DisabledAtx(), msd: new DisabledMsd() },
+        { video: q.video, hid: q.hid, atx: new DisabledAtx(), msd: new DisabledMsd() },
         { init: q.init, dispose: q.dispose },
       );
     }

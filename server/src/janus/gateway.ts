@@ -427,6 +427,7 @@ export class JanusGateway {
     });
     // These run inside werift's SCTP/RTCP handling: never let a throw escape into it.
     peer.on('input', (frame) => this.guard('onInput', () => this.deps.onInput(key, frame)));
+    peer.on('inputClosed', () => this.guard('onViewerGone', () => this.deps.onViewerGone(key)));
     peer.on('keyFrameRequest', () =>
       this.guard('requestKeyFrame', () => ctx.forwarder?.requestKeyFrame()),
     );

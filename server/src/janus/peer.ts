@@ -91,7 +91,8 @@ export function withPlayoutDelay(packet: Buffer, id: number): Buffer {
 /** Data channel framing (wire-protocol.md 2.8): [op][payload], ping 0x00 → pong 0xFF. */
 const OP_PING = 0x00;
 const OP_PONG = Buffer.from([0xff]);
-const MAX_INPUT_OP = 0x05;
+/** Ops 1-5 plus the release-all (0x06) and keepalive (0x07) extensions (protocol hid/state). */
+const MAX_INPUT_OP = 0x07;
 
 /** RTCP payload-specific feedback (RFC 4585 6.3): FMT 1 PLI, FMT 4 FIR (RFC 5104). */
 const RTCP_PSFB = 206;
@@ -107,8 +108,10 @@ export interface PeerEvents {
   connected: [];
   /** The connection failed or the browser closed it; the peer is closed already. */
   gone: [reason: string];
-  /** A binary input frame, ops 1-5 of wire-protocol.md 2.8. */
+  /** A binary input frame, ops 1-7 (wire-protocol.md 2.8 plus our two extensions). */
   input: [frame: Buffer];
+  /** An input channel closed: whatever it held must be released. */
+  inputClosed: [];
   /** PLI or FIR from the browser. */
   keyFrameRequest: [];
 }
@@ -304,6 +307,9 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
         } else if (op <= MAX_INPUT_OP) {
           this.emit('input', data);
         }
+      }).unSubscribe,
+      channel.stateChanged.subscribe((state) => {
+        if (state === 'closed') this.emit('inputClosed');
       }).unSubscribe,
     );
   }

@@ -18,7 +18,8 @@ export interface HubClient {
 }
 
 export type JsonHandler = (client: HubClient, event: Record<string, unknown>) => void;
-export type BinaryHandler = (client: HubClient, payload: Buffer) => void;
+/** Gets the whole frame, op byte included. */
+export type BinaryHandler = (client: HubClient, frame: Buffer) => void;
 
 interface Logger {
   debug(obj: object, msg?: string): void;
@@ -122,7 +123,7 @@ export class EventHub extends EventEmitter<{
         return;
       }
       const handler = this.binaryHandlers.get(op);
-      if (handler) this.safely(() => handler(client, data.subarray(1)));
+      if (handler) this.safely(() => handler(client, data));
       return;
     }
     let frame: unknown;

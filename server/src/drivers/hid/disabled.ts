@@ -6,8 +6,13 @@ export class DisabledHid implements HidDriver {
   getState(): HidDriverState {
     return {
       online: false,
-      keyboard: { online: false, leds: { caps: false, num: false, scroll: false } },
-      mouse: { online: false, absolute: true },
+      connected: false,
+      keyboard: {
+        online: false,
+        leds: { caps: false, num: false, scroll: false },
+        outputs: { available: [], active: '' },
+      },
+      mouse: { online: false, absolute: true, outputs: { available: [], active: '' } },
     };
   }
   onState(): () => void {
@@ -18,6 +23,9 @@ export class DisabledHid implements HidDriver {
   sendMouseMove(): void {}
   sendMouseRelative(): void {}
   sendMouseWheel(): void {}
+  async typeSequence(): Promise<void> {}
+  async setMouseOutput(): Promise<void> {}
+  async setConnected(): Promise<void> {}
   async init(): Promise<void> {}
   async dispose(): Promise<void> {}
 }

@@ -1,13 +1,30 @@
 /**
  * The HID driver: how key and pointer reports reach the remote computer (QEMU input events,
- * USB gadget reports, the testbed screen). The HID service in front of it (issue 4) tracks
- * pressed keys and buttons, releases them, squashes deltas and runs the jiggler; the driver
- * only writes reports.
+ * USB gadget reports, the testbed screen). The HID service in front of it tracks pressed keys
+ * and buttons per client, releases them, squashes deltas and runs the jiggler; the driver only
+ * writes reports, in the order it is called.
  */
+import type { MouseButton } from '@kvm/protocol';
+
 export interface HidDriverState {
   online: boolean;
-  keyboard: { online: boolean; leds: { caps: boolean; num: boolean; scroll: boolean } };
-  mouse: { online: boolean; absolute: boolean };
+  /** The device is plugged in (USB link up); false after set_connected(false). */
+  connected: boolean;
+  keyboard: {
+    online: boolean;
+    leds: { caps: boolean; num: boolean; scroll: boolean };
+    outputs: { available: string[]; active: string };
+  };
+  mouse: {
+    online: boolean;
+    absolute: boolean;
+    outputs: { available: string[]; active: string };
+  };
+}
+
+export interface KeyEvent {
+  key: string;
+  state: boolean;
 }
 
 export interface HidDriver {
@@ -16,12 +33,23 @@ export interface HidDriver {
   onState(listener: (state: HidDriverState) => void): () => void;
   /** `key` is a web key name (KeyboardEvent.code, wire-protocol.md 6). */
   sendKey(key: string, pressed: boolean): void;
-  /** left, right, middle, up (back), down (forward). */
-  sendMouseButton(button: string, pressed: boolean): void;
-  /** Absolute position, -32768..32767 on both axes (0,0 = centre). */
+  sendMouseButton(button: MouseButton, pressed: boolean): void;
+  /** Absolute position, -32768..32767 on both axes (-32768 = left/top edge). */
   sendMouseMove(x: number, y: number): void;
+  /** One relative report, each axis within ±127. */
   sendMouseRelative(dx: number, dy: number): void;
+  /** One wheel report, each axis within ±127; positive dy scrolls up. */
   sendMouseWheel(dx: number, dy: number): void;
+  /**
+   * Types a key sequence (paste) as fast as the remote computer takes it, with at least
+   * `delayMs` between events; resolves when the last event went out. Rejects if the device
+   * went away mid-way (the caller releases what it pressed).
+   */
+  typeSequence(events: readonly KeyEvent[], delayMs: number): Promise<void>;
+  /** Switches the mouse output (`usb` absolute, `usb_rel` relative): re-creates the device. */
+  setMouseOutput(output: string): Promise<void>;
+  /** Plugs the keyboard and mouse in or out. */
+  setConnected(connected: boolean): Promise<void>;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }

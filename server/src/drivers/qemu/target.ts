@@ -1,23 +1,27 @@
 /**
  * The QEMU target's drivers: one VM owned by the server (QemuMachine) and its screen over VNC
- * (QemuVideo). HID, ATX and virtual media on QEMU arrive with issues 4 and 5 through the same
- * machine's QMP.
+ * (QemuVideo), its keyboard and mouse over QMP (QemuHid). ATX and virtual media on QEMU arrive
+ * with issue 5 through the same machine's QMP.
  */
 import { join } from 'node:path';
 import type { AppConfig } from '../../config';
 import type { VideoSource } from '../video/types';
 import { QemuMachine } from './machine';
+import type { HidDriver } from '../hid/types';
+import { QemuHid } from './hid';
 import { QemuVideo } from './video';
 
 interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
 }
 
 export interface QemuDrivers {
   machine: QemuMachine;
   video: VideoSource;
+  hid: HidDriver;
   init: () => Promise<void>;
   dispose: () => Promise<void>;
 }
@@ -25,9 +29,11 @@ export interface QemuDrivers {
 export async function createQemuDrivers(config: AppConfig, log: Logger): Promise<QemuDrivers> {
   const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log });
   const video = new QemuVideo(machine, { log });
+  const hid = new QemuHid(machine, log);
   return {
     machine,
     video,
+    hid,
     // The video source connects when the VM's VNC socket appears; init resolves once QMP answers.
     init: async () => {
       await machine.init();
