@@ -3,6 +3,7 @@ import { Spin, theme } from 'antd';
 import { Outlet } from 'react-router';
 import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
 import { useViewport } from '../../components/hooks';
+import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
@@ -63,6 +64,7 @@ export default function MainLayout() {
           <Outlet />
         </main>
       </div>
+      <VirtualKeyboardHost />
       <StatusBar />
     </div>
   );

@@ -2,22 +2,21 @@ import { theme } from 'antd';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import type { StreamInfo } from '../../lib/stream-types';
+import { KeyboardStatus, MouseStatus } from '../input/HidStatus';
 import type { StreamStatus } from '../video/stream-status';
 import { useStreamStatus, useVideo } from '../video/video-session';
 
 interface StatusItem {
-  id: 'mouse' | 'keyboard' | 'volume' | 'microphone' | 'camera';
+  id: 'volume' | 'microphone' | 'camera';
   label: I18nKey;
   value: I18nKey;
 }
 
 /**
- * SPEC 2 status bar. The HID, audio and camera subsystems arrive with later issues; until they
- * report, their slots say the state is unknown.
+ * SPEC 2 status bar. Mouse and keyboard report the HID state (HidStatus); the audio and camera
+ * subsystems arrive with later issues; until they report, their slots say the state is unknown.
  */
 const ITEMS: readonly StatusItem[] = [
-  { id: 'mouse', label: 'status.mouse', value: 'status.unknown' },
-  { id: 'keyboard', label: 'status.keyboard', value: 'status.unknown' },
   { id: 'volume', label: 'status.volume', value: 'status.unknown' },
   { id: 'microphone', label: 'status.microphone', value: 'status.unknown' },
   { id: 'camera', label: 'status.camera', value: 'status.unknown' },
@@ -74,6 +73,8 @@ export function StatusBar() {
         {t('status.stream')}: {t(STREAM_STATUS_TEXT[streamStatus])}
       </span>
       {state === 'active' && <StreamInfoText info={info} />}
+      <MouseStatus />
+      <KeyboardStatus />
       {ITEMS.map((item) => (
         <span key={item.id} data-testid={`status-${item.id}`}>
           {t(item.label)}: {t(item.value)}

@@ -13,6 +13,8 @@ import { useTranslation } from 'react-i18next';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useFullscreen } from '../../components/hooks';
 import { enterFullscreen, exitFullscreen } from '../../lib/fullscreen';
+import { CaptureIndicator } from '../input/CaptureIndicator';
+import { KeyboardTools } from '../keyboard/KeyboardTools';
 import { logout } from '../session/session-actions';
 import { setToolbarCollapsed, toggleLeftPanel, useLayout } from './layout-store';
 import { useMessage } from '../../components/notify';
@@ -111,7 +113,9 @@ export function Toolbar() {
               testId="toolbar-settings"
               active={leftPanel === 'settings'}
             />
+            <KeyboardTools />
             <div style={{ flex: 1 }} />
+            <CaptureIndicator />
             <ToolButton
               title={t(fullscreen ? 'main.exitFullscreen' : 'main.fullscreen')}
               icon={fullscreen ? <FullscreenExitOutlined /> : <FullscreenOutlined />}

@@ -1,7 +1,9 @@
 import { Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { ColorModeGroup } from './ColorModeGroup';
+import { KeyboardGroup } from './KeyboardGroup';
 import { LanguageGroup } from './LanguageGroup';
+import { MouseGroup } from './MouseGroup';
 import { SecurityGroup } from './SecurityGroup';
 import { VideoGroup } from './VideoGroup';
 
@@ -17,6 +19,8 @@ export default function SettingsSidebar() {
         {t('settings.title')}
       </Typography.Title>
       <VideoGroup />
+      <KeyboardGroup />
+      <MouseGroup />
       <SecurityGroup />
       <LanguageGroup />
       <ColorModeGroup />

@@ -10,6 +10,7 @@ import { CloseOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
 import { setStreamWanted } from '../connection/connection';
+import { useInputCapture } from '../input/input-capture';
 import { useConfig } from '../settings/config-store';
 import { computeGeometry, rotationTransform, type Size } from './geometry';
 import { loadStreamer } from './streamer-store';
@@ -73,6 +74,8 @@ export function VideoView() {
   const videoRef = useRef<HTMLVideoElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const area = useElementSize(areaRef);
+  // Keyboard and mouse of the remote computer (SPEC 2): captured on the area.
+  useInputCapture(areaRef);
   const [webrtcSize, setWebrtcSize] = useState<Size | null>(null);
   const [directSize, setDirectSize] = useState<Size | null>(null);
   const { mode, track, direct, fallback, unsupported, state } = video;

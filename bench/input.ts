@@ -1,0 +1,279 @@
+/**
+ * `npm run bench -- input`: one JSON object of the input figures of issue 4.
+ *
+ * - datachannel_p50/p99_ms, ws_p50/p99_ms: a key event in Chromium (CDP Input.dispatchKeyEvent
+ *   through Playwright, so it runs the real event path and the console's own capture) to the
+ *   HID driver's call in the server, 10,000 events each (KeyA down/up alternating). The page
+ *   stamps each keydown/keyup with performance.timeOrigin + event.timeStamp in a capture-phase
+ *   listener; the server stamps the driver call with performance.timeOrigin + now. Both are
+ *   epoch ms of this machine. WebRTC mode puts input on the data channel, direct H.264 mode on
+ *   /api/ws; the bench checks which one carried it.
+ * - paste_chars_per_s: POST /api/hid/print of 600 characters of mixed English text (slow off)
+ *   on the QEMU target, request to answer, with the guest's own key log checked for every
+ *   press.
+ * - release_after_drop_ms: three keys held through the data channel, then the tab is closed
+ *   (its sockets and peer connection go with it); time until the driver saw all released.
+ *   Median of 5.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp } from '../server/src/app';
+import type { TestbedHid, TestbedReport } from '../server/src/drivers/testbed/hid';
+import { Browser } from '../e2e/fixtures/browser';
+import { median, note, round } from './lib';
+
+const PASSWORD = 'benchpass';
+const EVENTS = Number(process.env.KVM_BENCH_INPUT_EVENTS ?? 10_000);
+
+interface Ctx {
+  app: FastifyInstance;
+  base: string;
+  token: string;
+  hid: TestbedHid;
+}
+
+async function serve(
+  target: 'testbed' | 'qemu',
+): Promise<{ app: FastifyInstance; base: string; token: string; dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), `kvm-bench-input-${target}-`));
+  const app = await buildTestApp(dir, { target, testbed: { width: 640, height: 480 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  await fetch(`${base}/api/init/init?password=${PASSWORD}`);
+  const login = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
+  });
+  const token = ((await login.json()) as { result: { token: string } }).result.token;
+  return { app, base, token, dir };
+}
+
+async function post(ctx: { base: string; token: string }, path: string, body?: string) {
+  const res = await fetch(`${ctx.base}${path}`, {
+    method: 'POST',
+    headers: {
+      token: ctx.token,
+      'content-type': body === undefined ? 'application/json' : 'text/plain; charset=utf-8',
+    },
+    body: body ?? '{}',
+  });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<{ result: unknown }>;
+}
+
+/** Records the epoch time of every keydown/keyup the page sees, before the console does. */
+function stampKeys(): void {
+  const stamps: number[] = [];
+  (window as unknown as { __keys: number[] }).__keys = stamps;
+  const stamp = (e: KeyboardEvent): void => {
+    if (e.code === 'KeyA') stamps.push(performance.timeOrigin + e.timeStamp);
+  };
+  window.addEventListener('keydown', stamp, true);
+  window.addEventListener('keyup', stamp, true);
+}
+
+async function openConsole(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264') {
+  await post(ctx, '/api/system/set_config', undefined);
+  const res = await fetch(`${ctx.base}/api/system/set_config`, {
+    method: 'POST',
+    headers: { token: ctx.token, 'content-type': 'application/json' },
+    body: JSON.stringify({ video_mode: mode }),
+  });
+  if (!res.ok) throw new Error(`set_config ${res.status}`);
+  const page = await browser.context.newPage();
+  await page.addInitScript(stampKeys);
+  await page.addInitScript((token: string) => localStorage.setItem('auth_token', token), ctx.token);
+  await page.goto(`${ctx.base}/`);
+  const video = page.locator(
+    mode === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
+  );
+  await video.waitFor({ state: 'visible', timeout: 20_000 });
+  await page.waitForFunction(
+    (m) => {
+      const el = document.querySelector(
+        m === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
+      );
+      return Number(el?.getAttribute('data-frames') ?? 0) > 0;
+    },
+    mode,
+    { timeout: 20_000 },
+  );
+  // Capture starts with a click on the picture (focus), as a user does.
+  await video.click();
+  return page;
+}
+
+/** Which input client carried the events: 'rtc' (data channel) or 'ws'. */
+function watchTransport(ctx: Ctx): { counts: Record<string, number>; stop: () => void } {
+  const counts: Record<string, number> = {};
+  const hid = ctx.app.ctx.hid;
+  const original = hid.handleFrame.bind(hid);
+  hid.handleFrame = (client, frame) => {
+    const kind = client.split(':')[0]!;
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    original(client, frame);
+  };
+  return { counts, stop: () => (hid.handleFrame = original) };
+}
+
+function percentile(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+async function latency(
+  browser: Browser,
+  ctx: Ctx,
+  mode: 'webrtc' | 'direct_h264',
+): Promise<{ p50: number; p99: number }> {
+  const page = await openConsole(browser, ctx, mode);
+  if (mode === 'webrtc') {
+    // The data channel opens a moment after the first frame.
+    await new Promise((r) => setTimeout(r, 1500));
+  }
+  const driverTimes: number[] = [];
+  const onReport = (r: TestbedReport, at: number): void => {
+    if (r.kind === 'key' && r.key === 'KeyA') driverTimes.push(performance.timeOrigin + at);
+  };
+  ctx.hid.on('report', onReport);
+  const transport = watchTransport(ctx);
+  for (let i = 0; i < EVENTS; i += 1) {
+    if (i % 2 === 0) await page.keyboard.down('KeyA');
+    else await page.keyboard.up('KeyA');
+  }
+  const deadline = Date.now() + 10_000;
+  while (driverTimes.length < EVENTS && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  transport.stop();
+  ctx.hid.off('report', onReport);
+  const browserTimes = await page.evaluate(
+    () => (window as unknown as { __keys: number[] }).__keys,
+  );
+  await page.close();
+  const wanted = mode === 'webrtc' ? 'rtc' : 'ws';
+  note(
+    `${mode}: ${browserTimes.length} browser events, ${driverTimes.length} driver calls, frames by transport ${JSON.stringify(transport.counts)}`,
+  );
+  if (browserTimes.length !== EVENTS || driverTimes.length !== EVENTS) {
+    throw new Error(`${mode}: expected ${EVENTS} events on both sides`);
+  }
+  if ((transport.counts[wanted] ?? 0) < EVENTS) {
+    throw new Error(`${mode}: input did not go through ${wanted}`);
+  }
+  const deltas = browserTimes.map((t, i) => driverTimes[i]! - t);
+  return { p50: percentile(deltas, 50), p99: percentile(deltas, 99) };
+}
+
+async function releaseAfterDrop(browser: Browser, ctx: Ctx): Promise<number> {
+  const results: number[] = [];
+  for (let round_ = 0; round_ < 5; round_ += 1) {
+    const page: Page = await openConsole(browser, ctx, 'webrtc');
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const key of ['ShiftLeft', 'KeyW', 'KeyD']) await page.keyboard.down(key);
+    const deadline = Date.now() + 5000;
+    while (ctx.hid.held.length < 3 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
+    if (ctx.hid.held.length < 3) throw new Error(`keys not held: ${ctx.hid.held.join(',')}`);
+    const released = new Promise<number>((resolve) => {
+      const onReport = (_r: TestbedReport, at: number): void => {
+        if (ctx.hid.held.length === 0) {
+          ctx.hid.off('report', onReport);
+          resolve(at);
+        }
+      };
+      ctx.hid.on('report', onReport);
+    });
+    const cutAt = performance.now();
+    await page.close({ runBeforeUnload: false });
+    const at = await Promise.race([
+      released,
+      new Promise<number>((_, reject) =>
+        setTimeout(() => reject(new Error('never released')), 5000),
+      ),
+    ]);
+    results.push(at - cutAt);
+  }
+  note(`release after drop: ${results.map((r) => round(r)).join(', ')} ms`);
+  return median(results);
+}
+
+/** 600 characters of ordinary mixed text. */
+function pasteText(): string {
+  const sentence = 'The quick brown fox jumps over the lazy dog, then Types 42 more words: OK? ';
+  let text = '';
+  while (text.length < 600) text += sentence;
+  return text.slice(0, 600);
+}
+
+async function pasteRate(): Promise<number> {
+  const s = await serve('qemu');
+  try {
+    const serial = join(s.dir, 'run', 'serial.log');
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const log = await readFile(serial, 'utf8').catch(() => '');
+      if (/add .*Keyboard/.test(log)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const text = pasteText();
+    const before = (await readFile(serial, 'utf8')).length;
+    const t0 = performance.now();
+    const answer = (await post(s, '/api/hid/print?limit=0&keymap=en-us', text)) as {
+      result: { typed: number; unmapped: string[] };
+    };
+    const ms = performance.now() - t0;
+    // every non-modifier press shows up in the guest's key log (value 1 = press)
+    const expected = [...text].length;
+    let presses = 0;
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) {
+      const log = (await readFile(serial, 'utf8')).slice(before);
+      presses = (log.match(/ 1 (?!42 )\d+ 1\r?\n/g) ?? []).length;
+      if (presses >= expected) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    note(
+      `paste: ${answer.result.typed} typed in ${round(ms)} ms, guest saw ${presses} presses of ${expected}`,
+    );
+    if (presses !== expected) throw new Error(`paste: the guest saw ${presses} of ${expected}`);
+    return (answer.result.typed / ms) * 1000;
+  } finally {
+    await s.app.close();
+    await rm(s.dir, { recursive: true, force: true });
+  }
+}
+
+const served = await serve('testbed');
+let browser: Browser | null = null;
+try {
+  const hid = served.app.ctx.drivers.testbedHid;
+  if (!hid) throw new Error('no testbed hid');
+  const ctx: Ctx = { ...served, hid };
+  browser = await Browser.launch();
+  const dc = await latency(browser, ctx, 'webrtc');
+  const ws = await latency(browser, ctx, 'direct_h264');
+  const drop = await releaseAfterDrop(browser, ctx);
+  await browser.close();
+  browser = null;
+  await served.app.close();
+  const paste = await pasteRate();
+  process.stdout.write(
+    `${JSON.stringify({
+      datachannel_p50_ms: round(dc.p50, 2),
+      datachannel_p99_ms: round(dc.p99, 2),
+      ws_p50_ms: round(ws.p50, 2),
+      ws_p99_ms: round(ws.p99, 2),
+      paste_chars_per_s: round(paste),
+      release_after_drop_ms: round(drop),
+    })}\n`,
+  );
+} finally {
+  await browser?.close();
+  await served.app.close().catch(() => undefined);
+  await rm(served.dir, { recursive: true, force: true });
+}

@@ -1,0 +1,114 @@
+import { Button, Dropdown, Tooltip, type MenuProps } from 'antd';
+import { DeleteOutlined, PlusOutlined, ThunderboltOutlined } from '@ant-design/icons';
+import { useTranslation } from 'react-i18next';
+import { BUILTIN_SHORTCUTS } from '@kvm/protocol/enums';
+import type { Shortcut } from '@kvm/protocol/settings';
+import { useMessage } from '../../components/notify';
+import { errorMessage } from '../../lib/api';
+import { hidSender } from '../input/input-session';
+import { saveConfig, useConfig } from '../settings/config-store';
+import { virtualKeyInput } from './keyboard-session';
+import { displayLabel, shortcutLabel, withoutShortcut } from './shortcuts';
+
+const NO_SHORTCUTS: readonly Shortcut[] = [];
+
+/** Presses the keys in order and releases them in reverse (SPEC 3 shortcut). */
+export function sendShortcut(keys: readonly string[]): void {
+  // Modifiers latched on the virtual keyboard would turn Alt+Tab into Ctrl+Alt+Tab.
+  virtualKeyInput.releaseAll();
+  hidSender.tap(keys);
+}
+
+/**
+ * SPEC 2/3 toolbar shortcuts: the built-ins, then the user's own (each can be deleted), then
+ * "Add shortcut".
+ */
+export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const saved = useConfig((s) => s.config?.shortcuts) ?? NO_SHORTCUTS;
+
+  const remove = async (index: number) => {
+    try {
+      await saveConfig({ shortcuts: withoutShortcut(saved, index) });
+      void message.success(t('shortcuts.deleted'));
+    } catch (err) {
+      void message.error(errorMessage(err, t('common.settingFailed')));
+    }
+  };
+
+  const items: MenuProps['items'] = [
+    {
+      type: 'group',
+      key: 'builtin',
+      label: t('shortcuts.builtin'),
+      children: BUILTIN_SHORTCUTS.map((s, i) => ({
+        key: `builtin-${i}`,
+        label: <span data-testid={`shortcut-builtin-${i}`}>{s.label}</span>,
+      })),
+    },
+    {
+      type: 'group',
+      key: 'saved',
+      label: t('shortcuts.saved'),
+      children:
+        saved.length === 0
+          ? [{ key: 'none', disabled: true, label: t('shortcuts.none') }]
+          : saved.map((s, i) => ({
+              key: `saved-${i}`,
+              label: (
+                <span
+                  data-testid={`shortcut-saved-${i}`}
+                  title={shortcutLabel(s.keys)}
+                  style={{ display: 'flex', alignItems: 'center', gap: 8 }}
+                >
+                  <span style={{ flex: 1 }}>{displayLabel(s)}</span>
+                  <Button
+                    size="small"
+                    type="text"
+                    danger
+                    icon={<DeleteOutlined />}
+                    aria-label={t('shortcuts.delete')}
+                    data-testid={`shortcut-delete-${i}`}
+                    onClick={(e) => {
+                      // Deleting is not choosing: the menu item must not send it.
+                      e.stopPropagation();
+                      void remove(i);
+                    }}
+                  />
+                </span>
+              ),
+            })),
+    },
+    { type: 'divider' },
+    {
+      key: 'add',
+      icon: <PlusOutlined />,
+      label: <span data-testid="shortcut-add">{t('shortcuts.add')}</span>,
+    },
+  ];
+
+  const onClick: MenuProps['onClick'] = ({ key }) => {
+    if (key === 'add') {
+      onAdd();
+      return;
+    }
+    const [group, index] = key.split('-');
+    const list = group === 'builtin' ? BUILTIN_SHORTCUTS : saved;
+    const shortcut = list[Number(index)];
+    if (shortcut) sendShortcut(shortcut.keys);
+  };
+
+  return (
+    <Dropdown menu={{ items, onClick }} trigger={['click']} placement="bottom">
+      <Tooltip title={t('shortcuts.menu')} placement="bottom">
+        <Button
+          type="text"
+          icon={<ThunderboltOutlined />}
+          aria-label={t('shortcuts.menu')}
+          data-testid="toolbar-shortcuts"
+        />
+      </Tooltip>
+    </Dropdown>
+  );
+}
