@@ -17,6 +17,7 @@
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
@@ -74,6 +75,25 @@ function stampKeys(): void {
   };
   window.addEventListener('keydown', stamp, true);
   window.addEventListener('keyup', stamp, true);
+  // when the console hands each frame to the data channel or the socket (for the breakdown)
+  const sends: number[] = [];
+  (window as unknown as { __sends: number[] }).__sends = sends;
+  for (const proto of [RTCDataChannel.prototype, WebSocket.prototype]) {
+    const original = proto.send as (this: unknown, data: unknown) => void;
+    proto.send = function (this: unknown, data: unknown) {
+      const bytes =
+        data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : ArrayBuffer.isView(data)
+            ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+            : null;
+      // key frames of KeyA: [0x01][flags]"KeyA"
+      if (bytes && bytes[0] === 1 && bytes.length === 6 && bytes[2] === 0x4b && bytes[5] === 0x41) {
+        sends.push(performance.timeOrigin + performance.now());
+      }
+      original.call(this, data);
+    } as typeof proto.send;
+  }
 }
 
 async function openConsole(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264') {
@@ -141,6 +161,8 @@ async function latency(
   };
   ctx.hid.on('report', onReport);
   const transport = watchTransport(ctx);
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   for (let i = 0; i < EVENTS; i += 1) {
     if (i % 2 === 0) await page.keyboard.down('KeyA');
     else await page.keyboard.up('KeyA');
@@ -150,11 +172,26 @@ async function latency(
     await new Promise((r) => setTimeout(r, 50));
   }
   transport.stop();
+  loop.disable();
+  note(
+    `${mode}: server event loop delay p50 ${round(loop.percentile(50) / 1e6, 2)} p99 ${round(loop.percentile(99) / 1e6, 2)} max ${round(loop.max / 1e6, 2)} ms`,
+  );
   ctx.hid.off('report', onReport);
   const browserTimes = await page.evaluate(
     () => (window as unknown as { __keys: number[] }).__keys,
   );
+  const sendTimes = await page.evaluate(() => (window as unknown as { __sends: number[] }).__sends);
   await page.close();
+  if (sendTimes.length === browserTimes.length) {
+    // where the time goes: the page (event to send) and the rest (transport + server)
+    const inPage = sendTimes.map((t, i) => t - browserTimes[i]!);
+    const rest = sendTimes.map((t, i) => driverTimes[i]! - t);
+    note(
+      `${mode}: event to send p50 ${round(percentile(inPage, 50), 2)} p99 ${round(percentile(inPage, 99), 2)} ms; send to driver p50 ${round(percentile(rest, 50), 2)} p99 ${round(percentile(rest, 99), 2)} ms`,
+    );
+  } else {
+    note(`${mode}: ${sendTimes.length} sends seen in the page, no breakdown`);
+  }
   const wanted = mode === 'webrtc' ? 'rtc' : 'ws';
   note(
     `${mode}: ${browserTimes.length} browser events, ${driverTimes.length} driver calls, frames by transport ${JSON.stringify(transport.counts)}`,
@@ -221,26 +258,33 @@ async function pasteRate(): Promise<number> {
       await new Promise((r) => setTimeout(r, 100));
     }
     const text = pasteText();
-    const before = (await readFile(serial, 'utf8')).length;
+    // Typed as a shell command, so the guest's screen shows it twice: the command line and the
+    // output. Its own text buffer (the guest's `screen` command) is the oracle.
+    await new Promise((r) => setTimeout(r, 1000));
     const t0 = performance.now();
-    const answer = (await post(s, '/api/hid/print?limit=0&keymap=en-us', text)) as {
+    const answer = (await post(s, '/api/hid/print?limit=0&keymap=en-us', `echo '${text}'`)) as {
       result: { typed: number; unmapped: string[] };
     };
     const ms = performance.now() - t0;
-    // every non-modifier press shows up in the guest's key log (value 1 = press)
-    const expected = [...text].length;
-    let presses = 0;
+    const before = (await readFile(serial, 'utf8')).length;
+    await post(s, '/api/hid/print?limit=0&keymap=en-us', '\nscreen\n');
+    let screen = '';
     const until = Date.now() + 10_000;
     while (Date.now() < until) {
-      const log = (await readFile(serial, 'utf8')).slice(before);
-      presses = (log.match(/ 1 (?!42 )\d+ 1\r?\n/g) ?? []).length;
-      if (presses >= expected) break;
+      const log = (await readFile(serial, 'utf8')).slice(before).replace(/\r/g, '');
+      const match = /screen begin \S+\n([\s\S]*?)\nscreen end/.exec(log);
+      if (match) {
+        screen = match[1]!;
+        break;
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
+    const squeeze = (t: string): string => t.replace(/\s+/g, '');
+    const shown = squeeze(screen).split(squeeze(text)).length - 1;
     note(
-      `paste: ${answer.result.typed} typed in ${round(ms)} ms, guest saw ${presses} presses of ${expected}`,
+      `paste: ${answer.result.typed} typed in ${round(ms)} ms; the guest's screen shows it ${shown} times`,
     );
-    if (presses !== expected) throw new Error(`paste: the guest saw ${presses} of ${expected}`);
+    if (shown < 2) throw new Error(`paste: the guest's screen does not show the text:\n${screen}`);
     return (answer.result.typed / ms) * 1000;
   } finally {
     await s.app.close();
