@@ -210,6 +210,18 @@ describe('keyboard and mouse on the QEMU guest', () => {
     await page.keyboard.press('Backspace');
   }, 60_000);
 
+  it('shows the guest keyboard LEDs in the status bar', async () => {
+    await byTestId(page, 'video-area').focus();
+    await page.keyboard.press('CapsLock');
+    await expect
+      .poll(() => byTestId(page, 'status-led-caps').getAttribute('data-on'), { timeout: 10_000 })
+      .toBe('true');
+    await page.keyboard.press('CapsLock');
+    await expect
+      .poll(() => byTestId(page, 'status-led-caps').getAttribute('data-on'), { timeout: 10_000 })
+      .toBe('false');
+  }, 30_000);
+
   it('a browser killed in the middle of a key press: the guest sees the key released', async () => {
     const mark = (await serial()).length;
     await byTestId(page, 'video-area').focus();

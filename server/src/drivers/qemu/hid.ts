@@ -62,6 +62,7 @@ export class QemuHid implements HidDriver {
   private pumping = false;
   private readonly stateListeners = new Set<(state: HidDriverState) => void>();
   private horizontalWheel = true;
+  private leds = { caps: false, num: false, scroll: false };
   private readonly offMachine: Array<() => void> = [];
 
   constructor(
@@ -97,7 +98,7 @@ export class QemuHid implements HidDriver {
       connected: this.connected,
       keyboard: {
         online,
-        leds: { caps: false, num: false, scroll: false },
+        leds: { ...this.leds },
         outputs: { available: [], active: '' },
       },
       mouse: {
@@ -111,6 +112,18 @@ export class QemuHid implements HidDriver {
   onState(listener: (state: HidDriverState) => void): () => void {
     this.stateListeners.add(listener);
     return () => this.stateListeners.delete(listener);
+  }
+
+  /** The guest's LEDs, from the VNC connection of the video driver (QEMU reports them there). */
+  setLeds(leds: { caps: boolean; num: boolean; scroll: boolean }): void {
+    if (
+      leds.caps === this.leds.caps &&
+      leds.num === this.leds.num &&
+      leds.scroll === this.leds.scroll
+    )
+      return;
+    this.leds = { ...leds };
+    this.notify();
   }
 
   sendKey(key: string, pressed: boolean): void {

@@ -18,6 +18,8 @@ import { createConnection, type Socket } from 'node:net';
 const ENC_RAW = 0;
 const ENC_DESKTOP_SIZE = -223;
 const ENC_EXTENDED_DESKTOP_SIZE = -308;
+/** QEMU's keyboard LED state pseudo-encoding: one byte, bit0 scroll, bit1 num, bit2 caps. */
+const ENC_QEMU_LED_STATE = -261;
 
 /** 32 bpp, depth 24, little-endian, true colour, 8 bits each: red<<16|green<<8|blue = B,G,R,X. */
 const PIXEL_FORMAT = Buffer.from([32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0, 0, 0, 0]);
@@ -27,6 +29,8 @@ export interface RfbClientEvents {
   update: [arrivedAt: number];
   /** The framebuffer changed size (before the update that repaints it). */
   resize: [width: number, height: number];
+  /** The guest's keyboard LEDs (QEMU sends them on connect and on every change). */
+  leds: [leds: { caps: boolean; num: boolean; scroll: boolean }];
   close: [error: Error | null];
 }
 
@@ -224,7 +228,12 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
         this.name = init.toString('utf8', 24);
         this.resize(init.readUInt16BE(0), init.readUInt16BE(2));
         const setPixelFormat = Buffer.concat([Buffer.alloc(4), PIXEL_FORMAT]);
-        const encodings = [ENC_RAW, ENC_DESKTOP_SIZE, ENC_EXTENDED_DESKTOP_SIZE];
+        const encodings = [
+          ENC_RAW,
+          ENC_DESKTOP_SIZE,
+          ENC_EXTENDED_DESKTOP_SIZE,
+          ENC_QEMU_LED_STATE,
+        ];
         const setEncodings = Buffer.alloc(4 + 4 * encodings.length);
         setEncodings[0] = 2;
         setEncodings.writeUInt16BE(encodings.length, 2);
@@ -238,6 +247,7 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
       case 'normal':
         if (this.body === 'raw') return this.readRawBody();
         if (this.body === 'extended') return this.readExtendedBody();
+        if (this.body === 'leds') return this.readLedBody();
         return this.rectsLeft >= 0 ? this.readRect() : this.readMessage();
       case 'closed':
         return false;
@@ -312,6 +322,8 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
     } else if (encoding === ENC_DESKTOP_SIZE) {
       this.resize(w, h);
       this.rectDone();
+    } else if (encoding === ENC_QEMU_LED_STATE) {
+      this.body = 'leds';
     } else {
       throw new Error(`RFB encoding ${encoding} was not asked for`);
     }
@@ -320,7 +332,16 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
 
   /** The rectangle whose body is awaited (its header was read). */
   private rect = { x: 0, y: 0, w: 0, h: 0 };
-  private body: 'raw' | 'extended' | null = null;
+  private body: 'raw' | 'extended' | 'leds' | null = null;
+
+  private readLedBody(): boolean {
+    if (this.queue.length < 1) return false;
+    const bits = this.queue.read(1)[0]!;
+    this.body = null;
+    this.emit('leds', { scroll: (bits & 1) !== 0, num: (bits & 2) !== 0, caps: (bits & 4) !== 0 });
+    this.rectDone();
+    return true;
+  }
 
   private readRawBody(): boolean {
     const r = this.rect;

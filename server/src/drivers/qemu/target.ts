@@ -28,8 +28,8 @@ export interface QemuDrivers {
 
 export async function createQemuDrivers(config: AppConfig, log: Logger): Promise<QemuDrivers> {
   const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log });
-  const video = new QemuVideo(machine, { log });
   const hid = new QemuHid(machine, log);
+  const video = new QemuVideo(machine, { log, onLeds: (leds) => hid.setLeds(leds) });
   return {
     machine,
     video,

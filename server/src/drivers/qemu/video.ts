@@ -16,6 +16,8 @@ export interface QemuVideoOptions {
   log?: MachineLogger;
   /** Delay before a new RFB connection attempt after a failure. */
   retryMs?: number;
+  /** The guest's keyboard LEDs, as QEMU tells the VNC client (while the video runs). */
+  onLeds?: (leds: { caps: boolean; num: boolean; scroll: boolean }) => void;
 }
 
 /** A still screen still gets a frame this often (VideoSource contract). */
@@ -144,6 +146,7 @@ export class QemuVideo implements VideoSource {
   private attach(rfb: RfbClient): void {
     this.rfb = rfb;
     rfb.on('resize', (width, height) => this.setState({ width, height }));
+    rfb.on('leds', (leds) => this.opts.onLeds?.(leds));
     rfb.on('update', (arrivedAt) => {
       // Always keep one request outstanding: QEMU answers it when the screen changes.
       rfb.requestUpdate(true);
