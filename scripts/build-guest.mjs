@@ -84,7 +84,7 @@ const MODULES = [
 ];
 
 // Serial port lines (ttyS0), one per fact, for the end-to-end tests:
-//   guest init <kernel release> / guest ready     boot progress
+//   guest init <kernel release> <media> / guest ready   boot progress (media: own or rescue)
 //   input <eventN> add <name>                     an input device appeared
 //   input <eventN> <sec.usec> <type> <code> <value>  one evdev event (linux/input.h numbers)
 //   block <name> <512-byte sectors> [iso=<volume id>]  a block device appeared or changed
@@ -101,7 +101,9 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 # Whatever init itself prints goes to the serial log; the screen belongs to the shell.
 exec > /dev/ttyS0 2>&1
-echo "guest init $(uname -r)"
+# kvm_media names the medium this kernel came from (rescue.iso sets it); none = the guest's own.
+media=$(sed -n 's/.*kvm_media=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
+echo "guest init $(uname -r) \${media:-own}"
 for m in $(cat /etc/modules); do modprobe "$m" || echo "guest modprobe $m failed"; done
 # A medium check must not lock the tray against QMP eject, nor close a tray QEMU opened.
 echo 0 > /proc/sys/dev/cdrom/lock
@@ -255,7 +257,7 @@ done | while read type code value; do
 done
 `;
 
-const OUTPUTS = ['vmlinux', 'vmlinuz', 'initrd.img', 'guest.iso'];
+const OUTPUTS = ['vmlinux', 'vmlinuz', 'initrd.img', 'guest.iso', 'rescue.iso'];
 
 function log(msg) {
   if (!quiet) console.log(`build-guest: ${msg}`);
@@ -486,7 +488,14 @@ function buildInitramfs(kernelRoot, kernelVersion, busybox) {
   return { image: gzipSync(cpio.finish(), { level: 9 }), modules: order };
 }
 
-function buildIso(stage, iso) {
+/**
+ * The second ISO, `rescue.iso`: the same guest, volume id KVM_RESCUE and `kvm_media=rescue` on
+ * its kernel command line, so a test that mounts it as a CD-ROM and resets the VM can tell from
+ * the serial log that the VM booted from the mounted medium (`guest init <release> rescue`).
+ */
+const RESCUE = { volumeId: 'KVM_RESCUE', media: 'rescue' };
+
+function buildIso(stage, iso, volumeId = 'KVM_GUEST', extraCmdline = '') {
   const isolinux = '/usr/lib/ISOLINUX';
   const syslinux = '/usr/lib/syslinux/modules/bios';
   for (const need of [join(isolinux, 'isolinux.bin'), join(syslinux, 'ldlinux.c32')]) {
@@ -499,11 +508,11 @@ function buildIso(stage, iso) {
   copyFileSync(join(syslinux, 'ldlinux.c32'), join(stage, 'isolinux', 'ldlinux.c32'));
   writeFileSync(
     join(stage, 'isolinux', 'isolinux.cfg'),
-    `DEFAULT guest\nPROMPT 0\nTIMEOUT 0\nLABEL guest\n  KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND ${CMDLINE}\n`,
+    `DEFAULT guest\nPROMPT 0\nTIMEOUT 0\nLABEL guest\n  KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND ${CMDLINE}${extraCmdline}\n`,
   );
   // Hybrid: boots as a CD-ROM (El Torito) and as a disk or USB stick (isohdpfx MBR).
   run('xorriso', [
-    ...['-as', 'mkisofs', '-quiet', '-o', iso, '-V', 'KVM_GUEST', '-J', '-R'],
+    ...['-as', 'mkisofs', '-quiet', '-o', iso, '-V', volumeId, '-J', '-R'],
     ...['-isohybrid-mbr', join(isolinux, 'isohdpfx.bin')],
     ...['-c', 'isolinux/boot.cat', '-b', 'isolinux/isolinux.bin'],
     ...['-no-emul-boot', '-boot-load-size', '4', '-boot-info-table'],
@@ -540,6 +549,7 @@ function main() {
   extractVmlinux(join(stage, 'vmlinuz'), join(workDir, 'vmlinux'));
   writeFileSync(join(stage, 'initrd.img'), image);
   buildIso(stage, join(workDir, 'guest.iso'));
+  buildIso(stage, join(workDir, 'rescue.iso'), RESCUE.volumeId, ` kvm_media=${RESCUE.media}`);
 
   // Outputs replace the old ones by rename; guest.json last, so it only names a whole set.
   rmSync(join(outDir, 'guest.json'), { force: true });
@@ -547,6 +557,7 @@ function main() {
   renameSync(join(workDir, 'vmlinux'), join(outDir, 'vmlinux'));
   renameSync(join(stage, 'initrd.img'), join(outDir, 'initrd.img'));
   renameSync(join(workDir, 'guest.iso'), join(outDir, 'guest.iso'));
+  renameSync(join(workDir, 'rescue.iso'), join(outDir, 'rescue.iso'));
   const manifest = {
     scriptHash,
     kernelVersion,
@@ -559,6 +570,7 @@ function main() {
   };
   writeFileSync(join(outDir, 'guest.json'), JSON.stringify(manifest, null, 2) + '\n');
   chmodSync(join(outDir, 'guest.iso'), 0o644);
+  chmodSync(join(outDir, 'rescue.iso'), 0o644);
   rmSync(workDir, { recursive: true, force: true });
   log(
     `built ${kernelVersion} guest in ${(manifest.buildMs / 1000).toFixed(1)} s ` +

@@ -9,3 +9,7 @@ export * from './streamer';
 export * from './hid/keys';
 export * from './hid/codec';
 export * from './hid/state';
+export * from './atx';
+export * from './wol';
+export * from './fingerbot';
+export * from './msd';

@@ -14,6 +14,12 @@ import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
 import { hidRoutes } from './routes/hid';
+import { atxRoutes } from './routes/atx';
+import { fingerbotRoutes } from './routes/fingerbot';
+import { wolRoutes } from './routes/wol';
+import { AtxService, atxProvider } from './services/atx/atx-service';
+import { FingerbotService, fingerbotProvider } from './services/fingerbot/fingerbot-service';
+import { WolService } from './services/wol/wol-service';
 import { HidService } from './services/hid/hid-service';
 import {
   attachHidInput,
@@ -63,6 +69,7 @@ export async function createContext(
   config: AppConfig,
   version: string,
   log: Logger = SILENT_LOGGER,
+  opts: { requestRestart?: () => void } = {},
 ): Promise<AppContext> {
   await removeStaleTemps(config.data_dir);
   const auth = await AuthService.open(config.data_dir, {
@@ -93,6 +100,11 @@ export async function createContext(
   return {
     hid,
     keymaps,
+    atx: new AtxService(drivers.atx, log),
+    wol: await WolService.open(config.data_dir, config.wol),
+    fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
+    requestRestart:
+      opts.requestRestart ?? (() => log.warn({}, 'restart requested: not supported here')),
     config,
     version,
     auth,
@@ -183,6 +195,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     })),
   );
   attachHidInput(hub, ctx.hid);
+  ctx.registry.register(atxProvider(ctx.atx));
+  ctx.registry.register(fingerbotProvider(ctx.fingerbot));
   hub.on('streamClients', (count) => ctx.hub.setWarmers(count));
 
   authRoutes(app, ctx);
@@ -194,6 +208,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   streamerRoutes(app, ctx.streamer, ctx.turn);
   mediaRoutes(app, ctx.hub);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
+  atxRoutes(app, ctx.atx);
+  wolRoutes(app, ctx.wol);
+  fingerbotRoutes(app, ctx.fingerbot);
   const janus = registerJanus(app, {
     feed: ctx.hub,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
@@ -213,6 +230,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.registry.dispose();
     ctx.streamer.dispose();
     ctx.hid.dispose();
+    ctx.atx.dispose();
+    ctx.fingerbot.dispose();
     await ctx.hub.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

@@ -111,6 +111,15 @@ const configSchema = z.strictObject({
       ffmpeg: z.string().default('ffmpeg'),
     })
     .prefault({}),
+  wol: z
+    .strictObject({
+      /** Where magic packets go: the limited broadcast; tests aim at 127.0.0.1. */
+      address: z.ipv4().default('255.255.255.255'),
+      port: z.number().int().min(1).max(65535).default(9),
+      /** Send from this network interface (to its subnet's broadcast); null = any. */
+      interface: z.string().min(1).nullable().default(null),
+    })
+    .prefault({}),
   hid: z
     .strictObject({
       /** Folders of QEMU-format keymaps; the first that has a name wins. Default: see README. */

@@ -6,7 +6,10 @@ import type { SettingsStore } from './services/settings-store';
 import type { TurnState } from '@kvm/protocol';
 import type { VideoHub } from './media/video-hub';
 import type { StreamerService } from './services/streamer';
+import type { AtxService } from './services/atx/atx-service';
+import type { FingerbotService } from './services/fingerbot/fingerbot-service';
 import type { HidService } from './services/hid/hid-service';
+import type { WolService } from './services/wol/wol-service';
 import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
 import type { StateRegistry } from './ws/state-registry';
@@ -26,6 +29,11 @@ export interface AppContext {
   turn: () => TurnState;
   hid: HidService;
   keymaps: KeymapStore;
+  atx: AtxService;
+  wol: WolService;
+  fingerbot: FingerbotService;
+  /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
+  requestRestart: () => void;
 }
 
 export interface Logger {

@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApp, createContext } from './app';
 import { CliError, mergeConfig, parseCli, USAGE } from './cli';
@@ -74,15 +75,38 @@ async function main(): Promise<void> {
   );
 
   const version = productVersion();
-  const ctx = await createContext(config, version, logger);
   const https = config.server.tls
     ? await loadOrCreateCertificate(join(config.data_dir, 'tls'))
     : null;
-  const app = await buildApp(ctx, { logger, https });
   const { host, port } = config.server.listen;
-  await app.listen({ host, port });
+
+  // The running app; a restart (virtual media enabled or disabled: the device "reboots") closes
+  // it, every driver and child process with it, and builds it anew on the same port.
+  let app: FastifyInstance;
+  let restarting: Promise<void> | null = null;
+  const start = async (): Promise<void> => {
+    const ctx = await createContext(config, version, logger, {
+      requestRestart: () => {
+        restarting ??= restart().finally(() => {
+          restarting = null;
+        });
+      },
+    });
+    app = await buildApp(ctx, { logger, https });
+    await app.listen({ host, port });
+  };
+  const restart = async (): Promise<void> => {
+    // let the answer of the call that asked for it go out first
+    await new Promise((r) => setTimeout(r, 200));
+    logger.info({}, 'restarting');
+    const begun = performance.now();
+    await app.close();
+    await start();
+    logger.info({ ms: Math.round(performance.now() - begun) }, 'restarted');
+  };
+  await start();
   const redirect = startRedirect(config);
-  const address = app.server.address();
+  const address = app!.server.address();
   const realPort = typeof address === 'object' && address ? address.port : port;
   const scheme = config.server.tls ? 'https' : 'http';
   const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : formatHost(host);
@@ -103,8 +127,8 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     redirect?.close();
-    app
-      .close()
+    Promise.resolve(restarting)
+      .then(() => app.close())
       .then(() => {
         logFile.close();
         process.exit(0);

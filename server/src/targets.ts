@@ -5,6 +5,8 @@
 import type { AppConfig } from './config';
 import { DisabledAtx } from './drivers/atx/disabled';
 import type { AtxDriver } from './drivers/atx/types';
+import { DisabledFingerbot } from './drivers/fingerbot/disabled';
+import type { FingerbotDriver } from './drivers/fingerbot/types';
 import type { HidDriver } from './drivers/hid/types';
 import { DisabledMsd } from './drivers/msd/disabled';
 import type { MsdDriver } from './drivers/msd/types';
@@ -18,6 +20,7 @@ export interface Drivers {
   hid: HidDriver;
   atx: AtxDriver;
   msd: MsdDriver;
+  fingerbot: FingerbotDriver;
   /** Target-specific handles other subsystems and tests may need (the testbed picture, the VM). */
   testbed?: TestbedVideo;
   testbedHid?: TestbedHid;
@@ -37,7 +40,7 @@ function bundle(
   parts: Omit<Drivers, 'init' | 'dispose' | 'target'>,
   extra: { init?: () => Promise<void>; dispose?: () => Promise<void> } = {},
 ): Drivers {
-  const all = [parts.video, parts.hid, parts.atx, parts.msd];
+  const all = [parts.video, parts.hid, parts.atx, parts.msd, parts.fingerbot];
   return {
     target,
     ...parts,
@@ -68,6 +71,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
         testbedHid: hid,
         atx: new DisabledAtx(),
         msd: new DisabledMsd(),
+        fingerbot: new DisabledFingerbot(),
         testbed: video,
       });
     }
@@ -76,7 +80,13 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
       const q = await createQemuDrivers(config, log);
       return bundle(
         'qemu',
-        { video: q.video, hid: q.hid, atx: new DisabledAtx(), msd: new DisabledMsd() },
+        {
+          video: q.video,
+          hid: q.hid,
+          atx: q.atx,
+          msd: new DisabledMsd(),
+          fingerbot: q.fingerbot,
+        },
         { init: q.init, dispose: q.dispose },
       );
     }

@@ -1,5 +1,7 @@
 /** The ATX driver: the remote computer's power and reset buttons and its power LED (issue 5). */
-export type AtxButton = 'power' | 'power_long' | 'reset';
+import type { AtxButtonName } from '@kvm/protocol';
+
+export type AtxButton = AtxButtonName;
 
 export interface AtxDriverState {
   enabled: boolean;

@@ -15,6 +15,8 @@ export interface GuestImage {
   initrd: string;
   /** Hybrid ISO (isolinux) of the same kernel, initramfs and command line. */
   iso: string;
+  /** The same guest as a bootable CD that says so (kvm_media=rescue): the virtual media tests mount it. */
+  rescueIso: string;
   manifest: string;
 }
 
@@ -33,6 +35,7 @@ export function guestImagePaths(dir = join(REPO_ROOT, '.cache', 'guest')): Guest
     vmlinuz: join(dir, 'vmlinuz'),
     initrd: join(dir, 'initrd.img'),
     iso: join(dir, 'guest.iso'),
+    rescueIso: join(dir, 'rescue.iso'),
     manifest: join(dir, 'guest.json'),
   };
 }

@@ -7,7 +7,11 @@ import { join } from 'node:path';
 import type { AppConfig } from '../../config';
 import type { VideoSource } from '../video/types';
 import { QemuMachine } from './machine';
+import type { AtxDriver } from '../atx/types';
+import type { FingerbotDriver } from '../fingerbot/types';
 import type { HidDriver } from '../hid/types';
+import { QemuAtx } from './atx';
+import { QemuFingerbot } from './fingerbot';
 import { QemuHid } from './hid';
 import { QemuVideo } from './video';
 
@@ -22,18 +26,25 @@ export interface QemuDrivers {
   machine: QemuMachine;
   video: VideoSource;
   hid: HidDriver;
+  atx: AtxDriver;
+  fingerbot: FingerbotDriver;
   init: () => Promise<void>;
   dispose: () => Promise<void>;
 }
 
 export async function createQemuDrivers(config: AppConfig, log: Logger): Promise<QemuDrivers> {
-  const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log });
+  // The guest boots from its own disk through the BIOS, like a PC: a CD-ROM mounted by virtual
+  // media (boot priority 1) then boots instead after a reset. A direct kernel boot would be 3 s
+  // faster but QEMU's kernel loader always wins over every boot device.
+  const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log, boot: 'iso' });
   const hid = new QemuHid(machine, log);
   const video = new QemuVideo(machine, { log, onLeds: (leds) => hid.setLeds(leds) });
   return {
     machine,
     video,
     hid,
+    atx: new QemuAtx(machine),
+    fingerbot: new QemuFingerbot(machine, config.data_dir),
     // The video source connects when the VM's VNC socket appears; init resolves once QMP answers.
     init: async () => {
       await machine.init();

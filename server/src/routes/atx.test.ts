@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
+import { AtxService } from '../services/atx/atx-service';
+import { initAndLogin, newApp } from '../test-helpers';
+
+let app: FastifyInstance;
+afterEach(async () => {
+  await app?.close();
+});
+
+/** A driver whose presses last until released by the test; records what was pressed. */
+class FakeAtx implements AtxDriver {
+  readonly name = 'fake';
+  pressed: AtxButton[] = [];
+  private release: (() => void) | null = null;
+  power = false;
+  getState(): AtxDriverState {
+    return { enabled: true, leds: { power: this.power, hdd: false } };
+  }
+  onState(): () => void {
+    return () => undefined;
+  }
+  click(button: AtxButton): Promise<void> {
+    this.pressed.push(button);
+    return new Promise((r) => (this.release = r));
+  }
+  finish(): void {
+    this.release?.();
+  }
+  async init(): Promise<void> {}
+  async dispose(): Promise<void> {}
+}
+
+describe('ATX service', () => {
+  it('runs one press at a time, busy meanwhile, and follows kvmd power actions', async () => {
+    const driver = new FakeAtx();
+    const atx = new AtxService(driver);
+    const states: boolean[] = [];
+    atx.on('state', (s) => states.push(s.busy));
+    const first = atx.click('power', true);
+    expect(atx.getState().busy).toBe(true);
+    await expect(atx.click('reset', false)).rejects.toMatchObject({
+      status: 409,
+      wireName: 'AtxIsBusyError',
+    });
+    driver.finish();
+    await first;
+    expect(states).toEqual([true, false]);
+    await atx.power('off', false); // already off: nothing pressed
+    expect(driver.pressed).toEqual(['power']);
+    await atx.power('on', false);
+    driver.finish();
+    await new Promise((r) => setTimeout(r, 0));
+    driver.power = true;
+    const hard = atx.power('off_hard', true);
+    expect(driver.pressed).toEqual(['power', 'power', 'power_long']);
+    driver.finish();
+    await hard;
+  });
+});
+
+describe('/api/atx on a target without ATX', () => {
+  it('answers the state and refuses a click with AtxDisabledError', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const state = (await app.inject({ url: '/api/atx', headers: { token } })).json().result;
+    expect(state).toEqual({
+      enabled: false,
+      busy: false,
+      leds: { power: false, hdd: false },
+      power: 'off',
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/atx/click?button=power',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result.error).toBe('AtxDisabledError');
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/api/atx/click?button=hold',
+      headers: { token },
+    });
+    expect(bad.json().result.error).toBe('ValidatorError');
+  });
+});

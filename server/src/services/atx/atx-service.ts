@@ -1,0 +1,94 @@
+/**
+ * ATX: one physical press at a time (kvmd's region: a second one is AtxIsBusyError 409 and the
+ * state shows `busy`), the `atx` state and event.
+ */
+import { EventEmitter } from 'node:events';
+import { ATX_HOLD_MS, type AtxButtonName, type AtxPowerAction, type AtxState } from '@kvm/protocol';
+import { ApiError, BusyError } from '../../errors';
+import type { AtxDriver } from '../../drivers/atx/types';
+import type { StateProvider } from '../../ws/state-registry';
+
+export class AtxIsBusyError extends BusyError {
+  constructor() {
+    super('AtxIsBusyError', 'Performing another ATX operation, please try again later');
+  }
+}
+
+interface Logger {
+  warn(obj: object, msg?: string): void;
+}
+
+export class AtxService extends EventEmitter<{ state: [AtxState] }> {
+  private busy = false;
+  private readonly offDriver: () => void;
+
+  constructor(
+    readonly driver: AtxDriver,
+    private readonly log?: Logger,
+  ) {
+    super();
+    this.offDriver = driver.onState(() => this.publish());
+  }
+
+  getState(): AtxState {
+    const d = this.driver.getState();
+    return {
+      enabled: d.enabled,
+      busy: this.busy,
+      leds: { ...d.leds },
+      power: d.leds.power ? 'on' : 'off',
+    };
+  }
+
+  /**
+   * Presses a button for its hold time. With `wait` the promise settles when the button is
+   * released; without, it settles as soon as the press has started (kvmd's default) and a
+   * failure is only logged.
+   */
+  async click(button: AtxButtonName, wait: boolean): Promise<void> {
+    if (!this.driver.getState().enabled) {
+      throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
+    }
+    if (this.busy) throw new AtxIsBusyError();
+    this.busy = true;
+    this.publish();
+    const done = this.driver.click(button).finally(() => {
+      this.busy = false;
+      this.publish();
+    });
+    if (wait) return done;
+    done.catch((err: unknown) => this.log?.warn({ err, button }, 'atx: press failed'));
+  }
+
+  /** kvmd's `/atx/power`: acts only when the power LED says it is needed. */
+  async power(action: AtxPowerAction, wait: boolean): Promise<void> {
+    const on = this.driver.getState().leds.power;
+    if (action === 'on' && !on) return this.click('power', wait);
+    if (action === 'off' && on) return this.click('power', wait);
+    if (action === 'off_hard' && on) return this.click('power_long', wait);
+    if (action === 'reset_hard') return this.click('reset', wait);
+    if (!this.driver.getState().enabled) {
+      throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
+    }
+  }
+
+  dispose(): void {
+    this.offDriver();
+  }
+
+  private publish(): void {
+    this.emit('state', this.getState());
+  }
+}
+
+export function atxProvider(atx: AtxService): StateProvider {
+  return {
+    name: 'atx',
+    snapshot: () => [{ event_type: 'atx', event: atx.getState() }],
+    subscribe: (emit) => {
+      const on = (state: AtxState): void => emit({ event_type: 'atx', event: state });
+      atx.on('state', on);
+      return () => atx.off('state', on);
+    },
+  };
+}

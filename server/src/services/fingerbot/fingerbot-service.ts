@@ -1,0 +1,144 @@
+/**
+ * The fingerbot (wire-protocol.md 5.7): one press at a time, the `fingerbot` event {exist}, and
+ * firmware: a .zip whose manifest.json names `finger_robot.signed.bin` is verified on upload,
+ * kept in `<data_dir>/fingerbot/firmware.zip`, and flashed by `upgrade`.
+ */
+import { EventEmitter } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FINGERBOT_FIRMWARE_IMAGE, type FingerbotEvent } from '@kvm/protocol';
+import { ApiError, BusyError, ValidatorError } from '../../errors';
+import type { FingerbotDriver } from '../../drivers/fingerbot/types';
+import { atomicWriteFile } from '../../storage/atomic';
+import type { StateProvider } from '../../ws/state-registry';
+import { zipEntries, zipRead } from './zip';
+
+export interface FirmwarePackage {
+  image: Buffer;
+  version: string;
+}
+
+/** Finds `bin_file` values (nRF DFU manifests nest them) and a version anywhere in the JSON. */
+function manifestFacts(value: unknown, facts = { bins: [] as string[], version: '' }) {
+  if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === 'bin_file' && typeof v === 'string') facts.bins.push(v);
+      else if (/^(version|fw_version|firmware_version)$/.test(k) && typeof v === 'string')
+        facts.version ||= v;
+      else manifestFacts(v, facts);
+    }
+  }
+  return facts;
+}
+
+/** Verifies a firmware package; throws FingerbotFirmwareError naming what is wrong. */
+export function readFirmwarePackage(zip: Buffer): FirmwarePackage {
+  const bad = (why: string) =>
+    new ApiError('FingerbotFirmwareError', 400, `Not a fingerbot firmware package: ${why}`);
+  let entries;
+  try {
+    entries = zipEntries(zip);
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+  const manifestEntry = entries.find((e) => e.name === 'manifest.json');
+  if (!manifestEntry) throw bad('no manifest.json');
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(zipRead(zip, manifestEntry).toString('utf8'));
+  } catch {
+    throw bad('manifest.json is not JSON');
+  }
+  const facts = manifestFacts(manifest);
+  if (!facts.bins.includes(FINGERBOT_FIRMWARE_IMAGE)) {
+    throw bad(`the manifest does not list ${FINGERBOT_FIRMWARE_IMAGE}`);
+  }
+  const imageEntry = entries.find((e) => e.name === FINGERBOT_FIRMWARE_IMAGE);
+  if (!imageEntry) throw bad(`${FINGERBOT_FIRMWARE_IMAGE} is missing`);
+  let image: Buffer;
+  try {
+    image = zipRead(zip, imageEntry);
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+  if (image.length === 0) throw bad(`${FINGERBOT_FIRMWARE_IMAGE} is empty`);
+  return { image, version: facts.version || `build-${image.length}` };
+}
+
+export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> {
+  private busy = false;
+  private readonly offDriver: () => void;
+  private readonly packagePath: string;
+
+  constructor(
+    readonly driver: FingerbotDriver,
+    dataDir: string,
+  ) {
+    super();
+    this.packagePath = join(dataDir, 'fingerbot', 'firmware.zip');
+    this.offDriver = driver.onState((s) => this.emit('state', { exist: s.exist }));
+  }
+
+  getState(): FingerbotEvent {
+    return { exist: this.driver.getState().exist };
+  }
+
+  async click(pressMs: number, angle: 1 | 2): Promise<void> {
+    await this.exclusive(() => this.driver.press(pressMs, angle));
+  }
+
+  battery(): Promise<number> {
+    return this.driver.battery();
+  }
+
+  version(): Promise<string> {
+    return this.driver.version();
+  }
+
+  /** Verifies and keeps a package; the robot is flashed by `upgrade`. */
+  async upload(zip: Buffer): Promise<FirmwarePackage> {
+    if (!this.driver.getState().exist) await this.driver.version(); // the driver's not-found error
+    const pkg = readFirmwarePackage(zip);
+    await atomicWriteFile(this.packagePath, zip);
+    return pkg;
+  }
+
+  async upgrade(): Promise<string> {
+    let zip: Buffer;
+    try {
+      zip = await readFile(this.packagePath);
+    } catch {
+      throw new ValidatorError('No firmware package was uploaded');
+    }
+    const pkg = readFirmwarePackage(zip);
+    return this.exclusive(() => this.driver.upgrade(pkg));
+  }
+
+  dispose(): void {
+    this.offDriver();
+  }
+
+  private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.busy) {
+      throw new BusyError('FingerbotIsBusyError', 'The fingerbot is busy, please try again later');
+    }
+    this.busy = true;
+    try {
+      return await fn();
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+export function fingerbotProvider(fingerbot: FingerbotService): StateProvider {
+  return {
+    name: 'fingerbot',
+    snapshot: () => [{ event_type: 'fingerbot', event: fingerbot.getState() }],
+    subscribe: (emit) => {
+      const on = (state: FingerbotEvent): void => emit({ event_type: 'fingerbot', event: state });
+      fingerbot.on('state', on);
+      return () => fingerbot.off('state', on);
+    },
+  };
+}

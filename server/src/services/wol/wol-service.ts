@@ -1,0 +1,183 @@
+/**
+ * Wake-on-LAN: the device list kept in `<data_dir>/wol.json` and the magic packet, sent as a
+ * UDP broadcast (port 9 by default) from the configured interface.
+ */
+import { createSocket } from 'node:dgram';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import {
+  WOL_DEVICES_MAX,
+  magicPacket,
+  normalizeMac,
+  normalizeWolName,
+  type WolDevice,
+} from '@kvm/protocol';
+import { ApiError, ValidatorError } from '../../errors';
+import { JsonFile } from '../../storage/json-store';
+
+export interface WolConfig {
+  /** Where the packet goes: the limited broadcast by default. */
+  address: string;
+  port: number;
+  /** Send from this interface (its IPv4 address, to its subnet's broadcast); null = any. */
+  interface: string | null;
+}
+
+export class WolDeviceExistsError extends ApiError {
+  constructor(mac: string) {
+    super('WolDeviceExistsError', 400, `A device with the MAC address ${mac} already exists`);
+  }
+}
+
+export class WolSendError extends ApiError {
+  constructor(message: string) {
+    super('WolSendError', 500, `The wake-up packet could not be sent: ${message}`);
+  }
+}
+
+function parseDevices(raw: unknown): { devices: WolDevice[] } {
+  const list = (raw as { devices?: unknown } | undefined)?.devices;
+  if (!Array.isArray(list)) return { devices: [] };
+  const devices = list.flatMap((d: { name?: unknown; mac?: unknown }) => {
+    const mac = typeof d.mac === 'string' ? normalizeMac(d.mac) : null;
+    const name = typeof d.name === 'string' ? normalizeWolName(d.name) : null;
+    return mac && name ? [{ name, mac }] : [];
+  });
+  return { devices };
+}
+
+/** The IPv4 address and subnet broadcast of a named interface. */
+export function interfaceBroadcast(name: string): { address: string; broadcast: string } {
+  const entry = networkInterfaces()[name]?.find((a) => a.family === 'IPv4');
+  if (!entry) throw new WolSendError(`no IPv4 address on interface ${name}`);
+  const ip = entry.address.split('.').map(Number);
+  const mask = entry.netmask.split('.').map(Number);
+  const broadcast = ip.map((b, i) => (b | (~mask[i]! & 0xff)) & 0xff).join('.');
+  return { address: entry.address, broadcast };
+}
+
+export class WolService {
+  private devices: WolDevice[] = [];
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly file: JsonFile<{ devices: WolDevice[] }>,
+    private readonly config: WolConfig,
+  ) {}
+
+  static async open(dataDir: string, config: WolConfig): Promise<WolService> {
+    const file = new JsonFile(join(dataDir, 'wol.json'), parseDevices);
+    const service = new WolService(file, config);
+    service.devices = (await file.load()).devices;
+    return service;
+  }
+
+  list(): WolDevice[] {
+    return this.devices.map((d) => ({ ...d }));
+  }
+
+  add(nameIn: string, macIn: string): Promise<WolDevice> {
+    return this.serial(async () => {
+      const name = this.checkName(nameIn);
+      const mac = this.checkMac(macIn);
+      if (this.devices.some((d) => d.mac === mac)) throw new WolDeviceExistsError(mac);
+      if (this.devices.length >= WOL_DEVICES_MAX) {
+        throw new ValidatorError(`At most ${WOL_DEVICES_MAX} devices`);
+      }
+      const device = { name, mac };
+      await this.save([...this.devices, device]);
+      return { ...device };
+    });
+  }
+
+  rename(macIn: string, nameIn: string): Promise<WolDevice> {
+    return this.serial(async () => {
+      const mac = this.checkMac(macIn);
+      const name = this.checkName(nameIn);
+      const device = this.find(mac);
+      // SPEC 5: a new name must differ from the old one.
+      if (device.name === name) {
+        throw new ApiError('WolSameNameError', 400, 'The new name is the same as the old one');
+      }
+      await this.save(this.devices.map((d) => (d.mac === mac ? { ...d, name } : d)));
+      return { name, mac };
+    });
+  }
+
+  remove(macIn: string): Promise<void> {
+    return this.serial(async () => {
+      const mac = this.checkMac(macIn);
+      this.find(mac);
+      await this.save(this.devices.filter((d) => d.mac !== mac));
+    });
+  }
+
+  /** Sends the magic packet for a known device (or any valid MAC). */
+  async wake(macIn: string): Promise<{ mac: string; address: string; port: number }> {
+    const mac = this.checkMac(macIn);
+    let { address } = this.config;
+    let bindAddress: string | undefined;
+    if (this.config.interface) {
+      const iface = interfaceBroadcast(this.config.interface);
+      bindAddress = iface.address;
+      if (address === '255.255.255.255') address = iface.broadcast;
+    }
+    const packet = magicPacket(mac);
+    const socket = createSocket('udp4');
+    try {
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject);
+        socket.bind({ address: bindAddress, port: 0 }, () => {
+          try {
+            socket.setBroadcast(true);
+          } catch (err) {
+            reject(err as Error);
+            return;
+          }
+          socket.send(packet, this.config.port, address, (err) => (err ? reject(err) : resolve()));
+        });
+      });
+    } catch (err) {
+      throw err instanceof ApiError ? err : new WolSendError((err as Error).message);
+    } finally {
+      socket.close();
+    }
+    return { mac, address, port: this.config.port };
+  }
+
+  private find(mac: string): WolDevice {
+    const device = this.devices.find((d) => d.mac === mac);
+    if (!device) {
+      throw new ApiError('WolDeviceNotFoundError', 404, `No device with the MAC address ${mac}`);
+    }
+    return device;
+  }
+
+  private checkName(name: string): string {
+    const normal = normalizeWolName(name);
+    if (!normal) throw new ValidatorError("The argument 'name' must be 1 to 64 characters");
+    return normal;
+  }
+
+  private checkMac(mac: string): string {
+    const normal = normalizeMac(mac);
+    if (!normal) {
+      throw new ValidatorError(
+        `The argument 'mac' (${JSON.stringify(mac.slice(0, 40))}) is not a valid MAC address (six pairs of hex digits separated by colons)`,
+      );
+    }
+    return normal;
+  }
+
+  private async save(next: WolDevice[]): Promise<void> {
+    await this.file.save({ devices: next });
+    this.devices = next;
+  }
+
+  /** One change at a time: two adds of the same MAC never both pass the check. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+}
