@@ -15,6 +15,7 @@ import { useFullscreen } from '../../components/hooks';
 import { enterFullscreen, exitFullscreen } from '../../lib/fullscreen';
 import { CaptureIndicator } from '../input/CaptureIndicator';
 import { KeyboardTools } from '../keyboard/KeyboardTools';
+import { DeviceTools } from './DeviceTools';
 import { logout } from '../session/session-actions';
 import { setToolbarCollapsed, toggleLeftPanel, useLayout } from './layout-store';
 import { useMessage } from '../../components/notify';
@@ -114,6 +115,7 @@ export function Toolbar() {
               active={leftPanel === 'settings'}
             />
             <KeyboardTools />
+            <DeviceTools />
             <div style={{ flex: 1 }} />
             <CaptureIndicator />
             <ToolButton

@@ -1,0 +1,111 @@
+/**
+ * Virtual media and power end to end on the QEMU target, through the console in Chromium:
+ * power the VM off and on from the power menu (the status bar shows no signal while it is off),
+ * then upload a bootable ISO, mount it as the CD-ROM, reset the VM and see it boot from the
+ * medium. The guest's serial log is the oracle (`guest poweroff`, `guest init <release> rescue`).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { Browser } from './fixtures/browser';
+import { byTestId, loginViaUi, startConsole, stopConsole } from './fixtures/console';
+import { REPO_ROOT, type ServerProcess } from './fixtures/server';
+
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+
+async function serial(): Promise<string> {
+  return (await readFile(join(server.dataDir, 'run', 'serial.log'), 'utf8').catch(() => '')).replace(
+    /\r/g,
+    '',
+  );
+}
+
+async function count(text: string): Promise<number> {
+  return (await serial()).split(text).length - 1;
+}
+
+/** Polls outside expect.poll so it also works in hooks. */
+async function until(what: string, pred: () => Promise<boolean>, timeout = 60_000): Promise<void> {
+  const deadline = Date.now() + timeout;
+  while (!(await pred())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}\n${(await serial()).slice(-800)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function atx(p: Page): Promise<{ leds: { power: boolean }; busy: boolean }> {
+  return p.evaluate(async () => {
+    const res = await fetch('/api/atx');
+    return ((await res.json()) as { result: { leds: { power: boolean }; busy: boolean } }).result;
+  });
+}
+
+async function press(p: Page, item: 'power-short' | 'power-reset'): Promise<void> {
+  await byTestId(p, 'toolbar-power').click();
+  await byTestId(p, item).click();
+  await byTestId(p, 'confirm-ok').click();
+}
+
+beforeAll(async () => {
+  ({ server, browser, page } = await startConsole({ target: 'qemu' }));
+  await loginViaUi(page, server);
+  await until('guest ready', async () => (await count('guest ready')) >= 1, 90_000);
+  await byTestId(page, 'video-webrtc').waitFor({ state: 'visible', timeout: 30_000 });
+}, 150_000);
+afterAll(() => stopConsole(browser, server));
+
+describe('power and virtual media on the QEMU guest', () => {
+  it('powers the VM off from the power menu (no signal) and on again', async () => {
+    await expect.poll(async () => (await atx(page)).leds.power).toBe(true);
+    await press(page, 'power-short');
+    await until('guest poweroff', async () => (await count('guest poweroff')) === 1);
+    await expect.poll(async () => (await atx(page)).leds.power, { timeout: 20_000 }).toBe(false);
+    await expect
+      .poll(() => byTestId(page, 'power-led').getAttribute('data-on'), { timeout: 10_000 })
+      .toBe('false');
+    // SPEC 4: no signal once the line has been dark for 5 s
+    await expect
+      .poll(() => byTestId(page, 'status-stream').getAttribute('data-status'), {
+        timeout: 20_000,
+      })
+      .toBe('noSignal');
+
+    await press(page, 'power-short');
+    await expect.poll(async () => (await atx(page)).leds.power, { timeout: 20_000 }).toBe(true);
+    await until('booted again', async () => (await count('guest ready')) === 2, 90_000);
+    await expect
+      .poll(() => byTestId(page, 'status-stream').getAttribute('data-status'), {
+        timeout: 30_000,
+      })
+      .toBe('active');
+  }, 180_000);
+
+  it('uploads an ISO, mounts it as the CD-ROM, and the VM boots from it after a reset', async () => {
+    await byTestId(page, 'toolbar-storage').click();
+    await byTestId(page, 'storage-panel').waitFor({ state: 'visible' });
+    // image mounting: the CD-ROM (only .iso/.img/.bin are listed there)
+    await byTestId(page, 'msd-mode-cdrom').click();
+    await byTestId(page, 'msd-upload-input').setInputFiles(
+      join(REPO_ROOT, '.cache', 'guest', 'rescue.iso'),
+    );
+    const row = byTestId(page, 'msd-image-rescue.iso');
+    await expect.poll(() => row.getAttribute('data-complete'), { timeout: 60_000 }).toBe('true');
+    await byTestId(page, 'msd-mount-rescue.iso').click();
+    await until('the guest sees the medium', async () =>
+      (await serial()).includes('iso=KVM_RESCUE'),
+    );
+    const msd = await page.evaluate(async () => {
+      const res = await fetch('/api/msd');
+      return ((await res.json()) as { result: { drive: { connected: boolean; cdrom: boolean } } })
+        .result;
+    });
+    expect(msd.drive).toMatchObject({ connected: true, cdrom: true });
+    await page.keyboard.press('Escape');
+
+    await press(page, 'power-reset');
+    await until('booted from the CD-ROM', async () => /guest init \S+ rescue/.test(await serial()), 120_000);
+  }, 240_000);
+});

@@ -1,0 +1,114 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act } from 'react';
+import { NotifyProvider } from '../../components/notify';
+import en from '../../i18n/en.json';
+import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import { applyFingerbot, resetFingerbotForTests } from '../fingerbot/fingerbot-store';
+import { applyAtx, resetAtxForTests, useAtx } from '../power/atx-store';
+import { resetMsdForTests } from '../storage/msd-store';
+import { DeviceTools } from './DeviceTools';
+
+function click(el: Element | null | undefined) {
+  if (!(el instanceof HTMLElement)) throw new Error('no element');
+  act(() => el.click());
+}
+
+/** Lazy panels take longer than a few ticks to import. */
+async function waitFor(selector: string): Promise<HTMLElement> {
+  for (let i = 0; i < 200; i += 1) {
+    const el = document.querySelector<HTMLElement>(selector);
+    if (el) return el;
+    await flush(1);
+  }
+  throw new Error(`${selector} never appeared`);
+}
+
+const ATX_ON = {
+  enabled: true,
+  busy: false,
+  leds: { power: true, hdd: false },
+  power: 'on',
+} as const;
+
+let view: Rendered | undefined;
+let requests: RecordedRequest[];
+let atxAnswer: () => Response;
+
+beforeEach(() => {
+  resetAtxForTests();
+  resetFingerbotForTests();
+  resetMsdForTests();
+  atxAnswer = () => envelope(200, {});
+  ({ requests } = stubFetch({
+    '/api/atx': () => envelope(200, ATX_ON),
+    '/api/atx/click': () => atxAnswer(),
+    '/api/fingerbot/exist': () => envelope(200, { exist: false }),
+    '/api/msd': () => envelope(200, { enabled: false, online: false }),
+    '/api/wol/devices': () => envelope(200, { devices: [] }),
+  }));
+});
+
+afterEach(() => {
+  view?.unmount();
+  view = undefined;
+  vi.unstubAllGlobals();
+  document.body.innerHTML = '';
+});
+
+async function open() {
+  view = await render(
+    <NotifyProvider>
+      <DeviceTools />
+    </NotifyProvider>,
+  );
+  await flush();
+  return view;
+}
+
+describe('DeviceTools', () => {
+  it('reads ATX and fingerbot state at start; the fingerbot button needs the fingerbot', async () => {
+    const v = await open();
+    expect(requests.map((r) => r.path).sort()).toEqual(['/api/atx', '/api/fingerbot/exist']);
+    expect(v.byTestId('power-led')?.dataset['on']).toBe('true');
+    expect(v.byTestId('toolbar-storage')).not.toBeNull();
+    expect(v.byTestId('toolbar-wol')).not.toBeNull();
+    expect(v.byTestId('toolbar-fingerbot')).toBeNull();
+    act(() => applyFingerbot({ exist: true }));
+    expect(v.byTestId('toolbar-fingerbot')).not.toBeNull();
+    act(() => applyAtx({ leds: { power: false, hdd: false } }));
+    expect(v.byTestId('power-led')?.dataset['on']).toBe('false');
+    expect(useAtx.getState().state?.enabled).toBe(true);
+  });
+
+  it('opens the storage and wake-on-LAN panels in a drawer', async () => {
+    const v = await open();
+    click(v.byTestId('toolbar-storage'));
+    expect(await waitFor('[data-testid="storage-panel"]')).not.toBeNull();
+    click(v.byTestId('toolbar-wol'));
+    expect(await waitFor('[data-testid="wol-panel"]')).not.toBeNull();
+    expect(requests.some((r) => r.path === '/api/wol/devices')).toBe(true);
+  });
+
+  it('presses reset after the confirmation; a refusal says "reboot failed"', async () => {
+    atxAnswer = () =>
+      envelope(409, {
+        error: 'AtxIsBusyError',
+        error_msg: 'Performing another ATX operation, please try again later',
+      });
+    const v = await open();
+    click(v.byTestId('toolbar-power'));
+    click(await waitFor('[data-testid="power-reset"]'));
+    await flush();
+    expect(requests.some((r) => r.path === '/api/atx/click')).toBe(false);
+    click(await waitFor('[data-testid="confirm-ok"]'));
+    await flush();
+    const press = requests.find((r) => r.path === '/api/atx/click');
+    expect(press?.method).toBe('POST');
+    expect(press?.query.toString()).toBe('button=reset');
+    expect(document.body.textContent).toContain(
+      `${en.power.rebootFailed}: Performing another ATX operation, please try again later`,
+    );
+    expect(useAtx.getState().pressing).toBeNull();
+  });
+});

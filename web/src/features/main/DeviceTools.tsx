@@ -1,0 +1,125 @@
+import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { Button, Drawer, Spin, Tooltip } from 'antd';
+import { AimOutlined, HddOutlined, LaptopOutlined } from '@ant-design/icons';
+import { useTranslation } from 'react-i18next';
+import type { I18nKey } from '../../i18n/keys';
+import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
+import { PowerMenu } from '../power/PowerMenu';
+
+// Most visits never open these: each panel is its own chunk (house-style: lazy-load).
+const StoragePanel = lazy(() => import('../storage/StoragePanel'));
+const WolPanel = lazy(() => import('../wol/WolPanel'));
+const FingerbotPanel = lazy(() => import('../fingerbot/FingerbotPanel'));
+
+type Panel = 'storage' | 'wol' | 'fingerbot';
+
+const PANEL_TITLE: Record<Panel, I18nKey> = {
+  storage: 'storage.title',
+  wol: 'wol.title',
+  fingerbot: 'fingerbot.title',
+};
+
+const DRAWER_WIDTH = 400;
+
+function ToolButton(props: {
+  title: string;
+  icon: ReactNode;
+  onClick: () => void;
+  testId: string;
+  active: boolean;
+}) {
+  return (
+    <Tooltip title={props.title} placement="bottom">
+      <Button
+        type={props.active ? 'primary' : 'text'}
+        icon={props.icon}
+        aria-label={props.title}
+        aria-pressed={props.active}
+        onClick={props.onClick}
+        data-testid={props.testId}
+      />
+    </Tooltip>
+  );
+}
+
+function PanelContent({ panel }: { panel: Panel }) {
+  switch (panel) {
+    case 'storage':
+      return <StoragePanel />;
+    case 'wol':
+      return <WolPanel />;
+    case 'fingerbot':
+      return <FingerbotPanel />;
+  }
+}
+
+/**
+ * The toolbar's device group (SPEC 2 main screen): ATX power menu, virtual media, wake-on-LAN
+ * and, when one is paired, the fingerbot. Each panel opens in a drawer, loaded on first use;
+ * uploads and downloads keep running while a drawer is closed.
+ */
+export function DeviceTools() {
+  const { t } = useTranslation();
+  const fingerbot = useFingerbot((s) => s.exist) === true;
+  const [open, setOpen] = useState<Panel | null>(null);
+  // Stays drawn while the drawer slides out.
+  const [last, setLast] = useState<Panel>('storage');
+
+  useEffect(() => {
+    // The event socket's first burst may have come before this module was loaded.
+    if (useFingerbot.getState().exist === null) void loadFingerbotExist();
+  }, []);
+
+  const toggle = (panel: Panel) => {
+    setLast(panel);
+    setOpen((current) => (current === panel ? null : panel));
+  };
+  const shown = open === 'fingerbot' && !fingerbot ? null : open;
+
+  return (
+    <>
+      <PowerMenu />
+      <ToolButton
+        title={t('storage.title')}
+        icon={<HddOutlined />}
+        onClick={() => toggle('storage')}
+        testId="toolbar-storage"
+        active={shown === 'storage'}
+      />
+      <ToolButton
+        title={t('wol.title')}
+        icon={<LaptopOutlined />}
+        onClick={() => toggle('wol')}
+        testId="toolbar-wol"
+        active={shown === 'wol'}
+      />
+      {fingerbot && (
+        <ToolButton
+          title={t('fingerbot.title')}
+          icon={<AimOutlined />}
+          onClick={() => toggle('fingerbot')}
+          testId="toolbar-fingerbot"
+          active={shown === 'fingerbot'}
+        />
+      )}
+      <Drawer
+        open={shown !== null}
+        title={t(PANEL_TITLE[last])}
+        size={DRAWER_WIDTH}
+        placement="right"
+        onClose={() => setOpen(null)}
+        destroyOnHidden
+      >
+        <Suspense
+          fallback={
+            <div style={{ padding: 24, textAlign: 'center' }}>
+              <Spin />
+            </div>
+          }
+        >
+          <PanelContent panel={last} />
+        </Suspense>
+      </Drawer>
+    </>
+  );
+}
