@@ -17,10 +17,9 @@ let browser: Browser;
 let page: Page;
 
 async function serial(): Promise<string> {
-  return (await readFile(join(server.dataDir, 'run', 'serial.log'), 'utf8').catch(() => '')).replace(
-    /\r/g,
-    '',
-  );
+  return (
+    await readFile(join(server.dataDir, 'run', 'serial.log'), 'utf8').catch(() => '')
+  ).replace(/\r/g, '');
 }
 
 async function count(text: string): Promise<number> {
@@ -31,7 +30,8 @@ async function count(text: string): Promise<number> {
 async function until(what: string, pred: () => Promise<boolean>, timeout = 60_000): Promise<void> {
   const deadline = Date.now() + timeout;
   while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}\n${(await serial()).slice(-800)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out: ${what}\n${(await serial()).slice(-800)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -106,6 +106,10 @@ describe('power and virtual media on the QEMU guest', () => {
     await page.keyboard.press('Escape');
 
     await press(page, 'power-reset');
-    await until('booted from the CD-ROM', async () => /guest init \S+ rescue/.test(await serial()), 120_000);
+    await until(
+      'booted from the CD-ROM',
+      async () => /guest init \S+ rescue/.test(await serial()),
+      120_000,
+    );
   }, 240_000);
 });
