@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { Button, Dropdown, Tooltip, type MenuProps } from 'antd';
 import { DeleteOutlined, PlusOutlined, ThunderboltOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
@@ -24,6 +25,7 @@ export function sendShortcut(keys: readonly string[]): void {
  * "Add shortcut".
  */
 export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
+  const [menuOpen, setMenuOpen] = useState(false);
   const { t } = useTranslation();
   const message = useMessage();
   const saved = useConfig((s) => s.config?.shortcuts) ?? NO_SHORTCUTS;
@@ -100,8 +102,18 @@ export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
   };
 
   return (
-    <Dropdown menu={{ items, onClick }} trigger={['click']} placement="bottom">
-      <Tooltip title={t('shortcuts.menu')} placement="bottom">
+    <Dropdown
+      menu={{ items, onClick }}
+      trigger={['click']}
+      placement="bottom"
+      onOpenChange={setMenuOpen}
+    >
+      {/* The tooltip would sit over the open menu's first item: hidden while it is open. */}
+      <Tooltip
+        title={t('shortcuts.menu')}
+        placement="bottom"
+        {...(menuOpen ? { open: false } : {})}
+      >
         <Button
           type="text"
           icon={<ThunderboltOutlined />}

@@ -61,6 +61,7 @@ export function PowerMenu() {
     if (useAtx.getState().state === null) void loadAtx();
   }, []);
 
+  const [menuOpen, setMenuOpen] = useState(false);
   const enabled = state?.enabled !== false;
   const busy = pressing !== null || state?.busy === true;
   const powerOn = state?.leds?.power === true;
@@ -98,8 +99,14 @@ export function PowerMenu() {
   const title = `${t('power.menu')} · ${t(powerOn ? 'power.ledOn' : 'power.ledOff')}`;
   return (
     <>
-      <Dropdown menu={{ items, onClick }} trigger={['click']} placement="bottom">
-        <Tooltip title={title} placement="bottom">
+      <Dropdown
+        menu={{ items, onClick }}
+        trigger={['click']}
+        placement="bottom"
+        onOpenChange={setMenuOpen}
+      >
+        {/* The tooltip would sit over the open menu's first item: hidden while it is open. */}
+        <Tooltip title={title} placement="bottom" {...(menuOpen ? { open: false } : {})}>
           <Button
             type="text"
             aria-label={t('power.menu')}
