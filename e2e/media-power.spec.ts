@@ -112,4 +112,26 @@ describe('power and virtual media on the QEMU guest', () => {
       120_000,
     );
   }, 240_000);
+
+  it('the fingerbot presses the VM power button for the press time', async () => {
+    await byTestId(page, 'toolbar-fingerbot').click();
+    await byTestId(page, 'fingerbot-panel').waitFor({ state: 'visible' });
+    await expect.poll(() => byTestId(page, 'fingerbot-battery').innerText()).toContain('100');
+    const input = byTestId(page, 'fingerbot-press-time');
+    await input.fill('1');
+    await byTestId(page, 'fingerbot-strength-HIGH').click();
+    const before = await count('guest poweroff');
+    await byTestId(page, 'fingerbot-press').click();
+    await until(
+      'the ACPI press powered the guest off',
+      async () => (await count('guest poweroff')) === before + 1,
+    );
+    await expect.poll(async () => (await atx(page)).leds.power, { timeout: 20_000 }).toBe(false);
+    const config = await page.evaluate(async () => {
+      const res = await fetch('/api/system/get_config');
+      return ((await res.json()) as { result: { config: { fingerbot_strength: string } } }).result
+        .config;
+    });
+    expect(config.fingerbot_strength).toBe('HIGH');
+  }, 90_000);
 });

@@ -201,7 +201,13 @@ function hasLoneSurrogate(s: string): boolean {
 }
 
 /** C0 controls (NUL included), DEL and C1 controls. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+function hasControl(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return true;
+  }
+  return false;
+}
 
 /**
  * Checks a relative path of the storage: one or more `/`-separated segments. Returns null when
@@ -213,7 +219,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 export function checkStoragePath(path: string, what = 'image name'): string | null {
   if (path === '') return `The ${what} is empty`;
   if (hasLoneSurrogate(path)) return `The ${what} is not valid Unicode`;
-  if (CONTROL.test(path)) return `The ${what} contains a control character`;
+  if (hasControl(path)) return `The ${what} contains a control character`;
   if (path.includes('\\')) return `The ${what} contains a backslash`;
   if (path.startsWith('/')) return `The ${what} must not be an absolute path`;
   if (utf8Bytes(path) > MSD_PATH_MAX_BYTES) {

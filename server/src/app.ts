@@ -28,6 +28,7 @@ import {
   rtcInputClient,
 } from './services/hid/hid-wiring';
 import { KeymapStore } from './services/hid/keymap-store';
+import { createMsd, msdProvider, msdRoutes } from './services/msd/wiring';
 import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
 import { iceServersOf, loadTurn, turnProvider } from './services/turn';
@@ -97,14 +98,22 @@ export async function createContext(
     dirs: config.hid.keymaps_dirs,
     defaultName: config.hid.keymap,
   });
+  const requestRestart =
+    opts.requestRestart ?? (() => log.warn({}, 'restart requested: not supported here'));
+  const msd = await createMsd({
+    dataDir: config.data_dir,
+    driver: drivers.msd,
+    log,
+    requestRestart,
+  });
   return {
     hid,
     keymaps,
+    msd,
     atx: new AtxService(drivers.atx, log),
     wol: await WolService.open(config.data_dir, config.wol),
     fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
-    requestRestart:
-      opts.requestRestart ?? (() => log.warn({}, 'restart requested: not supported here')),
+    requestRestart,
     config,
     version,
     auth,
@@ -197,6 +206,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   attachHidInput(hub, ctx.hid);
   ctx.registry.register(atxProvider(ctx.atx));
   ctx.registry.register(fingerbotProvider(ctx.fingerbot));
+  ctx.registry.register(msdProvider(ctx.msd));
   hub.on('streamClients', (count) => ctx.hub.setWarmers(count));
 
   authRoutes(app, ctx);
@@ -211,6 +221,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   atxRoutes(app, ctx.atx);
   wolRoutes(app, ctx.wol);
   fingerbotRoutes(app, ctx.fingerbot);
+  msdRoutes(app, ctx.msd);
   const janus = registerJanus(app, {
     feed: ctx.hub,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
@@ -232,6 +243,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.hid.dispose();
     ctx.atx.dispose();
     ctx.fingerbot.dispose();
+    ctx.msd.dispose();
     await ctx.hub.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

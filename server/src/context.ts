@@ -9,6 +9,7 @@ import type { StreamerService } from './services/streamer';
 import type { AtxService } from './services/atx/atx-service';
 import type { FingerbotService } from './services/fingerbot/fingerbot-service';
 import type { HidService } from './services/hid/hid-service';
+import type { MsdService } from './services/msd/msd-service';
 import type { WolService } from './services/wol/wol-service';
 import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
@@ -32,6 +33,7 @@ export interface AppContext {
   atx: AtxService;
   wol: WolService;
   fingerbot: FingerbotService;
+  msd: MsdService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }

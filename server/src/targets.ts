@@ -84,7 +84,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           video: q.video,
           hid: q.hid,
           atx: q.atx,
-          msd: new DisabledMsd(),
+          msd: q.msd,
           fingerbot: q.fingerbot,
         },
         { init: q.init, dispose: q.dispose },

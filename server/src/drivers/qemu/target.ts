@@ -10,8 +10,10 @@ import { QemuMachine } from './machine';
 import type { AtxDriver } from '../atx/types';
 import type { FingerbotDriver } from '../fingerbot/types';
 import type { HidDriver } from '../hid/types';
+import type { MsdDriver } from '../msd/types';
 import { QemuAtx } from './atx';
 import { QemuFingerbot } from './fingerbot';
+import { QemuMsd } from './msd';
 import { QemuHid } from './hid';
 import { QemuVideo } from './video';
 
@@ -28,6 +30,7 @@ export interface QemuDrivers {
   hid: HidDriver;
   atx: AtxDriver;
   fingerbot: FingerbotDriver;
+  msd: MsdDriver;
   init: () => Promise<void>;
   dispose: () => Promise<void>;
 }
@@ -45,6 +48,7 @@ export async function createQemuDrivers(config: AppConfig, log: Logger): Promise
     hid,
     atx: new QemuAtx(machine),
     fingerbot: new QemuFingerbot(machine, config.data_dir),
+    msd: new QemuMsd(machine, log, { usbBus: 'xhci.0' }),
     // The video source connects when the VM's VNC socket appears; init resolves once QMP answers.
     init: async () => {
       await machine.init();

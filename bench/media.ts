@@ -1,0 +1,222 @@
+/**
+ * `npm run bench -- media`: one JSON object of the virtual-media figures.
+ *
+ * - upload_mb_per_s: POST /api/msd/write of a 4 GB body of zeros over loopback, request start to
+ *   answer (the answer comes after the image is fsynced). The body is generated on the fly by a
+ *   child process (never allocated whole), so the server process runs only the server.
+ * - upload_rss_growth_mb: the server process's peak RSS during that upload minus its RSS just
+ *   before (sampled every 10 ms).
+ * - write_remote_mb_per_s: POST /api/msd/write_remote of a 2.5 GB sparse file served by a plain
+ *   node:http server in a child process, request start to the last ndjson record.
+ *
+ * MB = 10^6 bytes. The data folder goes to `.cache/bench-media/` of the checkout (the main disk;
+ * /tmp may be a small tmpfs), or KVM_BENCH_MEDIA_DIR; everything written is removed at the end.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, rmdir, statfs, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { buildTestApp } from '../server/src/app';
+import { DisabledMsd } from '../server/src/drivers/msd/disabled';
+import { toHttp } from '../server/src/errors';
+import { REPO_ROOT } from '../server/src/paths';
+import { createMsd, msdRoutes } from '../server/src/services/msd/wiring';
+import { note, round } from './lib';
+
+const PASSWORD = 'benchpass';
+const UPLOAD_BYTES = Number(process.env.KVM_BENCH_MEDIA_UPLOAD ?? 4e9);
+const REMOTE_BYTES = Number(process.env.KVM_BENCH_MEDIA_REMOTE ?? 2.5e9);
+
+/** The helper process: `upload <url> <size> <headers json>` or `serve <file>`. */
+const HELPER = `
+import { createReadStream, statSync } from 'node:fs';
+import http from 'node:http';
+const [mode, a, b, c] = process.argv.slice(1);
+if (mode === 'upload') {
+  const size = Number(b);
+  const zeros = Buffer.alloc(1024 * 1024);
+  const started = performance.now();
+  const req = http.request(a, {
+    method: 'POST',
+    headers: { ...JSON.parse(c), 'content-type': 'application/octet-stream', 'content-length': String(size) },
+  });
+  req.on('response', (res) => {
+    const chunks = [];
+    res.on('data', (d) => chunks.push(d));
+    res.on('end', () => {
+      process.stdout.write(JSON.stringify({ status: res.statusCode, body: Buffer.concat(chunks).toString(), ms: performance.now() - started }) + '\\n');
+    });
+  });
+  req.on('error', (err) => { process.stdout.write(JSON.stringify({ error: err.message }) + '\\n'); });
+  let sent = 0;
+  const more = () => {
+    while (sent < size) {
+      const n = Math.min(zeros.length, size - sent);
+      sent += n;
+      if (!req.write(n === zeros.length ? zeros : zeros.subarray(0, n))) { req.once('drain', more); return; }
+    }
+    req.end();
+  };
+  more();
+} else if (mode === 'serve') {
+  const size = statSync(a).size;
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) });
+    createReadStream(a, { highWaterMark: 1024 * 1024 }).pipe(res);
+  });
+  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: server.address().port }) + '\\n'));
+}
+`;
+
+function helper(args: string[]): { child: ChildProcess; first: Promise<Record<string, unknown>> } {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', HELPER, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const first = new Promise<Record<string, unknown>>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.once('line', (line) => resolve(JSON.parse(line) as Record<string, unknown>));
+    child.once('exit', (code) => reject(new Error(`helper ${args[0]} exited with ${code}`)));
+  });
+  return { child, first };
+}
+
+interface Served {
+  app: FastifyInstance;
+  base: string;
+  headers: Record<string, string>;
+}
+
+async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  return `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+}
+
+/** The whole server (buildTestApp) when it has the MSD routes, else the routes on a bare Fastify. */
+async function serve(dataDir: string): Promise<Served> {
+  const full = await buildTestApp(dataDir);
+  await full.ready();
+  if (full.hasRoute({ method: 'POST', url: '/api/msd/write' })) {
+    const base = await listen(full);
+    await fetch(`${base}/api/init/init?password=${PASSWORD}`);
+    const login = await fetch(`${base}/api/auth/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
+    });
+    const token = ((await login.json()) as { result: { token: string } }).result.token;
+    note('server: buildTestApp (testbed target), authenticated requests');
+    return { app: full, base, headers: { token } };
+  }
+  await full.close();
+  note('server: the MSD routes on a bare Fastify (buildApp does not register them yet)');
+  const msd = await createMsd({ dataDir, driver: new DisabledMsd() });
+  const app = Fastify({ logger: false });
+  app.setErrorHandler((err, _request, reply) => {
+    const answer = toHttp(err);
+    reply.code(answer.status).send(answer.body);
+  });
+  app.addHook('preSerialization', async (_request, reply, payload) =>
+    reply.statusCode === 200 &&
+    payload !== null &&
+    typeof payload === 'object' &&
+    !('ok' in payload)
+      ? { ok: true, result: payload }
+      : payload,
+  );
+  msdRoutes(app, msd);
+  app.addHook('onClose', async () => msd.dispose());
+  return { app, base: await listen(app), headers: {} };
+}
+
+async function upload(
+  s: Served,
+  name: string,
+  size: number,
+): Promise<{ ms: number; rssGrowthMb: number }> {
+  const url = `${s.base}/api/msd/write?image=${name}&remove_incomplete=1`;
+  const before = process.memoryUsage.rss();
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 10);
+  try {
+    const { child, first } = helper(['upload', url, String(size), JSON.stringify(s.headers)]);
+    const answer = (await first) as { status?: number; body?: string; ms?: number; error?: string };
+    child.kill();
+    if (answer.status !== 200) {
+      throw new Error(`upload: ${answer.status ?? ''} ${answer.body ?? answer.error ?? ''}`);
+    }
+    const result = (JSON.parse(answer.body!) as { result: { image: { written: number } } }).result;
+    if (result.image.written !== size) throw new Error(`upload: wrote ${result.image.written}`);
+    return { ms: answer.ms!, rssGrowthMb: (peak - before) / 1e6 };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function writeRemote(s: Served, dir: string, size: number): Promise<number> {
+  const file = join(dir, 'remote-source.img');
+  await writeFile(file, '');
+  await truncate(file, size); // sparse: reading it costs no disk
+  const { child, first } = helper(['serve', file]);
+  try {
+    const { port } = (await first) as { port: number };
+    const started = performance.now();
+    const res = await fetch(
+      `${s.base}/api/msd/write_remote?url=${encodeURIComponent(`http://127.0.0.1:${port}/remote.img`)}&remove_incomplete=1`,
+      { method: 'POST', headers: s.headers },
+    );
+    const body = await res.text();
+    const ms = performance.now() - started;
+    const records = body.split('\r\n').filter((l) => l !== '');
+    const last = JSON.parse(records.at(-1) ?? '{}') as {
+      ok?: boolean;
+      result?: { image?: { written: number } };
+    };
+    if (res.status !== 200 || !last.ok || last.result?.image?.written !== size) {
+      throw new Error(`write_remote: ${res.status} ${records.at(-1)}`);
+    }
+    note(`write_remote: ${records.length} ndjson records`);
+    return ms;
+  } finally {
+    child.kill();
+    await rm(file, { force: true });
+  }
+}
+
+const root = process.env.KVM_BENCH_MEDIA_DIR ?? join(REPO_ROOT, '.cache', 'bench-media');
+await mkdir(root, { recursive: true });
+const dir = await mkdtemp(join(root, 'run-'));
+const fs = await statfs(dir);
+const freeGb = (fs.bavail * fs.bsize) / 1e9;
+note(`data folder ${dir}: ${round(freeGb)} GB free`);
+if (freeGb < (Math.max(UPLOAD_BYTES, REMOTE_BYTES * 2) + 1e9) / 1e9) {
+  throw new Error(`not enough room in ${root} (KVM_BENCH_MEDIA_DIR picks another folder)`);
+}
+const served = await serve(join(dir, 'data'));
+try {
+  // warm-up: code paths, heap, the first file of the folder
+  await upload(served, 'warm.img', 64e6);
+  const up = await upload(served, 'upload.img', UPLOAD_BYTES);
+  const uploadMbPerS = UPLOAD_BYTES / 1e6 / (up.ms / 1000);
+  note(
+    `upload: ${round(UPLOAD_BYTES / 1e9, 2)} GB in ${round(up.ms / 1000, 2)} s, ` +
+      `RSS +${round(up.rssGrowthMb)} MB`,
+  );
+  await rm(join(dir, 'data', 'msd', 'images', 'upload.img'));
+  const remoteMs = await writeRemote(served, dir, REMOTE_BYTES);
+  const remoteMbPerS = REMOTE_BYTES / 1e6 / (remoteMs / 1000);
+  note(`write_remote: ${round(REMOTE_BYTES / 1e9, 2)} GB in ${round(remoteMs / 1000, 2)} s`);
+  process.stdout.write(
+    `${JSON.stringify({
+      upload_mb_per_s: round(uploadMbPerS),
+      upload_rss_growth_mb: round(up.rssGrowthMb),
+      write_remote_mb_per_s: round(remoteMbPerS),
+    })}\n`,
+  );
+} finally {
+  await served.app.close();
+  await rm(dir, { recursive: true, force: true });
+  await rmdir(root).catch(() => undefined); // only if no other run is using it
+}
