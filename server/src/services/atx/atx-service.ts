@@ -3,7 +3,7 @@
  * state shows `busy`), the `atx` state and event.
  */
 import { EventEmitter } from 'node:events';
-import { ATX_HOLD_MS, type AtxButtonName, type AtxPowerAction, type AtxState } from '@kvm/protocol';
+import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
 import { ApiError, BusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
 import type { StateProvider } from '../../ws/state-registry';
