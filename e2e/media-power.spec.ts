@@ -87,7 +87,7 @@ describe('power and virtual media on the QEMU guest', () => {
     await byTestId(page, 'toolbar-storage').click();
     await byTestId(page, 'storage-panel').waitFor({ state: 'visible' });
     // image mounting: the CD-ROM (only .iso/.img/.bin are listed there)
-    await byTestId(page, 'msd-mode-cdrom').click();
+    await byTestId(page, 'msd-mode-cdrom').check({ force: true });
     await byTestId(page, 'msd-upload-input').setInputFiles(
       join(REPO_ROOT, '.cache', 'guest', 'rescue.iso'),
     );
@@ -119,7 +119,7 @@ describe('power and virtual media on the QEMU guest', () => {
     await expect.poll(() => byTestId(page, 'fingerbot-battery').innerText()).toContain('100');
     const input = byTestId(page, 'fingerbot-press-time');
     await input.fill('1');
-    await byTestId(page, 'fingerbot-strength-HIGH').click();
+    await page.getByText('Press firmly', { exact: true }).click();
     const before = await count('guest poweroff');
     await byTestId(page, 'fingerbot-press').click();
     await until(
