@@ -111,6 +111,11 @@ describe('power and virtual media on the QEMU guest', () => {
       async () => /guest init \S+ rescue/.test(await serial()),
       120_000,
     );
+    // up before the next test presses its power button: the guest's ACPI button reader runs
+    await until('the rescue guest is up', async () => {
+      const boot = (await serial()).split(/guest init \S+ rescue/)[1] ?? '';
+      return boot.includes('guest ready') && boot.includes('add Power Button');
+    });
   }, 240_000);
 
   it('the fingerbot presses the VM power button for the press time', async () => {
