@@ -24,6 +24,8 @@ export interface RequestOptions {
   form?: Readonly<Record<string, string>>;
   /** Sent as application/json. */
   json?: unknown;
+  /** Sent as raw UTF-8 text (kvmd's `/api/hid/print` reads the body as text, wire-protocol.md 1.4). */
+  text?: string;
   headers?: Readonly<Record<string, string>>;
   /** Milliseconds; null means no timeout (uploads, SPEC 7). Default API_TIMEOUT_MS. */
   timeoutMs?: number | null;
@@ -120,6 +122,10 @@ export async function apiRequest<T>(path: string, options: RequestOptions = {}):
   } else if (json !== undefined) {
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(json);
+  } else if (options.text !== undefined) {
+    // The device reads the charset from here (UTF-8 is its default too).
+    headers['Content-Type'] = 'text/plain; charset=utf-8';
+    body = options.text;
   }
 
   const controller = new AbortController();

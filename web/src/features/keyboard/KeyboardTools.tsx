@@ -1,10 +1,10 @@
-import { lazy, Suspense, useState, type ReactNode } from 'react';
-import { Button, Tooltip } from 'antd';
+import { lazy, Suspense, useState } from 'react';
 import { SnippetsOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { ShortcutsMenu } from './ShortcutsMenu';
 import { toggleKeyboard } from './virtual-keyboard-store';
 import { useKeyboardMode } from './use-keyboard-mode';
+import { ToolButton } from '../../components/ToolButton';
 
 const AddShortcutDialog = lazy(() => import('./AddShortcutDialog'));
 const PasteDialog = lazy(() => import('./PasteDialog'));
@@ -22,27 +22,6 @@ function KeyboardIcon() {
         />
       </svg>
     </span>
-  );
-}
-
-function ToolButton(props: {
-  title: string;
-  icon: ReactNode;
-  onClick: () => void;
-  testId: string;
-  active?: boolean;
-}) {
-  return (
-    <Tooltip title={props.title} placement="bottom">
-      <Button
-        type={props.active ? 'primary' : 'text'}
-        icon={props.icon}
-        aria-label={props.title}
-        aria-pressed={props.active}
-        onClick={props.onClick}
-        data-testid={props.testId}
-      />
-    </Tooltip>
   );
 }
 

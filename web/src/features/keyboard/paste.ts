@@ -5,7 +5,7 @@
 import { API_TIMEOUT_MS } from '@kvm/protocol/constants';
 import type { PrintResult } from '@kvm/protocol/hid/state';
 import type { I18nKey } from '../../i18n/keys';
-import { postText } from '../../lib/api-text';
+import { api } from '../../lib/api';
 
 /**
  * SPEC 5 "Pasted text too long": the most characters one paste may carry, kept under the 30 s
@@ -54,7 +54,8 @@ export interface PasteRequest {
  * the length itself, so nothing is cut silently).
  */
 export function pasteText({ text, keymap, slow }: PasteRequest): Promise<PrintResult> {
-  return postText<PrintResult>('/hid/print', text, {
+  return api.post<PrintResult>('/hid/print', {
+    text,
     query: { limit: 0, keymap, slow: slow ? true : undefined },
     timeoutMs: pasteTimeoutMs(text, slow),
   });

@@ -1,10 +1,11 @@
-import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
-import { Button, Drawer, Spin, Tooltip } from 'antd';
+import { lazy, Suspense, useEffect, useState } from 'react';
+import { Drawer, Spin } from 'antd';
 import { AimOutlined, HddOutlined, LaptopOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
 import { PowerMenu } from '../power/PowerMenu';
+import { ToolButton } from '../../components/ToolButton';
 
 // Most visits never open these: each panel is its own chunk (house-style: lazy-load).
 const StoragePanel = lazy(() => import('../storage/StoragePanel'));
@@ -20,27 +21,6 @@ const PANEL_TITLE: Record<Panel, I18nKey> = {
 };
 
 const DRAWER_WIDTH = 400;
-
-function ToolButton(props: {
-  title: string;
-  icon: ReactNode;
-  onClick: () => void;
-  testId: string;
-  active: boolean;
-}) {
-  return (
-    <Tooltip title={props.title} placement="bottom">
-      <Button
-        type={props.active ? 'primary' : 'text'}
-        icon={props.icon}
-        aria-label={props.title}
-        aria-pressed={props.active}
-        onClick={props.onClick}
-        data-testid={props.testId}
-      />
-    </Tooltip>
-  );
-}
 
 function PanelContent({ panel }: { panel: Panel }) {
   switch (panel) {

@@ -1,5 +1,5 @@
-import { lazy, Suspense, useState, type ReactNode } from 'react';
-import { Button, Tooltip, theme } from 'antd';
+import { lazy, Suspense, useState } from 'react';
+import { theme } from 'antd';
 import {
   DownOutlined,
   FullscreenExitOutlined,
@@ -19,28 +19,9 @@ import { DeviceTools } from './DeviceTools';
 import { logout } from '../session/session-actions';
 import { setToolbarCollapsed, toggleLeftPanel, useLayout } from './layout-store';
 import { useMessage } from '../../components/notify';
+import { ToolButton } from '../../components/ToolButton';
 
 const HelpDialog = lazy(() => import('../help/HelpDialog'));
-
-function ToolButton(props: {
-  title: string;
-  icon: ReactNode;
-  onClick: () => void;
-  testId: string;
-  active?: boolean;
-}) {
-  return (
-    <Tooltip title={props.title} placement="bottom">
-      <Button
-        type={props.active ? 'primary' : 'text'}
-        icon={props.icon}
-        aria-label={props.title}
-        onClick={props.onClick}
-        data-testid={props.testId}
-      />
-    </Tooltip>
-  );
-}
 
 /** SPEC 2 main screen toolbar: collapse/expand, fullscreen, settings, help, logout. */
 export function Toolbar() {

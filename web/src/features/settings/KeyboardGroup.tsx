@@ -1,4 +1,4 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useState } from 'react';
 import { Switch, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
@@ -8,19 +8,8 @@ import { DropdownSelect } from '../../components/DropdownSelect';
 import { api } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { useConfig } from './config-store';
-import { SettingsGroup } from './SettingsGroup';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
-
-function Field({ label, children }: { label: ReactNode; children: ReactNode }) {
-  return (
-    <div style={{ marginBottom: 12 }}>
-      <Typography.Text type="secondary" style={{ display: 'block', marginBottom: 4 }}>
-        {label}
-      </Typography.Text>
-      {children}
-    </div>
-  );
-}
 
 /** The keymaps the device offers (GET /api/hid/keymaps); the 35 of SPEC 3 until it answers. */
 function useKeymaps(): readonly string[] {

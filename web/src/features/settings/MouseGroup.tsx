@@ -11,7 +11,7 @@ import { api, errorMessage } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { useHid } from '../input/input-session';
 import { saveConfig, useConfig } from './config-store';
-import { SettingsGroup } from './SettingsGroup';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
 
 const MODE_TEXT: Record<MouseMode, I18nKey> = {
@@ -30,17 +30,6 @@ const SCROLL_TEXT: Record<ScrollMode, I18nKey> = {
   HORIZONTAL: 'settings.mouse.scrollHorizontal',
   BOTH: 'settings.mouse.scrollBoth',
 };
-
-function Field({ label, children }: { label: ReactNode; children: ReactNode }) {
-  return (
-    <div style={{ marginBottom: 12 }}>
-      <Typography.Text type="secondary" style={{ display: 'block', marginBottom: 4 }}>
-        {label}
-      </Typography.Text>
-      {children}
-    </div>
-  );
-}
 
 /**
  * A whole number in a range (SPEC 3/5 bounds, checked again by the shared schema on save). The

@@ -16,3 +16,15 @@ export function SettingsGroup(props: { title: ReactNode; testId: string; childre
     </section>
   );
 }
+
+/** One labelled setting inside a group. */
+export function SettingsField({ label, children }: { label: ReactNode; children: ReactNode }) {
+  return (
+    <div style={{ marginBottom: 12 }}>
+      <Typography.Text type="secondary" style={{ display: 'block', marginBottom: 4 }}>
+        {label}
+      </Typography.Text>
+      {children}
+    </div>
+  );
+}

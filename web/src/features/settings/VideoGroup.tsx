@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { useState } from 'react';
 import { Button, Input, Radio, Space, Spin, Switch, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
@@ -20,7 +20,7 @@ import { writeStorage } from '../../lib/storage';
 import { changeStreamQuality, parseNonNegativeNumber, setStreamerParams } from '../video/quality';
 import { useStreamer } from '../video/streamer-store';
 import { saveConfig, useConfig } from './config-store';
-import { SettingsGroup } from './SettingsGroup';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
 
 const QUALITY_TEXT: Record<StreamQuality, I18nKey> = {
@@ -39,17 +39,6 @@ const PROCESSING_TEXT: Record<VideoProcessing, I18nKey> = {
   quality_first: 'settings.video.qualityFirst',
   low_latency_first: 'settings.video.lowLatencyFirst',
 };
-
-function Field({ label, children }: { label: ReactNode; children: ReactNode }) {
-  return (
-    <div style={{ marginBottom: 12 }}>
-      <Typography.Text type="secondary" style={{ display: 'block', marginBottom: 4 }}>
-        {label}
-      </Typography.Text>
-      {children}
-    </div>
-  );
-}
 
 /**
  * SPEC 5 custom bitrate / frame rate: a non-negative number, applied with set_params (the
