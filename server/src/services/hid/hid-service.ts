@@ -12,6 +12,7 @@ import {
   HID_OP_RELEASE_ALL,
   MOUSE_OUTPUT_ABSOLUTE,
   decodeHidFrame,
+  isModifierKey,
   squashDeltas,
   type Delta,
   type HidEvent,
@@ -22,17 +23,9 @@ import { BusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
 
 /** Keys `finish` never releases (wire-protocol.md 1.4): modifiers and PrintScreen. */
-const FINISH_KEEPS = new Set([
-  'ControlLeft',
-  'ControlRight',
-  'ShiftLeft',
-  'ShiftRight',
-  'AltLeft',
-  'AltRight',
-  'MetaLeft',
-  'MetaRight',
-  'PrintScreen',
-]);
+function finishKeeps(key: string): boolean {
+  return isModifierKey(key) || key === 'PrintScreen';
+}
 
 const WATCHDOG_TICK_MS = 50;
 export const JIGGLER_INTERVAL_S = 60;
@@ -170,7 +163,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
       case 'key':
         if (event.state) {
           this.press(input, event.key);
-          if (event.finish && !FINISH_KEEPS.has(event.key)) this.release(input, event.key);
+          if (event.finish && !finishKeeps(event.key)) this.release(input, event.key);
         } else {
           this.release(input, event.key);
         }
@@ -379,9 +372,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     const input = this.clients.get(client);
     if (!input || (input.keys.size === 0 && input.buttons.size === 0)) return;
     // Non-modifiers first, then modifiers: a release of Ctrl before C could type a 'c'.
-    const keys = [...input.keys].sort(
-      (a, b) => Number(FINISH_KEEPS.has(a)) - Number(FINISH_KEEPS.has(b)),
-    );
+    const keys = [...input.keys].sort((a, b) => Number(finishKeeps(a)) - Number(finishKeeps(b)));
     for (const key of keys) this.release(input, key);
     for (const button of [...input.buttons]) this.releaseButton(input, button);
     this.emit('released', client, reason);
