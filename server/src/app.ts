@@ -36,6 +36,7 @@ import { createDrivers } from './targets';
 import { toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
+import { LogBudget } from './http/log-budget';
 import { registerStatic } from './http/static';
 import { authRoutes } from './routes/auth';
 import { infoProvider, infoRoutes } from './routes/info';
@@ -62,6 +63,8 @@ declare module 'fastify' {
     routeTable: RouteEntry[];
     hub: EventHub;
     ctx: AppContext;
+    /** One budget for every log line an anonymous request causes (http/log-budget.ts). */
+    anonLog: LogBudget;
   }
 }
 
@@ -148,6 +151,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.decorate('ctx', ctx);
+  app.decorate('anonLog', new LogBudget());
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
