@@ -117,6 +117,79 @@ describe('Supervisor', () => {
     expect(s.state).toBe('stopped');
   });
 
+  it('pipes binary stdin and stdout in data mode', async () => {
+    const s = supervise({ name: 'cat', command: 'cat', stdin: 'pipe', stdout: 'data' });
+    const chunks: Buffer[] = [];
+    const lines: string[] = [];
+    s.on('data', (c) => chunks.push(c));
+    s.on('output', (l, stream) => lines.push(`${stream}:${l}`));
+    await s.ensureStarted();
+    const bytes = Buffer.from([0, 1, 2, 0xff, 0x0a, 0x80, 0x0a]);
+    s.stdin?.write(bytes);
+    await until('the echo', () => Buffer.concat(chunks).length >= bytes.length);
+    // bytes as they were: no utf8 decoding, no line splitting
+    expect(Buffer.concat(chunks)).toEqual(bytes);
+    expect(lines.filter((l) => l.startsWith('stdout:'))).toEqual([]);
+  });
+
+  it('survives writing to the stdin of a child that died', async () => {
+    const s = supervise({
+      name: 'early-exit',
+      command: 'sh',
+      args: ['-c', 'sleep 0.2; exit 0'],
+      stdin: 'pipe',
+      backoff: { initialMs: 5_000 },
+    });
+    await s.ensureStarted();
+    // More than the pipe holds, never read: the child's exit makes the pending write fail
+    // with EPIPE, an unhandled stream error without the supervisor's handler.
+    s.stdin?.write(Buffer.alloc(1 << 20));
+    await until('the exit', () => s.state === 'backoff');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(s.state).toBe('backoff');
+  });
+
+  it('kill() counts as an unexpected exit: restarted with backoff', async () => {
+    const s = supervise({
+      name: 'sleep',
+      command: 'sleep',
+      args: ['30'],
+      backoff: { initialMs: 20 },
+    });
+    const exits: boolean[] = [];
+    const pids: number[] = [];
+    s.on('exited', (e) => exits.push(e.expected));
+    s.on('started', (pid) => pids.push(pid));
+    expect(s.kill()).toBe(false); // nothing runs yet
+    await s.ensureStarted();
+    expect(s.kill()).toBe(true);
+    await until('the restart', () => pids.length === 2 && s.state === 'running');
+    expect(exits).toEqual([false]);
+    expect(await waitForExit(pids[0] as number, 2000)).toBe(true);
+  });
+
+  it('retryFirstSpawn: a missing command is retried with backoff, not rejected', async () => {
+    const s = supervise({
+      name: 'missing',
+      command: 'no-such-command-kvm',
+      retryFirstSpawn: true,
+      backoff: { initialMs: 20, maxMs: 40 },
+    });
+    const errors: string[] = [];
+    const delays: number[] = [];
+    s.on('spawnError', (e) => errors.push(e.message));
+    s.on('restarting', (ms) => delays.push(ms));
+    await s.ensureStarted();
+    expect(['backoff', 'starting']).toContain(s.state);
+    await until('three failed spawns', () => errors.length >= 3);
+    expect(delays.slice(0, 3)).toEqual([20, 40, 40]);
+    await s.ensureStopped();
+    expect(s.state).toBe('stopped');
+    const count = errors.length;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(errors.length).toBe(count);
+  });
+
   it('kills the stale child a pidfile names, and only that', async () => {
     const pidfile = join(dir, 'stale.pid');
     const stale = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });

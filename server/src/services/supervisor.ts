@@ -1,5 +1,5 @@
 /**
- * A supervised child process (QEMU, later ffmpeg): idempotent `ensureStarted()` /
+ * A supervised child process (QEMU, ffmpeg): idempotent `ensureStarted()` /
  * `ensureStopped()`, restart with exponential backoff when it dies unexpectedly, and never an
  * orphan:
  * - spawned through `setpriv --pdeathsig KILL --` (util-linux) where it exists, so the kernel
@@ -22,6 +22,7 @@ import { EventEmitter } from 'node:events';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { readFile, unlink } from 'node:fs/promises';
 import { basename, delimiter, join } from 'node:path';
+import type { Writable } from 'node:stream';
 import { atomicWriteFile } from '../storage/atomic';
 
 export type SupervisorState = 'stopped' | 'starting' | 'running' | 'backoff' | 'stopping';
@@ -40,8 +41,10 @@ export interface SupervisorEvents {
   restarting: [delayMs: number, attempt: number];
   /** The child could not be spawned (ENOENT, EACCES...); a restart is scheduled. */
   spawnError: [error: Error];
-  /** One line of the child's stdout or stderr. */
+  /** One line of the child's stdout (in `lines` mode) or stderr. */
   output: [line: string, stream: 'stdout' | 'stderr'];
+  /** A chunk of the child's stdout, in `data` mode (binary output such as ffmpeg's). */
+  data: [chunk: Buffer];
   state: [state: SupervisorState];
 }
 
@@ -75,6 +78,16 @@ export interface SupervisorOptions {
   isStale?: (argv: string[]) => boolean;
   /** Lines of output kept for `recentOutput()`. */
   keepLines?: number;
+  /** `pipe`: the child reads what `stdin` is given (ffmpeg's raw frames). Default `ignore`. */
+  stdin?: 'ignore' | 'pipe';
+  /** `data`: stdout is binary and comes as `data` events, not lines. Default `lines`. */
+  stdout?: 'lines' | 'data';
+  /**
+   * A first spawn that fails (missing executable) is retried with backoff like any later one,
+   * and `ensureStarted()` resolves in state `backoff`, instead of rejecting. For children that
+   * run on demand (ffmpeg while somebody watches), where nobody is there to see a rejection.
+   */
+  retryFirstSpawn?: boolean;
 }
 
 const DEFAULT_BACKOFF: Required<BackoffOptions> = {
@@ -194,6 +207,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.child?.pid ?? null;
   }
 
+  /** The running child's stdin (option `stdin: 'pipe'`), or null. */
+  get stdin(): Writable | null {
+    return this.child?.stdin ?? null;
+  }
+
+  /**
+   * Signals the running child without asking it to stop: its exit counts as unexpected and a
+   * restart with backoff follows (a child that hangs or talks nonsense). False if none runs.
+   */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): boolean {
+    const pid = this.child?.pid;
+    if (pid === undefined || this._state !== 'running') return false;
+    return killGroup(pid, signal);
+  }
+
   /** The last lines the child printed (stdout and stderr), for error messages. */
   recentOutput(): string[] {
     return [...this.lines];
@@ -217,6 +245,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     try {
       await this.starting;
     } catch (err) {
+      if (this.opts.retryFirstSpawn && this.wanted) {
+        this.scheduleRestart();
+        return;
+      }
       this.wanted = false;
       this.setState('stopped');
       throw err;
@@ -316,7 +348,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const child = spawn(cmd, argv, {
       cwd: this.opts.cwd,
       env: this.opts.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [this.opts.stdin ?? 'ignore', 'pipe', 'pipe'],
       // Its own process group: a Ctrl-C on the terminal reaches the server, which stops the
       // child in order, and ensureStopped can signal the whole group.
       detached: true,
@@ -332,8 +364,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.child = child;
     this.startedAt = performance.now();
     liveChildren.add(pid);
-    this.pipeLines(child, 'stdout');
+    if (this.opts.stdout === 'data') child.stdout?.on('data', (c: Buffer) => this.emit('data', c));
+    else this.pipeLines(child, 'stdout');
     this.pipeLines(child, 'stderr');
+    // EPIPE when the child dies with input still queued: its exit reports that, and an
+    // unhandled stream error would take this whole process down.
+    child.stdin?.on('error', () => undefined);
     child.on('error', (err) => this.emit('output', `${err.message}`, 'stderr'));
     child.once('exit', (code, signal) => this.onExit(child, pid, code, signal));
     this.setState('running');
