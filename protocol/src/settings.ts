@@ -140,13 +140,54 @@ export interface ConfigIssue {
 }
 
 /**
+ * Bounds of the stored blob (issue 9, item 13): the known keys nest 4 deep (`shortcuts.N.keys.N`),
+ * so 8 leaves room for other clients' keys; a deeper document costs quadratic bytes once
+ * indented (6 KB of `[[[[...` became 18 MB on disk). The size is of the compact JSON text.
+ */
+export const USER_CONFIG_MAX_DEPTH = 8;
+export const USER_CONFIG_MAX_BYTES = 64 * 1024;
+
+/** Whether `value` nests objects/arrays deeper than `max` (the top level counts as 1). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  // Iterative, so a hostile document cannot overflow the stack while being measured.
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** The depth and size bounds alone; null when within them. */
+export function userConfigBoundsIssue(input: unknown): ConfigIssue | null {
+  if (nestsDeeperThan(input, USER_CONFIG_MAX_DEPTH)) {
+    return { path: '', message: `Configuration nests deeper than ${USER_CONFIG_MAX_DEPTH} levels` };
+  }
+  const bytes = new TextEncoder().encode(JSON.stringify(input) ?? '').length;
+  if (bytes > USER_CONFIG_MAX_BYTES) {
+    return {
+      path: '',
+      message: `Configuration is ${bytes} bytes; at most ${USER_CONFIG_MAX_BYTES} are kept`,
+    };
+  }
+  return null;
+}
+
+/**
  * Checks the known keys present in `input`. Returns the issues found (empty when valid).
- * A value that is not a plain object is one issue with an empty path.
+ * A value that is not a plain object, or one over the depth or size bound, is one issue with
+ * an empty path.
  */
 export function checkUserConfig(input: unknown): ConfigIssue[] {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return [{ path: '', message: 'Configuration data must be in JSON object format' }];
   }
+  const bounds = userConfigBoundsIssue(input);
+  if (bounds) return [bounds];
   const issues: ConfigIssue[] = [];
   const record = input as Record<string, unknown>;
   for (const key of USER_CONFIG_KEYS) {

@@ -81,13 +81,13 @@ export async function createContext(
     rateLimit: config.auth.rate_limit,
     trustedDeviceDays: config.auth.trusted_device_days,
   });
-  const settings = await SettingsStore.open(config.data_dir);
+  const settings = await SettingsStore.open(config.data_dir, log);
   const drivers = await createDrivers(config, log);
   await drivers.init();
   const loaded = await StreamerService.loadParams(config.data_dir);
   const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, config.video.ffmpeg);
   const streamer = StreamerService.create(loaded, drivers.video, hub);
-  const turnState = await loadTurn(config);
+  const turnState = await loadTurn(config, log);
   const hidSettings = hidSettingsFile(config.data_dir);
   const hid = new HidService({
     driver: drivers.hid,
@@ -130,6 +130,11 @@ export async function createContext(
   };
 }
 
+/** Whether a line at `level` would be written (Fastify's no-op logger has no isLevelEnabled). */
+function logsAt(log: { isLevelEnabled?: (level: string) => boolean }, level: string): boolean {
+  return typeof log.isLevelEnabled === 'function' && log.isLevelEnabled(level);
+}
+
 export interface BuildOptions {
   logger?: FastifyServerOptions['loggerInstance'] | false;
   https?: { key: Buffer; cert: Buffer } | null;
@@ -167,12 +172,21 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   app.setErrorHandler((err, request, reply) => {
     const answer = toHttp(err);
-    if (answer.status >= 500) request.log.error({ err, url: request.url }, 'request failed');
-    else
-      request.log.debug(
-        { err: (err as Error).message, url: request.url, status: answer.status },
-        'request refused',
-      );
+    const level = answer.status >= 500 ? 'error' : 'debug';
+    // A request without a session may write to the log only within the shared budget, so
+    // strangers cannot rotate the real history away (issue 9, item 16).
+    const budget = request.auth == null && logsAt(request.log, level) ? app.anonLog.take() : null;
+    if (budget === null || budget.ok) {
+      const suppressed =
+        budget?.ok && budget.suppressed > 0 ? { suppressed: budget.suppressed } : {};
+      if (level === 'error')
+        request.log.error({ err, url: request.url, ...suppressed }, 'request failed');
+      else
+        request.log.debug(
+          { err: (err as Error).message, url: request.url, status: answer.status, ...suppressed },
+          'request refused',
+        );
+    }
     reply.code(answer.status).send(answer.body);
   });
   // Every JSON answer in the kvmd envelope; non-object payloads (files, text) pass through.

@@ -81,6 +81,50 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { wire: string; status: number }> = 
   FST_ERR_ASYNC_CONSTRAINT: { wire: 'ValidatorError', status: 400 },
 };
 
+/** busboy's parse errors carry no code, only these fixed messages. */
+const MULTIPART_PARSE_ERRORS =
+  /^(Multipart: Boundary not found|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data|The needle cannot have a length bigger than 256\.)$/;
+
+function envelope(status: number, error: string, message: string): HttpErrorAnswer {
+  return { status, body: { ok: false, result: { error, error_msg: message } } };
+}
+
+/**
+ * Node's own error codes: the HTTP parser's (`HPE_*`, from the server's `clientError`) are the
+ * client's fault; a full disk or a read-only data folder is the device's, said honestly without
+ * the raw path or errno text (which name files of the data folder).
+ */
+function nodeErrorAnswer(code: string, e: { reason?: unknown }): HttpErrorAnswer | null {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return envelope(
+      431,
+      'RequestHeadersTooLargeError',
+      'The request line and headers are too large',
+    );
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return envelope(408, 'RequestTimeoutError', 'The request headers did not arrive in time');
+  }
+  if (code.startsWith('HPE_')) {
+    // llhttp's reason is a fixed phrase ("Invalid method encountered"), never the client's bytes.
+    const reason = typeof e.reason === 'string' ? `: ${e.reason}` : '';
+    return envelope(400, 'ValidatorError', `Malformed HTTP request${reason}`);
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return envelope(507, 'InsufficientStorageError', "The device's storage is full");
+  }
+  if (code === 'EROFS') {
+    return envelope(500, 'InternalError', "The device's data folder is read-only");
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return envelope(500, 'InternalError', 'The device may not write its data folder');
+  }
+  if (code === 'EIO') {
+    return envelope(500, 'InternalError', "The device's storage reported an I/O error");
+  }
+  return null;
+}
+
 /** Maps any thrown value to an HTTP status and the kvmd error envelope. */
 export function toHttp(err: unknown): HttpErrorAnswer {
   if (err instanceof ApiError) {
@@ -96,6 +140,11 @@ export function toHttp(err: unknown): HttpErrorAnswer {
       status: known.status,
       body: { ok: false, result: { error: known.wire, error_msg: e.message ?? known.wire } },
     };
+  }
+  const fromNode = e.code ? nodeErrorAnswer(e.code, e) : null;
+  if (fromNode) return fromNode;
+  if (e.message !== undefined && MULTIPART_PARSE_ERRORS.test(e.message)) {
+    return envelope(400, 'ValidatorError', 'Malformed multipart body');
   }
   // JSON.parse failures surface as SyntaxError with status 400 from the body parser.
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {

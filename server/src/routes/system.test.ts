@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -108,6 +108,57 @@ describe('get_config / set_config', () => {
     });
     expect(res.statusCode).toBe(413);
     expect(res.json().result.error).toBe('PayloadTooLargeError');
+  });
+});
+
+describe('set_config bounds and unusable stored files (issue 9, item 13)', () => {
+  it('refuses a deeply nested body and one over the size bound, and writes nothing', async () => {
+    const dir = await tempDataDir();
+    app = await newApp(dir);
+    const token = await initAndLogin(app);
+    // 6 KB of nesting: once indented on disk this was 18 MB
+    const nested = `{"a":${'['.repeat(3000)}${']'.repeat(3000)}}`;
+    const deep = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token, 'content-type': 'application/json' },
+      payload: nested,
+    });
+    expect(deep.statusCode).toBe(400);
+    expect(deep.json().result).toMatchObject({ error: 'ValidatorError' });
+    expect(deep.json().result.error_msg).toContain('deeper than 8');
+    const big = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token },
+      payload: { notes: 'x'.repeat(100 * 1024) },
+    });
+    expect(big.statusCode).toBe(400);
+    expect(big.json().result.error_msg).toContain('65536');
+    const eight = { a: { b: { c: { d: { e: { f: { g: 1 } } } } } } };
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token },
+      payload: eight,
+    });
+    expect(ok.statusCode).toBe(200);
+    const onDisk = JSON.parse(await readFile(join(dir, 'user-config.json'), 'utf8'));
+    expect(onDisk.a).toEqual(eight.a);
+    expect(onDisk.notes).toBeUndefined();
+  });
+
+  it.each([
+    ['garbage', 'not json at all {'],
+    ['18 MB of nesting', `{"a":${'[\n'.repeat(3000)}${']'.repeat(3000)}}`.padEnd(18_000_000, ' ')],
+  ])('get_config answers 200 over a stored file of %s', async (_name, content) => {
+    const dir = await tempDataDir();
+    await writeFile(join(dir, 'user-config.json'), content);
+    app = await newApp(dir);
+    const token = await initAndLogin(app);
+    const res = await app.inject({ url: '/api/system/get_config', headers: { token } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().result.config).toEqual(USER_CONFIG_DEFAULTS);
   });
 });
 

@@ -19,3 +19,13 @@ describe('RotatingLogFile', () => {
     expect(oldest).not.toContain('line 00');
   });
 });
+
+describe('RotatingLogFile on a full disk', () => {
+  it('never throws: a log line must not fail a request or crash the process', () => {
+    // /dev/full answers every write with ENOSPC
+    const log = new RotatingLogFile('/dev/full', 1024 * 1024, 2);
+    expect(() => log.write('{"msg":"a line"}\n')).not.toThrow();
+    expect(log.write('{"msg":"another"}\n')).toBe(true);
+    log.close();
+  });
+});

@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 export class RotatingLogFile {
   private fd: number;
   private size: number;
+  private lost = 0;
 
   constructor(
     readonly path: string,
@@ -20,13 +21,31 @@ export class RotatingLogFile {
     this.size = fstatSync(this.fd).size;
   }
 
-  /** pino destination interface. */
+  /**
+   * pino destination interface. Never throws: a full disk or a failing card must not turn a log
+   * line into a failed request or an uncaught exception (issue 9, item 19). Lines that could not
+   * be written are counted and the count is written first when the log works again.
+   */
   write(chunk: string): boolean {
+    try {
+      if (this.lost > 0) {
+        this.append(
+          `${JSON.stringify({ level: 40, time: Date.now(), msg: 'log lines lost', lost: this.lost })}\n`,
+        );
+        this.lost = 0;
+      }
+      this.append(chunk);
+    } catch {
+      this.lost += 1;
+    }
+    return true;
+  }
+
+  private append(chunk: string): void {
     const bytes = Buffer.byteLength(chunk);
     if (this.size > 0 && this.size + bytes > this.maxBytes) this.rotate();
     writeSync(this.fd, chunk);
     this.size += bytes;
-    return true;
   }
 
   /** The log files, newest first (for export). */

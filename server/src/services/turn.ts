@@ -6,38 +6,62 @@
 import { readFile } from 'node:fs/promises';
 import type { TurnState } from '@kvm/protocol';
 import type { AppConfig } from '../config';
+import { SILENT_LOGGER, type Logger } from '../context';
 import type { StateProvider } from '../ws/state-registry';
 
-export async function loadTurn(config: AppConfig): Promise<TurnState> {
+/**
+ * A TURN file that cannot be read or used is logged (at warn: the console still works through
+ * the STUN URL, only relayed connections are lost) instead of meaning "no TURN" silently.
+ */
+export async function loadTurn(config: AppConfig, log: Logger = SILENT_LOGGER): Promise<TurnState> {
   const base: TurnState = {
     username: '',
     password: '',
     ttl: 86_400,
     uris: config.webrtc.stun_url ? [config.webrtc.stun_url] : [],
   };
-  if (!config.webrtc.turn_file) return base;
-  try {
-    const raw = JSON.parse(
-      await readFile(config.webrtc.turn_file, 'utf8'),
-    ) as Partial<TurnState> & { uris?: unknown };
-    // GL normalises a dict of uris to a list
-    const uris = Array.isArray(raw.uris)
-      ? raw.uris
-      : raw.uris && typeof raw.uris === 'object'
-        ? Object.values(raw.uris)
-        : [];
-    return {
-      username: typeof raw.username === 'string' ? raw.username : '',
-      password: typeof raw.password === 'string' ? raw.password : '',
-      ttl: typeof raw.ttl === 'number' ? raw.ttl : 86_400,
-      uris: [
-        ...uris.filter((u): u is string => typeof u === 'string' && /^(stuns?|turns?):/.test(u)),
-        ...base.uris,
-      ],
-    };
-  } catch {
+  const path = config.webrtc.turn_file;
+  if (!path) return base;
+  const unusable = (reason: string, extra: Record<string, unknown> = {}): TurnState => {
+    log.warn({ file: path, reason, ...extra }, 'TURN file unusable: no TURN relay offered');
     return base;
+  };
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return unusable(code === 'ENOENT' ? 'missing' : 'unreadable', { code });
   }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return unusable('not valid JSON');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return unusable('not a JSON object');
+  }
+  const raw = parsed as Partial<TurnState> & { uris?: unknown };
+  // GL normalises a dict of uris to a list
+  const uris = Array.isArray(raw.uris)
+    ? raw.uris
+    : raw.uris && typeof raw.uris === 'object'
+      ? Object.values(raw.uris)
+      : [];
+  const usable = uris.filter(
+    (u): u is string => typeof u === 'string' && /^(stuns?|turns?):/.test(u),
+  );
+  if (usable.length === 0) return unusable('no stun:/turn: URI in uris');
+  if (usable.length < uris.length) {
+    log.warn({ file: path, ignored: uris.length - usable.length }, 'TURN file: some uris ignored');
+  }
+  return {
+    username: typeof raw.username === 'string' ? raw.username : '',
+    password: typeof raw.password === 'string' ? raw.password : '',
+    ttl: typeof raw.ttl === 'number' ? raw.ttl : 86_400,
+    uris: [...usable, ...base.uris],
+  };
 }
 
 /** RTCIceServer list for the server's own peer connections. */

@@ -2,8 +2,27 @@
  * A JSON document in the data folder. Reads once, writes atomically, and serialises writes so
  * two saves never race on the rename.
  */
-import { readFile } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
 import { atomicWriteFile } from './atomic';
+
+/**
+ * The file is there and readable but its content is not a document we can use (not JSON, over
+ * the size bound, refused by the parser). Distinct from an I/O or permission error, which says
+ * nothing about the content and must not be treated as "replace with defaults".
+ */
+export class CorruptFileError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`${path}: ${reason}`);
+  }
+}
+
+export interface JsonFileOptions {
+  /** A larger file is corrupt without being read into memory. */
+  maxBytes?: number;
+}
 
 export class JsonFile<T> {
   private chain: Promise<void> = Promise.resolve();
@@ -11,13 +30,17 @@ export class JsonFile<T> {
   constructor(
     readonly path: string,
     private readonly parse: (raw: unknown) => T,
+    private readonly opts: JsonFileOptions = {},
   ) {}
 
-  /** Reads the file; a missing file yields `parse(undefined)`. A corrupt file throws. */
+  /**
+   * Reads the file; a missing file yields `parse(undefined)`. Bad content throws
+   * CorruptFileError; an I/O or permission error is thrown as it is.
+   */
   async load(): Promise<T> {
     let text: string;
     try {
-      text = await readFile(this.path, 'utf8');
+      text = await this.read();
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.parse(undefined);
       throw err;
@@ -26,9 +49,23 @@ export class JsonFile<T> {
     try {
       raw = JSON.parse(text);
     } catch {
-      throw new Error(`${this.path}: not valid JSON`);
+      throw new CorruptFileError(this.path, 'not valid JSON');
     }
-    return this.parse(raw);
+    try {
+      return this.parse(raw);
+    } catch (err) {
+      throw new CorruptFileError(this.path, (err as Error).message);
+    }
+  }
+
+  /**
+   * Moves a corrupt file aside as `<name>.bad-<time>` (kept for whoever wants to look at it,
+   * never read again); returns the new path.
+   */
+  async setAside(): Promise<string> {
+    const aside = `${this.path}.bad-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    await rename(this.path, aside);
+    return aside;
   }
 
   /** Writes `value` atomically; saves are applied in call order. */
@@ -37,5 +74,18 @@ export class JsonFile<T> {
     const next = this.chain.then(() => atomicWriteFile(this.path, text));
     this.chain = next.catch(() => undefined);
     return next;
+  }
+
+  private async read(): Promise<string> {
+    const max = this.opts.maxBytes;
+    if (max === undefined) return readFile(this.path, 'utf8');
+    const handle = await open(this.path, 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > max) throw new CorruptFileError(this.path, `${size} bytes, over ${max}`);
+      return await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   }
 }
