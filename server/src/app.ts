@@ -252,6 +252,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     log: app.log,
   });
   ctx.auth.sessions.on('ended', (hash) => janus.endAuthSession(hash));
+  ctx.auth.sessions.on('ended', (hash) => ctx.hid.sessionEnded(hash));
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
   app.addHook('onClose', async () => {

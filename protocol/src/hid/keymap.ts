@@ -388,68 +388,114 @@ function plan(
 }
 
 /**
- * The key presses that type `text` on a computer using `keymap`'s layout. Each character takes
- * its cheapest direct key (fewest modifiers), else dead key + base letter, else (a lone accent)
- * dead key + Space, else a plain stand-in for typographic quotes, en dash and no-break space.
- * `\n` is Enter, `\t` Tab, `\r\n` one Enter (a lone `\r` too). Shift and AltGr stay held while consecutive
- * characters need them and are released at the end; Enter and Tab are pressed without them,
- * as Shift+Tab and Shift+Enter mean something else to most programs.
+ * The key presses that type `text` on a computer using `keymap`'s layout, made lazily as they
+ * are taken (a paste of a long text never holds all its events at once), with the counts of
+ * the part taken so far. Each character takes its cheapest direct key (fewest modifiers), else
+ * dead key + base letter, else (a lone accent) dead key + Space, else a plain stand-in for
+ * typographic quotes, en dash and no-break space. `\n` is Enter, `\t` Tab, `\r\n` one Enter (a
+ * lone `\r` too). Shift and AltGr stay held while consecutive characters need them and are
+ * released at the end; Enter and Tab are pressed without them, as Shift+Tab and Shift+Enter
+ * mean something else to most programs.
+ */
+export class TextKeyEvents implements Iterable<KeyStateEvent> {
+  /** Characters whose events were all taken (a `\r\n` pair counts once). */
+  typed = 0;
+  /** Distinct characters the layout cannot type, met so far, in order of first appearance. */
+  readonly unmapped: string[] = [];
+  private started = false;
+  /** Modifiers held by the events taken so far. */
+  private shift = false;
+  private altgr = false;
+
+  constructor(
+    private readonly text: string,
+    private readonly keymap: ParsedKeymap,
+  ) {}
+
+  /** One pass only: the counts belong to it. */
+  [Symbol.iterator](): Iterator<KeyStateEvent> {
+    if (this.started) throw new Error('TextKeyEvents can be iterated once');
+    this.started = true;
+    return this.events();
+  }
+
+  private *events(): Generator<KeyStateEvent, void, undefined> {
+    const { keymap } = this;
+    const skipped = new Set<string>();
+    // Code points one at a time, with a look-ahead of one cluster: no copy of the whole text.
+    const cps = this.text[Symbol.iterator]();
+    let ahead: string[] = [];
+    const peek = (n: number): string | undefined => {
+      while (ahead.length <= n) {
+        const next = cps.next();
+        if (next.done) return undefined;
+        ahead.push(next.value);
+      }
+      return ahead[n];
+    };
+    for (;;) {
+      const char = peek(0);
+      if (char === undefined) break;
+      if (char === '\r' && peek(1) === '\n') {
+        ahead.shift();
+        continue;
+      }
+      // Decomposed input (e + U+0301) is typed as its composed character when the layout has no
+      // key for the lone mark.
+      let end = 1;
+      while (COMBINING.test(peek(end) ?? '')) end++;
+      if (end > 1) {
+        const cluster = ahead.slice(0, end);
+        if (cluster.some((c) => !keymap.chars.has(c))) {
+          const composed = cluster.join('').normalize('NFC');
+          const strokes =
+            [...composed].length === 1 ? plan(composed, keymap, this.shift, this.altgr) : null;
+          if (strokes) {
+            ahead = ahead.slice(end);
+            yield* this.type(strokes);
+            continue;
+          }
+        }
+      }
+      ahead.shift();
+      const strokes = plan(char, keymap, this.shift, this.altgr);
+      if (strokes) yield* this.type(strokes);
+      else if (!skipped.has(char)) {
+        skipped.add(char);
+        this.unmapped.push(char);
+      }
+    }
+    yield* this.setModifiers(false, false);
+  }
+
+  private *type(strokes: readonly KeyStroke[]): Generator<KeyStateEvent, void, undefined> {
+    for (const s of strokes) {
+      yield* this.setModifiers(s.shift, s.altgr);
+      yield { key: s.code, state: true };
+      yield { key: s.code, state: false };
+    }
+    // Counted once its last event was taken, so a stopped paste never over-reports.
+    this.typed += 1;
+  }
+
+  private *setModifiers(shift: boolean, altgr: boolean): Generator<KeyStateEvent, void, undefined> {
+    if (this.shift && !shift) yield { key: SHIFT_KEY, state: false };
+    if (this.altgr && !altgr) yield { key: ALTGR_KEY, state: false };
+    if (!this.shift && shift) yield { key: SHIFT_KEY, state: true };
+    if (!this.altgr && altgr) yield { key: ALTGR_KEY, state: true };
+    this.shift = shift;
+    this.altgr = altgr;
+  }
+}
+
+/**
+ * Every key press that types `text` at once, as {@link TextKeyEvents} makes them.
  * @returns the events, the count of characters typed, and the distinct characters skipped
  */
 export function textToKeyEvents(text: string, keymap: ParsedKeymap): TypedText {
-  const events: KeyStateEvent[] = [];
-  const unmapped: string[] = [];
-  let typed = 0;
-  let shift = false;
-  let altgr = false;
-
-  const setModifiers = (wantShift: boolean, wantAltgr: boolean): void => {
-    if (shift && !wantShift) events.push({ key: SHIFT_KEY, state: false });
-    if (altgr && !wantAltgr) events.push({ key: ALTGR_KEY, state: false });
-    if (!shift && wantShift) events.push({ key: SHIFT_KEY, state: true });
-    if (!altgr && wantAltgr) events.push({ key: ALTGR_KEY, state: true });
-    shift = wantShift;
-    altgr = wantAltgr;
-  };
-  const type = (strokes: readonly KeyStroke[]): void => {
-    for (const s of strokes) {
-      setModifiers(s.shift, s.altgr);
-      events.push({ key: s.code, state: true }, { key: s.code, state: false });
-    }
-    typed += 1;
-  };
-  const skip = (char: string): void => {
-    if (!unmapped.includes(char)) unmapped.push(char);
-  };
-
-  const cps = [...text];
-  for (let i = 0; i < cps.length; i++) {
-    const char = cps[i] ?? '';
-    if (char === '\r' && cps[i + 1] === '\n') continue;
-
-    // Decomposed input (e + U+0301) is typed as its composed character when the layout has no
-    // key for the lone mark.
-    let end = i + 1;
-    while (end < cps.length && COMBINING.test(cps[end] ?? '')) end++;
-    if (end > i + 1) {
-      const cluster = cps.slice(i, end);
-      if (cluster.some((c) => !keymap.chars.has(c))) {
-        const composed = cluster.join('').normalize('NFC');
-        const strokes = [...composed].length === 1 ? plan(composed, keymap, shift, altgr) : null;
-        if (strokes) {
-          type(strokes);
-          i = end - 1;
-          continue;
-        }
-      }
-    }
-
-    const strokes = plan(char, keymap, shift, altgr);
-    if (strokes) type(strokes);
-    else skip(char);
-  }
-  setModifiers(false, false);
-  return { events, typed, unmapped };
+  const lazy = new TextKeyEvents(text, keymap);
+  const events = [...lazy];
+  return { events, typed: lazy.typed, unmapped: lazy.unmapped };
 }
 
 function composeDead(dead: DeadKey, char: string): string {

@@ -50,6 +50,12 @@ export interface KeymapLayout {
   keys: Record<string, KeymapKeyLabels>;
 }
 
+/**
+ * The most characters (code points) one `POST /api/hid/print` types: `limit=0` ("no limit" in
+ * kvmd) still stops here, and a text left longer than this after `limit` is refused (400).
+ */
+export const PRINT_MAX_CHARS = 65_536;
+
 /** `POST /api/hid/print`: how many characters were typed and which ones the layout lacks. */
 export interface PrintResult {
   typed: number;

@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import { encodeKey, encodeMouseMove } from '@kvm/protocol';
+import { request as httpRequest } from 'node:http';
+import { PRINT_MAX_CHARS, encodeKey, encodeMouseMove } from '@kvm/protocol';
 import type { TestbedReport } from '../drivers/testbed/hid';
-import { initAndLogin, newApp } from '../test-helpers';
+import { PASSWORD, initAndLogin, login, newApp } from '../test-helpers';
+import { PRINT_BODY_MAX_BYTES } from './hid';
 
 let app: FastifyInstance;
 afterEach(async () => {
@@ -14,6 +16,17 @@ function record(a: FastifyInstance): TestbedReport[] {
   const reports: TestbedReport[] = [];
   a.ctx.drivers.testbedHid!.on('report', (r) => reports.push(r));
   return reports;
+}
+
+/** Keys the reports pressed and never released. */
+function stillPressed(reports: TestbedReport[]): string[] {
+  const down = new Set<string>();
+  for (const r of reports) {
+    if (r.kind !== 'key') continue;
+    if (r.pressed) down.add(r.key);
+    else down.delete(r.key);
+  }
+  return [...down];
 }
 
 const keyLog = (reports: TestbedReport[]) =>
@@ -136,6 +149,126 @@ describe('/api/hid', () => {
       payload: Buffer.from([0xff, 0xfe, 0xfd]),
     });
     expect(res.statusCode).toBe(400);
+  });
+
+  it('types a long paste without holding up other routes, and /api/hid/reset stops it with no key left down', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const reports = record(app);
+    let settled = false;
+    const paste = app
+      .inject({
+        method: 'POST',
+        url: '/api/hid/print?limit=0',
+        headers: { token, 'content-type': 'text/plain' },
+        payload: 'A'.repeat(PRINT_MAX_CHARS),
+      })
+      .finally(() => (settled = true));
+    await expect.poll(() => reports.length, { timeout: 20_000 }).toBeGreaterThan(0);
+    // Answered while the paste is still typing: the event loop is not held by it.
+    const state = await app.inject({ url: '/api/hid', headers: { token } });
+    expect(state.statusCode).toBe(200);
+    expect(settled).toBe(false);
+    expect(app.ctx.hid.pasting).toBe(true);
+
+    const reset = await app.inject({ method: 'POST', url: '/api/hid/reset', headers: { token } });
+    expect(reset.statusCode).toBe(200);
+    const res = await paste;
+    expect(res.statusCode).toBe(409);
+    const result = res.json().result;
+    expect(result).toMatchObject({ error: 'HidPasteStoppedError', reason: 'reset' });
+    expect(result.typed).toBeLessThan(PRINT_MAX_CHARS);
+    expect(app.ctx.drivers.testbedHid!.held).toEqual([]);
+    expect(stillPressed(reports)).toEqual([]);
+    expect(keyLog(reports).at(-1)).toBe('ShiftLeft-');
+  });
+
+  it('bounds a paste: limit=0 stops at PRINT_MAX_CHARS, the body at PRINT_BODY_MAX_BYTES', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const print = (q: string, payload: string) =>
+      app.inject({
+        method: 'POST',
+        url: `/api/hid/print?${q}`,
+        headers: { token, 'content-type': 'text/plain' },
+        payload,
+      });
+    let res = await print('limit=0', 'a'.repeat(PRINT_MAX_CHARS + 1));
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result.error).toBe('ValidatorError');
+    res = await print(`limit=${PRINT_MAX_CHARS + 5}`, '\u00e9'.repeat(PRINT_MAX_CHARS + 1));
+    expect(res.statusCode).toBe(400);
+    // A limit cuts first, as kvmd's: only what is left counts.
+    res = await print('limit=3', 'a'.repeat(PRINT_MAX_CHARS + 1));
+    expect(res.statusCode).toBe(200);
+    expect(res.json().result).toEqual({ typed: 3, unmapped: [] });
+    res = await print('limit=3', 'a'.repeat(PRINT_BODY_MAX_BYTES + 1));
+    expect(res.statusCode).toBe(413);
+    expect(res.json().result.error).toBe('PayloadTooLargeError');
+    expect(app.ctx.hid.pasting).toBe(false);
+  });
+
+  it('a new paste replaces the one typing; a paste stops when its session ends', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const reports = record(app);
+    const held = () => app.ctx.drivers.testbedHid!.held;
+    const print = (t: string, q: string, payload: string) =>
+      app.inject({
+        method: 'POST',
+        url: `/api/hid/print?limit=0&${q}`,
+        headers: { token: t, 'content-type': 'text/plain' },
+        payload,
+      });
+    const first = print(token, 'delay=0.005', 'A'.repeat(2000));
+    await expect.poll(held, { timeout: 10_000 }).toContain('ShiftLeft');
+    const second = await print(token, '', 'b');
+    expect(second.statusCode).toBe(200);
+    expect(second.json().result).toEqual({ typed: 1, unmapped: [] });
+    const replaced = await first;
+    expect(replaced.statusCode).toBe(409);
+    expect(replaced.json().result.reason).toBe('replaced');
+    expect(keyLog(reports).slice(-3)).toEqual(['ShiftLeft-', 'KeyB+', 'KeyB-']);
+
+    const other = await login(app, PASSWORD);
+    const mine = print(other, 'delay=0.005', 'A'.repeat(2000));
+    await expect.poll(held, { timeout: 10_000 }).toContain('ShiftLeft');
+    // Another session's logout leaves it typing.
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { token } }))
+        .statusCode,
+    ).toBe(200);
+    expect(app.ctx.hid.pasting).toBe(true);
+    await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { token: other } });
+    const ended = await mine;
+    expect(ended.statusCode).toBe(409);
+    expect(ended.json().result.reason).toBe('session');
+    expect(held()).toEqual([]);
+    expect(stillPressed(reports)).toEqual([]);
+  });
+
+  it('stops a paste whose client disconnects', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const reports = record(app);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as { port: number }).port;
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/hid/print?limit=0&delay=0.005',
+      headers: { token, 'content-type': 'text/plain' },
+    });
+    req.on('error', () => undefined);
+    req.end('A'.repeat(2000));
+    await expect
+      .poll(() => app.ctx.drivers.testbedHid!.held, { timeout: 10_000 })
+      .toContain('ShiftLeft');
+    req.destroy();
+    await expect.poll(() => app.ctx.hid.pasting, { timeout: 10_000 }).toBe(false);
+    expect(app.ctx.drivers.testbedHid!.held).toEqual([]);
+    expect(stillPressed(reports)).toEqual([]);
   });
 
   it('takes binary and JSON input on /api/ws and releases a client that disconnects', async () => {

@@ -9,20 +9,27 @@ import {
   ABS_MIN,
   DELTA_LIMIT,
   KEYMAPS,
+  PRINT_MAX_CHARS,
   isMouseButton,
   keyByCode,
   type KeymapLayout,
   type KeymapsResult,
   type PrintResult,
 } from '@kvm/protocol';
-import { textToKeyEvents } from '@kvm/protocol/hid/keymap';
-import { ValidatorError } from '../errors';
-import type { HidService } from '../services/hid/hid-service';
+import { TextKeyEvents } from '@kvm/protocol/hid/keymap';
+import { ApiError, ValidatorError } from '../errors';
+import type { HidService, PasteStop } from '../services/hid/hid-service';
 import { UnknownKeymapError, type KeymapStore } from '../services/hid/keymap-store';
 import { bool, fail, int, str } from '../validators';
 
-/** kvmd's default `limit` of /hid/print; 0 means no limit. */
+/** kvmd's default `limit` of /hid/print; 0 means no limit (up to PRINT_MAX_CHARS). */
 export const PRINT_DEFAULT_LIMIT = 1024;
+/**
+ * The largest /hid/print body: PRINT_MAX_CHARS characters of four bytes each (UTF-8 and UTF-16
+ * both need at most four per code point). Larger is 413 PayloadTooLargeError, before any
+ * decoding, whatever `limit` says.
+ */
+export const PRINT_BODY_MAX_BYTES = PRINT_MAX_CHARS * 4;
 /** kvmd's `slow`: 20 ms between events. */
 const SLOW_DELAY_MS = 20;
 const MAX_DELAY_S = 5;
@@ -110,7 +117,8 @@ export function hidRoutes(
   });
 
   app.post('/api/hid/reset', async () => {
-    hid.releaseAll();
+    // Answers once the paste (if any) stopped and its keys are up.
+    await hid.reset();
     return {};
   });
 
@@ -183,29 +191,92 @@ export function hidRoutes(
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    scope.post('/api/hid/print', async (request): Promise<PrintResult> => {
-      const q = request.query as Query;
-      const limit = int('limit', q['limit'], { min: 0, fallback: PRINT_DEFAULT_LIMIT });
-      const keymap = await keymapOf(q['keymap']);
-      const slow = bool('slow', q['slow'], false);
-      const delayS = present(q, 'delay') ? seconds('delay', q['delay'], MAX_DELAY_S) : null;
-      const body = request.body;
-      if (!Buffer.isBuffer(body) && body !== undefined && body !== null) {
-        throw new ValidatorError('The request body must be text');
-      }
-      let text: string;
-      try {
-        text = new TextDecoder(charsetOf(request.headers['content-type']), {
-          fatal: true,
-        }).decode(body ?? Buffer.alloc(0));
-      } catch {
-        throw new ValidatorError('The request body is not valid text in its charset');
-      }
-      if (limit > 0) text = [...text].slice(0, limit).join('');
-      const { events, typed, unmapped } = textToKeyEvents(text, keymap);
-      const delayMs = delayS !== null ? delayS * 1000 : slow ? SLOW_DELAY_MS : 0;
-      await hid.type(events, delayMs);
-      return { typed, unmapped };
-    });
+    scope.post(
+      '/api/hid/print',
+      { bodyLimit: PRINT_BODY_MAX_BYTES },
+      async (request, reply): Promise<PrintResult> => {
+        const q = request.query as Query;
+        const limit = int('limit', q['limit'], { min: 0, fallback: PRINT_DEFAULT_LIMIT });
+        const keymap = await keymapOf(q['keymap']);
+        const slow = bool('slow', q['slow'], false);
+        const delayS = present(q, 'delay') ? seconds('delay', q['delay'], MAX_DELAY_S) : null;
+        const body = request.body;
+        if (!Buffer.isBuffer(body) && body !== undefined && body !== null) {
+          throw new ValidatorError('The request body must be text');
+        }
+        let text: string;
+        try {
+          text = new TextDecoder(charsetOf(request.headers['content-type']), {
+            fatal: true,
+          }).decode(body ?? Buffer.alloc(0));
+        } catch {
+          throw new ValidatorError('The request body is not valid text in its charset');
+        }
+        text = clipText(text, limit);
+        const delayMs = delayS !== null ? delayS * 1000 : slow ? SLOW_DELAY_MS : 0;
+
+        // The client that leaves stops its paste: nobody is left to see it typed.
+        const left = new AbortController();
+        const onClose = (): void => {
+          if (!reply.raw.writableFinished) left.abort();
+        };
+        reply.raw.once('close', onClose);
+        if (request.raw.socket?.destroyed) left.abort();
+        const events = new TextKeyEvents(text, keymap);
+        let stopped;
+        try {
+          stopped = await hid.type(events, {
+            delayMs,
+            owner: request.auth?.tokenHash ?? null,
+            signal: left.signal,
+          });
+        } finally {
+          reply.raw.off('close', onClose);
+        }
+        if (stopped) throw new HidPasteStoppedError(stopped, events.typed, events.unmapped);
+        return { typed: events.typed, unmapped: events.unmapped };
+      },
+    );
   });
+}
+
+const STOP_CAUSES: Readonly<Record<PasteStop, string>> = {
+  reset: 'a HID reset',
+  replaced: 'a newer paste',
+  session: 'the end of its session',
+  client: 'its client leaving',
+  disconnected: 'the keyboard being disconnected',
+  closed: 'the server stopping',
+};
+
+/** A paste that did not type all its text (our addition: kvmd's paste cannot be stopped). */
+export class HidPasteStoppedError extends ApiError {
+  constructor(reason: PasteStop, typed: number, unmapped: string[]) {
+    super(
+      'HidPasteStoppedError',
+      409,
+      `The paste was stopped by ${STOP_CAUSES[reason]} after ${typed} characters`,
+      { reason, typed, unmapped },
+    );
+  }
+}
+
+/**
+ * The text cut to `limit` characters (code points; 0 = no limit, as kvmd), refused when what is
+ * left is longer than PRINT_MAX_CHARS: typing is never asked for more than that.
+ */
+export function clipText(text: string, limit: number): string {
+  const wanted = limit > 0 ? limit : Number.POSITIVE_INFINITY;
+  let count = 0;
+  let end = 0;
+  for (const char of text) {
+    if (count === wanted) break;
+    if (++count > PRINT_MAX_CHARS) {
+      throw new ValidatorError(
+        `The text to type is longer than ${PRINT_MAX_CHARS} characters (limit=${limit})`,
+      );
+    }
+    end += char.length;
+  }
+  return end === text.length ? text : text.slice(0, end);
 }

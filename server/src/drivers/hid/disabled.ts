@@ -1,4 +1,5 @@
-import type { HidDriver, HidDriverState } from './types';
+import { paceKeyEvents } from './pace';
+import type { HidDriver, HidDriverState, KeyEvent } from './types';
 
 /** No HID at all: offline, every report is ignored. */
 export class DisabledHid implements HidDriver {
@@ -23,7 +24,10 @@ export class DisabledHid implements HidDriver {
   sendMouseMove(): void {}
   sendMouseRelative(): void {}
   sendMouseWheel(): void {}
-  async typeSequence(): Promise<void> {}
+  /** Takes the whole sequence (so a paste's counts are right) and sends nothing. */
+  typeSequence(events: Iterable<KeyEvent>, delayMs: number, signal: AbortSignal): Promise<void> {
+    return paceKeyEvents(events, delayMs, signal, () => undefined);
+  }
   async setMouseOutput(): Promise<void> {}
   async setConnected(): Promise<void> {}
   async init(): Promise<void> {}

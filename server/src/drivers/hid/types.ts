@@ -42,10 +42,13 @@ export interface HidDriver {
   sendMouseWheel(dx: number, dy: number): void;
   /**
    * Types a key sequence (paste) as fast as the remote computer takes it, with at least
-   * `delayMs` between events; resolves when the last event went out. Rejects if the device
-   * went away mid-way (the caller releases what it pressed).
+   * `delayMs` between events, taking the events lazily (the source may be long). Resolves when
+   * the last event went out or, once `signal` fires, as soon as the event in flight is done.
+   * Rejects if the device went away mid-way. However it ends, every key of the sequence still
+   * pressed is released first, on the keyboard that typed it (drivers use paceKeyEvents).
+   * Never holds the event loop for more than a few events at a time.
    */
-  typeSequence(events: readonly KeyEvent[], delayMs: number): Promise<void>;
+  typeSequence(events: Iterable<KeyEvent>, delayMs: number, signal: AbortSignal): Promise<void>;
   /** Switches the mouse output (`usb` absolute, `usb_rel` relative): re-creates the device. */
   setMouseOutput(output: string): Promise<void>;
   /** Plugs the keyboard and mouse in or out. */

@@ -39,7 +39,7 @@ async function serialLines(): Promise<string[]> {
 /** The guest's screen text, read with its `screen` command. */
 async function screenText(): Promise<string> {
   const before = (await serialLines()).length;
-  await hid.typeSequence(typed('screen\n'), 0);
+  await hid.typeSequence(typed('screen\n'), 0, new AbortController().signal);
   let text = '';
   await until('screen dump', async () => {
     const lines = (await serialLines()).slice(before);
@@ -84,7 +84,7 @@ describe('QemuHid', () => {
 
   it('types through the USB keyboard and PS/2 paste; the guest shows it on its screen', async () => {
     for (const e of typed('echo usb-')) hid.sendKey(e.key, e.state);
-    await hid.typeSequence(typed('Typed_42\n'), 0);
+    await hid.typeSequence(typed('Typed_42\n'), 0, new AbortController().signal);
     const screen = await screenText();
     expect(screen).toContain('guest# echo usb-Typed_42');
     expect(screen.split('\n')).toContain('usb-Typed_42');
@@ -92,7 +92,7 @@ describe('QemuHid', () => {
 
   it('a tablet click selects the item under the pointer; relative mode re-creates the mouse', async () => {
     const before = (await serialLines()).length;
-    await hid.typeSequence(typed('pick\n'), 0);
+    await hid.typeSequence(typed('pick\n'), 0, new AbortController().signal);
     await until('pick ready', async () =>
       (await serialLines()).slice(before).some((l) => l.startsWith('pick ready')),
     );

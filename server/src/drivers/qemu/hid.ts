@@ -6,6 +6,7 @@
  * than usb-kbd's 16-report queue that the guest empties once per 10 ms poll.
  */
 import { ABS_MAX, ABS_MIN, keyByCode, type MouseButton } from '@kvm/protocol';
+import { paceKeyEvents } from '../hid/pace';
 import type { HidDriver, HidDriverState, KeyEvent } from '../hid/types';
 import type { QemuMachine } from './machine';
 import { QmpClosedError, type QmpInputEvent } from './qmp';
@@ -172,19 +173,26 @@ export class QemuHid implements HidDriver {
     if (events.length > 0) this.enqueue(events, 0);
   }
 
-  async typeSequence(events: readonly KeyEvent[], delayMs: number): Promise<void> {
-    const gap = Math.max(delayMs, PS2_KEY_GAP_MS);
+  async typeSequence(
+    events: Iterable<KeyEvent>,
+    delayMs: number,
+    signal: AbortSignal,
+  ): Promise<void> {
     // Keys typed just before the paste go first: the two keyboards are separate queues.
     await this.drained();
-    for (const e of events) {
-      const info = keyByCode(e.key);
-      if (!info) continue;
-      const started = performance.now();
-      // No device: the PS/2 keyboard of the pc machine takes it.
-      await this.machine.command('input-send-event', { events: [keyEvent(info.qcode, e.state)] });
-      const left = gap - (performance.now() - started);
-      if (left > 0.5) await sleep(left);
-    }
+    // No device: the PS/2 keyboard of the pc machine takes it, releases included (a release
+    // sent to usb-kbd would not lift a key held on the PS/2 keyboard).
+    await paceKeyEvents(
+      (function* () {
+        for (const e of events) if (keyByCode(e.key)) yield e;
+      })(),
+      Math.max(delayMs, PS2_KEY_GAP_MS),
+      signal,
+      async (key, pressed) => {
+        const qcode = keyByCode(key)!.qcode;
+        await this.machine.command('input-send-event', { events: [keyEvent(qcode, pressed)] });
+      },
+    );
   }
 
   async setMouseOutput(output: string): Promise<void> {

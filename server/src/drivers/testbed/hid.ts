@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { MouseButton } from '@kvm/protocol';
+import { paceKeyEvents } from '../hid/pace';
 import type { HidDriver, HidDriverState, KeyEvent } from '../hid/types';
 import type { TestbedPicture } from './screen';
 
@@ -121,11 +122,8 @@ export class TestbedHid
     this.emit('report', { kind: 'wheel', dx, dy }, performance.now());
   }
 
-  async typeSequence(events: readonly KeyEvent[], delayMs: number): Promise<void> {
-    for (const e of events) {
-      this.sendKey(e.key, e.state);
-      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-    }
+  typeSequence(events: Iterable<KeyEvent>, delayMs: number, signal: AbortSignal): Promise<void> {
+    return paceKeyEvents(events, delayMs, signal, (key, pressed) => this.sendKey(key, pressed));
   }
 
   async setMouseOutput(output: string): Promise<void> {

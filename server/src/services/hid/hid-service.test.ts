@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeKey, encodeMouseButton, encodeMouseRelative, encodeMouseWheel } from '@kvm/protocol';
 import { TestbedHid } from '../../drivers/testbed/hid';
 import type { TestbedReport } from '../../drivers/testbed/hid';
+import { paceKeyEvents } from '../../drivers/hid/pace';
+import type { KeyEvent } from '../../drivers/hid/types';
 import { HidService } from './hid-service';
 
 /** A fake that records the reports, as the house style asks: bytes, not call assertions. */
@@ -29,6 +31,26 @@ function setup(opts: { jigglerIntervalS?: number } = {}) {
       vi.advanceTimersByTime(ms);
     },
   };
+}
+
+/** Shift held, then A typed forever: a paste that never ends by itself. */
+function* endless(): Generator<KeyEvent> {
+  yield { key: 'ShiftLeft', state: true };
+  for (;;) {
+    yield { key: 'KeyA', state: true };
+    yield { key: 'KeyA', state: false };
+  }
+}
+
+/** Keys the reports pressed and never released. */
+function stillPressed(reports: TestbedReport[]): string[] {
+  const down = new Set<string>();
+  for (const r of reports) {
+    if (r.kind !== 'key') continue;
+    if (r.pressed) down.add(r.key);
+    else down.delete(r.key);
+  }
+  return [...down];
 }
 
 const keys = (reports: TestbedReport[]) =>
@@ -152,24 +174,72 @@ describe('HidService', () => {
     expect(t.saved.at(-1)).toEqual({ jiggler: false, mouseOutput: 'usb_rel' });
   });
 
-  it('refuses a second paste while one is typing, and releases on a driver failure', async () => {
+  it('stops a paste on reset, releasing every key it pressed, the event loop turning meanwhile', async () => {
     const t = setup();
     vi.useRealTimers();
-    const first = t.hid.type(
-      [
-        { key: 'KeyA', state: true },
-        { key: 'KeyA', state: false },
-      ],
-      5,
-    );
-    await expect(t.hid.type([], 0)).rejects.toMatchObject({ status: 409 });
-    await first;
-    t.driver.typeSequence = async (events) => {
-      t.driver.sendKey(events[0]!.key, true);
-      throw new Error('gone');
-    };
-    await expect(t.hid.type([{ key: 'ShiftLeft', state: true }], 0)).rejects.toThrow('gone');
+    // An endless paste: only a lazy taker with turns for the loop gets past the first line.
+    const paste = t.hid.type(endless(), { delayMs: 0 });
+    await expect.poll(() => t.reports.length, { timeout: 10_000 }).toBeGreaterThan(200);
+    expect(t.hid.pasting).toBe(true);
+    await t.hid.reset();
+    await expect(paste).resolves.toBe('reset');
+    expect(t.hid.pasting).toBe(false);
     expect(t.driver.held).toEqual([]);
+    expect(stillPressed(t.reports)).toEqual([]);
+    expect(keys(t.reports).at(-1)).toBe('ShiftLeft-');
+  });
+
+  it('a new paste replaces the one typing, after its keys are released', async () => {
+    const t = setup();
+    vi.useRealTimers();
+    const first = t.hid.type(endless(), { delayMs: 1 });
+    await expect.poll(() => t.driver.held, { timeout: 10_000 }).toContain('ShiftLeft');
+    const second = t.hid.type(
+      [
+        { key: 'KeyB', state: true },
+        { key: 'KeyB', state: false },
+      ],
+      { delayMs: 0 },
+    );
+    await expect(first).resolves.toBe('replaced');
+    await expect(second).resolves.toBeNull();
+    const log = keys(t.reports);
+    expect(log.slice(-2)).toEqual(['KeyB+', 'KeyB-']);
+    expect(log.lastIndexOf('ShiftLeft-')).toBeLessThan(log.indexOf('KeyB+'));
+    expect(t.driver.held).toEqual([]);
+  });
+
+  it('stops the paste of a session that ends, or of a caller that leaves, and no other', async () => {
+    const t = setup();
+    vi.useRealTimers();
+    const mine = t.hid.type(endless(), { delayMs: 1, owner: 'session-a' });
+    await expect.poll(() => t.driver.held, { timeout: 10_000 }).toContain('ShiftLeft');
+    t.hid.sessionEnded('session-b');
+    expect(t.hid.pasting).toBe(true);
+    t.hid.sessionEnded('session-a');
+    await expect(mine).resolves.toBe('session');
+    expect(t.driver.held).toEqual([]);
+
+    const caller = new AbortController();
+    const theirs = t.hid.type(endless(), { delayMs: 1, signal: caller.signal });
+    await expect.poll(() => t.driver.held, { timeout: 10_000 }).toContain('ShiftLeft');
+    caller.abort();
+    await expect(theirs).resolves.toBe('client');
+    expect(t.driver.held).toEqual([]);
+  });
+
+  it('releases what a paste pressed when the driver fails mid-way', async () => {
+    const t = setup();
+    vi.useRealTimers();
+    let sent = 0;
+    t.driver.typeSequence = (events, delayMs, signal) =>
+      paceKeyEvents(events, delayMs, signal, (key, pressed) => {
+        if (++sent === 3) throw new Error('gone');
+        t.driver.sendKey(key, pressed);
+      });
+    await expect(t.hid.type(endless(), { delayMs: 0 })).rejects.toThrow('gone');
+    expect(t.driver.held).toEqual([]);
+    expect(t.hid.pasting).toBe(false);
   });
 
   it('HTTP events: send_key without state taps, send_shortcut presses in order and releases reversed', () => {

@@ -53,6 +53,18 @@ export interface HidServiceOptions {
   log?: { warn(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
 }
 
+/** Why a paste stopped before its end. */
+export type PasteStop = 'reset' | 'replaced' | 'session' | 'client' | 'disconnected' | 'closed';
+
+export interface PasteOptions {
+  /** At least this long between two key events. */
+  delayMs: number;
+  /** The session that starts it (its token hash): the paste stops when the session ends. */
+  owner?: string | null;
+  /** Fires when the caller is gone (the HTTP client disconnected): the paste stops. */
+  signal?: AbortSignal;
+}
+
 export interface HidServiceEvents {
   state: [HidState];
   /** A client's held input was released, with why (tests and the bench watch this). */
@@ -71,7 +83,13 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   private readonly offDriver: () => void;
   private settings: HidSettings;
   private busy = false;
-  private printing = false;
+  private paste: {
+    controller: AbortController;
+    /** The session that started it (token hash), null for header credentials. */
+    owner: string | null;
+    /** Settles when it stopped and its keys are released. */
+    done: Promise<void>;
+  } | null = null;
   private lastActivity: number;
   private lastAbs: { x: number; y: number } = { x: 0, y: 0 };
   private lastStateJson = '';
@@ -240,28 +258,63 @@ export class HidService extends EventEmitter<HidServiceEvents> {
 
   // ---- paste ----
 
+  /** Whether a paste is being typed now. */
+  get pasting(): boolean {
+    return this.paste !== null;
+  }
+
   /**
-   * Types a key sequence (from the printer) exclusively: a second paste while one runs is a
-   * busy error. Whatever the sequence pressed is released if the driver fails mid-way.
+   * Types a key sequence (from the printer), one paste at a time device-wide: a new paste stops
+   * the one typing (which releases its keys first), as do {@link reset}, the end of the session
+   * that started it ({@link sessionEnded}) and `opts.signal` (its client left). The events are
+   * taken lazily and the event loop keeps turning meanwhile.
+   * @returns null when the whole sequence went out, else why it was stopped
    */
-  async type(events: readonly KeyEvent[], delayMs: number): Promise<void> {
-    if (this.printing) throw new BusyError('HidBusyError', 'Another paste is still being typed');
-    this.printing = true;
-    this.lastActivity = this.now();
+  async type(events: Iterable<KeyEvent>, opts: PasteOptions): Promise<PasteStop | null> {
+    const controller = new AbortController();
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const previous = this.paste;
+    this.paste = { controller, owner: opts.owner ?? null, done };
+    const clientLeft = (): void => controller.abort('client' satisfies PasteStop);
+    if (opts.signal?.aborted) clientLeft();
+    opts.signal?.addEventListener('abort', clientLeft, { once: true });
     try {
-      await this.driver.typeSequence(events, delayMs);
-    } catch (err) {
-      const down = new Set<string>();
-      for (const e of events) {
-        if (e.state) down.add(e.key);
-        else down.delete(e.key);
+      if (previous) {
+        previous.controller.abort('replaced' satisfies PasteStop);
+        await previous.done;
       }
-      for (const key of down) this.driver.sendKey(key, false);
-      throw err;
+      if (!controller.signal.aborted) {
+        this.lastActivity = this.now();
+        await this.driver.typeSequence(events, opts.delayMs, controller.signal);
+      }
+      return controller.signal.aborted ? (controller.signal.reason as PasteStop) : null;
     } finally {
-      this.printing = false;
+      opts.signal?.removeEventListener('abort', clientLeft);
+      if (this.paste?.controller === controller) this.paste = null;
       this.lastActivity = this.now();
+      finished();
     }
+  }
+
+  /** Stops the paste being typed, if any; resolves once its keys are released. */
+  stopPaste(reason: PasteStop): Promise<void> {
+    const paste = this.paste;
+    if (!paste) return Promise.resolve();
+    paste.controller.abort(reason);
+    return paste.done;
+  }
+
+  /** A session ended (logout, expiry, password change): its paste stops. */
+  sessionEnded(owner: string): void {
+    if (this.paste && this.paste.owner === owner) void this.stopPaste('session');
+  }
+
+  /** POST /api/hid/reset: the paste stops and every client's keys and buttons are released. */
+  async reset(): Promise<void> {
+    const stopped = this.stopPaste('reset');
+    this.releaseAll();
+    await stopped;
   }
 
   // ---- parameters ----
@@ -299,7 +352,10 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   }
 
   async setConnected(connected: boolean): Promise<void> {
-    if (!connected) this.releaseAll();
+    if (!connected) {
+      await this.stopPaste('disconnected');
+      this.releaseAll();
+    }
     await this.driver.setConnected(connected);
     this.publish();
   }
@@ -308,6 +364,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     clearInterval(this.watchdog);
     clearInterval(this.jigglerTimer);
     this.offDriver();
+    void this.stopPaste('closed');
     this.releaseAll();
   }
 
@@ -396,7 +453,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
 
   /** The jiggler: after `intervalMs` without input, a tiny move there and back. */
   private jiggle(intervalMs: number): void {
-    if (!this.settings.jiggler || this.printing) return;
+    if (!this.settings.jiggler || this.paste) return;
     const state = this.driver.getState();
     if (!state.mouse.online) return;
     const now = this.now();
