@@ -1,14 +1,18 @@
 /**
- * One ffmpeg/libx264 process: raw frames in on stdin, H.264 access units out (FLV-framed on
+ * One ffmpeg/libx264 encoder: raw frames in on stdin, H.264 access units out (FLV-framed on
  * stdout, see flv-reader.ts). Constrained Baseline, zerolatency (no B-frames, no lookahead),
  * so every frame written comes back as one access unit, in order: the capture times of the
  * frames in flight are a FIFO the units take theirs from.
+ *
+ * The process runs under the Supervisor (services/supervisor.ts) like QEMU: one backoff
+ * policy, idempotent start/stop, setpriv's parent-death signal and the exit hook, so no
+ * ffmpeg outlives the server. An ffmpeg that dies, hangs (frames in, nothing out for
+ * `stallMs`) or writes something that is not FLV is killed and restarted with backoff.
  */
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import type { Readable, Writable } from 'node:stream';
 import type { VideoProcessing } from '@kvm/protocol';
 import type { PixelFormat, RawFrame } from '../drivers/video/types';
+import { Supervisor, type BackoffOptions, type ExitInfo } from '../services/supervisor';
 import { FlvReader } from './flv-reader';
 import type { AccessUnit } from './types';
 
@@ -86,90 +90,168 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
   ];
 }
 
+/** What became of a frame handed to `write()`. */
+export type WriteResult =
+  /** in the encoder; its unit will follow */
+  | 'written'
+  /** dropped: `maxInFlight` frames are already in the encoder */
+  | 'busy'
+  /** not taken: no ffmpeg runs right now (starting, or waiting to restart) */
+  | 'offline'
+  /** not taken: the frame's size or format is not the encoder's */
+  | 'mismatch';
+
+export interface EncoderOptions {
+  /** The ffmpeg executable (config `video.ffmpeg`). */
+  binary?: string;
+  /** Restart policy of a dying ffmpeg. */
+  backoff?: BackoffOptions;
+  /** Frames in flight this long with no unit out: ffmpeg hangs, it is killed and restarted. */
+  stallMs?: number;
+  /** SIGTERM, then SIGKILL after this. */
+  stopTimeoutMs?: number;
+}
+
+/** 0.5 s doubling to 10 s; 10 s of running resets it (a healthy encoder). */
+export const ENCODER_BACKOFF: Required<BackoffOptions> = {
+  initialMs: 500,
+  maxMs: 10_000,
+  healthyMs: 10_000,
+};
+/** Far above any frame's encoding time (ms even at 1080p), far below a viewer giving up. */
+export const ENCODER_STALL_MS = 5_000;
+
 export class H264Encoder extends EventEmitter<{
   unit: [AccessUnit];
-  exit: [code: number | null, stderr: string];
+  /** A new ffmpeg runs (first start or restart): it takes frames now. */
+  started: [pid: number];
+  /** ffmpeg ended; `lost` frames were written to it and never came out. */
+  exit: [info: ExitInfo, stderr: string, lost: number];
+  restarting: [delayMs: number, attempt: number];
+  spawnError: [error: Error];
+  /** ffmpeg is being killed: it hung, or its output was not FLV. */
+  fault: [reason: string];
 }> {
-  private child: ChildProcessByStdio<Writable, Readable, Readable> | null = null;
-  private readonly inFlight: number[] = [];
-  private stderr = '';
-  dropped = 0;
+  private readonly supervisor: Supervisor;
+  private reader: FlvReader | null = null;
+  /** Frames in ffmpeg, oldest first: capture time for the unit, write time for the stall check. */
+  private inFlight: Array<{ capturedAt: number; writtenAt: number }> = [];
+  private readonly stallMs: number;
+  private stallTimer: NodeJS.Timeout | null = null;
   written = 0;
 
   constructor(
     readonly settings: EncoderSettings,
-    private nextSeq: () => number,
-    private readonly binary = 'ffmpeg',
+    private readonly nextSeq: () => number,
+    opts: EncoderOptions = {},
   ) {
     super();
-  }
-
-  get running(): boolean {
-    return this.child !== null;
-  }
-
-  start(): void {
-    if (this.child) return;
-    const child = spawn(this.binary, ffmpegArgs(this.settings), {
-      stdio: ['pipe', 'pipe', 'pipe'],
+    this.stallMs = opts.stallMs ?? ENCODER_STALL_MS;
+    this.supervisor = new Supervisor({
+      name: 'ffmpeg',
+      command: opts.binary ?? 'ffmpeg',
+      args: ffmpegArgs(settings),
+      stdin: 'pipe',
+      stdout: 'data',
+      stopTimeoutMs: opts.stopTimeoutMs ?? 2000,
+      backoff: { ...ENCODER_BACKOFF, ...opts.backoff },
+      retryFirstSpawn: true,
+      keepLines: 20,
     });
-    this.child = child;
-    const reader = new FlvReader((u) => {
-      const capturedAt = this.inFlight.shift() ?? performance.now();
-      this.emit('unit', {
-        data: u.data,
-        key: u.key,
-        seq: this.nextSeq(),
-        capturedAt,
-        pts90k: Math.round(capturedAt * 90) >>> 0,
-      });
+    this.supervisor.on('started', (pid) => {
+      this.inFlight = [];
+      this.reader = new FlvReader((u) => this.onFlvUnit(u.data, u.key));
+      this.emit('started', pid);
     });
-    child.stdout.on('data', (chunk: Buffer) => {
+    this.supervisor.on('data', (chunk) => {
+      const reader = this.reader;
+      if (!reader) return;
       try {
         reader.push(chunk);
       } catch (err) {
-        this.stderr += `\n${(err as Error).message}`;
-        child.kill('SIGKILL');
+        this.fault(`output is not FLV: ${(err as Error).message}`);
       }
     });
-    child.stderr.on('data', (c: Buffer) => {
-      this.stderr = (this.stderr + c.toString()).slice(-4000);
+    this.supervisor.on('exited', (info) => {
+      const lost = this.inFlight.length;
+      this.inFlight = [];
+      this.reader = null;
+      this.emit('exit', info, this.supervisor.recentOutput().join('\n'), lost);
     });
-    child.stdin.on('error', () => undefined); // EPIPE when ffmpeg dies: 'exit' reports it
-    child.once('exit', (code) => {
-      this.child = null;
-      this.inFlight.length = 0;
-      this.emit('exit', code, this.stderr);
-    });
+    this.supervisor.on('restarting', (ms, attempt) => this.emit('restarting', ms, attempt));
+    this.supervisor.on('spawnError', (err) => this.emit('spawnError', err));
   }
 
-  /** Hands a frame to the encoder; false when it was dropped (encoder behind or wrong size). */
-  write(frame: RawFrame): boolean {
-    const child = this.child;
+  /** ffmpeg runs and takes frames. */
+  get running(): boolean {
+    return this.supervisor.state === 'running';
+  }
+
+  /** The ffmpeg process, or null. */
+  get pid(): number | null {
+    return this.supervisor.pid;
+  }
+
+  /** Frames written to the running ffmpeg that have not come out yet. */
+  get framesInFlight(): number {
+    return this.inFlight.length;
+  }
+
+  /** Starts ffmpeg (idempotent); resolves once it runs or waits to be retried. */
+  async start(): Promise<void> {
+    if (!this.stallTimer) {
+      this.stallTimer = setInterval(() => this.checkStall(), Math.min(1000, this.stallMs / 2));
+      this.stallTimer.unref();
+    }
+    await this.supervisor.ensureStarted();
+  }
+
+  /** Hands a frame to the encoder; anything but 'written' means it was not taken. */
+  write(frame: RawFrame): WriteResult {
     const s = this.settings;
-    if (!child || frame.width !== s.width || frame.height !== s.height || frame.format !== s.format)
-      return false;
+    if (frame.width !== s.width || frame.height !== s.height || frame.format !== s.format)
+      return 'mismatch';
+    const stdin = this.supervisor.stdin;
+    if (!stdin || !this.running || !this.reader) return 'offline';
     // The in-flight count is the only gate: a whole frame (1.4 MB at 720p) always overfills the
     // 64 KiB pipe, so stdin reports 'need drain' after every write and cannot be the signal.
-    if (this.inFlight.length >= maxInFlight(s.fps)) {
-      this.dropped += 1;
-      return false;
-    }
-    this.inFlight.push(frame.capturedAt);
+    if (this.inFlight.length >= maxInFlight(s.fps)) return 'busy';
+    this.inFlight.push({ capturedAt: frame.capturedAt, writtenAt: performance.now() });
     this.written += 1;
-    child.stdin.write(frame.data);
-    return true;
+    stdin.write(frame.data);
+    return 'written';
   }
 
-  /** Ends the process: stdin closed, then SIGTERM, then SIGKILL. */
+  /** Stops ffmpeg (stdin's frames are lost: see `framesInFlight`) and any pending restart. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.stdin.destroy();
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
-    await exited;
-    clearTimeout(timer);
+    if (this.stallTimer) clearInterval(this.stallTimer);
+    this.stallTimer = null;
+    // ffmpeg blocked in a read of stdin acts on SIGTERM only after that read: without the
+    // end of its input first, every stop would wait out stopTimeoutMs and end in SIGKILL.
+    this.supervisor.stdin?.destroy();
+    await this.supervisor.ensureStopped();
+  }
+
+  private onFlvUnit(data: Buffer, key: boolean): void {
+    const capturedAt = this.inFlight.shift()?.capturedAt ?? performance.now();
+    this.emit('unit', {
+      data,
+      key,
+      seq: this.nextSeq(),
+      capturedAt,
+      pts90k: Math.round(capturedAt * 90) >>> 0,
+    });
+  }
+
+  private checkStall(): void {
+    const oldest = this.inFlight[0];
+    if (!oldest || !this.running) return;
+    const waited = performance.now() - oldest.writtenAt;
+    if (waited > this.stallMs) this.fault(`no output for ${Math.round(waited)} ms`);
+  }
+
+  private fault(reason: string): void {
+    this.reader = null; // nothing more from this process counts
+    if (this.supervisor.kill('SIGKILL')) this.emit('fault', reason);
   }
 }

@@ -76,6 +76,26 @@ describe('FlvReader', () => {
     const reader = new FlvReader(() => undefined);
     expect(() => reader.push(Buffer.from('NOT AN FLV STREAM'))).toThrow(/FLV/);
   });
+
+  it('refuses garbage after a valid header instead of turning it into units', () => {
+    const units: FlvUnit[] = [];
+    const reader = new FlvReader((u) => units.push(u));
+    const good = stream();
+    reader.push(good);
+    expect(units).toHaveLength(3);
+    // A "video tag" whose trailing size field is wrong: bytes that merely look like a tag.
+    const bad = tag(9, 66, Buffer.concat([Buffer.from([0x27, 1, 0, 0, 0]), avcc(P)]));
+    bad.writeUInt32BE(12345, bad.length - 4);
+    expect(() => reader.push(bad)).toThrow(/size/);
+    expect(units).toHaveLength(3);
+  });
+
+  it('refuses a tag larger than any frame x264 can make, before buffering it', () => {
+    const reader = new FlvReader(() => undefined);
+    reader.push(stream());
+    const head = Buffer.from([9, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0]);
+    expect(() => reader.push(head)).toThrow(/bytes/);
+  });
 });
 
 describe('ffmpegArgs', () => {

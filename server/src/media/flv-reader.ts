@@ -22,6 +22,13 @@ export interface FlvUnit {
 
 const START = Buffer.from([0, 0, 0, 1]);
 
+/**
+ * A tag larger than this is not ffmpeg's: x264's VBV buffer (`-bufsize`, at most the 20 Mbit/s
+ * of STREAMER_LIMITS, 2.5 MB) bounds every frame. Without it a garbage size field would make
+ * the reader buffer up to 16 MiB per tag.
+ */
+export const MAX_TAG_BYTES = 8 * 1024 * 1024;
+
 export class FlvReader {
   private buf: Buffer = Buffer.alloc(0);
   private headerDone = false;
@@ -43,8 +50,13 @@ export class FlvReader {
     while (this.buf.length - off >= 11) {
       const type = this.buf[off]!;
       const size = this.buf.readUIntBE(off + 1, 3);
+      if (size > MAX_TAG_BYTES) throw new Error(`FLV tag of ${size} bytes`);
       const total = 11 + size + 4;
       if (this.buf.length - off < total) break;
+      // Every tag is followed by its own size (spec: PreviousTagSize): anything else means the
+      // stream is not FLV any more, and reading on would turn garbage into units.
+      if (this.buf.readUInt32BE(off + 11 + size) !== 11 + size)
+        throw new Error('FLV tag size mismatch');
       const ts = this.buf.readUIntBE(off + 4, 3) | (this.buf[off + 7]! << 24);
       if (type === 9) this.videoTag(this.buf.subarray(off + 11, off + 11 + size), ts >>> 0);
       off += total;
