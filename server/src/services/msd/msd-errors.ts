@@ -4,7 +4,7 @@
  */
 import { ApiError, BusyError } from '../../errors';
 
-/** 409: one transfer, one plug or unplug at a time. */
+/** 409: the MSD region (a plug, a format, a remove) or the transfer slot is taken. */
 export class MsdIsBusyError extends BusyError {
   constructor() {
     super('MsdIsBusyError', 'Performing another MSD operation, please try again later');
@@ -87,5 +87,40 @@ export class MsdDisconnectError extends ApiError {
 export class MsdRemoteError extends ApiError {
   constructor(wireName: string, message: string) {
     super(wireName, 400, message);
+  }
+}
+
+/**
+ * A transfer stopped by the device, not by its client: 409 when `msd/reset` (or a cancel)
+ * stopped it, 503 when the server is stopping. The partial file follows remove_incomplete.
+ */
+export class MsdTransferAbortedError extends ApiError {
+  constructor(message: string, status: 409 | 503 = 409) {
+    super('MsdTransferAbortedError', status, message);
+  }
+}
+
+/**
+ * 400: write_remote's URL (or a redirect, or the address its name resolved to) is one the
+ * device does not fetch from: loopback, link-local, unspecified, multicast, broadcast, the
+ * device's own addresses, and private LAN ranges unless `msd.remote.allow_lan` (docs/msd.md).
+ */
+export class MsdRemoteRefusedError extends ApiError {
+  constructor(message: string) {
+    super('MsdRemoteRefusedError', 400, message);
+  }
+}
+
+/**
+ * 400: the storage holds a symbolic link (or a device, a socket...): the partition drive,
+ * which lends the folder whole, is refused until it is gone.
+ */
+export class MsdStorageLinkError extends ApiError {
+  constructor(entry: string) {
+    super(
+      'MsdStorageLinkError',
+      400,
+      `The storage holds '${entry}', which is not a regular file or folder (a symbolic link?): remove it first`,
+    );
   }
 }

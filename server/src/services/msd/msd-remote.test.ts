@@ -23,7 +23,8 @@ let base: string;
 let remote: Server | null = null;
 
 beforeEach(async () => {
-  t = await msdTestApp();
+  // the remotes of these tests listen on loopback, which write_remote refuses unless listed
+  t = await msdTestApp(undefined, { remote: { allowLan: false, allowHosts: ['127.0.0.1'] } });
   base = await listen(t.app);
 });
 

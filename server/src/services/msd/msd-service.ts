@@ -3,11 +3,15 @@
  * drive's selection (image, CD-ROM or flash, rw), lending it through the driver, GL's storage
  * "partition" drive, uploads and downloads with progress, and the `msd` state and events.
  *
- * Regions (what refuses with MsdIsBusyError, 409):
- * - one transfer (upload or download) at a time;
- * - one plug or unplug of the driver at a time.
- * They are independent: an image can be mounted while another one uploads. `busy` in the
- * state is true while either runs (kvmd shows busy during a write too).
+ * Regions (ExclusiveRegion: a second caller gets MsdIsBusyError, 409, at once):
+ * - `region`, the drive's: set_params, set_connected, remove, partition_connect, _disconnect
+ *   and _format;
+ * - `transfers`: one upload or download at a time.
+ * An image can be mounted while another one uploads; partition_connect and partition_format
+ * hold both (the storage must not change under them). `reset` stops the transfer, then takes
+ * both regions after whatever holds them, so no plug it did not see can land after it. `busy`
+ * in the state is true while either is taken (kvmd shows busy during a write too). A name
+ * being written or removed is claimed: a second verb on it is busy too.
  *
  * Persisted in `<data_dir>/msd/state.json`: enabled, and the selection (image, cdrom, rw). What
  * is connected is not: a restarted server lends nothing until asked.
@@ -29,6 +33,7 @@ import {
 import { ApiError, ValidatorError } from '../../errors';
 import type { MsdDriver } from '../../drivers/msd/types';
 import { JsonFile } from '../../storage/json-store';
+import { ExclusiveRegion } from '../exclusive-region';
 import {
   MsdConnectError,
   MsdConnectedError,
@@ -42,10 +47,24 @@ import {
   MsdNoSpaceError,
   MsdOfflineError,
   MsdRemoteError,
+  MsdStorageLinkError,
+  MsdTransferAbortedError,
   MsdUnknownImageError,
 } from './msd-errors';
-import { baseOfSuggestedName, filenameFromUrl, openRemote, type RemoteBody } from './remote';
-import { ImageStorage, type ImageWriter, type StorageSpace, type StoredImage } from './storage';
+import {
+  baseOfSuggestedName,
+  filenameFromUrl,
+  openRemote,
+  type RemoteBody,
+  type RemotePolicy,
+} from './remote';
+import {
+  ImageStorage,
+  StorageLinkError,
+  type ImageWriter,
+  type StorageSpace,
+  type StoredImage,
+} from './storage';
 
 interface Logger {
   info(obj: object, msg?: string): void;
@@ -64,6 +83,8 @@ export interface MsdServiceOptions {
   progressIntervalMs?: number;
   /** An upload that sends nothing for this long ends; default UPLOAD_IDLE_MS. */
   uploadIdleMs?: number;
+  /** Where write_remote may fetch from (`msd.remote` of the config); default: public only. */
+  remote?: RemotePolicy;
 }
 
 /** `<data_dir>/msd/state.json`. */
@@ -95,14 +116,6 @@ function settingsFile(dataDir: string): JsonFile<MsdSettings> {
   });
 }
 
-/** A transfer cut by the client, by `reset`, or by the service's dispose. */
-export class MsdTransferAborted extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'MsdTransferAborted';
-  }
-}
-
 interface Transfer {
   kind: 'upload' | 'download';
   name: string;
@@ -110,6 +123,10 @@ interface Transfer {
   writer: ImageWriter | null;
   /** Why the service stopped it (cancel, reset), if it did. */
   stopped: Error | null;
+  /** Frees the name's claim. */
+  release: () => void;
+  /** Aborted by `abort`: the copy stops (an upload's request is left open for the answer). */
+  readonly signal: AbortSignal;
   abort(reason: Error): void;
 }
 
@@ -125,8 +142,8 @@ class SourceIdleError extends Error {
 
 /** The source of a transfer closed before its last byte (a client or a remote that hung up). */
 class SourceClosedError extends Error {
-  constructor() {
-    super('The connection closed before the last byte');
+  constructor(message = 'The connection closed before the last byte') {
+    super(message);
     this.name = 'SourceClosedError';
   }
 }
@@ -141,6 +158,8 @@ export interface DownloadRequest {
   removeIncomplete: boolean;
   /** Resolves the name from the arguments and the answer (the route's validation rules). */
   nameOf(image: string, prefix: string): string;
+  /** Aborted when the caller went away: the download stops, before or after its stream began. */
+  signal?: AbortSignal;
 }
 
 /** A download whose stream has begun. */
@@ -166,9 +185,13 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
   private space: StorageSpace = { size: 0, free: 0, writable: false, filesystem: '' };
   private connected = false;
   private partitionConnected = false;
-  /** A plug or unplug is running. */
-  private plugging = false;
+  /** The drive's region (see the file comment). */
+  private readonly region = new ExclusiveRegion(() => new MsdIsBusyError());
+  private readonly transfers = new ExclusiveRegion(() => new MsdIsBusyError());
+  /** The running transfer (its progress); set and cleared inside `transfers`. */
   private transfer: Transfer | null = null;
+  /** Names being written or removed. */
+  private readonly claimed = new Set<string>();
   private ticker: NodeJS.Timeout | null = null;
   /** JSON of each key of the last state sent, to send only what changed. */
   private sent: Map<string, string> | null = null;
@@ -185,6 +208,8 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     super();
     this.log = opts.log;
     this.offDriver = opts.driver.onState(() => this.publish());
+    this.region.onChange(() => this.publish());
+    this.transfers.onChange(() => this.publish());
   }
 
   static async open(opts: MsdServiceOptions): Promise<MsdService> {
@@ -218,7 +243,7 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     return {
       enabled,
       online: enabled && this.opts.driver.getState().online,
-      busy: this.plugging || t !== null,
+      busy: this.region.busy || this.transfers.busy,
       storage: {
         images: sortImagesNewestFirst(images),
         parts: {
@@ -264,97 +289,67 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
   /** `set_params`: only while disconnected. cdrom=true forces rw=false; rw=true forces flash. */
   async setParams(p: { image?: string; cdrom?: boolean; rw?: boolean }): Promise<void> {
     this.assertEnabled();
-    if (this.plugging) throw new MsdIsBusyError();
-    if (this.connected) throw new MsdConnectedError();
-    const next = { ...this.settings };
-    if (p.image !== undefined) {
-      if (p.image === '') next.image = null;
-      else {
-        const img = await this.storage.get(p.image);
-        if (!img) throw new MsdUnknownImageError();
-        if (!img.complete || this.transfer?.name === p.image) {
-          throw new MsdUnknownImageError('The image is not complete');
+    await this.region.enter(async () => {
+      if (this.connected) throw new MsdConnectedError();
+      const next = { ...this.settings };
+      if (p.image !== undefined) {
+        if (p.image === '') next.image = null;
+        else {
+          const img = await this.storage.get(p.image);
+          if (!img) throw new MsdUnknownImageError();
+          if (!img.complete || this.transfer?.name === p.image) {
+            throw new MsdUnknownImageError('The image is not complete');
+          }
+          next.image = p.image;
         }
-        next.image = p.image;
       }
-    }
-    if (p.rw !== undefined) {
-      next.rw = p.rw;
-      if (p.rw) next.cdrom = false;
-    }
-    if (p.cdrom !== undefined) {
-      next.cdrom = p.cdrom;
-      if (p.cdrom) next.rw = false;
-    }
-    // a connect may have begun while the image was looked up
-    if (this.connected || this.plugging) throw new MsdConnectedError();
-    await this.saveSettings(next);
+      if (p.rw !== undefined) {
+        next.rw = p.rw;
+        if (p.rw) next.cdrom = false;
+      }
+      if (p.cdrom !== undefined) {
+        next.cdrom = p.cdrom;
+        if (p.cdrom) next.rw = false;
+      }
+      await this.saveSettings(next);
+    });
     await this.refresh();
   }
 
   async setConnected(connected: boolean): Promise<void> {
     this.assertEnabled();
-    if (this.plugging) throw new MsdIsBusyError();
-    if (!connected) {
-      if (!this.connected) throw new MsdDisconnectedError();
-      await this.plug(async () => {
-        try {
-          await this.opts.driver.disconnectImage();
-        } catch (err) {
-          throw new MsdDisconnectError((err as Error).message);
-        }
-        this.connected = false;
-      });
-      return;
-    }
-    if (this.connected) throw new MsdConnectedError();
-    const name = this.settings.image;
-    if (name === null) throw new MsdImageNotSelected();
-    if (!this.opts.driver.getState().online) throw new MsdOfflineError();
-    await this.plug(async () => {
-      const img = await this.storage.get(name);
-      if (!img) throw new MsdUnknownImageError();
-      if (!img.complete) throw new MsdUnknownImageError('The image is not complete');
-      const { cdrom, rw } = this.settings;
-      try {
-        await this.opts.driver.connectImage({
-          path: this.storage.pathOf(name),
-          cdrom,
-          rw: !cdrom && rw,
-        });
-      } catch (err) {
-        this.log?.warn({ err: (err as Error).message, image: name, cdrom }, 'msd: connect failed');
-        throw new MsdConnectError((err as Error).message);
-      }
-      this.connected = true;
-      this.log?.info({ image: name, cdrom, rw: !cdrom && rw }, 'msd: image connected');
-    });
+    await this.region.enter(() => (connected ? this.connectImage() : this.disconnectImage()));
   }
 
   // ---- GL's partition drive: the storage folder itself ----
 
   async partitionConnect(): Promise<void> {
     this.assertEnabled();
-    if (this.plugging || this.transfer) throw new MsdIsBusyError();
-    if (this.partitionConnected) throw new MsdConnectedError('The storage is connected already');
-    if (!this.opts.driver.getState().online) throw new MsdOfflineError();
-    await this.plug(async () => {
-      try {
-        await this.opts.driver.connectPartition(this.storage.root);
-      } catch (err) {
-        throw new MsdConnectError((err as Error).message);
-      }
-      this.partitionConnected = true;
-    });
+    await this.region.enter(() =>
+      this.transfers.enter(async () => {
+        if (this.partitionConnected) {
+          throw new MsdConnectedError('The storage is connected already');
+        }
+        if (!this.opts.driver.getState().online) throw new MsdOfflineError();
+        // The drive lends the folder whole, and QEMU's vvfat follows links.
+        const link = await this.storage.findLink();
+        if (link !== null) throw new MsdStorageLinkError(link);
+        try {
+          await this.opts.driver.connectPartition(this.storage.root);
+        } catch (err) {
+          throw new MsdConnectError((err as Error).message);
+        }
+        this.partitionConnected = true;
+      }),
+    );
   }
 
   async partitionDisconnect(): Promise<void> {
     this.assertEnabled();
-    if (this.plugging) throw new MsdIsBusyError();
-    if (!this.partitionConnected) {
-      throw new MsdDisconnectedError('The storage is not connected');
-    }
-    await this.plug(async () => {
+    await this.region.enter(async () => {
+      if (!this.partitionConnected) {
+        throw new MsdDisconnectedError('The storage is not connected');
+      }
       try {
         await this.opts.driver.disconnectPartition();
       } catch (err) {
@@ -367,20 +362,22 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
   /** Removes every image: refused while anything is lent or moving. */
   async partitionFormat(): Promise<void> {
     this.assertEnabled();
-    if (this.plugging || this.transfer) throw new MsdIsBusyError();
-    if (this.connected || this.partitionConnected) {
-      throw new MsdConnectedError('Disconnect the drive and the storage before formatting');
-    }
-    this.plugging = true;
-    this.publish();
-    try {
-      await this.storage.format();
-      if (this.settings.image !== null) await this.saveSettings({ ...this.settings, image: null });
-      this.log?.info({}, 'msd: storage formatted');
-    } finally {
-      this.plugging = false;
-      await this.refresh();
-    }
+    await this.region.enter(() =>
+      this.transfers.enter(async () => {
+        if (this.connected || this.partitionConnected) {
+          throw new MsdConnectedError('Disconnect the drive and the storage before formatting');
+        }
+        try {
+          await this.storage.format();
+          if (this.settings.image !== null) {
+            await this.saveSettings({ ...this.settings, image: null });
+          }
+          this.log?.info({}, 'msd: storage formatted');
+        } finally {
+          await this.refresh();
+        }
+      }),
+    );
   }
 
   async partitionShow(): Promise<MsdPartitionShow> {
@@ -406,18 +403,32 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
 
   async remove(name: string): Promise<void> {
     this.assertEnabled();
-    if (this.transfer?.name === name) throw new MsdIsBusyError();
-    if (this.partitionConnected) {
-      throw new MsdConnectedError('The storage is connected to the remote computer');
-    }
-    const img = await this.storage.get(name);
-    if (!img) throw new MsdUnknownImageError();
-    if (this.settings.image === name && (this.connected || this.plugging)) {
-      throw new MsdImageInUseError();
-    }
-    await this.storage.remove(name);
-    if (this.settings.image === name) await this.saveSettings({ ...this.settings, image: null });
-    this.log?.info({ image: name }, 'msd: image removed');
+    await this.region.enter(async () => {
+      if (this.partitionConnected) {
+        throw new MsdConnectedError('The storage is connected to the remote computer');
+      }
+      const release = this.claim(name);
+      try {
+        const img = await this.storage.get(name);
+        if (!img) throw new MsdUnknownImageError();
+        if (this.settings.image === name && this.connected) throw new MsdImageInUseError();
+        try {
+          await this.storage.remove(name);
+        } catch (err) {
+          // gone or turned into a link since get(): not an image of the storage
+          if (err instanceof StorageLinkError || isErrno(err, 'ENOENT')) {
+            throw new MsdUnknownImageError();
+          }
+          throw err;
+        }
+        if (this.settings.image === name) {
+          await this.saveSettings({ ...this.settings, image: null });
+        }
+        this.log?.info({ image: name }, 'msd: image removed');
+      } finally {
+        release();
+      }
+    });
     await this.refresh();
   }
 
@@ -431,95 +442,130 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     body: Readable;
     removeIncomplete: boolean;
   }): Promise<MsdWriteResult> {
-    const t = this.beginTransfer('upload', p.name, p.size, (reason) => p.body.destroy(reason));
-    try {
-      await this.prepareImage(p.name, p.size, p.removeIncomplete);
-      t.writer = await this.createWriter(p.name, p.size);
-      this.publish();
-      await pump(p.body, t.writer.sink, this.opts.uploadIdleMs ?? UPLOAD_IDLE_MS);
-      await this.finishWriter(t.writer);
-      this.log?.info({ image: p.name, size: p.size }, 'msd: image uploaded');
-      return writeResult(p.name, p.size, t.writer.written);
-    } catch (err) {
-      throw await this.failTransfer(t, err, p.removeIncomplete);
-    } finally {
-      await this.endTransfer(t);
-    }
+    this.assertEnabled();
+    return this.transfers.enter(async () => {
+      const t = this.beginTransfer('upload', p.name, p.size);
+      try {
+        t.release = this.claim(p.name);
+        await this.prepareImage(p.name, p.size, p.removeIncomplete);
+        t.writer = await this.createWriter(p.name, p.size);
+        this.publish();
+        await pump(p.body, t.writer.sink, this.opts.uploadIdleMs ?? UPLOAD_IDLE_MS, t.signal);
+        await this.finishWriter(t.writer);
+        this.log?.info({ image: p.name, size: p.size }, 'msd: image uploaded');
+        return writeResult(p.name, p.size, t.writer.written);
+      } catch (err) {
+        throw await this.failTransfer(t, err, p.removeIncomplete);
+      } finally {
+        await this.endTransfer(t);
+      }
+    });
   }
 
   /**
    * `write_remote` up to the moment the stream may begin: the remote answered with a size,
    * the name is free and fits. Throws the pre-stream errors (plain JSON answers). The returned
-   * job then copies the body; its `done` settles at the end.
+   * job then copies the body; its `done` settles at the end. The transfer region is held from
+   * the call to `done`.
    */
-  async startDownload(p: DownloadRequest): Promise<DownloadJob> {
-    const aborter = new AbortController();
-    let remote: RemoteBody | null = null;
-    const t = this.beginTransfer('download', '', 0, (reason) => {
-      aborter.abort(reason);
-      remote?.body.destroy(reason);
-    });
-    try {
-      remote = await openRemote(p.url, {
-        insecure: p.insecure,
-        timeoutMs: p.timeoutMs,
-        signal: aborter.signal,
+  startDownload(p: DownloadRequest): Promise<DownloadJob> {
+    this.assertEnabled();
+    return new Promise<DownloadJob>((resolveJob, rejectJob) => {
+      let job: DownloadJob | null = null;
+      let finished!: (err?: Error) => void;
+      const done = new Promise<void>((resolve, reject) => {
+        finished = (err) => (err ? reject(err) : resolve());
       });
-      const suggested = baseOfSuggestedName(remote.filename ?? '') || filenameFromUrl(remote.url);
-      const name = p.nameOf(p.image || baseOfSuggestedName(suggested), p.prefix);
-      t.name = name;
-      t.size = remote.size;
-      await this.prepareImage(name, remote.size, p.removeIncomplete);
-      t.writer = await this.createWriter(name, remote.size);
-    } catch (err) {
-      remote?.abort();
-      const failure = await this.failTransfer(t, err, p.removeIncomplete);
-      await this.endTransfer(t);
-      throw failure;
-    }
-    this.publish();
-    const writer = t.writer;
-    const body = remote.body;
-    const done = (async () => {
-      try {
-        await pump(body, writer.sink);
-        if (writer.written !== writer.size) {
-          throw new MsdRemoteError('ClientPayloadError', 'Response payload is not completed');
-        }
-        await this.finishWriter(writer);
-        this.log?.info({ image: writer.name, size: writer.size }, 'msd: image downloaded');
-      } catch (err) {
-        remote?.abort();
-        throw await this.failTransfer(t, err, p.removeIncomplete);
-      } finally {
-        await this.endTransfer(t);
-      }
-    })();
-    return {
-      name: writer.name,
-      size: writer.size,
-      written: () => writer.written,
-      done,
-      cancel: () => t.abort(new MsdTransferAborted('The download was cancelled')),
-    };
+      // the route handles `done`; this one only keeps Node from calling it unhandled
+      done.catch(() => undefined);
+      this.transfers
+        .enter(async () => {
+          const t = this.beginTransfer('download', '', 0);
+          const onCallerGone = (): void =>
+            t.abort(new MsdTransferAbortedError('The download was cancelled: its caller left'));
+          if (p.signal?.aborted) onCallerGone();
+          p.signal?.addEventListener('abort', onCallerGone, { once: true });
+          let remote: RemoteBody | null = null;
+          t.signal.addEventListener('abort', () => remote?.body.destroy(t.stopped ?? undefined), {
+            once: true,
+          });
+          try {
+            let writer: ImageWriter;
+            try {
+              remote = await openRemote(p.url, {
+                insecure: p.insecure,
+                timeoutMs: p.timeoutMs,
+                signal: t.signal,
+                policy: this.opts.remote,
+              });
+              const suggested =
+                baseOfSuggestedName(remote.filename ?? '') || filenameFromUrl(remote.url);
+              const name = p.nameOf(p.image || baseOfSuggestedName(suggested), p.prefix);
+              t.name = name;
+              t.size = remote.size;
+              t.release = this.claim(name);
+              await this.prepareImage(name, remote.size, p.removeIncomplete);
+              writer = await this.createWriter(name, remote.size);
+              t.writer = writer;
+            } catch (err) {
+              remote?.abort();
+              throw await this.failTransfer(t, err, p.removeIncomplete);
+            }
+            this.publish();
+            job = {
+              name: writer.name,
+              size: writer.size,
+              written: () => writer.written,
+              done,
+              cancel: () => t.abort(new MsdTransferAbortedError('The download was cancelled')),
+            };
+            resolveJob(job);
+            try {
+              await pump(remote.body, writer.sink, 0, t.signal);
+              if (writer.written !== writer.size) {
+                throw new MsdRemoteError('ClientPayloadError', 'Response payload is not completed');
+              }
+              await this.finishWriter(writer);
+              this.log?.info({ image: writer.name, size: writer.size }, 'msd: image downloaded');
+            } catch (err) {
+              remote.abort();
+              throw await this.failTransfer(t, err, p.removeIncomplete);
+            }
+          } finally {
+            p.signal?.removeEventListener('abort', onCallerGone);
+            await this.endTransfer(t);
+          }
+        })
+        .then(
+          () => finished(),
+          (err: Error) => (job ? finished(err) : rejectJob(err)),
+        );
+    });
   }
 
   // ---- the rest ----
 
-  /** `reset`: unplugs everything, stops a transfer, clears busy. */
+  /**
+   * `reset`: stops a transfer (its client gets MsdTransferAbortedError), waits for it and for a
+   * running plug to end, then unplugs everything. Other verbs are busy until it is done.
+   */
   async reset(): Promise<void> {
     this.assertEnabled();
-    this.transfer?.abort(new MsdTransferAborted('MSD reset'));
-    const driver = this.opts.driver;
-    await driver.disconnectImage().catch((err: unknown) => {
-      this.log?.warn({ err: (err as Error).message }, 'msd reset: disconnect failed');
-    });
-    await driver.disconnectPartition().catch((err: unknown) => {
-      this.log?.warn({ err: (err as Error).message }, 'msd reset: storage disconnect failed');
-    });
-    this.connected = false;
-    this.partitionConnected = false;
-    this.plugging = false;
+    const t = this.transfer;
+    t?.abort(new MsdTransferAbortedError(`The ${t.kind} was stopped by a reset`));
+    await this.transfers.enterAfter(() =>
+      this.region.enterAfter(async () => {
+        const driver = this.opts.driver;
+        await driver.disconnectImage().catch((err: unknown) => {
+          this.log?.warn({ err: (err as Error).message }, 'msd reset: disconnect failed');
+        });
+        await driver.disconnectPartition().catch((err: unknown) => {
+          this.log?.warn({ err: (err as Error).message }, 'msd reset: storage disconnect failed');
+        });
+        this.connected = false;
+        this.partitionConnected = false;
+      }),
+    );
     await this.refresh();
   }
 
@@ -533,7 +579,7 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
 
   dispose(): void {
     this.offDriver();
-    this.transfer?.abort(new MsdTransferAborted('The server is stopping'));
+    this.transfer?.abort(new MsdTransferAbortedError('The server is stopping', 503));
     this.stopTicker();
   }
 
@@ -555,15 +601,56 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     return { image: null, connected: this.partitionConnected, cdrom: false, rw: false };
   }
 
-  private async plug(fn: () => Promise<void>): Promise<void> {
-    this.plugging = true;
-    this.publish();
+  /** set_connected=1, inside the region. */
+  private async connectImage(): Promise<void> {
+    if (this.connected) throw new MsdConnectedError();
+    const name = this.settings.image;
+    if (name === null) throw new MsdImageNotSelected();
+    if (!this.opts.driver.getState().online) throw new MsdOfflineError();
+    const img = await this.storage.get(name);
+    if (!img) throw new MsdUnknownImageError();
+    if (!img.complete) throw new MsdUnknownImageError('The image is not complete');
+    let path: string;
     try {
-      await fn();
-    } finally {
-      this.plugging = false;
-      this.publish();
+      // a regular file reached without a link: the driver opens the path itself
+      path = await this.storage.realFile(name);
+    } catch (err) {
+      if (err instanceof StorageLinkError || isErrno(err, 'ENOENT')) {
+        throw new MsdUnknownImageError();
+      }
+      throw err;
     }
+    const { cdrom, rw } = this.settings;
+    try {
+      await this.opts.driver.connectImage({ path, cdrom, rw: !cdrom && rw });
+    } catch (err) {
+      this.log?.warn({ err: (err as Error).message, image: name, cdrom }, 'msd: connect failed');
+      throw new MsdConnectError((err as Error).message);
+    }
+    this.connected = true;
+    this.log?.info({ image: name, cdrom, rw: !cdrom && rw }, 'msd: image connected');
+  }
+
+  /** set_connected=0, inside the region. */
+  private async disconnectImage(): Promise<void> {
+    if (!this.connected) throw new MsdDisconnectedError();
+    try {
+      await this.opts.driver.disconnectImage();
+    } catch (err) {
+      throw new MsdDisconnectError((err as Error).message);
+    }
+    this.connected = false;
+  }
+
+  /** Reserves `name` for a write or a remove; the returned function frees it. */
+  private claim(name: string): () => void {
+    if (this.claimed.has(name)) throw new MsdIsBusyError();
+    this.claimed.add(name);
+    let released = false;
+    return () => {
+      if (!released) this.claimed.delete(name);
+      released = true;
+    };
   }
 
   private async saveSettings(next: MsdSettings): Promise<void> {
@@ -571,26 +658,23 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     this.settings = next;
   }
 
-  private beginTransfer(
-    kind: Transfer['kind'],
-    name: string,
-    size: number,
-    abort: (reason: Error) => void,
-  ): Transfer {
-    this.assertEnabled();
-    if (this.transfer) throw new MsdIsBusyError();
+  /** Inside `transfers`: the state shows the transfer from here. */
+  private beginTransfer(kind: Transfer['kind'], name: string, size: number): Transfer {
     if (this.partitionConnected) {
       throw new MsdConnectedError('The storage is connected to the remote computer');
     }
+    const aborter = new AbortController();
     const t: Transfer = {
       kind,
       name,
       size,
       writer: null,
       stopped: null,
+      signal: aborter.signal,
+      release: () => undefined,
       abort: (reason) => {
         t.stopped ??= reason;
-        abort(reason);
+        aborter.abort(reason);
       },
     };
     this.transfer = t;
@@ -599,6 +683,7 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
   }
 
   private async endTransfer(t: Transfer): Promise<void> {
+    t.release();
     if (this.transfer !== t) return;
     this.transfer = null;
     this.stopTicker();
@@ -613,7 +698,9 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     if (existing) {
       const inUse = this.settings.image === name && this.connected;
       if (existing.complete || !removeIncomplete || inUse) throw new MsdImageExistsError();
-      await this.storage.remove(name);
+      await this.storage.remove(name).catch((err: unknown) => {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      });
     }
     const space = await this.storage.space();
     this.space = space;
@@ -633,7 +720,12 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
       if (code === 'ENOTDIR') {
         throw new ValidatorError(`A folder of the name '${name}' is an image, not a folder`);
       }
-      if (code === 'EXDEV') throw new ValidatorError(`The name '${name}' leaves the storage`);
+      if (code === 'EXDEV') {
+        throw new ValidatorError(
+          `The image name '${name}' goes through a symbolic link in the storage: refused`,
+        );
+      }
+      if (code === 'ENAMETOOLONG') throw new ValidatorError(`The image name '${name}' is too long`);
       if (code === 'ENOSPC' || code === 'EDQUOT') throw new MsdNoSpaceError();
       throw err;
     }
@@ -641,7 +733,7 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
 
   private async finishWriter(writer: ImageWriter): Promise<void> {
     if (writer.written !== writer.size) {
-      throw new Error(`Only ${writer.written} of ${writer.size} bytes arrived`);
+      throw new SourceClosedError(`Only ${writer.written} of ${writer.size} bytes arrived`);
     }
     await writer.commit();
   }
@@ -670,8 +762,9 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
         `msd: ${t.kind} failed`,
       );
     }
+    // An ApiError says what happened (MsdNoSpaceError before a byte was written included).
+    if (err instanceof ApiError) return err;
     if (full) return new MsdNoSpaceError('The storage filled up while writing the image');
-    if (err instanceof ApiError || err instanceof MsdTransferAborted) return err;
     if (
       t.kind === 'upload' &&
       (err instanceof SourceClosedError || err instanceof SourceIdleError)
@@ -748,6 +841,10 @@ function imageInfo(img: StoredImage): MsdImageInfo {
   return { complete: img.complete, removable: true, size: img.size, mod_ts: img.modTs };
 }
 
+function isErrno(err: unknown, code: string): boolean {
+  return (err as NodeJS.ErrnoException)?.code === code;
+}
+
 function isNoSpace(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException)?.code;
   return code === 'ENOSPC' || code === 'EDQUOT' || err instanceof MsdNoSpaceError;
@@ -758,7 +855,7 @@ function isNoSpace(err: unknown): boolean {
  * destroy the source: for an upload the source is the request, and destroying it would close
  * the socket before the 507 answer could go out.
  */
-function pump(source: Readable, sink: Writable, idleMs = 0): Promise<void> {
+function pump(source: Readable, sink: Writable, idleMs = 0, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
     let lastData = Date.now();
@@ -786,6 +883,7 @@ function pump(source: Readable, sink: Writable, idleMs = 0): Promise<void> {
       source.off('close', onClose);
       sink.off('error', onSinkError);
       sink.off('finish', onFinish);
+      signal?.removeEventListener('abort', onAbort);
       if (err) {
         source.unpipe(sink);
         source.pause();
@@ -800,6 +898,13 @@ function pump(source: Readable, sink: Writable, idleMs = 0): Promise<void> {
       if (!source.readableEnded) settle(new SourceClosedError());
     };
     const onFinish = (): void => settle();
+    // Stopped by the service (reset): the source stays open so the answer can still go out.
+    const onAbort = (): void => settle(signal?.reason as Error);
+    if (signal?.aborted) {
+      settle(signal.reason as Error);
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
     source.on('error', onSourceError);
     source.on('aborted', onAborted);
     source.on('close', onClose);

@@ -2,11 +2,22 @@
  * The remote side of `write_remote`: a streaming HTTP(S) GET with kvmd's rules (wire-protocol.md
  * 1.6). Redirects are followed (at most 10, http and https only); the answer must be 2xx and
  * carry a Content-Length. Failures before the body are MsdRemoteError with aiohttp's class
- * names, which is what kvmd clients see from a real device.
+ * names, which is what kvmd clients see from a real device. Each hop is checked against the
+ * RemotePolicy (remote-policy.ts) before and while it connects: MsdRemoteRefusedError.
  */
 import { request as httpRequest, type IncomingMessage, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { ApiError } from '../../errors';
 import { MsdRemoteError } from './msd-errors';
+import {
+  DEFAULT_REMOTE_POLICY,
+  guardedLookup,
+  hostAllowed,
+  literalRefusal,
+  type RemotePolicy,
+} from './remote-policy';
+
+export type { RemotePolicy } from './remote-policy';
 
 const MAX_REDIRECTS = 10;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -17,6 +28,8 @@ export interface RemoteOptions {
   /** Connect, answer and idle-read timeout, ms. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Where it may fetch from; default DEFAULT_REMOTE_POLICY (public addresses only). */
+  policy?: RemotePolicy;
 }
 
 export interface RemoteBody {
@@ -138,6 +151,12 @@ function get(
     const make = url.protocol === 'https:' ? httpsRequest : httpRequest;
     let req: ClientRequest;
     let answer: IncomingMessage | null = null;
+    const policy = opts.policy ?? DEFAULT_REMOTE_POLICY;
+    const refusal = literalRefusal(url, policy);
+    if (refusal) {
+      reject(refusal);
+      return;
+    }
     const onAbort = (): void => {
       req.destroy(new MsdRemoteError('ClientError', 'The download was cancelled'));
     };
@@ -148,6 +167,8 @@ function get(
         headers: { 'accept-encoding': 'identity', 'user-agent': 'kvm-console' },
         rejectUnauthorized: !opts.insecure,
         timeout: opts.timeoutMs,
+        // the address checked is the address connected (an IP literal was checked above)
+        ...(hostAllowed(url, policy) ? {} : { lookup: guardedLookup(policy) }),
       });
     } catch (err) {
       reject(connectError(url, err as Error));
@@ -166,7 +187,7 @@ function get(
     });
     req.on('error', (err) => {
       opts.signal?.removeEventListener('abort', onAbort);
-      if (!answer) reject(err instanceof MsdRemoteError ? err : connectError(url, err));
+      if (!answer) reject(err instanceof ApiError ? err : connectError(url, err));
     });
     req.on('response', (response) => {
       answer = response;

@@ -1,14 +1,21 @@
 /**
  * The image storage: `<data_dir>/msd/images/`. An image is a regular file there, possibly in a
  * folder (`isos/x.iso`); names are checked by the protocol's `checkImageName` before they reach
- * this file, so a name can never leave the folder.
+ * this file, so a name's text can never leave the folder.
+ *
+ * A symbolic link placed in the folder by hand (a shell, a restore) could still lead outside:
+ * no path here is used through one. Every folder on the way to an image must resolve
+ * (realpath) to the same place inside the folder, an image is a regular file opened with
+ * O_NOFOLLOW, the listing skips links, and folders of an upload are made one level at a time,
+ * each checked before the next. A name that goes through a link is not an image
+ * (StorageLinkError where a write or a lend is refused, "not found" where one is looked up).
  *
  * While an image is written, a marker `.__<basename>.incomplete` sits beside it; it goes only
  * after the last byte and the folder entry are on disk (fsync of the file, then of its folder).
  * A marker left by a crash or a cut upload keeps the image `complete:false`; an orphan marker
  * (its image never got created) is removed when the storage opens.
  */
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, type ReadStream } from 'node:fs';
 import {
   access,
   lstat,
@@ -18,7 +25,6 @@ import {
   realpath,
   rm,
   rmdir,
-  stat,
   statfs,
   unlink,
   type FileHandle,
@@ -72,13 +78,30 @@ function isErrno(err: unknown, ...codes: string[]): boolean {
   return codes.includes((err as NodeJS.ErrnoException)?.code ?? '');
 }
 
+/** A name that reaches outside the storage, or a non-file, through a symbolic link. */
+export class StorageLinkError extends Error {
+  readonly code = 'EXDEV';
+  constructor(readonly image: string) {
+    super(`'${image}' goes through a symbolic link`);
+    this.name = 'StorageLinkError';
+  }
+}
+
+const O_READ_NOFOLLOW = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW;
+const O_CREATE_NOFOLLOW =
+  fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+
 export class ImageStorage {
-  private constructor(readonly root: string) {}
+  private constructor(
+    readonly root: string,
+    /** realpath of root: the root itself may sit behind a link the admin chose. */
+    private readonly realRoot: string,
+  ) {}
 
   /** Creates the folder if needed and drops orphan markers. */
   static async open(root: string): Promise<ImageStorage> {
     await mkdir(root, { recursive: true });
-    const storage = new ImageStorage(root);
+    const storage = new ImageStorage(root, await realpath(root));
     await storage.sweepOrphanMarkers(root);
     return storage;
   }
@@ -100,10 +123,11 @@ export class ImageStorage {
     return found;
   }
 
-  /** One image, or null if there is no regular file of that name. */
+  /** One image, or null if there is no regular file of that name (reached without links). */
   async get(name: string): Promise<StoredImage | null> {
     let st;
     try {
+      if (!(await this.folderIsReal(name))) return null;
       st = await lstat(this.pathOf(name));
     } catch (err) {
       if (isErrno(err, 'ENOENT', 'ENOTDIR')) return null;
@@ -132,20 +156,53 @@ export class ImageStorage {
   }
 
   /**
+   * The path of image `name` for a reader outside this process (the driver): a regular file
+   * reached without a link. Throws StorageLinkError, or ENOENT if it is not there.
+   */
+  async realFile(name: string): Promise<string> {
+    const handle = await this.openImage(name);
+    await handle.close();
+    return this.pathOf(name);
+  }
+
+  /** A read stream of image `name` (opened with O_NOFOLLOW, its folders checked). */
+  async readStream(name: string): Promise<ReadStream> {
+    const handle = await this.openImage(name);
+    return handle.createReadStream();
+  }
+
+  /**
+   * The first symbolic link (or other non-file, non-folder entry) in the storage, as a name
+   * relative to it, or null: the partition drive lends the folder whole, and QEMU's vvfat
+   * follows links.
+   */
+  async findLink(dir = this.root): Promise<string | null> {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) {
+        const inner = await this.findLink(path);
+        if (inner !== null) return inner;
+      } else if (!e.isFile()) {
+        return relative(this.root, path).split(sep).join('/');
+      }
+    }
+    return null;
+  }
+
+  /**
    * Starts writing `name`: folders, marker (exclusive), then the file (exclusive). Throws
-   * `EEXIST` if the name is taken, `ENOTDIR` if a folder of the name is a file.
+   * `EEXIST` if the name is taken, `ENOTDIR` if a folder of the name is a file,
+   * StorageLinkError if a folder of the name is a link.
    */
   async createWriter(name: string, size: number): Promise<ImageWriter> {
     const path = this.pathOf(name);
-    const dir = dirname(path);
-    await mkdir(dir, { recursive: true });
-    await this.assertInside(dir);
+    const dir = await this.makeFolders(name);
     const marker = this.markerOf(name);
-    const markerHandle = await open(marker, 'wx', 0o644);
+    const markerHandle = await open(marker, O_CREATE_NOFOLLOW, 0o644);
     await markerHandle.close();
     let handle: FileHandle;
     try {
-      handle = await open(path, 'wx', 0o644);
+      handle = await open(path, O_CREATE_NOFOLLOW, 0o644);
     } catch (err) {
       await unlink(marker).catch(() => undefined);
       throw err;
@@ -158,6 +215,8 @@ export class ImageStorage {
   /** Removes an image and its marker, then folders left empty by it (not the root). */
   async remove(name: string): Promise<void> {
     const path = this.pathOf(name);
+    // unlink never follows the last component; the folders above it are checked here.
+    if (!(await this.folderIsReal(name))) throw new StorageLinkError(name);
     await unlink(path);
     await unlink(this.markerOf(name)).catch(() => undefined);
     await this.pruneEmptyFolders(dirname(path));
@@ -184,12 +243,59 @@ export class ImageStorage {
     await fsyncDir(dir).catch(() => undefined);
   }
 
-  /** A folder reached through a symlink placed by hand must not let a write leave the root. */
-  private async assertInside(dir: string): Promise<void> {
-    const [real, root] = await Promise.all([realpath(dir), realpath(this.root)]);
-    if (real !== root && !real.startsWith(root + sep)) {
-      throw Object.assign(new Error(`${dir} leaves the storage`), { code: 'EXDEV' });
+  /**
+   * Whether the folder that holds `name` is where its name says, with no link on the way
+   * (realpath of it is the real root joined with the name's folders). False if it is missing.
+   */
+  private async folderIsReal(name: string): Promise<boolean> {
+    const folders = name.split('/').slice(0, -1);
+    if (folders.length === 0) return true;
+    try {
+      return (await realpath(join(this.root, ...folders))) === join(this.realRoot, ...folders);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT', 'ENOTDIR')) return false;
+      throw err;
     }
+  }
+
+  /** Opens image `name` for reading: its folders real, the file regular, never a link. */
+  private async openImage(name: string): Promise<FileHandle> {
+    if (!(await this.folderIsReal(name))) throw new StorageLinkError(name);
+    let handle: FileHandle;
+    try {
+      handle = await open(this.pathOf(name), O_READ_NOFOLLOW);
+    } catch (err) {
+      if (isErrno(err, 'ELOOP')) throw new StorageLinkError(name);
+      throw err;
+    }
+    const st = await handle.stat();
+    if (!st.isFile()) {
+      await handle.close();
+      throw new StorageLinkError(name);
+    }
+    return handle;
+  }
+
+  /**
+   * Makes the folders of `name` one level at a time, refusing a link or a file on the way
+   * (mkdir -p would follow a link and make folders outside). Returns the last folder.
+   */
+  private async makeFolders(name: string): Promise<string> {
+    let dir = this.root;
+    for (const segment of name.split('/').slice(0, -1)) {
+      dir = join(dir, segment);
+      await mkdir(dir).catch((err: unknown) => {
+        if (!isErrno(err, 'EEXIST')) throw err;
+      });
+      const st = await lstat(dir);
+      if (st.isSymbolicLink()) throw new StorageLinkError(name);
+      if (!st.isDirectory()) {
+        throw Object.assign(new Error(`${dir} is not a folder`), { code: 'ENOTDIR' });
+      }
+    }
+    // a link swapped in between two steps
+    if (!(await this.folderIsReal(name))) throw new StorageLinkError(name);
+    return dir;
   }
 
   private async walk(dir: string, found: Map<string, StoredImage>): Promise<void> {
@@ -207,8 +313,8 @@ export class ImageStorage {
       if (e.isDirectory()) {
         await this.walk(path, found);
       } else if (e.isFile()) {
-        const st = await stat(path).catch(() => null);
-        if (!st) continue; // removed meanwhile
+        const st = await lstat(path).catch(() => null);
+        if (!st?.isFile()) continue; // removed or replaced meanwhile
         const name = relative(this.root, path).split(sep).join('/');
         found.set(name, {
           name,

@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { MsdDriver, MsdDriverState, MsdImageMount } from '../../drivers/msd/types';
 import { toHttp } from '../../errors';
 import type { MsdService } from './msd-service';
+import type { RemotePolicy } from './remote';
 import { createMsd, msdRoutes } from './wiring';
 
 /** A driver that records what it was asked; `failNext` makes the next plug call reject. */
@@ -18,6 +19,8 @@ export class FakeMsd implements MsdDriver {
   image: MsdImageMount | null = null;
   partition: string | null = null;
   failNext: string | null = null;
+  /** While set, connectImage and connectPartition wait for it (a slow plug). */
+  hold: Promise<void> | null = null;
   private readonly listeners = new Set<(s: MsdDriverState) => void>();
 
   getState(): MsdDriverState {
@@ -33,6 +36,7 @@ export class FakeMsd implements MsdDriver {
   }
   async connectImage(m: MsdImageMount): Promise<void> {
     this.calls.push(`connectImage ${m.path} cdrom=${m.cdrom} rw=${m.rw}`);
+    if (this.hold) await this.hold;
     this.maybeFail();
     this.image = m;
   }
@@ -42,6 +46,7 @@ export class FakeMsd implements MsdDriver {
   }
   async connectPartition(dir: string): Promise<void> {
     this.calls.push(`connectPartition ${dir}`);
+    if (this.hold) await this.hold;
     this.maybeFail();
     this.partition = dir;
   }
@@ -72,7 +77,7 @@ export interface MsdTestApp {
  */
 export async function msdTestApp(
   dataDir?: string,
-  opts: { progressIntervalMs?: number; uploadIdleMs?: number } = {},
+  opts: { progressIntervalMs?: number; uploadIdleMs?: number; remote?: RemotePolicy } = {},
 ): Promise<MsdTestApp> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'kvm-msd-')));
   const driver = new FakeMsd();

@@ -2,9 +2,9 @@
  * How virtual media meets the rest of the server: `createMsd` (for createContext), the `msd`
  * state provider of `/api/ws`, and the `/api/msd/*` routes (wire-protocol.md 1.6; docs/msd.md).
  */
-import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  MSD_NAME_MAX_BYTES,
   MSD_NDJSON_EOL,
   checkImageName,
   checkImagePrefix,
@@ -19,7 +19,8 @@ import type { StateProvider } from '../../ws/state-registry';
 import { bool, fail, str } from '../../validators';
 import { MsdDisabledError, MsdUnknownImageError } from './msd-errors';
 import { MsdService, writeResult, type MsdServiceOptions } from './msd-service';
-import { parseHttpUrl } from './remote';
+import { parseHttpUrl, type RemotePolicy } from './remote';
+import { StorageLinkError, markerName } from './storage';
 
 interface Logger {
   info(obj: object, msg?: string): void;
@@ -37,6 +38,8 @@ export async function createMsd(opts: {
   progressIntervalMs?: number;
   /** Tests: how long an upload may send nothing (default 120 s). */
   uploadIdleMs?: number;
+  /** `msd.remote` of the config. */
+  remote?: RemotePolicy;
 }): Promise<MsdService> {
   return MsdService.open(opts satisfies MsdServiceOptions);
 }
@@ -56,6 +59,15 @@ export function msdProvider(msd: MsdService): StateProvider {
 
 /** kvmd's default `timeout` of write_remote, seconds. */
 export const WRITE_REMOTE_TIMEOUT_S = 10;
+/** kvmd's float_f01: the least `timeout`, seconds. */
+export const WRITE_REMOTE_TIMEOUT_MIN_S = 0.1;
+/** The most `timeout` (connect, answer and idle read), seconds: a silent remote frees MSD. */
+export const WRITE_REMOTE_TIMEOUT_MAX_S = 300;
+/**
+ * The longest last segment of a new image name, bytes of UTF-8: its marker
+ * `.__<name>.incomplete` must fit NAME_MAX (255).
+ */
+export const MSD_IMAGE_BASE_MAX_BYTES = MSD_NAME_MAX_BYTES - Buffer.byteLength(markerName(''));
 /** Progress records of write_remote: "about every second" (wire-protocol.md 1.6). */
 const REMOTE_PROGRESS_MS = 1000;
 
@@ -71,6 +83,14 @@ export function imageNameOf(image: string, prefix: string): string {
   if (badPrefix) fail('prefix', prefix, `prefix (${badPrefix})`);
   const joined = joinImageName(prefix, image);
   if (!joined.ok) fail('image', image, `image name (${joined.reason})`);
+  const base = joined.name.split('/').pop() ?? '';
+  if (Buffer.byteLength(base) > MSD_IMAGE_BASE_MAX_BYTES) {
+    fail(
+      'image',
+      image,
+      `image name (the file name is longer than ${MSD_IMAGE_BASE_MAX_BYTES} bytes)`,
+    );
+  }
   return joined.name;
 }
 
@@ -95,11 +115,17 @@ function contentLength(request: FastifyRequest): number {
   return n;
 }
 
-/** kvmd's float_f01: a positive number of seconds. */
+/** kvmd's float_f01 (≥ 0.1 s), capped at WRITE_REMOTE_TIMEOUT_MAX_S. */
 function timeoutSeconds(value: unknown): number {
   if (value === undefined || value === '') return WRITE_REMOTE_TIMEOUT_S;
-  const n = typeof value === 'string' ? Number(value.trim()) : Number.NaN;
-  if (!Number.isFinite(n) || n <= 0) fail('timeout', value, 'float > 0');
+  const n = typeof value === 'string' && value.trim() !== '' ? Number(value.trim()) : Number.NaN;
+  if (!Number.isFinite(n) || n < WRITE_REMOTE_TIMEOUT_MIN_S || n > WRITE_REMOTE_TIMEOUT_MAX_S) {
+    fail(
+      'timeout',
+      value,
+      `float between ${WRITE_REMOTE_TIMEOUT_MIN_S} and ${WRITE_REMOTE_TIMEOUT_MAX_S}`,
+    );
+  }
   return n;
 }
 
@@ -196,6 +222,16 @@ export function msdRoutes(app: FastifyInstance, msd: MsdService): void {
     await msd.refresh();
     const img = msd.getState().storage.images[name];
     if (!img?.complete) throw new MsdUnknownImageError();
+    let body;
+    try {
+      body = await msd.storage.readStream(name);
+    } catch (err) {
+      // gone, or a link swapped in since the listing
+      if (err instanceof StorageLinkError || (err as { code?: string }).code === 'ENOENT') {
+        throw new MsdUnknownImageError();
+      }
+      throw err;
+    }
     return reply
       .header('content-type', 'application/octet-stream')
       .header('content-length', String(img.size))
@@ -203,7 +239,7 @@ export function msdRoutes(app: FastifyInstance, msd: MsdService): void {
         'content-disposition',
         `attachment; filename*=UTF-8''${encodeURIComponent(name.split('/').pop() ?? name)}`,
       )
-      .send(createReadStream(msd.storage.pathOf(name)));
+      .send(body);
   });
 
   // The bodies of these two never go through a parser: `write` streams request.raw to the
@@ -241,15 +277,27 @@ export function msdRoutes(app: FastifyInstance, msd: MsdService): void {
       if (badPrefix) fail('prefix', prefix, `prefix (${badPrefix})`);
       const image = present(q, 'image') ? str('image', q['image']) : '';
       if (image !== '') imageNameOf(image, prefix);
-      const job = await msd.startDownload({
-        url,
-        image,
-        prefix,
-        insecure: bool('insecure', q['insecure'], false),
-        timeoutMs: timeoutSeconds(q['timeout']) * 1000,
-        removeIncomplete: bool('remove_incomplete', q['remove_incomplete'], false),
-        nameOf: imageNameOf,
-      });
+      const timeoutMs = timeoutSeconds(q['timeout']) * 1000;
+      const insecure = bool('insecure', q['insecure'], false);
+      const removeIncomplete = bool('remove_incomplete', q['remove_incomplete'], false);
+      // A caller that leaves while the remote is asked stops the download (and frees MSD).
+      const gone = new AbortController();
+      const onClose = (): void => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.on('close', onClose);
+      const job = await msd
+        .startDownload({
+          url,
+          image,
+          prefix,
+          insecure,
+          timeoutMs,
+          removeIncomplete,
+          nameOf: imageNameOf,
+          signal: gone.signal,
+        })
+        .finally(() => reply.raw.off('close', onClose));
       streamDownload(request, reply, job);
     });
   });
