@@ -80,6 +80,7 @@ export async function createContext(
     sessionExpireS: config.auth.session_expire_s,
     rateLimit: config.auth.rate_limit,
     trustedDeviceDays: config.auth.trusted_device_days,
+    log,
   });
   const settings = await SettingsStore.open(config.data_dir, log);
   const drivers = await createDrivers(config, log);

@@ -3,10 +3,19 @@
  * say so with `config: { public: true }`; everything else needs credentials. The first source
  * present decides (GL kvmd order, wire-protocol.md 1.2): X-KVMD-User/X-KVMD-Passwd, `Token`
  * header, `?auth_token=`, cookie `auth_token`. Present but wrong: 403; none: 401.
+ *
+ * Cross-origin requests: a browser sends the cookie with a request that another page starts
+ * (SameSite=Strict only keeps other SITES out; another port of the device's host is the same
+ * site), so a request authenticated by the cookie must come from the console's own origin:
+ * `Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not the request's own
+ * scheme://host:port, gets 403. That covers every WebSocket upgrade too (browsers always send
+ * Origin there). Token header, `?auth_token=` and X-KVMD headers are not sent by a browser on
+ * its own, so they are not checked. Public routes that change state (`sameOrigin: true`: login,
+ * first-run init) get the same check whatever the credentials (login CSRF).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../errors';
-import type { AuthService } from '../services/auth/auth-service';
+import type { AuthService, LoginFailure } from '../services/auth/auth-service';
 import { hashToken } from '../services/auth/sessions';
 import { clientIp } from './client-ip';
 
@@ -24,6 +33,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** No session needed (SPEC 6: login, init, two-factor and the console's files). */
     public?: boolean;
+    /** A public route that changes state: refused when a browser sends it from another origin. */
+    sameOrigin?: boolean;
   }
   interface FastifyRequest {
     auth: RequestAuth | null;
@@ -36,7 +47,7 @@ function single(v: string | string[] | undefined): string | undefined {
 
 type Source =
   | { kind: 'headers'; user: string; passwd: string }
-  | { kind: 'token'; token: string }
+  | { kind: 'token'; token: string; via: 'header' | 'query' | 'cookie' }
   | { kind: 'none' };
 
 /** Which credential source the request carries (the first present). */
@@ -45,13 +56,85 @@ export function credentialSource(request: FastifyRequest): Source {
   const passwd = single(request.headers['x-kvmd-passwd']);
   if (user !== undefined && passwd !== undefined) return { kind: 'headers', user, passwd };
   const header = single(request.headers['token']);
-  if (header !== undefined) return { kind: 'token', token: header };
+  if (header !== undefined) return { kind: 'token', token: header, via: 'header' };
   const query = (request.query as Record<string, unknown> | undefined)?.['auth_token'];
-  if (typeof query === 'string') return { kind: 'token', token: query };
-  if (Array.isArray(query)) return { kind: 'token', token: '' };
+  if (typeof query === 'string') return { kind: 'token', token: query, via: 'query' };
+  if (Array.isArray(query)) return { kind: 'token', token: '', via: 'query' };
   const cookie = request.cookies?.[AUTH_COOKIE];
-  if (cookie !== undefined) return { kind: 'token', token: cookie };
+  if (cookie !== undefined) return { kind: 'token', token: cookie, via: 'cookie' };
   return { kind: 'none' };
+}
+
+/** The request's own origin, scheme://host[:port]; null when the Host header is unusable. */
+function ownOrigin(request: FastifyRequest, trustProxy: boolean): string | null {
+  let proto: string = request.protocol;
+  let host = single(request.headers.host);
+  if (trustProxy) {
+    const fwdHost = single(request.headers['x-forwarded-host'])?.split(',')[0]?.trim();
+    const fwdProto = single(request.headers['x-forwarded-proto'])?.split(',')[0]?.trim();
+    if (fwdHost) host = fwdHost;
+    if (fwdProto === 'http' || fwdProto === 'https') proto = fwdProto;
+  }
+  if (!host || /[/\\@?#\s]/.test(host)) return null;
+  try {
+    return new URL(`${proto}://${host}`).origin;
+  } catch {
+    return null;
+  }
+}
+
+/** Why a browser request comes from another origin, or null when it does not. */
+export function crossOrigin(request: FastifyRequest, trustProxy: boolean): string | null {
+  const site = single(request.headers['sec-fetch-site']);
+  if (site === 'cross-site' || site === 'same-site') return `Sec-Fetch-Site: ${site}`;
+  const origin = single(request.headers.origin);
+  if (origin === undefined) return null;
+  let theirs: string;
+  try {
+    theirs = new URL(origin).origin;
+  } catch {
+    return 'Origin: malformed';
+  }
+  // An opaque origin ("null": sandboxed frames, file:) is never the console.
+  if (theirs === 'null' || theirs !== ownOrigin(request, trustProxy)) return 'Origin: foreign';
+  return null;
+}
+
+export function refuseCrossOrigin(request: FastifyRequest, trustProxy: boolean): void {
+  const why = crossOrigin(request, trustProxy);
+  if (why === null) return;
+  request.log.debug({ why, url: request.url.split('?')[0] }, 'cross-origin request refused');
+  throw new ForbiddenError('Cross-origin request refused');
+}
+
+/** Printable ASCII, at most 32 characters: a user name as the log may show it. */
+export function logSafeUser(user: string): string {
+  const clean = user.replace(/[^\x20-\x7e]/g, '?');
+  return clean.length > 32 ? `${clean.slice(0, 32)}...` : clean;
+}
+
+/**
+ * Logs each refused login once at warn (user, address, the factor that failed; never the
+ * secret), within the anonymous-log budget; the line that starts a lock says so.
+ */
+export function loginFailureLogger(
+  request: FastifyRequest,
+  via: string,
+): (failure: LoginFailure) => void {
+  return (f) => {
+    const budget = request.server.anonLog.take();
+    if (!budget.ok) return;
+    const fields = {
+      user: logSafeUser(f.user),
+      ip: f.ip,
+      factor: f.factor,
+      via,
+      ...(budget.suppressed > 0 ? { suppressed: budget.suppressed } : {}),
+    };
+    if (f.lockStarted)
+      request.log.warn({ ...fields, locked_s: f.lockedS }, 'login failed; address locked');
+    else request.log.warn(fields, 'login failed');
+  };
 }
 
 /** Resolves the request's credentials or throws 401/403. */
@@ -64,16 +147,14 @@ export async function authenticate(
   if (source.kind === 'none') throw new UnauthorizedError();
   if (source.kind === 'headers') {
     const trusted = request.cookies?.[TRUSTED_DEVICE_COOKIE];
-    // Header credentials count against the same rate limit as the login form.
-    const ip = clientIp(request, trustProxy);
+    // Header credentials count against the same rate limit and hash gate as the login form.
     try {
-      await auth.login({
+      await auth.verifyHeaderCredentials({
         user: source.user,
         passwd: source.passwd,
-        expireS: 1,
         trustedToken: trusted,
-        ip,
-        dryRun: true,
+        ip: clientIp(request, trustProxy),
+        onFailure: loginFailureLogger(request, 'x-kvmd-headers'),
       });
     } catch (err) {
       if (err instanceof ForbiddenError || (err as { status?: number }).status === 400)
@@ -82,6 +163,7 @@ export async function authenticate(
     }
     return { user: source.user, token: null, tokenHash: null };
   }
+  if (source.via === 'cookie') refuseCrossOrigin(request, trustProxy);
   const session = /^[0-9a-f]{64}$/.test(source.token) ? auth.session(source.token) : null;
   if (!session) throw new ForbiddenError();
   return { user: session.user, token: source.token, tokenHash: hashToken(source.token) };
@@ -94,7 +176,11 @@ export function registerAuthHook(
 ): void {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config?.public) return;
+    const config = request.routeOptions.config;
+    if (config?.public) {
+      if (config.sameOrigin) refuseCrossOrigin(request, trustProxy);
+      return;
+    }
     // Unknown routes fall to the not-found handler, which answers without a session check only
     // for the console's own files (SPA fallback); /api paths still need credentials there.
     request.auth = await authenticate(request, auth, trustProxy);

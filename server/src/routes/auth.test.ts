@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
+import { newAuthApp, TestClock } from '../services/auth/auth-test-kit';
 import { totp } from '../services/auth/totp';
 import { form, initAndLogin, login, newApp, PASSWORD, tempDataDir } from '../test-helpers';
 
@@ -282,7 +283,15 @@ describe('change password', () => {
 
 describe('two-factor', () => {
   it('enables with a code, then needs it at login, remembers a device, disables', async () => {
-    app = await newApp();
+    // A code is accepted once (RFC 6238 5.2): each use below moves to the next 30 s step.
+    const clock = new TestClock();
+    const code = (): string => totp(secret, clock.t);
+    const next = (): string => {
+      clock.advance(30_000);
+      return code();
+    };
+    let secret = '';
+    app = await newAuthApp({ clock });
     const token = await initAndLogin(app);
     expect((await app.inject('/api/2fa/is_enabled')).json().result).toEqual({
       enabled: false,
@@ -294,17 +303,17 @@ describe('two-factor', () => {
       .result;
     expect(created.secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(created.uri).toMatch(/^otpauth:\/\/totp\//);
-    const secret = created.secret as string;
+    secret = created.secret as string;
 
     let res = await app.inject({
       url: `/api/2fa/init?secret=${secret}&key=000000`,
       headers: { token },
     });
-    expect(res.statusCode).toBe(totp(secret) === '000000' ? 200 : 403);
+    expect(res.statusCode).toBe(code() === '000000' ? 200 : 403);
     res = await app.inject({ url: `/api/2fa/init?secret=${secret}&key=12`, headers: { token } });
     expect(res.statusCode).toBe(400);
     res = await app.inject({
-      url: `/api/2fa/init?secret=${secret}&key=${totp(secret)}`,
+      url: `/api/2fa/init?secret=${secret}&key=${code()}`,
       headers: { token },
     });
     expect(res.statusCode).toBe(200);
@@ -314,13 +323,12 @@ describe('two-factor', () => {
       (await app.inject({ url: '/api/2fa/show', headers: { token } })).json().result.URI,
     ).toContain(secret);
     expect(
-      (await app.inject({ url: `/api/2fa/verify?code=${totp(secret)}`, headers: { token } }))
-        .statusCode,
+      (await app.inject({ url: `/api/2fa/verify?code=${next()}`, headers: { token } })).statusCode,
     ).toBe(200);
 
     // password alone no longer logs in; password + code does (kvmd style and the 2FA route)
     await expect(login(app, PASSWORD)).rejects.toThrow(/403/);
-    await expect(login(app, PASSWORD + totp(secret))).resolves.toMatch(/^[0-9a-f]{64}$/);
+    await expect(login(app, PASSWORD + next())).resolves.toMatch(/^[0-9a-f]{64}$/);
     res = await app.inject({
       method: 'POST',
       url: '/api/auth/login_with_2fa',
@@ -330,7 +338,7 @@ describe('two-factor', () => {
     res = await app.inject({
       method: 'POST',
       url: '/api/auth/login_with_2fa',
-      ...form({ user: 'admin', passwd: PASSWORD, code: totp(secret), remember: '1' }),
+      ...form({ user: 'admin', passwd: PASSWORD, code: next(), remember: '1' }),
     });
     expect(res.statusCode).toBe(200);
     const trustedCookie = [res.headers['set-cookie']]
@@ -351,7 +359,9 @@ describe('two-factor', () => {
     });
     expect(res.statusCode).toBe(200);
 
-    expect((await app.inject({ url: '/api/2fa/delete', headers: { token } })).statusCode).toBe(200);
+    expect(
+      (await app.inject({ url: `/api/2fa/delete?code=${next()}`, headers: { token } })).statusCode,
+    ).toBe(200);
     expect((await app.inject('/api/2fa/is_enabled')).json().result.enabled).toBe(false);
     await expect(login(app, PASSWORD)).resolves.toMatch(/^[0-9a-f]{64}$/);
     // a remembered device is forgotten with 2FA

@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN_USER } from '@kvm/protocol';
 import { ValidatorError } from '../errors';
-import { AUTH_COOKIE, authenticate, TRUSTED_DEVICE_COOKIE } from '../http/auth';
+import { AUTH_COOKIE, authenticate, loginFailureLogger, TRUSTED_DEVICE_COOKIE } from '../http/auth';
 import { clientIp } from '../http/client-ip';
 import { readForm } from '../http/forms';
 import type { AppContext } from '../context';
@@ -37,6 +37,7 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       expireS,
       trustedToken: request.cookies[TRUSTED_DEVICE_COOKIE],
       ip: clientIp(request, trustProxy),
+      onFailure: loginFailureLogger(request, withCode ? 'login_with_2fa' : 'login'),
     });
     setSessionCookie(reply, token);
     if (remember && auth.isTwoFaEnabled()) {
@@ -53,12 +54,9 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { token };
   };
 
-  app.post('/api/auth/login', { config: { public: true } }, (req, reply) =>
-    login(req, reply, false),
-  );
-  app.post('/api/auth/login_with_2fa', { config: { public: true } }, (req, reply) =>
-    login(req, reply, true),
-  );
+  const publicWrite = { config: { public: true, sameOrigin: true } };
+  app.post('/api/auth/login', publicWrite, (req, reply) => login(req, reply, false));
+  app.post('/api/auth/login_with_2fa', publicWrite, (req, reply) => login(req, reply, true));
 
   app.post('/api/auth/logout', async (request, reply) => {
     // GL: ends whichever token came with the call (header, query or cookie).

@@ -1,7 +1,8 @@
 /** `/api/2fa/*`: TOTP second factor (wire-protocol.md 5.9). */
 import type { FastifyInstance } from 'fastify';
-import { ForbiddenError, NotFoundError, ValidatorError } from '../errors';
-import { TRUSTED_DEVICE_COOKIE } from '../http/auth';
+import { NotFoundError, ValidatorError } from '../errors';
+import { loginFailureLogger, TRUSTED_DEVICE_COOKIE } from '../http/auth';
+import { clientIp } from '../http/client-ip';
 import type { AppContext } from '../context';
 import { str } from '../validators';
 
@@ -14,6 +15,7 @@ function code(name: string, value: unknown): string {
 
 export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
   const { auth } = ctx;
+  const trustProxy = ctx.config.server.trust_proxy;
 
   app.get('/api/2fa/is_enabled', { config: { public: true } }, async (request) => {
     const trusted = request.cookies[TRUSTED_DEVICE_COOKIE];
@@ -38,14 +40,25 @@ export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { URI: uri };
   });
 
+  // A code is accepted once (also here); wrong codes count against the login limiter.
   app.get('/api/2fa/verify', async (request) => {
     const q = request.query as Record<string, unknown>;
-    if (!auth.verifyTwoFa(code('code', q['code']))) throw new ForbiddenError('Invalid 2FA code');
+    await auth.verifyTwoFa(code('code', q['code']), {
+      ip: clientIp(request, trustProxy),
+      user: request.auth?.user,
+      onFailure: loginFailureLogger(request, '2fa_verify'),
+    });
     return {};
   });
 
+  // Turning 2FA off needs a current code (a stolen session alone must not remove the factor).
   app.get('/api/2fa/delete', async (request, reply) => {
-    await auth.disableTwoFa();
+    const q = request.query as Record<string, unknown>;
+    await auth.disableTwoFa(code('code', q['code']), {
+      ip: clientIp(request, trustProxy),
+      user: request.auth?.user,
+      onFailure: loginFailureLogger(request, '2fa_delete'),
+    });
     reply.clearCookie(TRUSTED_DEVICE_COOKIE, { path: '/' });
     request.log.info('2FA disabled');
     return {};

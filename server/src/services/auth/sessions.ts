@@ -2,9 +2,18 @@
  * Sessions: 64-hex tokens handed to the client, kept here only as SHA-256 hashes. Expiry
  * slides with use. Persisted to the data folder so a restart (or an upgrade) does not log the
  * administrator out; sliding updates are flushed lazily, creations and removals at once.
+ *
+ * The file: missing means no sessions; unreadable JSON is moved aside (`sessions.json.corrupt-
+ * <time>`) with a warning and the server starts with none (a session costs only a login); any
+ * other read error (EACCES, EIO) stops the start, because the same fault would fail every login
+ * and hide a broken data folder behind "wrong password". A session whose creation cannot be
+ * saved is taken back and the login fails, rather than hand out a token a restart forgets.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { readFile, rename } from 'node:fs/promises';
+import { SILENT_LOGGER, type Logger } from '../../context';
+import { ApiError } from '../../errors';
 import { JsonFile } from '../../storage/json-store';
 
 export interface Session {
@@ -26,6 +35,20 @@ export function hashToken(token: string): string {
 
 /** Slide at most this often per session, so a busy client does not write on every request. */
 const FLUSH_DELAY_MS = 30_000;
+/** Sessions one user may hold; a new login past it ends the one used longest ago ('evicted'). */
+export const MAX_SESSIONS_PER_USER = 64;
+/** Sessions kept in all (and so in the file, about 250 bytes each). */
+export const MAX_SESSIONS = 256;
+
+export interface SessionStoreOptions {
+  now?: () => number;
+  log?: Logger;
+}
+
+/** When the session was last used: its expiry slides to `use + lifetime` on every use. */
+function lastUse(s: Session): number {
+  return s.expiresAt - s.lifetimeMs;
+}
 
 export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: string] }> {
   private readonly sessions = new Map<string, Session>();
@@ -34,38 +57,78 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
   private constructor(
     private readonly file: JsonFile<Session[]>,
     private readonly now: () => number,
+    private readonly log: Logger,
   ) {
     super();
   }
 
-  static async open(path: string, now: () => number = Date.now): Promise<SessionStore> {
-    const file = new JsonFile<Session[]>(path, (raw) =>
-      Array.isArray(raw) ? (raw.filter(isSession) as Session[]) : [],
-    );
-    let list: Session[] = [];
-    try {
-      list = await file.load();
-    } catch {
-      // A corrupt sessions file only costs a login; it is rewritten on the next save.
-    }
-    const store = new SessionStore(file, now);
+  static async open(path: string, opts: SessionStoreOptions = {}): Promise<SessionStore> {
+    const now = opts.now ?? Date.now;
+    const log = opts.log ?? SILENT_LOGGER;
+    const parse = (raw: unknown): Session[] =>
+      Array.isArray(raw) ? (raw.filter(isSession) as Session[]) : [];
+    const file = new JsonFile<Session[]>(path, parse);
+    const list = await readSessions(path, parse, log);
+    const store = new SessionStore(file, now, log);
     const t = now();
-    for (const s of list) if (s.expiresAt > t) store.sessions.set(s.hash, s);
+    const live = list.filter((s) => s.expiresAt > t).sort((a, b) => lastUse(a) - lastUse(b));
+    for (const s of live.slice(-MAX_SESSIONS)) store.sessions.set(s.hash, s);
     return store;
   }
 
+  /**
+   * A new session of `user`. Past the caps the session used longest ago ends ('evicted', its
+   * sockets close). When the file cannot be written the session is taken back and the error
+   * goes to the caller (the login fails; ENOSPC answers 507).
+   */
   async create(user: string, lifetimeMs: number): Promise<string> {
     const token = newToken();
+    const hash = hashToken(token);
     const t = this.now();
-    this.sessions.set(hashToken(token), {
-      hash: hashToken(token),
-      user,
-      createdAt: t,
-      expiresAt: t + lifetimeMs,
-      lifetimeMs,
-    });
-    await this.persist();
+    this.evictFor(user);
+    this.sessions.set(hash, { hash, user, createdAt: t, expiresAt: t + lifetimeMs, lifetimeMs });
+    try {
+      await this.persist();
+    } catch (err) {
+      this.sessions.delete(hash);
+      this.log.error({ err, path: this.file.path }, 'session not saved; the login is refused');
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' || code === 'EDQUOT') {
+        throw new ApiError(
+          'InsufficientStorageError',
+          507,
+          "The device's storage is full: the session could not be saved",
+        );
+      }
+      throw new ApiError('InternalError', 500, 'The session could not be saved');
+    }
     return token;
+  }
+
+  private evictFor(user: string): void {
+    const mine = [...this.sessions.values()].filter((s) => s.user === user);
+    const victims: Session[] = [];
+    if (mine.length >= MAX_SESSIONS_PER_USER) {
+      victims.push(
+        ...mine
+          .sort((a, b) => lastUse(a) - lastUse(b))
+          .slice(0, mine.length - MAX_SESSIONS_PER_USER + 1),
+      );
+    }
+    const rest = this.sessions.size - victims.length;
+    if (rest >= MAX_SESSIONS) {
+      const chosen = new Set(victims);
+      victims.push(
+        ...[...this.sessions.values()]
+          .filter((s) => !chosen.has(s))
+          .sort((a, b) => lastUse(a) - lastUse(b))
+          .slice(0, rest - MAX_SESSIONS + 1),
+      );
+    }
+    for (const v of victims) {
+      this.sessions.delete(v.hash);
+      this.emit('ended', v.hash, 'evicted');
+    }
   }
 
   /** The live session of a token, slid forward; null when unknown or expired. */
@@ -113,7 +176,10 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
     if (this.flushTimer) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
-      void this.persist().catch(() => undefined);
+      this.persist().catch((err: unknown) => {
+        // Only the slid expiry times are lost; the next save writes them again.
+        this.log.error({ err, path: this.file.path }, 'sessions not saved');
+      });
     }, FLUSH_DELAY_MS);
     this.flushTimer.unref();
   }
@@ -124,9 +190,49 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
       this.flushTimer = null;
     }
     const t = this.now();
-    for (const [hash, s] of this.sessions) if (s.expiresAt <= t) this.sessions.delete(hash);
+    for (const [hash, s] of this.sessions) {
+      if (s.expiresAt <= t) {
+        this.sessions.delete(hash);
+        this.emit('ended', hash, 'expired');
+      }
+    }
     await this.file.save([...this.sessions.values()]);
   }
+}
+
+async function readSessions(
+  path: string,
+  parse: (raw: unknown) => Session[],
+  log: Logger,
+): Promise<Session[]> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return [];
+    throw new Error(`${path}: cannot be read (${code ?? String(err)}); fix the data folder`, {
+      cause: err,
+    });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+    if (!Array.isArray(raw)) throw new Error('not a list');
+  } catch (err) {
+    const aside = `${path}.corrupt-${Date.now()}`;
+    try {
+      await rename(path, aside);
+      log.warn(
+        { path, aside, err: (err as Error).message },
+        'sessions file unreadable; moved aside',
+      );
+    } catch (renameErr) {
+      log.warn({ path, err: (renameErr as Error).message }, 'sessions file unreadable');
+    }
+    return [];
+  }
+  return parse(raw);
 }
 
 function isSession(v: unknown): boolean {

@@ -60,17 +60,24 @@ export function totp(secret: string, nowMs = Date.now()): string {
   return hotp(key, Math.floor(nowMs / 1000 / TOTP_STEP_S));
 }
 
+/**
+ * The time step whose code `code` is (the current one or one either side), or null. Every
+ * candidate is compared, without an early exit.
+ */
+export function matchTotpStep(secret: string, code: string, nowMs = Date.now()): number | null {
+  const key = base32Decode(secret);
+  if (!key || !/^\d{6}$/.test(code)) return null;
+  const step = Math.floor(nowMs / 1000 / TOTP_STEP_S);
+  let matched: number | null = null;
+  for (const delta of [-1, 0, 1]) {
+    if (safeEqual(hotp(key, step + delta), code)) matched = step + delta;
+  }
+  return matched;
+}
+
 /** True when `code` is the code of the current step or one step either side. */
 export function verifyTotp(secret: string, code: string, nowMs = Date.now()): boolean {
-  const key = base32Decode(secret);
-  if (!key || !/^\d{6}$/.test(code)) return false;
-  const step = Math.floor(nowMs / 1000 / TOTP_STEP_S);
-  let ok = false;
-  for (const delta of [-1, 0, 1]) {
-    // no early exit: every candidate is compared
-    if (safeEqual(hotp(key, step + delta), code)) ok = true;
-  }
-  return ok;
+  return matchTotpStep(secret, code, nowMs) !== null;
 }
 
 /** 160-bit secret, the size RFC 4226 recommends. */

@@ -1,0 +1,87 @@
+/**
+ * Test helpers of the auth suites (not shipped): an app whose auth service has a clock the test
+ * moves and a password hash the test counts or holds.
+ */
+import type { FastifyInstance } from 'fastify';
+import { buildApp, createContext } from '../../app';
+import { buildConfig } from '../../config';
+import { loadConfigDefaults } from '../../paths';
+import { tempDataDir } from '../../test-helpers';
+import { AuthService, type PasswordHasher } from './auth-service';
+import type { HashGateOptions } from './hash-gate';
+import { hashPassword, verifyPassword } from './passwords';
+
+/** A clock a test moves by hand; starts at the real time. */
+export class TestClock {
+  t = Date.now();
+  readonly now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/**
+ * The real scrypt hash, counting verifications. While `hold()` is on, each verification waits
+ * for `release()` before it hashes, so a test can see how many run at once.
+ */
+export class CountingHasher implements PasswordHasher {
+  verifications = 0;
+  running = 0;
+  maxRunning = 0;
+  private gate: Promise<void> | null = null;
+  private open: (() => void) | null = null;
+
+  hold(): void {
+    this.gate = new Promise((resolve) => {
+      this.open = resolve;
+    });
+  }
+
+  release(): void {
+    this.open?.();
+    this.gate = null;
+    this.open = null;
+  }
+
+  hash(password: string): Promise<string> {
+    return hashPassword(password);
+  }
+
+  async verify(password: string, stored: string): Promise<boolean> {
+    this.verifications += 1;
+    this.running += 1;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    try {
+      if (this.gate) await this.gate;
+      return await verifyPassword(password, stored);
+    } finally {
+      this.running -= 1;
+    }
+  }
+}
+
+export interface AuthAppOptions {
+  dataDir?: string;
+  overrides?: Record<string, unknown>;
+  clock?: TestClock;
+  passwords?: PasswordHasher;
+  hashGate?: HashGateOptions;
+}
+
+export async function newAuthApp(opts: AuthAppOptions = {}): Promise<FastifyInstance> {
+  const dataDir = opts.dataDir ?? (await tempDataDir());
+  const config = buildConfig(
+    { data_dir: dataDir, target: 'testbed', webrtc: { stun_url: null }, ...opts.overrides },
+    loadConfigDefaults(),
+  );
+  const ctx = await createContext(config, '0.0.0-test');
+  ctx.auth = await AuthService.open(dataDir, {
+    sessionExpireS: config.auth.session_expire_s,
+    rateLimit: config.auth.rate_limit,
+    trustedDeviceDays: config.auth.trusted_device_days,
+    now: opts.clock?.now,
+    passwords: opts.passwords,
+    hashGate: opts.hashGate,
+  });
+  return buildApp(ctx);
+}
