@@ -42,6 +42,27 @@ export interface StreamerRuntime {
   hdmi: { signal: boolean };
   stream: { clients: number };
   encoder: { type: string; quality: number };
+  /** Ours, not kvmd's (absent on kvmd): frames that never reached a viewer, by reason. */
+  drops?: StreamerDrops;
+}
+
+/**
+ * Frames (raw or encoded) that never reached a viewer since the server started, by reason
+ * (docs/events.md, `streamer`):
+ * - `source_busy`: the encoder already held its most frames in flight (it is behind);
+ * - `encoder_offline`: no ffmpeg ran to take the frame (starting, or waiting to restart);
+ * - `encoder_restart`: the frame was in an ffmpeg that was restarted or died;
+ * - `gop_cache_overflow`: a unit the GOP cache could not keep for a late joiner (a GOP that
+ *   passed the cache's bound is dropped whole);
+ * - `viewer_lagging`: a transport skipped the unit for a slow viewer, to the next key frame
+ *   (summed over viewers).
+ */
+export interface StreamerDrops {
+  source_busy: number;
+  encoder_offline: number;
+  encoder_restart: number;
+  gop_cache_overflow: number;
+  viewer_lagging: number;
 }
 
 export interface StreamerState {

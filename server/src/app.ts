@@ -86,7 +86,9 @@ export async function createContext(
   const drivers = await createDrivers(config, log);
   await drivers.init();
   const loaded = await StreamerService.loadParams(config.data_dir);
-  const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, config.video.ffmpeg);
+  const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, {
+    ffmpeg: config.video.ffmpeg,
+  });
   const streamer = StreamerService.create(loaded, drivers.video, hub);
   const turnState = await loadTurn(config, log);
   const hidSettings = hidSettingsFile(config.data_dir);

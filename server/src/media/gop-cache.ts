@@ -26,7 +26,7 @@ export class GopCache {
   private gop: AccessUnit[] = [];
   private bytes = 0;
   /** The current GOP passed a bound: nothing is kept until the next key unit. */
-  private overflowed = false;
+  private overflow = false;
   /** Units the cache could not keep for a late joiner because of its bounds, since start. */
   dropped = 0;
 
@@ -45,18 +45,23 @@ export class GopCache {
     return this.bytes;
   }
 
+  /** The GOP in progress was dropped: a late joiner waits for the next key unit. */
+  get overflowed(): boolean {
+    return this.overflow;
+  }
+
   /** Adds a unit; returns how many units this call dropped (0 when it fit). */
   push(unit: AccessUnit): number {
     if (unit.key) {
       // A new GOP replaces the old one: that is the cache working, not a drop.
       this.gop = [];
       this.bytes = 0;
-      this.overflowed = false;
+      this.overflow = false;
     } else if (this.gop.length === 0) {
       // No key unit to start from (the GOP overflowed, or the encoder restarted): a late
       // joiner could not decode this unit anyway. Counted only after an overflow, since
       // otherwise nothing was lost to the bound.
-      if (this.overflowed) {
+      if (this.overflow) {
         this.dropped += 1;
         return 1;
       }
@@ -67,7 +72,7 @@ export class GopCache {
       const lost = this.gop.length + 1;
       this.gop = [];
       this.bytes = 0;
-      this.overflowed = true;
+      this.overflow = true;
       this.dropped += lost;
       return lost;
     }
@@ -80,6 +85,6 @@ export class GopCache {
   clear(): void {
     this.gop = [];
     this.bytes = 0;
-    this.overflowed = false;
+    this.overflow = false;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * H.264 access units as they flow from the encoder to every viewer (WebRTC and direct).
  */
+import type { StreamerDrops } from '@kvm/protocol';
 
 export interface AccessUnit {
   /** One whole access unit in Annex B (start codes included), SPS/PPS in front of each IDR. */
@@ -26,4 +27,25 @@ export interface VideoFeed {
   requestKeyFrame(): void;
   /** profile-level-id of the stream, e.g. `42e01f` (Constrained Baseline). */
   readonly profileLevelId: string;
+  /**
+   * A transport skipped `units` access units for one viewer (default 1): counted in the
+   * streamer state's `drops`. Optional so that a feed without counters (a test fake) fits.
+   */
+  reportDrop?(reason: ViewerDropReason, units?: number): void;
 }
+
+/** Why a frame never reached a viewer (protocol's `StreamerDrops` has the meanings). */
+export type DropReason = keyof StreamerDrops;
+
+/** The reasons a transport reports through `VideoFeed.reportDrop`. */
+export type ViewerDropReason = Extract<DropReason, 'viewer_lagging'>;
+
+export type DropCounts = StreamerDrops;
+
+export const DROP_REASONS: readonly DropReason[] = [
+  'source_busy',
+  'encoder_offline',
+  'encoder_restart',
+  'gop_cache_overflow',
+  'viewer_lagging',
+];

@@ -2,16 +2,26 @@
  * The video pipeline of one device: source -> encoder -> viewers. It is the VideoFeed every
  * transport subscribes to. The encoder runs while somebody watches (a viewer, or an event
  * socket client with `stream=1`, which warms it up before the viewer arrives) and a while
- * after (so a page reload does not restart it), is shared by all viewers, and is restarted
- * with backoff when ffmpeg dies. A GOP cache (units since the last key frame) gives a new
- * viewer a picture at once.
+ * after (so a page reload does not restart it), and is shared by all viewers. Its ffmpeg runs
+ * under the Supervisor (encoder.ts): restarted with backoff when it dies or hangs. A GOP cache
+ * (gop-cache.ts) gives a new viewer a picture at once. Every frame that never reaches a viewer
+ * is counted with its reason (`drops`).
  */
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
+import type { Logger } from '../context';
 import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { NalType, nalType, splitNalUnits } from './annexb';
-import { H264Encoder, type EncoderSettings } from './encoder';
-import type { AccessUnit, VideoFeed } from './types';
+import { H264Encoder, type EncoderOptions, type EncoderSettings } from './encoder';
+import { GopCache, type GopCacheLimits } from './gop-cache';
+import {
+  DROP_REASONS,
+  type AccessUnit,
+  type DropCounts,
+  type DropReason,
+  type VideoFeed,
+  type ViewerDropReason,
+} from './types';
 
 export interface HubParams {
   bitrateKbps: number;
@@ -29,37 +39,49 @@ export interface HubStats {
   capturedFps: number;
   encoderOnline: boolean;
   viewers: number;
+  /** Frames from the source that never became a unit (source_busy + encoder_*), since start. */
   droppedFrames: number;
   profileLevelId: string;
+  /** Every drop since start, by reason. */
+  drops: DropCounts;
 }
 
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
+export interface VideoHubOptions {
+  /** The ffmpeg executable (config `video.ffmpeg`). */
+  ffmpeg?: string;
+  /** Restart policy, stall timeout and stop timeout of the encoder (tests shorten them). */
+  encoder?: Omit<EncoderOptions, 'binary'>;
+  gopCache?: GopCacheLimits;
+  /** How long the encoder keeps running after the last viewer left. */
+  lingerMs?: number;
 }
 
 /** How long the encoder keeps running after the last viewer left. */
 const LINGER_MS = 15_000;
 /** At most one forced key frame (encoder restart) in this window. */
 const KEY_REQUEST_MIN_MS = 2_000;
-/** GOP cache bound, so a huge GOP cannot eat memory. */
-const GOP_CACHE_MAX_BYTES = 16 * 1024 * 1024;
+
+const noDrops = (): DropCounts =>
+  Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as unknown as DropCounts;
 
 export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements VideoFeed {
   private readonly viewers = new Set<(unit: AccessUnit) => void>();
   private warmers = 0;
   private encoder: H264Encoder | null = null;
-  private gop: AccessUnit[] = [];
-  private gopBytes = 0;
+  /** Encoders being stopped (restart, shutdown): dispose waits for them. */
+  private readonly retiring = new Set<Promise<void>>();
+  /** The newest frame no ffmpeg could take yet (starting, restarting): written when one can. */
+  private held: RawFrame | null = null;
+  private readonly gop: GopCache;
   private seq = 0;
   private lingerTimer: NodeJS.Timeout | null = null;
-  private restartTimer: NodeJS.Timeout | null = null;
-  private backoffMs = 500;
-  private lastKeyRequest = 0;
+  private readonly lingerMs: number;
+  private lastKeyRequest = -Infinity;
   private capturing = false;
   private profile = '42e01f';
   private window = { bytes: 0, units: 0, frames: 0, start: performance.now() };
   private stats: HubStats;
+  private readonly drops: DropCounts = noDrops();
   private readonly statsTimer: NodeJS.Timeout;
   private readonly offSource: () => void;
   private disposed = false;
@@ -70,9 +92,11 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     private readonly source: VideoSource,
     private params: HubParams,
     private readonly log: Logger,
-    private readonly ffmpeg = 'ffmpeg',
+    private readonly opts: VideoHubOptions = {},
   ) {
     super();
+    this.gop = new GopCache(opts.gopCache);
+    this.lingerMs = opts.lingerMs ?? LINGER_MS;
     this.stats = {
       bitrate: 0,
       fps: 0,
@@ -81,6 +105,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       viewers: 0,
       droppedFrames: 0,
       profileLevelId: this.profile,
+      drops: noDrops(),
     };
     this.offSource = source.onState((s) => this.onSourceState(s));
     this.statsTimer = setInterval(() => this.rollStats(), 1000);
@@ -96,20 +121,39 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   getStats(): HubStats {
-    return { ...this.stats };
+    return { ...this.stats, drops: { ...this.stats.drops } };
+  }
+
+  /** Drops by reason, up to this moment (getStats() has them as of the last second). */
+  getDrops(): DropCounts {
+    return { ...this.drops };
+  }
+
+  /** The running ffmpeg's pid, or null (tests check that none is left behind). */
+  get encoderPid(): number | null {
+    return this.encoder?.pid ?? null;
   }
 
   /**
-   * Frames the source delivered, access units the encoder produced and frames the encoder
-   * had to drop (busy), since start.
+   * Frames the source delivered, access units the encoder produced and frames from the source
+   * that never became a unit (encoder busy, not running, or restarted with them inside), since
+   * start.
    */
   totals(): { frames: number; units: number; dropped: number } {
-    return { ...this.counts, dropped: this.stats.droppedFrames + (this.encoder?.dropped ?? 0) };
+    return { ...this.counts, dropped: this.framesDropped() };
   }
 
   subscribe(onUnit: (unit: AccessUnit) => void): () => void {
     this.viewers.add(onUnit);
-    for (const unit of this.gop) onUnit(unit);
+    try {
+      for (const unit of this.gop.units()) onUnit(unit);
+    } catch (err) {
+      this.viewers.delete(onUnit);
+      throw err;
+    }
+    // The cache dropped an oversized GOP: without a new key frame this viewer would wait for
+    // the next natural one, or forever with h264_gop=0.
+    if (this.gop.overflowed) this.requestKeyFrame();
     this.demandChanged();
     return () => {
       if (this.viewers.delete(onUnit)) this.demandChanged();
@@ -122,9 +166,16 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.demandChanged();
   }
 
+  reportDrop(reason: ViewerDropReason, units = 1): void {
+    if (reason !== 'viewer_lagging' || !Number.isFinite(units) || units < 1) return;
+    this.drop(reason, Math.floor(units));
+  }
+
   requestKeyFrame(): void {
     const now = performance.now();
-    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS || !this.encoder) return;
+    // Only a running ffmpeg is restarted: one that waits out its backoff keeps waiting, and
+    // a starting one begins with a key frame anyway.
+    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS || !this.encoder?.running) return;
     this.lastKeyRequest = now;
     // ffmpeg's command line cannot make a key frame on request (architecture.md): a restart
     // of the encoder starts with one, within about 100 ms.
@@ -141,6 +192,14 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     }
   }
 
+  private drop(reason: DropReason, n = 1): void {
+    if (n > 0) this.drops[reason] += n;
+  }
+
+  private framesDropped(): number {
+    return this.drops.source_busy + this.drops.encoder_offline + this.drops.encoder_restart;
+  }
+
   private demandChanged(): void {
     this.stats.viewers = this.viewers.size;
     const wanted = this.viewers.size + this.warmers > 0;
@@ -152,7 +211,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       this.lingerTimer = setTimeout(() => {
         this.lingerTimer = null;
         void this.shutdown();
-      }, LINGER_MS);
+      }, this.lingerMs);
       this.lingerTimer.unref();
     }
   }
@@ -170,21 +229,29 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private onFrame = (frame: RawFrame): void => {
+    if (this.disposed) return;
     this.window.frames += 1;
     this.counts.frames += 1;
     const enc = this.encoder;
-    if (
-      !enc ||
-      enc.settings.width !== frame.width ||
-      enc.settings.height !== frame.height ||
-      enc.settings.format !== frame.format
-    ) {
-      // first frame, or the source changed resolution: (re)start the encoder for this size
-      if (!this.restartTimer) this.startEncoder(frame);
+    if (!enc) {
+      this.startEncoder(frame);
       return;
     }
-    enc.write(frame);
+    const result = enc.write(frame);
+    if (result === 'busy') this.drop('source_busy');
+    else if (result === 'offline') this.hold(frame);
+    else if (result === 'mismatch') {
+      // the source changed resolution or format: an encoder for the new size
+      this.restartEncoder('source size changed');
+      this.startEncoder(frame);
+    }
   };
+
+  /** Keeps the newest frame for an ffmpeg that is not running yet; the one it replaces is lost. */
+  private hold(frame: RawFrame): void {
+    if (this.held) this.drop('encoder_offline');
+    this.held = frame;
+  }
 
   private settingsFor(frame: RawFrame): EncoderSettings {
     return {
@@ -199,64 +266,84 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private startEncoder(frame: RawFrame): void {
-    const old = this.encoder;
-    if (old) {
-      old.removeAllListeners();
-      void old.stop();
-      this.stats.droppedFrames += old.dropped;
-    }
-    const enc = new H264Encoder(this.settingsFor(frame), () => this.seq++, this.ffmpeg);
-    this.encoder = enc;
-    this.gop = [];
-    this.gopBytes = 0;
-    enc.on('unit', (unit) => this.onUnit(unit));
-    enc.on('exit', (code, stderr) => {
-      if (this.encoder !== enc) return;
-      this.encoder = null;
-      this.stats.encoderOnline = false;
-      this.stats.droppedFrames += enc.dropped;
-      if (this.disposed || (this.viewers.size + this.warmers === 0 && !this.lingerTimer)) return;
-      this.log.warn(
-        { code, stderr: stderr.slice(-500), backoffMs: this.backoffMs },
-        'encoder exited; restarting',
-      );
-      this.restartTimer = setTimeout(() => {
-        this.restartTimer = null;
-      }, this.backoffMs);
-      this.backoffMs = Math.min(this.backoffMs * 2, 10_000);
+    const enc = new H264Encoder(this.settingsFor(frame), () => this.seq++, {
+      ...this.opts.encoder,
+      ...(this.opts.ffmpeg !== undefined ? { binary: this.opts.ffmpeg } : {}),
     });
-    enc.start();
-    enc.write(frame);
-    this.log.info({ width: frame.width, height: frame.height, ...this.params }, 'encoder started');
+    this.encoder = enc;
+    this.gop.clear();
+    this.hold(frame);
+    enc.on('unit', (unit) => this.onUnit(unit));
+    enc.on('started', (pid) => {
+      const held = this.held;
+      this.held = null;
+      if (held && enc.write(held) !== 'written') this.drop('encoder_offline');
+      this.log.info(
+        { pid, width: frame.width, height: frame.height, ...this.params },
+        'encoder started',
+      );
+    });
+    enc.on('exit', (info, stderr, lost) => {
+      this.drop('encoder_restart', lost);
+      this.stats.encoderOnline = false;
+      // the next unit is a new ffmpeg's key frame: nothing of this GOP can follow
+      this.gop.clear();
+      if (!info.expected) {
+        this.log.warn(
+          { code: info.code, signal: info.signal, stderr: stderr.slice(-500) },
+          'encoder exited',
+        );
+      }
+    });
+    enc.on('restarting', (delayMs, attempt) =>
+      this.log.warn({ delayMs, attempt }, 'encoder restarting'),
+    );
+    enc.on('spawnError', (err) => this.log.error({ err }, 'encoder cannot start'));
+    enc.on('fault', (reason) => this.log.warn({ reason }, 'encoder killed'));
+    enc.start().catch((err: unknown) => this.log.error({ err }, 'encoder cannot start'));
   }
 
+  /** Stops the current encoder; the next frame starts a new one with the current params. */
   private restartEncoder(reason: string): void {
     const enc = this.encoder;
     if (!enc) return;
     this.log.info({ reason }, 'restarting encoder');
+    this.encoder = null;
+    this.stats.encoderOnline = false;
+    this.retire(enc);
+  }
+
+  private retire(enc: H264Encoder): Promise<void> {
+    this.drop('encoder_restart', enc.framesInFlight);
     enc.removeAllListeners();
-    void enc.stop();
-    this.stats.droppedFrames += enc.dropped;
-    this.encoder = null; // the next frame starts a new one with the current params
+    const done = enc
+      .stop()
+      .catch((err: unknown) => this.log.warn({ err }, 'encoder did not stop cleanly'));
+    this.retiring.add(done);
+    void done.finally(() => this.retiring.delete(done));
+    return done;
   }
 
   private onUnit(unit: AccessUnit): void {
     if (unit.key) {
-      this.gop = [];
-      this.gopBytes = 0;
-      this.backoffMs = 500;
       this.stats.encoderOnline = true;
       const sps = splitNalUnits(unit.data).find((n) => nalType(n) === NalType.sps);
       if (sps && sps.length >= 4) this.profile = sps.subarray(1, 4).toString('hex');
     }
-    if (this.gopBytes + unit.data.length <= GOP_CACHE_MAX_BYTES) {
-      this.gop.push(unit);
-      this.gopBytes += unit.data.length;
-    }
+    this.drop('gop_cache_overflow', this.gop.push(unit));
     this.window.bytes += unit.data.length;
     this.window.units += 1;
     this.counts.units += 1;
-    for (const viewer of this.viewers) viewer(unit);
+    for (const viewer of this.viewers) {
+      // A transport's bug must cost its own viewer, not the others or the process: this runs
+      // inside ffmpeg's stdout handler, where a throw would be uncaught.
+      try {
+        viewer(unit);
+      } catch (err) {
+        this.log.warn({ err }, 'video viewer failed; unsubscribed');
+        if (this.viewers.delete(viewer)) this.demandChanged();
+      }
+    }
   }
 
   private rollStats(): void {
@@ -270,7 +357,9 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       capturedFps: Math.round((this.window.frames / secs) * 10) / 10,
       encoderOnline: this.encoder !== null && this.stats.encoderOnline,
       viewers: this.viewers.size,
+      droppedFrames: this.framesDropped(),
       profileLevelId: this.profile,
+      drops: this.getDrops(),
     };
     this.window = { bytes: 0, units: 0, frames: 0, start: now };
     const changed = JSON.stringify(next) !== JSON.stringify(this.stats);
@@ -288,22 +377,19 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     await this.source.stopCapture();
     const enc = this.encoder;
     this.encoder = null;
-    this.gop = [];
-    this.gopBytes = 0;
+    this.held = null;
+    this.gop.clear();
     this.stats.encoderOnline = false;
-    if (enc) {
-      enc.removeAllListeners();
-      await enc.stop();
-    }
+    if (enc) await this.retire(enc);
   }
 
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.statsTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
-    if (this.restartTimer) clearTimeout(this.restartTimer);
     this.offSource();
     this.viewers.clear();
     await this.shutdown();
+    await Promise.all([...this.retiring]);
   }
 }

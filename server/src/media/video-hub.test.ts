@@ -1,0 +1,251 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Logger } from '../context';
+import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
+import { readProcArgv, waitForExit } from '../services/supervisor';
+import { maxInFlight } from './encoder';
+import type { AccessUnit } from './types';
+import { VideoHub, type HubParams, type VideoHubOptions } from './video-hub';
+
+const W = 64;
+const H = 48;
+const PARAMS: HubParams = { bitrateKbps: 200, gop: 10, fps: 30, processing: 'low_latency_first' };
+const poll = { timeout: 10_000, interval: 20 };
+
+/** A source the test drives by hand: frames arrive when `push()` says so. */
+class FakeSource implements VideoSource {
+  readonly name = 'fake';
+  state: VideoSourceState = { online: true, signal: true, width: W, height: H };
+  onFrame: ((f: RawFrame) => void) | null = null;
+  fps = 0;
+  private frameNo = 0;
+  private listeners = new Set<(s: VideoSourceState) => void>();
+  getState(): VideoSourceState {
+    return { ...this.state };
+  }
+  onState(l: (s: VideoSourceState) => void): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+  async startCapture(onFrame: (f: RawFrame) => void, fps: number): Promise<void> {
+    this.onFrame = onFrame;
+    this.fps = fps;
+  }
+  async stopCapture(): Promise<void> {
+    this.onFrame = null;
+  }
+  async init(): Promise<void> {}
+  async dispose(): Promise<void> {}
+  /** One frame, different from the last (noise a little, so units are not all tiny). */
+  push(width = W, height = H): boolean {
+    if (!this.onFrame) return false;
+    this.frameNo += 1;
+    const data = Buffer.alloc((width * height * 3) / 2, this.frameNo & 0xff);
+    for (let i = 0; i < 64; i += 1) data[(this.frameNo * 97 + i * 31) % data.length] = i * 7;
+    this.onFrame({ width, height, format: 'yuv420p', data, capturedAt: performance.now() });
+    return true;
+  }
+}
+
+class RecordingLog implements Logger {
+  lines: Array<{ level: string; msg: string; obj: object }> = [];
+  info(obj: object, msg = ''): void {
+    this.lines.push({ level: 'info', msg, obj });
+  }
+  warn(obj: object, msg = ''): void {
+    this.lines.push({ level: 'warn', msg, obj });
+  }
+  error(obj: object, msg = ''): void {
+    this.lines.push({ level: 'error', msg, obj });
+  }
+  debug(obj: object, msg = ''): void {
+    this.lines.push({ level: 'debug', msg, obj });
+  }
+  has(level: string, msg: RegExp): boolean {
+    return this.lines.some((l) => l.level === level && msg.test(l.msg));
+  }
+}
+
+let dir: string;
+const hubs: VideoHub[] = [];
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kvm-hub-'));
+});
+afterEach(async () => {
+  await Promise.all(hubs.splice(0).map((h) => h.dispose()));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function hub(opts: VideoHubOptions = {}, params = PARAMS) {
+  const source = new FakeSource();
+  const log = new RecordingLog();
+  const h = new VideoHub(source, params, log, { lingerMs: 60_000, ...opts });
+  hubs.push(h);
+  return { h, source, log };
+}
+
+/** Pushes frames until `done()` (one per tick, so ffmpeg keeps up), at most `max`. */
+async function feed(source: FakeSource, done: () => boolean, max = 300): Promise<void> {
+  for (let i = 0; i < max && !done(); i += 1) {
+    source.push();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  if (!done()) throw new Error('condition not reached while feeding frames');
+}
+
+const alive = async (pid: number): Promise<boolean> => (await readProcArgv(pid)) !== null;
+
+/** Each viewer's stream: starts on a key unit and never skips a sequence number. */
+function expectWhole(units: AccessUnit[]): void {
+  expect(units[0]?.key).toBe(true);
+  for (let i = 1; i < units.length; i += 1) {
+    expect(units[i]!.seq - units[i - 1]!.seq).toBe(1);
+  }
+}
+
+describe('VideoHub', () => {
+  it('streams to a viewer and gives a late viewer the cached GOP at once', async () => {
+    const { h, source } = hub();
+    const first: AccessUnit[] = [];
+    h.subscribe((u) => first.push(u));
+    expect(source.onFrame).not.toBeNull(); // the viewer started the capture
+    expect(source.fps).toBe(30);
+    await feed(source, () => first.length >= 14);
+    expectWhole(first);
+    const late: AccessUnit[] = [];
+    h.subscribe((u) => late.push(u));
+    // the cached GOP arrived inside subscribe(): from the last key unit to the newest one
+    expect(late.length).toBeGreaterThan(0);
+    expect(late.at(-1)).toBe(first.at(-1));
+    expectWhole(late);
+    expect(h.getStats().viewers).toBe(2);
+    expect(h.totals().units).toBe(first.length);
+  });
+
+  it('drops an oversized GOP whole: a late viewer gets a key frame, never a gap', async () => {
+    // 4 units at most in the cache, GOP of 10: every GOP overflows
+    const { h, source } = hub({ gopCache: { maxBytes: 1 << 20, maxUnits: 4 } });
+    const first: AccessUnit[] = [];
+    h.subscribe((u) => first.push(u));
+    await feed(source, () => first.length >= 7);
+    await expect.poll(() => h.getDrops().gop_cache_overflow, poll).toBeGreaterThan(0);
+    const pid = h.encoderPid;
+    const late: AccessUnit[] = [];
+    h.subscribe((u) => late.push(u));
+    expect(late).toEqual([]); // nothing rather than a GOP with a hole
+    // ...and the hub asked for a key frame at once (an encoder restart) instead of waiting
+    await feed(source, () => late.length >= 3);
+    expect(h.encoderPid).not.toBe(pid);
+    expectWhole(late);
+  });
+
+  it('counts frames a busy encoder cannot take', async () => {
+    // reads frames, never answers: the in-flight gate fills
+    const binary = join(dir, 'silent');
+    await writeFile(binary, '#!/bin/sh\nexec cat >/dev/null\n');
+    await chmod(binary, 0o755);
+    const { h, source } = hub({ ffmpeg: binary, encoder: { stallMs: 60_000 } });
+    h.subscribe(() => undefined);
+    source.push(); // starts the encoder; the frame is held until ffmpeg runs
+    await expect.poll(() => h.encoderPid, poll).not.toBeNull();
+    for (let i = 0; i < 20; i += 1) source.push();
+    // the held frame plus maxInFlight - 1 of these went in; the rest were dropped
+    expect(h.getDrops().source_busy).toBe(20 - (maxInFlight(PARAMS.fps) - 1));
+    expect(h.totals()).toMatchObject({ frames: 21, units: 0, dropped: h.getDrops().source_busy });
+  });
+
+  it('restarts a killed ffmpeg under the supervisor and streams again', async () => {
+    const { h, source, log } = hub({ encoder: { backoff: { initialMs: 20 } } });
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 3);
+    const pid = h.encoderPid as number;
+    process.kill(pid, 'SIGKILL');
+    await feed(source, () => h.encoderPid !== null && h.encoderPid !== pid);
+    const before = units.length;
+    await feed(source, () => units.length >= before + 3);
+    // the restarted ffmpeg begins with a key frame
+    expect(units.slice(before).find((u) => u.key)).toBe(units[before]);
+    expect(log.has('warn', /encoder exited/)).toBe(true);
+    expect(await waitForExit(pid, 5000)).toBe(true);
+  });
+
+  it('survives a missing ffmpeg: logs, counts, no crash', async () => {
+    const { h, source, log } = hub({
+      ffmpeg: join(dir, 'no-such-ffmpeg'),
+      encoder: { backoff: { initialMs: 20 } },
+    });
+    h.subscribe(() => undefined);
+    await feed(source, () => log.has('error', /cannot start/) && h.getDrops().encoder_offline > 2);
+    expect(h.getStats().encoderOnline).toBe(false);
+  });
+
+  it('a viewer that throws costs only itself', async () => {
+    const { h, source, log } = hub();
+    const good: AccessUnit[] = [];
+    let calls = 0;
+    h.subscribe(() => {
+      calls += 1;
+      throw new Error('transport bug');
+    });
+    h.subscribe((u) => good.push(u));
+    await feed(source, () => good.length >= 15);
+    expect(calls).toBe(1); // unsubscribed after its first throw
+    expectWhole(good);
+    expect(log.has('warn', /viewer failed/)).toBe(true);
+    expect(h.getStats().viewers).toBe(1);
+  });
+
+  it('stops ffmpeg after the linger time, restarts it for the next viewer', async () => {
+    const { h, source } = hub({ lingerMs: 50 });
+    const units: AccessUnit[] = [];
+    const off = h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2);
+    const pid = h.encoderPid as number;
+    off();
+    await expect.poll(() => h.encoderPid, poll).toBeNull();
+    expect(source.onFrame).toBeNull();
+    expect(await waitForExit(pid, 5000)).toBe(true);
+    const again: AccessUnit[] = [];
+    h.subscribe((u) => again.push(u));
+    await feed(source, () => again.length >= 2);
+    expect(again[0]?.key).toBe(true);
+  });
+
+  it('leaves no ffmpeg behind on dispose, nor after a parameter change', async () => {
+    const { h, source } = hub();
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2);
+    const first = h.encoderPid as number;
+    h.setParams({ ...PARAMS, bitrateKbps: 300 });
+    await feed(source, () => h.encoderPid !== null && h.encoderPid !== first);
+    const second = h.encoderPid as number;
+    expect(await waitForExit(first, 5000)).toBe(true);
+    expect(await alive(second)).toBe(true);
+    expect((await readProcArgv(second))?.join(' ')).toContain('-b:v 300k');
+    await h.dispose();
+    expect(await waitForExit(second, 5000)).toBe(true);
+    expect(h.encoderPid).toBeNull();
+  });
+
+  it('counts what transports report, and nothing else', async () => {
+    const { h } = hub();
+    h.reportDrop('viewer_lagging');
+    h.reportDrop('viewer_lagging', 5);
+    h.reportDrop('viewer_lagging', Number.NaN);
+    h.reportDrop('viewer_lagging', -3);
+    h.reportDrop('source_busy' as 'viewer_lagging', 7);
+    expect(h.getDrops()).toEqual({
+      source_busy: 0,
+      encoder_offline: 0,
+      encoder_restart: 0,
+      gop_cache_overflow: 0,
+      viewer_lagging: 6,
+    });
+  });
+});
