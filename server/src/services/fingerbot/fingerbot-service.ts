@@ -11,41 +11,62 @@ import { ApiError, BusyError, ValidatorError } from '../../errors';
 import type { FingerbotDriver } from '../../drivers/fingerbot/types';
 import { atomicWriteFile } from '../../storage/atomic';
 import type { StateProvider } from '../../ws/state-registry';
-import { zipEntries, zipRead } from './zip';
+import { ZipError, zipEntries, zipRead, type ZipEntry } from './zip';
 
 export interface FirmwarePackage {
   image: Buffer;
   version: string;
 }
 
+/** The largest manifest.json read (nRF DFU manifests are a few hundred bytes). */
+export const MANIFEST_MAX_BYTES = 64 * 1024;
+/** How deep manifestFacts looks into the manifest's JSON (nRF DFU nests three levels). */
+const MANIFEST_MAX_DEPTH = 16;
+
 /** Finds `bin_file` values (nRF DFU manifests nest them) and a version anywhere in the JSON. */
-function manifestFacts(value: unknown, facts = { bins: [] as string[], version: '' }) {
-  if (value && typeof value === 'object') {
+function manifestFacts(value: unknown, facts = { bins: [] as string[], version: '' }, depth = 0) {
+  if (value && typeof value === 'object' && depth < MANIFEST_MAX_DEPTH) {
     for (const [k, v] of Object.entries(value)) {
       if (k === 'bin_file' && typeof v === 'string') facts.bins.push(v);
       else if (/^(version|fw_version|firmware_version)$/.test(k) && typeof v === 'string')
         facts.version ||= v;
-      else manifestFacts(v, facts);
+      else manifestFacts(v, facts, depth + 1);
     }
   }
   return facts;
 }
 
-/** Verifies a firmware package; throws FingerbotFirmwareError naming what is wrong. */
-export function readFirmwarePackage(zip: Buffer): FirmwarePackage {
+/**
+ * Verifies a firmware package (zip.ts bounds and checks every entry it reads); throws
+ * FingerbotFirmwareError (400) naming what is wrong.
+ */
+export async function readFirmwarePackage(zip: Buffer): Promise<FirmwarePackage> {
   const bad = (why: string) =>
     new ApiError('FingerbotFirmwareError', 400, `Not a fingerbot firmware package: ${why}`);
+  const read = async (entry: ZipEntry): Promise<Buffer> => {
+    try {
+      return await zipRead(zip, entry);
+    } catch (err) {
+      if (err instanceof ZipError) throw bad(err.message);
+      throw err;
+    }
+  };
   let entries;
   try {
     entries = zipEntries(zip);
   } catch (err) {
-    throw bad((err as Error).message);
+    if (err instanceof ZipError) throw bad(err.message);
+    throw err;
   }
   const manifestEntry = entries.find((e) => e.name === 'manifest.json');
   if (!manifestEntry) throw bad('no manifest.json');
+  if (manifestEntry.size > MANIFEST_MAX_BYTES) {
+    throw bad(`manifest.json is larger than ${MANIFEST_MAX_BYTES} bytes`);
+  }
+  const manifestText = (await read(manifestEntry)).toString('utf8');
   let manifest: unknown;
   try {
-    manifest = JSON.parse(zipRead(zip, manifestEntry).toString('utf8'));
+    manifest = JSON.parse(manifestText);
   } catch {
     throw bad('manifest.json is not JSON');
   }
@@ -55,12 +76,7 @@ export function readFirmwarePackage(zip: Buffer): FirmwarePackage {
   }
   const imageEntry = entries.find((e) => e.name === FINGERBOT_FIRMWARE_IMAGE);
   if (!imageEntry) throw bad(`${FINGERBOT_FIRMWARE_IMAGE} is missing`);
-  let image: Buffer;
-  try {
-    image = zipRead(zip, imageEntry);
-  } catch (err) {
-    throw bad((err as Error).message);
-  }
+  const image = await read(imageEntry);
   if (image.length === 0) throw bad(`${FINGERBOT_FIRMWARE_IMAGE} is empty`);
   return { image, version: facts.version || `build-${image.length}` };
 }
@@ -98,7 +114,7 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
   /** Verifies and keeps a package; the robot is flashed by `upgrade`. */
   async upload(zip: Buffer): Promise<FirmwarePackage> {
     if (!this.driver.getState().exist) await this.driver.version(); // the driver's not-found error
-    const pkg = readFirmwarePackage(zip);
+    const pkg = await readFirmwarePackage(zip);
     await atomicWriteFile(this.packagePath, zip);
     return pkg;
   }
@@ -110,7 +126,7 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
     } catch {
       throw new ValidatorError('No firmware package was uploaded');
     }
-    const pkg = readFirmwarePackage(zip);
+    const pkg = await readFirmwarePackage(zip);
     return this.exclusive(() => this.driver.upgrade(pkg));
   }
 
