@@ -111,6 +111,10 @@ export async function createContext(
     driver: drivers.msd,
     log,
     requestRestart,
+    remote: {
+      allowLan: config.msd.remote.allow_lan,
+      allowHosts: config.msd.remote.allow_hosts,
+    },
   });
   return {
     hid,

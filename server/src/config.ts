@@ -130,6 +130,19 @@ const configSchema = z.strictObject({
       jiggler_interval_s: z.number().int().min(5).max(3600).default(60),
     })
     .prefault({}),
+  msd: z
+    .strictObject({
+      /** Where write_remote may download from (docs/msd.md, "Where downloads may come from"). */
+      remote: z
+        .strictObject({
+          /** Private LAN ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) too. */
+          allow_lan: z.boolean().default(false),
+          /** `host` or `host:port` (as in the URL) fetched whatever they resolve to. */
+          allow_hosts: z.array(z.string().min(1).max(300)).max(100).default([]),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   device: z
     .strictObject({
       model: z.enum(DEVICE_MODELS).default('RM1'),
