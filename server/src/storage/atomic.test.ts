@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, readdir, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { atomicWriteFile, removeStaleTemps } from './atomic';
+import { STALE_TEMP_MAX_DEPTH, atomicWriteFile, removeStaleTemps } from './atomic';
 import { JsonFile } from './json-store';
 
 async function tempDir(): Promise<string> {
@@ -39,6 +39,44 @@ describe('atomicWriteFile', () => {
     await writeFile(join(dir, 'state.json'), 'whole');
     expect(await removeStaleTemps(dir)).toBe(1);
     expect(await readdir(dir)).toEqual(['state.json']);
+  });
+
+  it('cleans them in every subfolder, not through links, and takes nothing else', async () => {
+    const dir = await tempDir();
+    const outside = await tempDir();
+    await writeFile(join(outside, '.keep.json.tmp-0123456789ab'), 'not ours');
+    await mkdir(join(dir, 'msd', 'images', 'isos'), { recursive: true });
+    await mkdir(join(dir, 'auth'));
+    const temps = [
+      '.settings.json.tmp-0123456789ab',
+      'auth/.sessions.json.tmp-00ff00ff00ff',
+      'msd/.state.json.tmp-abcdefabcdef',
+      'msd/images/isos/.x.tmp-aaaaaaaaaaaa',
+    ];
+    const kept = [
+      'settings.json',
+      'msd/state.json',
+      'msd/images/isos/x.iso',
+      // an image's marker, even for a name that looks like a temp
+      'msd/images/isos/.__y.tmp-0123456789ab.incomplete',
+      'msd/images/isos/y.tmp-0123456789ab',
+    ];
+    for (const f of [...temps, ...kept]) await writeFile(join(dir, f), 'x');
+    await symlink(outside, join(dir, 'link'));
+    expect(await removeStaleTemps(dir)).toBe(temps.length);
+    for (const f of kept) expect(await readFile(join(dir, f), 'utf8')).toBe('x');
+    for (const f of temps) await expect(readFile(join(dir, f))).rejects.toThrow(/ENOENT/);
+    expect(await readdir(outside)).toEqual(['.keep.json.tmp-0123456789ab']);
+  });
+
+  it(`looks ${STALE_TEMP_MAX_DEPTH} folders deep, no deeper`, async () => {
+    const dir = await tempDir();
+    const levels = Array.from({ length: STALE_TEMP_MAX_DEPTH + 1 }, (_, i) => `d${i}`);
+    await mkdir(join(dir, ...levels), { recursive: true });
+    await writeFile(join(dir, ...levels.slice(0, -1), '.a.tmp-0a'), 'x');
+    await writeFile(join(dir, ...levels, '.b.tmp-0b'), 'x');
+    expect(await removeStaleTemps(dir)).toBe(1);
+    expect(await readdir(join(dir, ...levels))).toEqual(['.b.tmp-0b']);
   });
 });
 

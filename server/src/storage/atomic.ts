@@ -3,6 +3,7 @@
  * folder. A crash or power cut leaves either the old file or the new one, never a torn one.
  */
 import { randomBytes } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import { open, rename, unlink, mkdir, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
@@ -44,18 +45,33 @@ export async function atomicWriteFile(
   await fsyncDir(dir);
 }
 
-/** Removes temp files a crash may have left behind in `dir`. */
-export async function removeStaleTemps(dir: string): Promise<number> {
+/** How deep removeStaleTemps looks under the data folder (state files sit 1-2 levels down). */
+export const STALE_TEMP_MAX_DEPTH = 8;
+
+/**
+ * `.<name>.tmp-<hex>`: what atomicWriteFile makes. An image's marker (`.__<name>.incomplete`)
+ * never matches, whatever the image is called.
+ */
+const TEMP_NAME = /^\..+\.tmp-[0-9a-f]+$/;
+
+/**
+ * Removes the temp files a crash (kill -9, power cut) left behind anywhere under `dir`, down to
+ * STALE_TEMP_MAX_DEPTH folders. Symbolic links are neither followed nor removed. Returns the
+ * number removed.
+ */
+export async function removeStaleTemps(dir: string, depth = STALE_TEMP_MAX_DEPTH): Promise<number> {
   let removed = 0;
-  let names: string[];
+  let entries: Dirent[];
   try {
-    names = await readdir(dir);
+    entries = await readdir(dir, { withFileTypes: true });
   } catch {
     return 0;
   }
-  for (const name of names) {
-    if (name.startsWith('.') && name.includes(TMP_MARK)) {
-      await unlink(join(dir, name)).catch(() => undefined);
+  for (const e of entries) {
+    if (e.isDirectory()) {
+      if (depth > 0) removed += await removeStaleTemps(join(dir, e.name), depth - 1);
+    } else if (e.isFile() && TEMP_NAME.test(e.name)) {
+      await unlink(join(dir, e.name)).catch(() => undefined);
       removed += 1;
     }
   }
