@@ -85,7 +85,7 @@ export async function createContext(
   const settings = await SettingsStore.open(config.data_dir, log);
   const drivers = await createDrivers(config, log);
   await drivers.init();
-  const loaded = await StreamerService.loadParams(config.data_dir);
+  const loaded = await StreamerService.loadParams(config.data_dir, log);
   const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, {
     ffmpeg: config.video.ffmpeg,
   });

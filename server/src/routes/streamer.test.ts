@@ -1,7 +1,11 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import { initAndLogin, newApp } from '../test-helpers';
+import type { Logger } from '../context';
+import { DEFAULT_STREAMER_PARAMS, StreamerService } from '../services/streamer';
+import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance;
 afterEach(async () => {
@@ -75,6 +79,69 @@ describe('streamer', () => {
     });
   });
 
+  it('refuses absurd parameters and keeps the old ones', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const before = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
+      .params;
+    for (const q of [
+      'h264_bitrate=0',
+      'h264_bitrate=-5',
+      'h264_bitrate=1e9',
+      'h264_bitrate=20001',
+      'h264_bitrate=99999999999999999999999',
+      'h264_bitrate=2000.5',
+      'h264_bitrate=Infinity',
+      'h264_bitrate=NaN',
+      'h264_bitrate=0x7fffffff',
+      'h264_bitrate=1&h264_bitrate=2',
+      'h264_gop=-1',
+      'h264_gop=241',
+      'desired_fps=0',
+      'desired_fps=61',
+      'desired_fps=1000000',
+      'video_processing=__proto__',
+      // one bad value spoils the whole request: nothing of it is applied
+      'h264_bitrate=3000&desired_fps=0',
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/api/streamer/set_params?${q}`,
+        headers: { token },
+      });
+      expect(res.statusCode, q).toBe(400);
+      expect(res.json().result.error, q).toBe('ValidatorError');
+    }
+    const after = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
+      .params;
+    expect(after).toEqual(before);
+  });
+
+  it('exports drop counters per reason in the state and the streamer event', async () => {
+    app = await newApp(undefined, { testbed: { width: 320, height: 240 } });
+    const token = await initAndLogin(app);
+    const drops = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
+      .streamer.drops;
+    expect(drops).toEqual({
+      source_busy: 0,
+      encoder_offline: 0,
+      encoder_restart: 0,
+      gop_cache_overflow: 0,
+      viewer_lagging: 0,
+    });
+    app.ctx.hub.reportDrop('viewer_lagging', 3);
+    const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.streamer.drops.viewer_lagging).toBe(3);
+    // kvmd's fields stay as they were
+    expect(Object.keys(state.streamer).sort()).toEqual(
+      ['drops', 'encoder', 'h264', 'hdmi', 'source', 'stream'].sort(),
+    );
+    const [event] = app.ctx.streamer.provider().snapshot() as Array<{
+      event: { streamer: { drops: Record<string, number> } };
+    }>;
+    expect(event?.event.streamer.drops.viewer_lagging).toBe(3);
+  });
+
   it('answers the ICE servers: none when STUN is off', async () => {
     app = await newApp();
     const token = await initAndLogin(app);
@@ -131,5 +198,111 @@ describe('/api/media/ws', () => {
       ws.on('error', () => undefined);
     });
     expect(status).toBe(401);
+  });
+});
+
+class RecordingLog implements Logger {
+  lines: Array<{ level: string; msg: string; obj: Record<string, unknown> }> = [];
+  private add(level: string, obj: object, msg = ''): void {
+    this.lines.push({ level, msg, obj: obj as Record<string, unknown> });
+  }
+  info(obj: object, msg?: string): void {
+    this.add('info', obj, msg);
+  }
+  warn(obj: object, msg?: string): void {
+    this.add('warn', obj, msg);
+  }
+  error(obj: object, msg?: string): void {
+    this.add('error', obj, msg);
+  }
+  debug(obj: object, msg?: string): void {
+    this.add('debug', obj, msg);
+  }
+}
+
+describe('streamer.json', () => {
+  it('missing: defaults, nothing logged', async () => {
+    const log = new RecordingLog();
+    const { params } = await StreamerService.loadParams(await tempDataDir(), log);
+    expect(params).toEqual(DEFAULT_STREAMER_PARAMS);
+    expect(log.lines).toEqual([]);
+  });
+
+  it('saved values come back', async () => {
+    const dir = await tempDataDir();
+    const first = await StreamerService.loadParams(dir);
+    const saved = { ...DEFAULT_STREAMER_PARAMS, h264_bitrate: 8000, h264_gop: 0 };
+    await first.file.save(saved);
+    const log = new RecordingLog();
+    expect((await StreamerService.loadParams(dir, log)).params).toEqual(saved);
+    expect(log.lines).toEqual([]);
+  });
+
+  for (const [what, text] of [
+    ['not JSON', '{"h264_bitrate": 20'],
+    ['JSON but not an object', '[1, 2, 3]'],
+    ['null', 'null'],
+  ] as const) {
+    it(`corrupt (${what}): defaults, a warning, the bad file kept aside`, async () => {
+      const dir = await tempDataDir();
+      const path = join(dir, 'streamer.json');
+      await writeFile(path, text);
+      const log = new RecordingLog();
+      const { params } = await StreamerService.loadParams(dir, log);
+      expect(params).toEqual(DEFAULT_STREAMER_PARAMS);
+      expect(log.lines).toMatchObject([
+        { level: 'warn', msg: expect.stringMatching(/corrupt/), obj: { keptAs: `${path}.bad` } },
+      ]);
+      expect(await readFile(`${path}.bad`, 'utf8')).toBe(text);
+      await expect(readFile(path)).rejects.toMatchObject({ code: 'ENOENT' });
+    });
+  }
+
+  it('values out of bounds: those keys default, with a warning naming them', async () => {
+    const dir = await tempDataDir();
+    await writeFile(
+      join(dir, 'streamer.json'),
+      JSON.stringify({ h264_bitrate: 1e9, h264_gop: 60, desired_fps: 'fast' }),
+    );
+    const log = new RecordingLog();
+    const { params } = await StreamerService.loadParams(dir, log);
+    expect(params).toEqual({ ...DEFAULT_STREAMER_PARAMS, h264_gop: 60 });
+    expect(log.lines).toMatchObject([
+      { level: 'warn', obj: { keys: ['h264_bitrate', 'desired_fps'] } },
+    ]);
+  });
+
+  it('unreadable (EISDIR here; EACCES, EIO alike): defaults and an error in the log', async () => {
+    const dir = await tempDataDir();
+    await mkdir(join(dir, 'streamer.json'));
+    const log = new RecordingLog();
+    const { params } = await StreamerService.loadParams(dir, log);
+    expect(params).toEqual(DEFAULT_STREAMER_PARAMS);
+    expect(log.lines).toMatchObject([
+      {
+        level: 'error',
+        obj: { err: { code: 'EISDIR' } },
+        msg: expect.stringMatching(/cannot be read/),
+      },
+    ]);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('unreadable (EACCES): defaults and an error', async () => {
+    const dir = await tempDataDir();
+    const path = join(dir, 'streamer.json');
+    await writeFile(path, JSON.stringify(DEFAULT_STREAMER_PARAMS), { mode: 0o000 });
+    const log = new RecordingLog();
+    expect((await StreamerService.loadParams(dir, log)).params).toEqual(DEFAULT_STREAMER_PARAMS);
+    expect(log.lines).toMatchObject([{ level: 'error', obj: { err: { code: 'EACCES' } } }]);
+  });
+
+  it('a server with a corrupt streamer.json starts and answers defaults', async () => {
+    const dir = await tempDataDir();
+    await writeFile(join(dir, 'streamer.json'), '\u0000garbage');
+    app = await newApp(dir);
+    const token = await initAndLogin(app);
+    const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.params).toEqual(DEFAULT_STREAMER_PARAMS);
+    expect(await readFile(join(dir, 'streamer.json.bad'), 'utf8')).toBe('\u0000garbage');
   });
 });

@@ -2,6 +2,7 @@
  * The streamer: device-wide video parameters (persisted), the `streamer` state of
  * `/api/streamer` and the `streamer` event, and the knobs of `/api/streamer/set_params`.
  */
+import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   STREAMER_LIMITS,
@@ -9,6 +10,7 @@ import {
   type StreamerState,
   type VideoProcessing,
 } from '@kvm/protocol';
+import { SILENT_LOGGER, type Logger } from '../context';
 import type { VideoSource } from '../drivers/video/types';
 import type { VideoHub } from '../media/video-hub';
 import { JsonFile } from '../storage/json-store';
@@ -26,6 +28,13 @@ function clamp(v: unknown, lim: { min: number; max: number }, fallback: number):
   return typeof v === 'number' && Number.isInteger(v) && v >= lim.min && v <= lim.max
     ? v
     : fallback;
+}
+
+/** The keys of a stored object whose values were refused (and replaced by defaults). */
+function refusedKeys(raw: Record<string, unknown>, parsed: StreamerParams): string[] {
+  return (Object.keys(DEFAULT_STREAMER_PARAMS) as Array<keyof StreamerParams>).filter(
+    (k) => k in raw && raw[k] !== parsed[k],
+  );
 }
 
 function parseParams(raw: unknown): StreamerParams {
@@ -70,15 +79,60 @@ export class StreamerService {
     this.offs.push(() => hub.off('stats', onStats));
   }
 
+  /**
+   * Reads `streamer.json`. The video parameters are a preference, and the video is how the
+   * owner reaches the machine: no state of this file stops the server.
+   * - missing: defaults, silently (first start);
+   * - not JSON, or not an object: defaults and a warning; the file is renamed to
+   *   `streamer.json.bad` (kept for a look, replacing an older one), the next change writes
+   *   a new one;
+   * - a value out of STREAMER_LIMITS or of the wrong type: that key's default and a warning;
+   * - unreadable (EACCES, EIO, EISDIR...): defaults and an error in the log; the file is left
+   *   as it is, and the next `set_params` replaces it (atomically) or answers the write error.
+   */
   static async loadParams(
     dataDir: string,
+    log: Logger = SILENT_LOGGER,
   ): Promise<{ params: StreamerParams; file: JsonFile<StreamerParams> }> {
-    const file = new JsonFile<StreamerParams>(join(dataDir, 'streamer.json'), parseParams);
-    let params = DEFAULT_STREAMER_PARAMS;
+    const path = join(dataDir, 'streamer.json');
+    const file = new JsonFile<StreamerParams>(path, parseParams);
+    const defaults = { params: { ...DEFAULT_STREAMER_PARAMS }, file };
+    let text: string;
     try {
-      params = await file.load();
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return defaults;
+      log.error(
+        { err, path },
+        'streamer.json cannot be read: default video parameters until the next change',
+      );
+      return defaults;
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
     } catch {
-      // corrupt file: defaults, rewritten on the next change
+      raw = undefined;
+    }
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      const aside = `${path}.bad`;
+      const moved = await rename(path, aside).then(
+        () => true,
+        (err: unknown) => {
+          log.error({ err, path }, 'corrupt streamer.json cannot be moved aside');
+          return false;
+        },
+      );
+      log.warn(
+        { path, ...(moved ? { keptAs: aside } : {}) },
+        'streamer.json is corrupt: default video parameters',
+      );
+      return defaults;
+    }
+    const params = parseParams(raw);
+    const refused = refusedKeys(raw as Record<string, unknown>, params);
+    if (refused.length > 0) {
+      log.warn({ path, keys: refused }, 'streamer.json: invalid values replaced by defaults');
     }
     return { params, file };
   }
@@ -129,6 +183,7 @@ export class StreamerService {
         hdmi: { signal: src.online && src.signal },
         stream: { clients: stats.viewers },
         encoder: { type: 'libx264', quality: 0 },
+        drops: this.hub.getDrops(),
       },
       snapshot: { saved: null },
     };
