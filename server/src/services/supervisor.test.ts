@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findSetpriv, readProcArgv, Supervisor, waitForExit } from './supervisor';
+import { findSetpriv, MAX_LINE_CHARS, readProcArgv, Supervisor, waitForExit } from './supervisor';
 
 let dir: string;
 const supervisors: Supervisor[] = [];
@@ -188,6 +188,19 @@ describe('Supervisor', () => {
     const count = errors.length;
     await new Promise((r) => setTimeout(r, 150));
     expect(errors.length).toBe(count);
+  });
+
+  it('cuts output without newlines into bounded lines as it comes', async () => {
+    const s = supervise({
+      name: 'noisy',
+      command: 'sh',
+      args: ['-c', "head -c 1000000 /dev/zero | tr '\\0' x >&2; sleep 30"],
+    });
+    await s.ensureStarted();
+    // the child is still running: the lines were cut on the way, not at the end
+    await until('the pieces', () => s.recentOutput().length >= 50);
+    expect(s.recentOutput().every((l) => l.length === MAX_LINE_CHARS)).toBe(true);
+    expect(s.state).toBe('running');
   });
 
   it('kills the stale child a pidfile names, and only that', async () => {

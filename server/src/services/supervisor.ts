@@ -90,6 +90,12 @@ export interface SupervisorOptions {
   retryFirstSpawn?: boolean;
 }
 
+/**
+ * A line of output longer than this is cut into pieces of this size: a child that writes
+ * without newlines (garbage, a binary on the wrong stream) must not grow a buffer here.
+ */
+export const MAX_LINE_CHARS = 4096;
+
 const DEFAULT_BACKOFF: Required<BackoffOptions> = {
   initialMs: 500,
   maxMs: 10_000,
@@ -388,7 +394,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     source.on('data', (chunk: string) => {
       const parts = (rest + chunk).split('\n');
       rest = parts.pop() ?? '';
-      for (const line of parts) this.pushLine(line, stream);
+      while (rest.length > MAX_LINE_CHARS) {
+        parts.push(rest.slice(0, MAX_LINE_CHARS));
+        rest = rest.slice(MAX_LINE_CHARS);
+      }
+      for (const line of parts) this.pushLine(line.slice(0, MAX_LINE_CHARS), stream);
     });
     source.on('end', () => {
       if (rest) this.pushLine(rest, stream);
