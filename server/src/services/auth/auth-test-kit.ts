@@ -2,7 +2,9 @@
  * Test helpers of the auth suites (not shipped): an app whose auth service has a clock the test
  * moves and a password hash the test counts or holds.
  */
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import pino, { type Logger as PinoLogger } from 'pino';
 import { buildApp, createContext } from '../../app';
 import { buildConfig } from '../../config';
 import { loadConfigDefaults } from '../../paths';
@@ -60,12 +62,40 @@ export class CountingHasher implements PasswordHasher {
   }
 }
 
+/** A logger whose lines the test reads back, parsed. */
+export class LogSink {
+  readonly lines: Array<Record<string, unknown>> = [];
+  readonly logger: PinoLogger;
+
+  constructor(level = 'debug') {
+    const stream = new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line) this.lines.push(JSON.parse(line) as Record<string, unknown>);
+        }
+        done();
+      },
+    });
+    this.logger = pino({ level }, stream);
+  }
+
+  /** Lines with this message. */
+  find(msg: string): Array<Record<string, unknown>> {
+    return this.lines.filter((l) => l['msg'] === msg);
+  }
+
+  get text(): string {
+    return this.lines.map((l) => JSON.stringify(l)).join('\n');
+  }
+}
+
 export interface AuthAppOptions {
   dataDir?: string;
   overrides?: Record<string, unknown>;
   clock?: TestClock;
   passwords?: PasswordHasher;
   hashGate?: HashGateOptions;
+  log?: LogSink;
 }
 
 export async function newAuthApp(opts: AuthAppOptions = {}): Promise<FastifyInstance> {
@@ -74,7 +104,7 @@ export async function newAuthApp(opts: AuthAppOptions = {}): Promise<FastifyInst
     { data_dir: dataDir, target: 'testbed', webrtc: { stun_url: null }, ...opts.overrides },
     loadConfigDefaults(),
   );
-  const ctx = await createContext(config, '0.0.0-test');
+  const ctx = await createContext(config, '0.0.0-test', opts.log?.logger);
   ctx.auth = await AuthService.open(dataDir, {
     sessionExpireS: config.auth.session_expire_s,
     rateLimit: config.auth.rate_limit,
@@ -82,6 +112,7 @@ export async function newAuthApp(opts: AuthAppOptions = {}): Promise<FastifyInst
     now: opts.clock?.now,
     passwords: opts.passwords,
     hashGate: opts.hashGate,
+    log: opts.log?.logger,
   });
-  return buildApp(ctx);
+  return buildApp(ctx, opts.log ? { logger: opts.log.logger } : {});
 }
