@@ -158,7 +158,7 @@ describe('cross-origin requests', () => {
       app.inject({ method, url: '/api/info', cookies, headers });
 
     for (const headers of [
-      { origin: 'http://localhost:8081' },
+      { origin: 'http://localhost:8081' } as Record<string, string>,
       { origin: 'https://localhost' },
       { origin: 'http://evil.example' },
       { origin: 'null' },
@@ -175,7 +175,7 @@ describe('cross-origin requests', () => {
       });
     }
     for (const headers of [
-      {},
+      {} as Record<string, string>,
       { origin: OWN },
       { origin: 'http://localhost:80' },
       { 'sec-fetch-site': 'same-origin', origin: OWN },
