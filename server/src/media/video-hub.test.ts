@@ -89,7 +89,7 @@ function hub(opts: VideoHubOptions = {}, params = PARAMS) {
 }
 
 /** Pushes frames until `done()` (one per tick, so ffmpeg keeps up), at most `max`. */
-async function feed(source: FakeSource, done: () => boolean, max = 300): Promise<void> {
+async function feed(source: FakeSource, done: () => boolean, max = 1000): Promise<void> {
   for (let i = 0; i < max && !done(); i += 1) {
     source.push();
     await new Promise((r) => setTimeout(r, 10));
@@ -230,6 +230,18 @@ describe('VideoHub', () => {
     expect((await readProcArgv(second))?.join(' ')).toContain('-b:v 300k');
     await h.dispose();
     expect(await waitForExit(second, 5000)).toBe(true);
+    expect(h.encoderPid).toBeNull();
+  });
+
+  it('a source flipping its size every frame cannot make an ffmpeg per frame', async () => {
+    const { h, source, log } = hub({ encoderStartMinMs: 60_000 });
+    h.subscribe(() => undefined);
+    for (let i = 0; i < 50; i += 1) source.push(i % 2 ? W : W / 2, i % 2 ? H : H / 2);
+    // the first frame started one, the second retired it (wrong size), and the other 48 had
+    // to wait: each was held and replaced by the next, counted as dropped
+    expect(log.lines.filter((l) => l.msg === 'encoder starting')).toHaveLength(1);
+    expect(log.lines.filter((l) => /restarting encoder/.test(l.msg))).toHaveLength(1);
+    expect(h.getDrops().encoder_offline).toBe(49);
     expect(h.encoderPid).toBeNull();
   });
 

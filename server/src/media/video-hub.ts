@@ -54,12 +54,19 @@ export interface VideoHubOptions {
   gopCache?: GopCacheLimits;
   /** How long the encoder keeps running after the last viewer left. */
   lingerMs?: number;
+  /** At most one new ffmpeg per this many ms (size changes, parameter changes). */
+  encoderStartMinMs?: number;
 }
 
 /** How long the encoder keeps running after the last viewer left. */
 const LINGER_MS = 15_000;
 /** At most one forced key frame (encoder restart) in this window. */
 const KEY_REQUEST_MIN_MS = 2_000;
+/**
+ * At most one new ffmpeg in this window: a guest that flips its resolution on every frame, or
+ * a burst of set_params, would otherwise spawn an ffmpeg per frame or per request.
+ */
+const ENCODER_START_MIN_MS = 500;
 
 const noDrops = (): DropCounts =>
   Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as unknown as DropCounts;
@@ -77,6 +84,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private lingerTimer: NodeJS.Timeout | null = null;
   private readonly lingerMs: number;
   private lastKeyRequest = -Infinity;
+  private lastEncoderStart = -Infinity;
+  private readonly encoderStartMinMs: number;
   private capturing = false;
   private profile = '42e01f';
   private window = { bytes: 0, units: 0, frames: 0, start: performance.now() };
@@ -97,6 +106,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     super();
     this.gop = new GopCache(opts.gopCache);
     this.lingerMs = opts.lingerMs ?? LINGER_MS;
+    this.encoderStartMinMs = opts.encoderStartMinMs ?? ENCODER_START_MIN_MS;
     this.stats = {
       bitrate: 0,
       fps: 0,
@@ -233,17 +243,19 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.window.frames += 1;
     this.counts.frames += 1;
     const enc = this.encoder;
-    if (!enc) {
-      this.startEncoder(frame);
-      return;
-    }
-    const result = enc.write(frame);
+    const result = enc ? enc.write(frame) : 'offline';
     if (result === 'busy') this.drop('source_busy');
-    else if (result === 'offline') this.hold(frame);
-    else if (result === 'mismatch') {
+    else if (enc && result === 'offline') this.hold(frame);
+    else if (result !== 'written') {
       // the source changed resolution or format: an encoder for the new size
-      this.restartEncoder('source size changed');
-      this.startEncoder(frame);
+      if (enc) this.restartEncoder('source size changed');
+      if (performance.now() - this.lastEncoderStart >= this.encoderStartMinMs) {
+        this.startEncoder(frame);
+      } else {
+        // too soon after the last one; a later frame (sources send one a second at least)
+        // starts it
+        this.hold(frame);
+      }
     }
   };
 
@@ -266,10 +278,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private startEncoder(frame: RawFrame): void {
+    this.lastEncoderStart = performance.now();
     const enc = new H264Encoder(this.settingsFor(frame), () => this.seq++, {
       ...this.opts.encoder,
       ...(this.opts.ffmpeg !== undefined ? { binary: this.opts.ffmpeg } : {}),
     });
+    this.log.info({ width: frame.width, height: frame.height, ...this.params }, 'encoder starting');
     this.encoder = enc;
     this.gop.clear();
     this.hold(frame);
@@ -278,10 +292,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       const held = this.held;
       this.held = null;
       if (held && enc.write(held) !== 'written') this.drop('encoder_offline');
-      this.log.info(
-        { pid, width: frame.width, height: frame.height, ...this.params },
-        'encoder started',
-      );
+      this.log.info({ pid }, 'encoder running');
     });
     enc.on('exit', (info, stderr, lost) => {
       this.drop('encoder_restart', lost);
