@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RawFrame } from '../drivers/video/types';
 import { readProcArgv, waitForExit } from '../services/supervisor';
-import { H264Encoder, maxInFlight, type EncoderOptions, type EncoderSettings } from './encoder';
+import {
+  ffmpegArgs,
+  H264Encoder,
+  maxInFlight,
+  type EncoderOptions,
+  type EncoderSettings,
+} from './encoder';
 import type { AccessUnit } from './types';
 
 const SETTINGS: EncoderSettings = {
@@ -83,6 +89,31 @@ describe('H264Encoder', () => {
     expect(units.map((u) => u.seq)).toEqual([...Array(12).keys()]);
     expect(units.map((u) => u.capturedAt)).toEqual(captured);
     expect(enc.write(frame({ width: 32 }))).toBe('mismatch');
+  });
+
+  it('encodes a source of odd width and height (padded to even)', async () => {
+    const odd = { ...SETTINGS, width: 65, height: 49, format: 'bgr0' as const };
+    expect(ffmpegArgs(odd).join(' ')).toContain('-vf pad=66:50');
+    expect(ffmpegArgs(SETTINGS)).not.toContain('-vf');
+    const enc = encoder({}, odd);
+    const units: AccessUnit[] = [];
+    const exits: Array<number | null> = [];
+    enc.on('unit', (u) => units.push(u));
+    enc.on('exit', (info) => exits.push(info.code));
+    await enc.start();
+    for (let i = 0; i < 3; i += 1) {
+      await expect.poll(() => enc.framesInFlight, poll).toBe(0);
+      const f = frame({
+        width: 65,
+        height: 49,
+        format: 'bgr0',
+        data: Buffer.alloc(65 * 49 * 4, i),
+      });
+      expect(enc.write(f)).toBe('written');
+    }
+    await expect.poll(() => units.length, poll).toBe(3);
+    expect(units[0]?.key).toBe(true);
+    expect(exits).toEqual([]);
   });
 
   it('drops frames past maxInFlight as busy', async () => {

@@ -45,6 +45,10 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
   const lowLatency = s.processing === 'low_latency_first';
   const bufsize = Math.max(50, Math.round(lowLatency ? s.bitrateKbps / 2 : s.bitrateKbps));
   const keyint = s.gop > 0 ? String(s.gop) : 'infinite';
+  // libx264 refuses 4:2:0 with an odd width or height ("width not divisible by 2") and a
+  // guest may set any mode: one black column/row of padding keeps every pixel of the screen.
+  const even = (n: number): number => n + (n % 2);
+  const pad = s.width % 2 || s.height % 2 ? ['-vf', `pad=${even(s.width)}:${even(s.height)}`] : [];
   return [
     '-hide_banner',
     '-loglevel',
@@ -64,6 +68,7 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
     '-sn',
     '-fps_mode',
     'passthrough',
+    ...pad,
     '-c:v',
     'libx264',
     '-preset',
