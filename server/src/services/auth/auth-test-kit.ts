@@ -2,6 +2,7 @@
  * Test helpers of the auth suites (not shipped): an app whose auth service has a clock the test
  * moves and a password hash the test counts or holds.
  */
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger as PinoLogger } from 'pino';
@@ -88,6 +89,14 @@ export class LogSink {
     return this.lines.map((l) => JSON.stringify(l)).join('\n');
   }
 }
+
+/** A cheap stand-in for scrypt, for tests that log in many times and test something else. */
+export const FAST_HASHER: PasswordHasher = {
+  hash: (password) =>
+    Promise.resolve(`sha256$${createHash('sha256').update(password).digest('hex')}`),
+  verify: (password, stored) =>
+    Promise.resolve(stored === `sha256$${createHash('sha256').update(password).digest('hex')}`),
+};
 
 export interface AuthAppOptions {
   dataDir?: string;
