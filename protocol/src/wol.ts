@@ -21,10 +21,38 @@ export function normalizeMac(mac: string): string | null {
   return MAC_RE.test(trimmed) ? trimmed.toUpperCase() : null;
 }
 
-/** A name as stored: trimmed; null when empty or too long. */
-export function normalizeWolName(name: string): string | null {
+/**
+ * Whether a character may not be in a name: C0 controls (NUL, newlines, ESC…), DEL, C1
+ * controls, the line and paragraph separators, and the bidirectional overrides and isolates
+ * (they make a name show other than it reads, in the list, the log and the file).
+ */
+export function isForbiddenInWolName(codePoint: number): boolean {
+  return (
+    codePoint <= 0x1f ||
+    (codePoint >= 0x7f && codePoint <= 0x9f) ||
+    codePoint === 0x2028 ||
+    codePoint === 0x2029 ||
+    (codePoint >= 0x202a && codePoint <= 0x202e) ||
+    (codePoint >= 0x2066 && codePoint <= 0x2069)
+  );
+}
+
+/** Why a name cannot be stored, or null; checked on the trimmed name. */
+export function wolNameProblem(name: string): 'empty' | 'long' | 'control' | null {
   const trimmed = name.trim();
-  return trimmed.length > 0 && trimmed.length <= WOL_NAME_MAX ? trimmed : null;
+  if (trimmed.length === 0) return 'empty';
+  if (trimmed.length > WOL_NAME_MAX) return 'long';
+  for (const char of trimmed) if (isForbiddenInWolName(char.codePointAt(0)!)) return 'control';
+  return null;
+}
+
+/**
+ * A name as stored: leading and trailing white space trimmed (SPEC 5 "name required" is about
+ * what shows); null when empty, longer than WOL_NAME_MAX UTF-16 units (the console's
+ * `maxLength` counts the same way) or holding a character of isForbiddenInWolName.
+ */
+export function normalizeWolName(name: string): string | null {
+  return wolNameProblem(name) === null ? name.trim() : null;
 }
 
 /** The magic packet: six 0xFF, then the MAC sixteen times (102 bytes). */

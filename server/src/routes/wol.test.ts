@@ -1,4 +1,7 @@
 import { createSocket } from 'node:dgram';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { WOL_DEVICES_MAX, WOL_NAME_MAX } from '@kvm/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
@@ -76,6 +79,81 @@ describe('/api/wol', () => {
       ).statusCode,
     ).toBe(200);
     nic.close();
+  });
+
+  it('refuses control characters in names, trims white space, bounds names and the list', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const post = (path: string, q: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: `/api/wol/${path}?${new URLSearchParams(q)}`,
+        headers: { token },
+      });
+    for (const name of [
+      'a\u0000b',
+      'line\nbreak',
+      'c\rr',
+      'tab\there',
+      'esc\u001b[31m',
+      'del\u007f',
+      'n\u0085el',
+      's\u2028ep',
+      'p\u2029ara',
+      'rtl\u202eexe.txt',
+      'iso\u2066x',
+    ]) {
+      const res = await post('add', { name, mac: '11:22:33:44:55:66' });
+      expect(res.statusCode, JSON.stringify(name)).toBe(400);
+      expect(res.json().result.error_msg).toMatch(/control characters/);
+    }
+    let res = await post('add', { name: 'x'.repeat(WOL_NAME_MAX + 1), mac: '11:22:33:44:55:66' });
+    expect(res.statusCode).toBe(400);
+    res = await post('add', { name: '  Desk \n', mac: '11:22:33:44:55:66' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().result.device.name).toBe('Desk');
+    res = await post('rename', { mac: '11:22:33:44:55:66', name: 'Desk\u0000' });
+    expect(res.statusCode).toBe(400);
+    // A repeated key is not a MAC.
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/wol/add?name=x&mac=11:22:33:44:55:67&mac=11:22:33:44:55:68',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(400);
+
+    for (let i = 1; i < WOL_DEVICES_MAX; i++) {
+      const mac = `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`;
+      expect((await post('add', { name: `pc ${i}`, mac })).statusCode).toBe(200);
+    }
+    res = await post('add', { name: 'one too many', mac: '02:00:00:01:00:00' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result.error_msg).toMatch(/At most 100/);
+    const list = (await app.inject({ url: '/api/wol/devices', headers: { token } })).json();
+    expect(list.result.devices.length).toBe(WOL_DEVICES_MAX);
+  });
+
+  it('holds a stored list to the same rules when it loads', async () => {
+    const dataDir = await tempDataDir();
+    const devices: unknown[] = [
+      null,
+      'junk',
+      { name: 'evil\u0000name', mac: 'AA:AA:AA:AA:AA:01' },
+      { name: 'ok', mac: 'aa:aa:aa:aa:aa:02' },
+      { name: 'twin', mac: 'AA:AA:AA:AA:AA:02' },
+      ...Array.from({ length: 150 }, (_, i) => ({
+        name: `n${i}`,
+        mac: `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`,
+      })),
+    ];
+    await writeFile(join(dataDir, 'wol.json'), JSON.stringify({ devices }));
+    app = await newApp(dataDir);
+    const token = await initAndLogin(app);
+    const list = (await app.inject({ url: '/api/wol/devices', headers: { token } })).json().result
+      .devices as Array<{ name: string; mac: string }>;
+    expect(list.length).toBe(WOL_DEVICES_MAX);
+    expect(list[0]).toEqual({ name: 'ok', mac: 'AA:AA:AA:AA:AA:02' });
+    expect(list.some((d) => d.name.includes('\u0000') || d.name === 'twin')).toBe(false);
   });
 
   it('reports a send failure', async () => {

@@ -7,9 +7,11 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import {
   WOL_DEVICES_MAX,
+  WOL_NAME_MAX,
   magicPacket,
   normalizeMac,
   normalizeWolName,
+  wolNameProblem,
   type WolDevice,
 } from '@kvm/protocol';
 import { ApiError, ValidatorError } from '../../errors';
@@ -35,14 +37,23 @@ export class WolSendError extends ApiError {
   }
 }
 
+/**
+ * The stored list, held to the rules of `add`: a hand-edited or older file loses entries that
+ * break them (bad MAC or name, a repeated MAC, past WOL_DEVICES_MAX) instead of serving them.
+ */
 function parseDevices(raw: unknown): { devices: WolDevice[] } {
   const list = (raw as { devices?: unknown } | undefined)?.devices;
   if (!Array.isArray(list)) return { devices: [] };
-  const devices = list.flatMap((d: { name?: unknown; mac?: unknown }) => {
-    const mac = typeof d.mac === 'string' ? normalizeMac(d.mac) : null;
-    const name = typeof d.name === 'string' ? normalizeWolName(d.name) : null;
-    return mac && name ? [{ name, mac }] : [];
-  });
+  const devices: WolDevice[] = [];
+  const seen = new Set<string>();
+  for (const d of list as Array<{ name?: unknown; mac?: unknown } | null>) {
+    if (devices.length >= WOL_DEVICES_MAX) break;
+    const mac = typeof d?.mac === 'string' ? normalizeMac(d.mac) : null;
+    const name = typeof d?.name === 'string' ? normalizeWolName(d.name) : null;
+    if (!mac || !name || seen.has(mac)) continue;
+    seen.add(mac);
+    devices.push({ name, mac });
+  }
   return { devices };
 }
 
@@ -154,9 +165,17 @@ export class WolService {
   }
 
   private checkName(name: string): string {
-    const normal = normalizeWolName(name);
-    if (!normal) throw new ValidatorError("The argument 'name' must be 1 to 64 characters");
-    return normal;
+    switch (wolNameProblem(name)) {
+      case 'empty':
+      case 'long':
+        throw new ValidatorError(`The argument 'name' must be 1 to ${WOL_NAME_MAX} characters`);
+      case 'control':
+        throw new ValidatorError(
+          "The argument 'name' must not contain control characters, line breaks or direction overrides",
+        );
+      case null:
+        return name.trim();
+    }
   }
 
   private checkMac(mac: string): string {
