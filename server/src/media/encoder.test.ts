@@ -127,6 +127,20 @@ describe('H264Encoder', () => {
     expect(results.slice(max).every((r) => r === 'busy')).toBe(true);
   });
 
+  it('bounds the bytes in flight as well as the frames', async () => {
+    const binary = await fakeFfmpeg('silent-2', 'exec cat >/dev/null');
+    const big = { ...SETTINGS, width: 640, height: 480 }; // 460,800 bytes a frame
+    const enc = encoder({ binary, maxInFlightBytes: 1024 * 1024 }, big);
+    await enc.start();
+    const results = Array.from({ length: 4 }, () => enc.write(frame({ width: 640, height: 480 })));
+    expect(results).toEqual(['written', 'written', 'busy', 'busy']);
+    // one frame always goes, however big
+    const huge = encoder({ binary, maxInFlightBytes: 1000 }, big);
+    await huge.start();
+    expect(huge.write(frame({ width: 640, height: 480 }))).toBe('written');
+    expect(huge.write(frame({ width: 640, height: 480 }))).toBe('busy');
+  });
+
   it('stops ffmpeg without SIGKILL and leaves no process behind', async () => {
     const enc = encoder();
     const exits: Array<NodeJS.Signals | null> = [];

@@ -37,6 +37,13 @@ export function maxInFlight(fps: number): number {
 }
 
 /**
+ * Bytes of frames in flight above which a new frame is dropped too (one frame always goes):
+ * the frame count alone would let a guest's huge mode (8K BGRX is 130 MB a frame) queue
+ * gigabytes in stdin. 64 MiB holds 8 frames of 1080p BGRX.
+ */
+export const MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
+
+/**
  * The ffmpeg command line (pure, unit-tested). SPEC 3 video processing maps to x264 presets:
  * quality_first = veryfast (better picture per bit), low_latency_first = ultrafast with a
  * half-second VBV buffer (smaller key-frame bursts, less queueing on the network).
@@ -115,6 +122,8 @@ export interface EncoderOptions {
   stallMs?: number;
   /** SIGTERM, then SIGKILL after this. */
   stopTimeoutMs?: number;
+  /** See MAX_IN_FLIGHT_BYTES. */
+  maxInFlightBytes?: number;
 }
 
 /** 0.5 s doubling to 10 s; 10 s of running resets it (a healthy encoder). */
@@ -140,8 +149,10 @@ export class H264Encoder extends EventEmitter<{
   private readonly supervisor: Supervisor;
   private reader: FlvReader | null = null;
   /** Frames in ffmpeg, oldest first: capture time for the unit, write time for the stall check. */
-  private inFlight: Array<{ capturedAt: number; writtenAt: number }> = [];
+  private inFlight: Array<{ capturedAt: number; writtenAt: number; bytes: number }> = [];
+  private inFlightBytes = 0;
   private readonly stallMs: number;
+  private readonly maxInFlightBytes: number;
   private stallTimer: NodeJS.Timeout | null = null;
   written = 0;
 
@@ -152,6 +163,7 @@ export class H264Encoder extends EventEmitter<{
   ) {
     super();
     this.stallMs = opts.stallMs ?? ENCODER_STALL_MS;
+    this.maxInFlightBytes = opts.maxInFlightBytes ?? MAX_IN_FLIGHT_BYTES;
     this.supervisor = new Supervisor({
       name: 'ffmpeg',
       command: opts.binary ?? 'ffmpeg',
@@ -165,6 +177,7 @@ export class H264Encoder extends EventEmitter<{
     });
     this.supervisor.on('started', (pid) => {
       this.inFlight = [];
+      this.inFlightBytes = 0;
       this.reader = new FlvReader((u) => this.onFlvUnit(u.data, u.key));
       this.emit('started', pid);
     });
@@ -180,6 +193,7 @@ export class H264Encoder extends EventEmitter<{
     this.supervisor.on('exited', (info) => {
       const lost = this.inFlight.length;
       this.inFlight = [];
+      this.inFlightBytes = 0;
       this.reader = null;
       this.emit('exit', info, this.supervisor.recentOutput().join('\n'), lost);
     });
@@ -220,8 +234,12 @@ export class H264Encoder extends EventEmitter<{
     if (!stdin || !this.running || !this.reader) return 'offline';
     // The in-flight count is the only gate: a whole frame (1.4 MB at 720p) always overfills the
     // 64 KiB pipe, so stdin reports 'need drain' after every write and cannot be the signal.
+    const bytes = frame.data.length;
     if (this.inFlight.length >= maxInFlight(s.fps)) return 'busy';
-    this.inFlight.push({ capturedAt: frame.capturedAt, writtenAt: performance.now() });
+    if (this.inFlight.length > 0 && this.inFlightBytes + bytes > this.maxInFlightBytes)
+      return 'busy';
+    this.inFlight.push({ capturedAt: frame.capturedAt, writtenAt: performance.now(), bytes });
+    this.inFlightBytes += bytes;
     this.written += 1;
     stdin.write(frame.data);
     return 'written';
@@ -238,7 +256,9 @@ export class H264Encoder extends EventEmitter<{
   }
 
   private onFlvUnit(data: Buffer, key: boolean): void {
-    const capturedAt = this.inFlight.shift()?.capturedAt ?? performance.now();
+    const done = this.inFlight.shift();
+    if (done) this.inFlightBytes -= done.bytes;
+    const capturedAt = done?.capturedAt ?? performance.now();
     this.emit('unit', {
       data,
       key,
