@@ -79,17 +79,20 @@ describe('server process', () => {
       result: { is_inited: false, country_code: 'US' },
     });
 
-    const location = await new Promise<string | undefined>((resolve, reject) => {
-      httpGet(
-        { host: '127.0.0.1', port: redirect, path: '/kvm?x=1', headers: { host: 'kvm.local' } },
-        (res) => {
-          expect(res.statusCode).toBe(301);
-          resolve(res.headers.location);
-          res.resume();
-        },
-      ).on('error', reject);
-    });
-    expect(location).toBe(`https://kvm.local:${port}/kvm?x=1`);
+    const redirected = (host: string): Promise<string | undefined> =>
+      new Promise((resolve, reject) => {
+        httpGet(
+          { host: '127.0.0.1', port: redirect, path: '/kvm?x=1', headers: { host } },
+          (res) => {
+            expect(res.statusCode).toBe(301);
+            resolve(res.headers.location);
+            res.resume();
+          },
+        ).on('error', reject);
+      });
+    expect(await redirected(`localhost:${redirect}`)).toBe(`https://localhost:${port}/kvm?x=1`);
+    // a Host that is not the device's is never echoed (issue 9, item 22)
+    expect(await redirected('evil.example')).toBe(`https://127.0.0.1:${port}/kvm?x=1`);
 
     const exited = new Promise<number | null>((r) => srv.child.once('exit', (code) => r(code)));
     srv.child.kill('SIGTERM');

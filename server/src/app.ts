@@ -36,6 +36,13 @@ import { createDrivers } from './targets';
 import { toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
+import {
+  answerClientError,
+  edgeLimits,
+  edgeServerOptions,
+  guardServer,
+  requireHost,
+} from './http/edge';
 import { LogBudget } from './http/log-budget';
 import { registerStatic } from './http/static';
 import { authRoutes } from './routes/auth';
@@ -149,21 +156,33 @@ export interface BuildOptions {
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = ctx;
+  // The HTTP edge's timeouts and caps (http/edge.ts); some only the constructor takes.
+  const edge = edgeLimits(config.server);
+  const edgeOptions = edgeServerOptions(edge);
   const base: FastifyServerOptions = {
     bodyLimit: config.server.body_limit,
     trustProxy: false,
+    keepAliveTimeout: edge.keepAliveTimeoutMs,
+    connectionTimeout: edge.idleTimeoutMs,
+    clientErrorHandler: answerClientError,
     // Per-request lines would drown the log file; routes log what matters themselves.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
   };
   const app = (opts.https
-    ? Fastify({ ...base, https: opts.https } as FastifyServerOptions)
-    : Fastify(base)) as unknown as FastifyInstance;
+    ? Fastify({ ...base, https: { ...edgeOptions, ...opts.https } } as FastifyServerOptions)
+    : Fastify({
+        ...base,
+        http: edgeOptions,
+      } as FastifyServerOptions)) as unknown as FastifyInstance;
+  const anonLog = new LogBudget();
+  guardServer(app.server, edge, app.log, anonLog);
+  app.addHook('onRequest', requireHost);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.decorate('ctx', ctx);
-  app.decorate('anonLog', new LogBudget());
+  app.decorate('anonLog', anonLog);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {

@@ -62,6 +62,16 @@ const configSchema = z.strictObject({
       trust_proxy: z.boolean().default(false),
       /** Built console to serve; defaults to web/dist of this checkout. */
       web_dir: z.string().optional(),
+      /** The request line and headers must arrive within this (slowloris; also TLS handshake). */
+      headers_timeout_s: z.number().positive().max(300).default(15),
+      /** A connection with no byte in either direction for this long is closed (bodies too). */
+      idle_timeout_s: z.number().positive().max(3600).default(120),
+      /** An idle keep-alive connection is closed after this. */
+      keep_alive_timeout_s: z.number().positive().max(600).default(10),
+      /** Open connections one client address may hold; more are closed at once. */
+      max_connections_per_address: z.number().int().min(1).max(65536).default(128),
+      /** Extra names of the device the HTTP redirect may send browsers to (DNS names, IPs). */
+      names: z.array(z.string().min(1).max(253)).default([]),
     })
     .prefault({}),
   auth: z

@@ -2,13 +2,16 @@
  * The device server's entry point: command line and config file, data folder, certificate,
  * logs, then listen. Everything the process starts is stopped on SIGTERM/SIGINT.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApp, createContext } from './app';
 import { CliError, mergeConfig, parseCli, USAGE } from './cli';
+import type { Logger } from './context';
+import { edgeLimits, openFileLimit } from './http/edge';
+import { createRedirectServer } from './http/redirect';
 import { buildConfig, ConfigError, readConfigFile, type AppConfig } from './config';
 import { loadConfigDefaults, productVersion } from './paths';
 import { RotatingLogFile } from './services/log-file';
@@ -33,15 +36,15 @@ async function loadConfig(argv: string[]): Promise<AppConfig> {
   );
 }
 
-/** Plain-HTTP listener that sends every request to the HTTPS console. */
-function startRedirect(config: AppConfig): Server | null {
+/** Plain-HTTP listener that sends every request to the HTTPS console (http/redirect.ts). */
+function startRedirect(config: AppConfig, log: Logger): Server | null {
   const target = config.server.redirect_listen;
   if (!config.server.tls || !target) return null;
-  const httpsPort = config.server.listen.port;
-  const server = createServer((req, res) => {
-    const host = (req.headers.host ?? 'localhost').replace(/:\d+$/, '');
-    const port = httpsPort === 443 ? '' : `:${httpsPort}`;
-    res.writeHead(301, { location: `https://${host}${port}${req.url ?? '/'}` }).end();
+  const server = createRedirectServer({
+    httpsPort: config.server.listen.port,
+    names: config.server.names,
+    limits: edgeLimits(config.server),
+    log,
   });
   server.on('error', (err) => process.stderr.write(`redirect listener: ${err.message}\n`));
   server.listen(target.port, target.host);
@@ -74,6 +77,16 @@ async function main(): Promise<void> {
     ]),
   );
 
+  // A crash must not leave the device limping: log it and exit non-zero, so the launcher or
+  // systemd starts a fresh process (issue 9, item 1).
+  process.on('uncaughtException', (err, origin) => {
+    try {
+      logger.fatal({ err, origin }, 'uncaught exception: exiting for a restart');
+    } finally {
+      process.exit(70);
+    }
+  });
+
   const version = productVersion();
   const https = config.server.tls
     ? await loadOrCreateCertificate(join(config.data_dir, 'tls'))
@@ -105,14 +118,23 @@ async function main(): Promise<void> {
     logger.info({ ms: Math.round(performance.now() - begun) }, 'restarted');
   };
   await start();
-  const redirect = startRedirect(config);
+  const redirect = startRedirect(config, logger);
   const address = app!.server.address();
   const realPort = typeof address === 'object' && address ? address.port : port;
   const scheme = config.server.tls ? 'https' : 'http';
   const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : formatHost(host);
   const readyMs = Math.round(performance.now() - started);
   logger.info(
-    { host, port: realPort, target: config.target, data: config.data_dir, readyMs, version },
+    {
+      host,
+      port: realPort,
+      target: config.target,
+      data: config.data_dir,
+      readyMs,
+      version,
+      // the connection cap derives from it (http/edge.ts); the launcher raises it
+      openFileLimit: openFileLimit(),
+    },
     'listening',
   );
   process.stdout.write(

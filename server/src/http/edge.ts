@@ -1,0 +1,187 @@
+/**
+ * The HTTP edge: what a connection may hold before a route sees it (issue 9, items 9 and 19).
+ *
+ * - headers: the request line and headers must arrive within `headers_timeout_s` (Node's
+ *   headersTimeout, checked every second), and a TLS handshake within the same time;
+ * - bodies: no total time (a multi-GB upload on a slow link is legitimate), but a connection
+ *   idle in both directions for `idle_timeout_s` is closed: a stalled upload or a silent client
+ *   holds it no longer. Node's requestTimeout would cut long uploads, so it is off;
+ * - keep-alive: an idle connection between requests is closed after `keep_alive_timeout_s`;
+ * - count: one client address may hold `max_connections_per_address` open connections (the
+ *   next ones are closed at once), and the whole server a number derived from the process's
+ *   open-file limit, so accepting never fails for lack of descriptors;
+ * - parse errors (bad request line, bad header, oversize headers, header timeout) are answered
+ *   in the kvmd envelope by `answerClientError`, not with Node's bare text.
+ *
+ * WebSockets are not touched once upgraded (ws clears the idle timer); their bounds are the
+ * socket guard's.
+ */
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../context';
+import { toHttp, ValidatorError } from '../errors';
+import type { LogBudget } from './log-budget';
+
+export interface EdgeLimits {
+  headersTimeoutMs: number;
+  idleTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnectionsPerAddress: number;
+  /** Whole-server cap; null when the open-file limit is unknown. */
+  maxConnections: number | null;
+}
+
+/** Descriptors kept free of connections: data files, log, child pipes, QEMU, ffmpeg. */
+export const FD_RESERVE = 256;
+
+/** The soft open-file limit of this process (Linux /proc), or null where unknown. */
+export function openFileLimit(): number | null {
+  try {
+    const limits = readFileSync('/proc/self/limits', 'utf8');
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
+    if (!m) return null;
+    return m[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(m[1]);
+  } catch {
+    return null;
+  }
+}
+
+export function edgeLimits(
+  server: {
+    headers_timeout_s: number;
+    idle_timeout_s: number;
+    keep_alive_timeout_s: number;
+    max_connections_per_address: number;
+  },
+  fdLimit: number | null = openFileLimit(),
+): EdgeLimits {
+  return {
+    headersTimeoutMs: Math.round(server.headers_timeout_s * 1000),
+    idleTimeoutMs: Math.round(server.idle_timeout_s * 1000),
+    keepAliveTimeoutMs: Math.round(server.keep_alive_timeout_s * 1000),
+    maxConnectionsPerAddress: server.max_connections_per_address,
+    maxConnections: fdLimit === null ? null : Math.max(64, fdLimit - FD_RESERVE),
+  };
+}
+
+/**
+ * Options only the server's constructor takes (Node reads them once): how often expired
+ * header waits are looked for, and the TLS handshake's deadline.
+ */
+export function edgeServerOptions(limits: EdgeLimits): {
+  connectionsCheckingInterval: number;
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  handshakeTimeout: number;
+  requireHostHeader: boolean;
+} {
+  return {
+    requireHostHeader: false,
+    connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: 0,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    handshakeTimeout: limits.headersTimeoutMs,
+  };
+}
+
+/** `::ffff:1.2.3.4` and `1.2.3.4` are the same client. */
+function clientKey(address: string | undefined): string {
+  if (!address) return '?';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+/** Applies the limits to a listening (or about to listen) HTTP or HTTPS server. */
+export function guardServer(
+  server: Server,
+  limits: EdgeLimits,
+  log: Logger,
+  budget: LogBudget,
+): void {
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  // Without a 'timeout' listener Node destroys the idle socket itself.
+  server.setTimeout(limits.idleTimeoutMs);
+  if (limits.maxConnections !== null) server.maxConnections = limits.maxConnections;
+
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Duplex & { remoteAddress?: string }) => {
+    const key = clientKey(socket.remoteAddress);
+    const count = (open.get(key) ?? 0) + 1;
+    if (count > limits.maxConnectionsPerAddress) {
+      socket.destroy();
+      const line = budget.take();
+      if (line.ok) {
+        log.warn(
+          {
+            address: key,
+            cap: limits.maxConnectionsPerAddress,
+            ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}),
+          },
+          'connection refused: too many open from this address',
+        );
+      }
+      return;
+    }
+    open.set(key, count);
+    socket.once('close', () => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left <= 0) open.delete(key);
+      else open.set(key, left);
+    });
+  });
+}
+
+/**
+ * The server's `clientError`: Node's HTTP parser refused the bytes (or the headers did not
+ * arrive in time). The answer is the kvmd envelope with the status `toHttp` gives (400, 431,
+ * 408), then the connection is closed; a connection whose answer has begun, or already
+ * gone, and any other error (a TLS handshake that failed or timed out) are only closed.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  // A response whose head went out cannot be followed by another one (Node's own rule).
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  const busy = inFlight?.headersSent === true;
+  // https forwards TLS handshake errors here too: no HTTP answer fits inside a failed handshake.
+  const http = err.code?.startsWith('HPE_') || err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  if (!http || !socket.writable || busy) {
+    socket.destroy();
+    return;
+  }
+  const answer = toHttp(err);
+  const body = JSON.stringify(answer.body);
+  const head = [
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ].join('\r\n');
+  socket.once('finish', () => socket.destroy());
+  // a client that does not read never lets 'finish' come
+  setTimeout(() => socket.destroy(), 5000).unref();
+  socket.end(`${head}\r\n\r\n${body}`);
+}
+
+/**
+ * Node answers a HTTP/1.1 request without Host with its own bare 400 (requireHostHeader), so
+ * that check is off in the server and made here, in the envelope (RFC 9112 3.2).
+ */
+export function requireHost(
+  request: {
+    raw: { httpVersionMajor: number; httpVersionMinor: number };
+    headers: { host?: string };
+  },
+  _reply: unknown,
+  done: (err?: Error) => void,
+): void {
+  const { httpVersionMajor, httpVersionMinor } = request.raw;
+  const http11 = httpVersionMajor > 1 || (httpVersionMajor === 1 && httpVersionMinor >= 1);
+  if (http11 && request.headers.host === undefined) {
+    done(new ValidatorError('A HTTP/1.1 request needs a Host header'));
+    return;
+  }
+  done();
+}
