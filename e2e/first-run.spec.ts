@@ -63,7 +63,9 @@ describe('first run', () => {
     await byTestId(page, 'confirm-ok').click();
     await byTestId(page, 'login-password').waitFor({ state: 'visible' });
     expect(new URL(page.url()).pathname).toBe('/login');
-    expect(await page.evaluate(() => localStorage.getItem('auth_token'))).toBeNull();
+    await expect
+      .poll(() => page.evaluate(() => localStorage.getItem('auth_token')), { timeout: 10_000 })
+      .toBeNull();
     // the old session is gone on the server too: the main page sends us back to login
     await page.goto(`${server.url}/`);
     await byTestId(page, 'login-password').waitFor({ state: 'visible' });

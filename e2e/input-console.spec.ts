@@ -57,9 +57,10 @@ describe('console input controls', () => {
     );
     await byTestId(page, 'shortcut-save').click();
     await byTestId(page, 'shortcut-add-dialog').waitFor({ state: 'hidden' });
-    expect((await config(page)).shortcuts).toEqual([
-      expect.objectContaining({ keys: ['ControlLeft', 'ShiftLeft', 'KeyE'] }),
-    ]);
+    // The dialog may close before the save reaches the server: wait for it there.
+    await expect
+      .poll(async () => (await config(page)).shortcuts, { timeout: 10_000 })
+      .toEqual([expect.objectContaining({ keys: ['ControlLeft', 'ShiftLeft', 'KeyE'] })]);
   }, 60_000);
 
   it('refuses a duplicate shortcut', async () => {
@@ -90,11 +91,16 @@ describe('console input controls', () => {
     await expect
       .poll(() => byTestId(page, 'status-mouse').getAttribute('data-absolute'), { timeout: 10_000 })
       .toBe('false');
-    const hid = await page.evaluate(async () => {
-      const res = await fetch('/api/hid');
-      return ((await res.json()) as { result: { mouse: { absolute: boolean } } }).result;
-    });
-    expect(hid.mouse.absolute).toBe(false);
-    expect((await config(page)).is_absolute_mouse).toBe(false);
+    const absolute = () =>
+      page.evaluate(async () => {
+        const res = await fetch('/api/hid');
+        return ((await res.json()) as { result: { mouse: { absolute: boolean } } }).result.mouse
+          .absolute;
+      });
+    await expect.poll(absolute, { timeout: 10_000 }).toBe(false);
+    // The console saves the setting with its own call after the switch: wait for it to land.
+    await expect
+      .poll(async () => (await config(page)).is_absolute_mouse, { timeout: 10_000 })
+      .toBe(false);
   }, 60_000);
 });

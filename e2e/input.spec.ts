@@ -160,7 +160,8 @@ describe('keyboard and mouse on the QEMU guest', () => {
     await byTestId(page, 'toolbar-keyboard').click();
     const keyboard = byTestId(page, 'virtual-keyboard');
     await keyboard.waitFor({ state: 'visible' });
-    expect(await keyboard.getAttribute('data-keymap')).toBe('de');
+    // The keymap comes with the config, which may arrive after the keyboard is drawn.
+    await expect.poll(() => keyboard.getAttribute('data-keymap'), { timeout: 10_000 }).toBe('de');
     // German layout: the key where US has Y types z
     await expect.poll(() => byTestId(page, 'vk-KeyY').innerText()).toMatch(/z/i);
 

@@ -36,10 +36,11 @@ describe('virtual media on and off', () => {
       return ((await res.json()) as { result: { enabled: boolean } }).result;
     });
     expect(msd.enabled).toBe(false);
-    // the same process restarted its app in place (main.ts logs both ends)
-    const log = await readFile(join(server.dataDir, 'logs', 'server.log'), 'utf8');
-    expect(log).toContain('"msg":"restarting"');
-    expect(log).toContain('"msg":"restarted"');
+    // the same process restarted its app in place (main.ts logs both ends; the log file is
+    // written asynchronously, so it is polled)
+    const log = () => readFile(join(server.dataDir, 'logs', 'server.log'), 'utf8');
+    await expect.poll(log, { timeout: 10_000 }).toContain('"msg":"restarting"');
+    await expect.poll(log, { timeout: 10_000 }).toContain('"msg":"restarted"');
 
     await byTestId(page, 'msd-enabled').click();
     await byTestId(page, 'confirm-ok').click();
