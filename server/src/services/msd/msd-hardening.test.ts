@@ -232,6 +232,47 @@ describe('names (item 17) and messages (item 19)', () => {
     expect(ok.status).toBe(200);
   });
 
+  it.each([
+    ['a decomposed é', 'e\u0301.iso', '', /NFC/],
+    ['a decomposed prefix', 'x.iso', 'caf\u0065\u0301', /NFC/],
+    ['a right-to-left override', 'x\u202eosi.exe', '', /invisible or direction/],
+    ['a zero-width space', 'x\u200b.iso', '', /invisible or direction/],
+  ])('refuses a new name with %s (400, nothing written)', async (_what, image, prefix, why) => {
+    const query = `image=${encodeURIComponent(image)}&prefix=${encodeURIComponent(prefix)}`;
+    const res = await call('POST', `/api/msd/write?${query}`, 'x');
+    expect(res.status).toBe(400);
+    expect(res.json.result.error).toBe('ValidatorError');
+    expect(res.json.result.error_msg).toMatch(why);
+    expect(await readdir(images())).toEqual([]);
+  });
+
+  it('keeps one image per name as it looks: composed é uploads, a second one is refused', async () => {
+    expect((await call('POST', '/api/msd/write?image=%C3%A9.iso', 'x')).status).toBe(200);
+    const again = await call('POST', '/api/msd/write?image=e%CC%81.iso', 'y');
+    expect(again.status).toBe(400);
+    expect(Object.keys((await state()).storage.images)).toEqual(['é.iso']);
+  });
+
+  it('answers a concurrent upload of the same name with 409 and writes it once', async () => {
+    const base = await listen(t.app);
+    const gate = deferred();
+    const first = postZeros(`${base}/api/msd/write?image=same.iso`, 2 * 1024 * 1024, {
+      chunk: 256 * 1024,
+      hold: { at: 512 * 1024, until: gate.promise },
+    });
+    await expect.poll(() => t.msd.getState().storage.uploading?.name).toBe('same.iso');
+    const second = await call('POST', '/api/msd/write?image=same.iso', 'other');
+    expect(second.status).toBe(409);
+    expect(second.json.result.error).toBe('MsdIsBusyError');
+    gate.resolve();
+    const res = await first;
+    expect(res !== 'cut' && res.status).toBe(200);
+    expect((await state()).storage.images['same.iso']).toMatchObject({
+      complete: true,
+      size: 2 * 1024 * 1024,
+    });
+  });
+
   it('says "insufficient", not "filled up", when the size is refused before a byte', async () => {
     const res = await t.app.inject({
       method: 'POST',

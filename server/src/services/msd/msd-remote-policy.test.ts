@@ -217,6 +217,17 @@ describe('write_remote over the guard', () => {
     expect(res.status).toBe(200);
   });
 
+  it("stores a remote's decomposed file name in NFC", async () => {
+    const remote = await serve(image);
+    const base = await device({ allowLan: false, allowHosts: ['127.0.0.1'] });
+    const res = await writeRemote(
+      base,
+      `url=${encodeURIComponent(`http://127.0.0.1:${remote.port}/caf${encodeURIComponent('e\u0301')}.iso`)}`,
+    );
+    expect(res.status).toBe(200);
+    expect(Object.keys((await state(base)).storage.images)).toEqual(['caf\u00e9.iso']);
+  });
+
   it('refuses a name from the URL over the length bound with ValidatorError', async () => {
     const remote = await serve(image);
     const base = await device({ allowLan: false, allowHosts: ['127.0.0.1'] });

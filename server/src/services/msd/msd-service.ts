@@ -500,7 +500,11 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
               });
               const suggested =
                 baseOfSuggestedName(remote.filename ?? '') || filenameFromUrl(remote.url);
-              const name = p.nameOf(p.image || baseOfSuggestedName(suggested), p.prefix);
+              // a remote's name (often decomposed by macOS) is normalized, not refused
+              const name = p.nameOf(
+                p.image || baseOfSuggestedName(suggested).normalize('NFC'),
+                p.prefix,
+              );
               t.name = name;
               t.size = remote.size;
               t.release = this.claim(name);

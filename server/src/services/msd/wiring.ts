@@ -77,10 +77,32 @@ function present(q: Query, key: string): boolean {
   return q[key] !== undefined && q[key] !== '';
 }
 
-/** The storage name from `prefix` and `image` (protocol rules), or a ValidatorError. */
+/**
+ * Zero-width and bidirectional controls: a name holding one shows as another name (an `.iso`
+ * that reads `.exe`, two names that look the same).
+ */
+const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
+
+/**
+ * Why a new name is refused beyond the protocol's rules, or null: it must be in Unicode NFC
+ * (else `é` composed and decomposed would be two images that look the same) and hold no
+ * invisible or direction-changing character.
+ */
+function unicodeRefusal(text: string): string | null {
+  if (text.normalize('NFC') !== text) return 'not in Unicode NFC form: send composed characters';
+  if (INVISIBLE.test(text)) return 'an invisible or direction-changing character';
+  return null;
+}
+
+/**
+ * The storage name of a new image from `prefix` and `image` (protocol rules, Unicode NFC, no
+ * invisible characters, a file name whose marker fits NAME_MAX), or a ValidatorError.
+ */
 export function imageNameOf(image: string, prefix: string): string {
-  const badPrefix = checkImagePrefix(prefix);
+  const badPrefix = checkImagePrefix(prefix) ?? unicodeRefusal(prefix);
   if (badPrefix) fail('prefix', prefix, `prefix (${badPrefix})`);
+  const badImage = unicodeRefusal(image);
+  if (badImage) fail('image', image, `image name (${badImage})`);
   const joined = joinImageName(prefix, image);
   if (!joined.ok) fail('image', image, `image name (${joined.reason})`);
   const base = joined.name.split('/').pop() ?? '';
