@@ -3,7 +3,7 @@ import { Button, Input, Space, Spin, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import type { TwoFaCreateResult } from '@kvm/protocol/api';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
-import { api, errorMessage } from '../../lib/api';
+import { api, ApiError, errorMessage } from '../../lib/api';
 import { fetchTwoFaState } from '../session/session-actions';
 import { useSession } from '../session/session-store';
 import { twoFaCodeError } from '../auth/twofa-code';
@@ -16,7 +16,8 @@ interface Enrolment extends TwoFaCreateResult {
 
 /**
  * SPEC 4 two-factor: off or on. On by scanning the QR code (or typing the text code) and
- * confirming with a current 6-digit code; off after a confirmation.
+ * confirming with a current 6-digit code; off after a confirmation with a current code too
+ * (the server refuses `2fa/delete` without one, so a stolen session cannot drop the factor).
  */
 export function TwoFaSettings() {
   const { t } = useTranslation();
@@ -27,6 +28,8 @@ export function TwoFaSettings() {
   const [codeError, setCodeError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [confirmOff, setConfirmOff] = useState(false);
+  const [offCode, setOffCode] = useState('');
+  const [offCodeError, setOffCodeError] = useState<string | null>(null);
 
   useEffect(() => {
     fetchTwoFaState().catch(() => undefined);
@@ -70,15 +73,30 @@ export function TwoFaSettings() {
   };
 
   const turnOff = async () => {
+    const invalid = twoFaCodeError(offCode);
+    if (invalid) {
+      setOffCodeError(t(invalid));
+      throw new Error(invalid); // Keeps the confirmation open.
+    }
+    setOffCodeError(null);
     try {
-      await api.get('/2fa/delete');
+      await api.get('/2fa/delete', { query: { code: offCode } });
     } catch (err) {
-      void message.error(errorMessage(err, t('common.settingFailed')));
-      throw err; // Keeps the confirmation open.
+      // 403 is a wrong (or already used) code; a lock (429) and the rest say the server's words.
+      if (err instanceof ApiError && err.status === 403) setOffCodeError(t('twofa.codeInvalid'));
+      else void message.error(errorMessage(err, t('common.settingFailed')));
+      throw err;
     }
     useSession.setState({ twofaEnabled: false });
     setConfirmOff(false);
+    setOffCode('');
     void message.success(t('settings.security.twofaDisabledToast'));
+  };
+
+  const closeOff = () => {
+    setConfirmOff(false);
+    setOffCode('');
+    setOffCodeError(null);
   };
 
   return (
@@ -151,9 +169,29 @@ export function TwoFaSettings() {
         open={confirmOff}
         okText={t('settings.security.twofaDisable')}
         onConfirm={turnOff}
-        onCancel={() => setConfirmOff(false)}
+        onCancel={closeOff}
       >
-        {t('settings.security.twofaDisableConfirm')}
+        <Space direction="vertical" style={{ width: '100%' }}>
+          <Typography.Text>{t('settings.security.twofaDisableConfirm')}</Typography.Text>
+          <Typography.Text type="secondary">
+            {t('settings.security.twofaDisableCodePrompt')}
+          </Typography.Text>
+          <Input
+            value={offCode}
+            onChange={(e) => setOffCode(e.target.value.trim())}
+            placeholder={t('twofa.code')}
+            inputMode="numeric"
+            autoComplete="one-time-code"
+            maxLength={6}
+            status={offCodeError ? 'error' : undefined}
+            data-testid="twofa-disable-code"
+          />
+          {offCodeError && (
+            <Typography.Text type="danger" data-testid="twofa-disable-code-error">
+              {offCodeError}
+            </Typography.Text>
+          )}
+        </Space>
       </ConfirmDialog>
     </div>
   );

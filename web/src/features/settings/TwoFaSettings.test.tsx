@@ -1,0 +1,87 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { act } from 'react';
+import { NotifyProvider } from '../../components/notify';
+import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import { useSession } from '../session/session-store';
+import { TwoFaSettings } from './TwoFaSettings';
+
+function typeInto(input: HTMLInputElement, value: string) {
+  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
+  act(() => {
+    setter?.call(input, value);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}
+
+function byId(id: string): HTMLElement | null {
+  return document.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+}
+
+function codeInput(): HTMLInputElement {
+  const el = byId('twofa-disable-code');
+  const input = el?.tagName === 'INPUT' ? el : el?.querySelector('input');
+  if (!(input instanceof HTMLInputElement)) throw new Error('no code input');
+  return input;
+}
+
+async function confirm() {
+  act(() => byId('confirm-ok')?.click());
+  await flush();
+}
+
+describe('TwoFaSettings: turning 2FA off', () => {
+  let view: Rendered | undefined;
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    vi.unstubAllGlobals();
+    document.body.innerHTML = '';
+  });
+
+  it('asks for the 6-digit code and sends it; a wrong code keeps the dialog open', async () => {
+    const deletes: RecordedRequest[] = [];
+    let deleteStatus = 403;
+    stubFetch({
+      '/api/2fa/is_enabled': () => envelope(200, { enabled: true, trusted: false }),
+      '/api/2fa/delete': (req) => {
+        deletes.push(req);
+        return deleteStatus === 200
+          ? envelope(200, {})
+          : envelope(deleteStatus, { error: 'ForbiddenError', error_msg: 'Invalid 2FA code' });
+      },
+    });
+    useSession.setState({ twofaEnabled: true });
+    view = await render(
+      <NotifyProvider>
+        <TwoFaSettings />
+      </NotifyProvider>,
+    );
+    await flush();
+    act(() => byId('twofa-disable')?.click());
+    await flush();
+
+    // SPEC 5: empty and short codes, then six characters that are not all digits
+    await confirm();
+    expect(byId('twofa-disable-code-error')?.textContent).toBe('Please enter 6-digit code');
+    typeInto(codeInput(), '12ab56');
+    await confirm();
+    expect(byId('twofa-disable-code-error')?.textContent).toBe('Code is invalid.');
+    expect(deletes).toHaveLength(0);
+
+    // the server refuses the code: the same message, the dialog stays, 2FA stays on
+    typeInto(codeInput(), '123456');
+    await confirm();
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]?.query.get('code')).toBe('123456');
+    expect(byId('twofa-disable-code-error')?.textContent).toBe('Code is invalid.');
+    expect(useSession.getState().twofaEnabled).toBe(true);
+    expect(byId('twofa-disable-code')).not.toBeNull();
+
+    deleteStatus = 200;
+    typeInto(codeInput(), '654321');
+    await confirm();
+    expect(deletes.at(-1)?.query.get('code')).toBe('654321');
+    await vi.waitFor(() => expect(useSession.getState().twofaEnabled).toBe(false));
+  });
+});
