@@ -12,9 +12,13 @@ import { describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT } from './fixtures/server';
 
 const MAIN = join(REPO_ROOT, 'server/dist/main.js');
+const LAUNCHER = join(REPO_ROOT, 'server/dist/launcher.js');
 
-function startServer(args: string[]) {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startServer(args: string[], script = MAIN, env: NodeJS.ProcessEnv = process.env) {
+  const child = spawn(process.execPath, [script, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -131,5 +135,82 @@ describe('server process', () => {
     r = spawnSync(process.execPath, [MAIN, '--help'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('--no-tls');
+  });
+});
+
+/** The pids of a process's children (Linux /proc). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  return text.trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+function plainGet(port: number, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    httpGet({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', () => resolve(0));
+  });
+}
+
+describe('crash and restart (issue 9, item 1)', () => {
+  it('the launcher starts the server again after it is killed, and stops with it', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'kvm-launch-'));
+    const port = await freePort();
+    const args = [
+      '--data',
+      data,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--no-tls',
+      '--target',
+      'testbed',
+    ];
+    const srv = startServer(args, LAUNCHER);
+    await srv.ready;
+    expect(srv.output()).toMatch(/launcher: open-file limit for the server: \d+/);
+    const launcherPid = srv.child.pid!;
+    const [first] = await childrenOf(launcherPid);
+    expect(first).toBeGreaterThan(0);
+    process.kill(first!, 'SIGKILL');
+    await expect
+      .poll(
+        async () => {
+          const [now] = await childrenOf(launcherPid);
+          return (
+            now !== undefined && now !== first && (await plainGet(port, '/api/init/is_inited'))
+          );
+        },
+        { timeout: 30_000, interval: 200 },
+      )
+      .toBe(200);
+    expect(srv.output()).toContain('server exited (signal SIGKILL)');
+    const exited = new Promise<number | null>((r) => srv.child.once('exit', (code) => r(code)));
+    srv.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(await childrenOf(launcherPid)).toEqual([]);
+  });
+
+  it('an uncaught exception is logged as fatal and the server exits non-zero (70)', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'kvm-crash-'));
+    const port = await freePort();
+    // a bug somewhere after start: a timer that throws
+    const fault = join(data, 'fault.mjs');
+    await writeFile(fault, 'setTimeout(() => { throw new Error("injected fault"); }, 1500);\n');
+    const env = { ...process.env, NODE_OPTIONS: `--import=${fault}` };
+    const child = spawn(
+      process.execPath,
+      [MAIN, '--data', data, '--listen', `127.0.0.1:${port}`, '--no-tls', '--target', 'testbed'],
+      { stdio: 'ignore', env },
+    );
+    const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    expect(code).toBe(70);
+    const lines = (await readFile(join(data, 'logs', 'server.log'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string } });
+    const fatal = lines.find((l) => l.level === 60);
+    expect(fatal?.msg).toContain('uncaught exception');
+    expect(fatal?.err?.message).toBe('injected fault');
   });
 });

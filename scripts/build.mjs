@@ -13,8 +13,12 @@ const only = process.argv.find((a) => a === 'server' || a === 'web');
 
 async function buildServer() {
   await build({
-    entryPoints: [join(root, 'server/src/main.ts')],
-    outfile: join(root, 'server/dist/main.js'),
+    // main.js is the server; launcher.js (what `npm start` runs) starts it and restarts it.
+    entryPoints: {
+      main: join(root, 'server/src/main.ts'),
+      launcher: join(root, 'server/src/launcher.ts'),
+    },
+    outdir: join(root, 'server/dist'),
     bundle: true,
     platform: 'node',
     format: 'esm',

@@ -141,7 +141,7 @@ export function toHttp(err: unknown): HttpErrorAnswer {
       body: { ok: false, result: { error: known.wire, error_msg: e.message ?? known.wire } },
     };
   }
-  const fromNode = e.code ? nodeErrorAnswer(e.code, e) : null;
+  const fromNode = e.code ? nodeErrorAnswer(e.code, e as { reason?: unknown }) : null;
   if (fromNode) return fromNode;
   if (e.message !== undefined && MULTIPART_PARSE_ERRORS.test(e.message)) {
     return envelope(400, 'ValidatorError', 'Malformed multipart body');

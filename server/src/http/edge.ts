@@ -16,11 +16,11 @@
  * WebSockets are not touched once upgraded (ws clears the idle timer); their bounds are the
  * socket guard's.
  */
-import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../context';
 import { toHttp, ValidatorError } from '../errors';
+import { openFileLimit } from '../fd-limit';
 import type { LogBudget } from './log-budget';
 
 export interface EdgeLimits {
@@ -34,18 +34,6 @@ export interface EdgeLimits {
 
 /** Descriptors kept free of connections: data files, log, child pipes, QEMU, ffmpeg. */
 export const FD_RESERVE = 256;
-
-/** The soft open-file limit of this process (Linux /proc), or null where unknown. */
-export function openFileLimit(): number | null {
-  try {
-    const limits = readFileSync('/proc/self/limits', 'utf8');
-    const m = /^Max open files\s+(\d+|unlimited)/m.exec(limits);
-    if (!m) return null;
-    return m[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(m[1]);
-  } catch {
-    return null;
-  }
-}
 
 export function edgeLimits(
   server: {
