@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  HID_DELTAS_MAX,
   decodeHidFrame,
   encodeHidEvent,
   encodeKey,
@@ -115,6 +116,19 @@ describe('HID binary ops, byte for byte (wire-protocol.md 2.8 captures)', () => 
       deltas: [{ x: -127, y: -127 }],
       squash: false,
     });
+  });
+
+  it('reads at most HID_DELTAS_MAX deltas of one event, binary or JSON', () => {
+    // A 1 MiB wheel frame: half a million deltas on the wire.
+    const frame = new Uint8Array(2 + 1024 * 1024).fill(0x7f);
+    frame[0] = 0x05;
+    frame[1] = 0;
+    const wheel = decodeHidFrame(frame);
+    expect(wheel?.type === 'mouse_wheel' && wheel.deltas.length).toBe(HID_DELTAS_MAX);
+    const json = parseJsonHidEvent('mouse_relative', {
+      delta: Array.from({ length: 100_000 }, () => ({ x: 1, y: 1 })),
+    });
+    expect(json?.type === 'mouse_relative' && json.deltas.length).toBe(HID_DELTAS_MAX);
   });
 });
 

@@ -30,6 +30,12 @@ const MAX_NAME_BYTES = 32;
 export const ABS_MIN = -32768;
 export const ABS_MAX = 32767;
 export const DELTA_LIMIT = 127;
+/**
+ * The most deltas one relative or wheel event carries (ours; kvmd has no bound). The console
+ * sends a few per frame; past this the rest of the event is ignored, so one 1 MiB frame cannot
+ * turn into half a million reports (a wheel delta is up to 127 button presses on QEMU).
+ */
+export const HID_DELTAS_MAX = 512;
 
 export interface Delta {
   x: number;
@@ -134,7 +140,8 @@ function readEvdev(payload: Uint8Array): number | null {
 function readDeltas(payload: Uint8Array): Delta[] | null {
   if (payload.length % 2 !== 0) return null;
   const list: Delta[] = [];
-  for (let i = 0; i < payload.length; i += 2) {
+  const end = Math.min(payload.length, HID_DELTAS_MAX * 2);
+  for (let i = 0; i < end; i += 2) {
     // i8 -128 has no opposite on the other side; clamp to the symmetric range.
     list.push({ x: clampDelta(signed8(payload[i]!)), y: clampDelta(signed8(payload[i + 1]!)) });
   }
@@ -232,7 +239,7 @@ function asDelta(v: unknown): Delta | null {
 }
 
 function asDeltas(v: unknown): Delta[] | null {
-  const items = Array.isArray(v) ? v : [v];
+  const items = Array.isArray(v) ? v.slice(0, HID_DELTAS_MAX) : [v];
   const list: Delta[] = [];
   for (const item of items) {
     const d = asDelta(item);

@@ -65,9 +65,14 @@ describe('/api/hid', () => {
       await app.inject({ url: '/api/hid/keymap?name=de', headers: { token } })
     ).json();
     expect(layout.result.keys.KeyY.base).toBe('z');
-    const bad = await app.inject({ url: '/api/hid/keymap?name=../etc', headers: { token } });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.json().result.error).toBe('ValidatorError');
+    for (const name of ['../etc', '../../etc/passwd', '/etc/passwd', 'de/../../x', 'de%00']) {
+      const bad = await app.inject({
+        url: `/api/hid/keymap?name=${encodeURIComponent(name)}`,
+        headers: { token },
+      });
+      expect(bad.statusCode, name).toBe(400);
+      expect(bad.json().result.error).toBe('ValidatorError');
+    }
   });
 
   it('validates and applies set_params, persisting the mouse output', async () => {
@@ -93,6 +98,13 @@ describe('/api/hid', () => {
     expect((await post('send_key?key=KeyA')).statusCode).toBe(200);
     expect((await post('send_key?key=Bogus')).statusCode).toBe(400);
     expect((await post('send_shortcut?keys=ControlLeft,Bogus')).statusCode).toBe(400);
+    const many = Array.from({ length: 1000 }, (_, i) => (i % 2 ? 'KeyA' : 'KeyB')).join(',');
+    expect((await post(`send_shortcut?keys=${many}`)).statusCode).toBe(400);
+    expect((await post(`send_key?key=${'K'.repeat(8000)}`)).statusCode).toBe(400);
+    for (const bad of ['NaN', 'Infinity', '1e400', '99999999999999999999', '0x', '']) {
+      expect((await post(`send_mouse_move?to_x=${bad}&to_y=0`)).statusCode, bad).toBe(400);
+      expect((await post(`send_mouse_wheel?delta_x=0&delta_y=${bad}`)).statusCode, bad).toBe(400);
+    }
     expect((await post('send_shortcut?keys=ControlLeft,AltLeft,Delete')).statusCode).toBe(200);
     expect((await post('send_mouse_button?button=left&state=1')).statusCode).toBe(200);
     expect((await post('send_mouse_button?button=side')).statusCode).toBe(400);

@@ -30,6 +30,8 @@ export const PRINT_DEFAULT_LIMIT = 1024;
  * decoding, whatever `limit` says.
  */
 export const PRINT_BODY_MAX_BYTES = PRINT_MAX_CHARS * 4;
+/** The most keys one send_shortcut presses together (SPEC 3 shortcuts have 2 to 4). */
+export const SHORTCUT_KEYS_MAX = 16;
 /** kvmd's `slow`: 20 ms between events. */
 const SLOW_DELAY_MS = 20;
 const MAX_DELAY_S = 5;
@@ -148,6 +150,9 @@ export function hidRoutes(
       .map((k) => k.trim())
       .filter((k) => k !== '');
     if (keys.length === 0) fail('keys', raw, 'list of keyboard keys');
+    if (keys.length > SHORTCUT_KEYS_MAX) {
+      throw new ValidatorError(`The argument 'keys' lists more than ${SHORTCUT_KEYS_MAX} keys`);
+    }
     // All validated before anything is pressed.
     for (const k of keys) webKey('keys', k);
     hid.sendShortcut(keys);

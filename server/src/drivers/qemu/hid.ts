@@ -21,6 +21,13 @@ export const USB_KEY_GAP_MS = 10;
  */
 export const PS2_KEY_GAP_MS = 3;
 const TABLET_MAX = 32767;
+/**
+ * The most reports waiting for QMP. Past it (a guest that stopped taking input, a client that
+ * floods), pointer reports and key and button presses are dropped and counted; releases of
+ * what is down are always queued, so the queue stays under this plus the keys and buttons
+ * that exist, and nothing sticks.
+ */
+export const QEMU_INPUT_QUEUE_MAX = 256;
 
 const BUTTONS: Readonly<Record<MouseButton, string>> = {
   left: 'left',
@@ -50,6 +57,7 @@ function keyEvent(qcode: string, down: boolean): QmpInputEvent {
 }
 
 interface Queued {
+  kind: 'key' | 'button' | 'pointer';
   events: QmpInputEvent[];
   /** Wait this long after sending before the next queued item. */
   gapMs: number;
@@ -59,7 +67,12 @@ export class QemuHid implements HidDriver {
   readonly name = 'qemu';
   private output: 'usb' | 'usb_rel' = OUTPUTS.absolute;
   private connected = true;
-  private readonly queue: Queued[] = [];
+  private queue: Queued[] = [];
+  /** Keys and buttons pressed on the USB devices, sent or queued: a release goes only to these. */
+  private readonly keysDown = new Set<string>();
+  private readonly buttonsDown = new Set<MouseButton>();
+  /** Reports dropped because the queue was full (tests and the input bench read it). */
+  droppedReports = 0;
   private pumping = false;
   private readonly stateListeners = new Set<(state: HidDriverState) => void>();
   private horizontalWheel = true;
@@ -75,7 +88,7 @@ export class QemuHid implements HidDriver {
     const onPower = (): void => this.notify();
     const onReady = (): void => {
       // A fresh QEMU has the tablet again: re-apply the relative mouse or the unplugged state.
-      this.queue.length = 0;
+      this.clearQueue();
       void this.reapply();
       this.notify();
     };
@@ -89,7 +102,7 @@ export class QemuHid implements HidDriver {
 
   async dispose(): Promise<void> {
     for (const off of this.offMachine.splice(0)) off();
-    this.queue.length = 0;
+    this.clearQueue();
   }
 
   getState(): HidDriverState {
@@ -127,19 +140,39 @@ export class QemuHid implements HidDriver {
     this.notify();
   }
 
+  /** Number of reports waiting for QMP. */
+  get queued(): number {
+    return this.queue.length;
+  }
+
   sendKey(key: string, pressed: boolean): void {
     const info = keyByCode(key);
-    if (!info) return;
-    this.enqueue([keyEvent(info.qcode, pressed)], USB_KEY_GAP_MS);
+    if (!info || !this.canSend()) return;
+    if (pressed) {
+      if (this.keysDown.has(key) || this.full()) return;
+      this.keysDown.add(key);
+    } else if (!this.keysDown.delete(key)) {
+      // Not down on this keyboard: a release would only lengthen the queue.
+      return;
+    }
+    this.enqueue('key', [keyEvent(info.qcode, pressed)], USB_KEY_GAP_MS);
   }
 
   sendMouseButton(button: MouseButton, pressed: boolean): void {
-    this.enqueue([{ type: 'btn', data: { down: pressed, button: BUTTONS[button] } }], 0);
+    if (!this.canSend()) return;
+    if (pressed) {
+      if (this.buttonsDown.has(button) || this.full()) return;
+      this.buttonsDown.add(button);
+    } else if (!this.buttonsDown.delete(button)) {
+      return;
+    }
+    this.enqueue('button', [{ type: 'btn', data: { down: pressed, button: BUTTONS[button] } }], 0);
   }
 
   sendMouseMove(x: number, y: number): void {
-    if (this.output !== OUTPUTS.absolute) return;
+    if (this.output !== OUTPUTS.absolute || !this.canSend() || this.full()) return;
     this.enqueue(
+      'pointer',
       [
         { type: 'abs', data: { axis: 'x', value: toTablet(x) } },
         { type: 'abs', data: { axis: 'y', value: toTablet(y) } },
@@ -149,8 +182,9 @@ export class QemuHid implements HidDriver {
   }
 
   sendMouseRelative(dx: number, dy: number): void {
-    if (this.output !== OUTPUTS.relative) return;
+    if (this.output !== OUTPUTS.relative || !this.canSend() || this.full()) return;
     this.enqueue(
+      'pointer',
       [
         { type: 'rel', data: { axis: 'x', value: dx } },
         { type: 'rel', data: { axis: 'y', value: dy } },
@@ -160,6 +194,7 @@ export class QemuHid implements HidDriver {
   }
 
   sendMouseWheel(dx: number, dy: number): void {
+    if (!this.canSend() || this.full()) return;
     // QEMU's wheel is buttons, one notch per press (architecture.md).
     const events: QmpInputEvent[] = [];
     const notch = (button: string, n: number): void => {
@@ -170,7 +205,7 @@ export class QemuHid implements HidDriver {
     };
     notch(dy > 0 ? 'wheel-up' : 'wheel-down', dy);
     if (this.horizontalWheel) notch(dx > 0 ? 'wheel-right' : 'wheel-left', dx);
-    if (events.length > 0) this.enqueue(events, 0);
+    if (events.length > 0) this.enqueue('pointer', events, 0);
   }
 
   async typeSequence(
@@ -202,7 +237,10 @@ export class QemuHid implements HidDriver {
     if (output === this.output) return;
     const previous = this.output;
     this.output = output;
-    this.queue.length = 0;
+    // Pointer reports and buttons belong to the device being removed; queued key transitions
+    // still go out (a dropped release would leave the key down).
+    this.queue = this.queue.filter((item) => item.kind === 'key');
+    this.buttonsDown.clear();
     try {
       if (this.connected) {
         await this.unplug(POINTER_IDS[previous]);
@@ -219,7 +257,8 @@ export class QemuHid implements HidDriver {
   async setConnected(connected: boolean): Promise<void> {
     if (connected === this.connected) return;
     this.connected = connected;
-    this.queue.length = 0;
+    // Unplugged or freshly plugged devices hold nothing.
+    this.clearQueue();
     try {
       if (connected) {
         await this.machine.command('device_add', {
@@ -296,9 +335,27 @@ export class QemuHid implements HidDriver {
     while (this.pumping || this.queue.length > 0) await sleep(USB_KEY_GAP_MS);
   }
 
-  private enqueue(events: QmpInputEvent[], gapMs: number): void {
-    if (!this.connected || !this.machine.qmp) return;
-    this.queue.push({ events, gapMs });
+  private canSend(): boolean {
+    return this.connected && this.machine.qmp !== null;
+  }
+
+  /** True (and counted) when a new press or pointer report must be dropped. */
+  private full(): boolean {
+    if (this.queue.length < QEMU_INPUT_QUEUE_MAX) return false;
+    if (this.droppedReports++ % 1000 === 0) {
+      this.log?.debug({ dropped: this.droppedReports }, 'qemu hid: input queue full, dropping');
+    }
+    return true;
+  }
+
+  private clearQueue(): void {
+    this.queue = [];
+    this.keysDown.clear();
+    this.buttonsDown.clear();
+  }
+
+  private enqueue(kind: Queued['kind'], events: QmpInputEvent[], gapMs: number): void {
+    this.queue.push({ kind, events, gapMs });
     if (!this.pumping) void this.pump();
   }
 
@@ -313,7 +370,7 @@ export class QemuHid implements HidDriver {
         const item = this.queue.shift()!;
         const qmp = this.machine.qmp;
         if (!qmp) {
-          this.queue.length = 0;
+          this.clearQueue();
           break;
         }
         try {
