@@ -95,7 +95,8 @@ async function listen(app: FastifyInstance): Promise<string> {
 
 /** The whole server (buildTestApp) when it has the MSD routes, else the routes on a bare Fastify. */
 async function serve(dataDir: string): Promise<Served> {
-  const full = await buildTestApp(dataDir);
+  // the remote of write_remote is a loopback server, which the device refuses unless listed
+  const full = await buildTestApp(dataDir, { msd: { remote: { allow_hosts: ['127.0.0.1'] } } });
   await full.ready();
   if (full.hasRoute({ method: 'POST', url: '/api/msd/write' })) {
     const base = await listen(full);
@@ -110,7 +111,11 @@ async function serve(dataDir: string): Promise<Served> {
   }
   await full.close();
   note('server: the MSD routes on a bare Fastify (buildApp does not register them yet)');
-  const msd = await createMsd({ dataDir, driver: new DisabledMsd() });
+  const msd = await createMsd({
+    dataDir,
+    driver: new DisabledMsd(),
+    remote: { allowLan: false, allowHosts: ['127.0.0.1'] },
+  });
   const app = Fastify({ logger: false });
   app.setErrorHandler((err, _request, reply) => {
     const answer = toHttp(err);
