@@ -245,6 +245,16 @@ describe('VideoHub', () => {
     expect(h.encoderPid).toBeNull();
   });
 
+  it('a source that fails to change its rate does not take the process down', async () => {
+    const { h, source, log } = hub();
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 1);
+    source.startCapture = () => Promise.reject(new Error('device gone'));
+    h.setParams({ ...PARAMS, fps: 10 });
+    await expect.poll(() => log.has('warn', /refused the frame rate/), poll).toBe(true);
+  });
+
   it('counts what transports report, and nothing else', async () => {
     const { h } = hub();
     h.reportDrop('viewer_lagging');

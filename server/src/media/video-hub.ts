@@ -198,7 +198,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.params = { ...next };
     if (changed && this.encoder) {
       this.restartEncoder('parameters changed');
-      if (this.capturing) void this.source.startCapture(this.onFrame, this.params.fps);
+      // the new frame rate; a source that fails here keeps its old rate (and says so)
+      if (this.capturing) {
+        this.source
+          .startCapture(this.onFrame, this.params.fps)
+          .catch((err: unknown) => this.log.warn({ err }, 'video source refused the frame rate'));
+      }
     }
   }
 
