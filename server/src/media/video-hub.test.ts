@@ -255,6 +255,18 @@ describe('VideoHub', () => {
     await expect.poll(() => log.has('warn', /refused the frame rate/), poll).toBe(true);
   });
 
+  it('stops ffmpeg even when the source fails to stop', async () => {
+    const { h, source, log } = hub({ lingerMs: 20 });
+    const units: AccessUnit[] = [];
+    const off = h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 1);
+    const pid = h.encoderPid as number;
+    source.stopCapture = () => Promise.reject(new Error('device gone'));
+    off();
+    await expect.poll(() => log.has('warn', /failed to stop/), poll).toBe(true);
+    expect(await waitForExit(pid, 5000)).toBe(true);
+  });
+
   it('counts what transports report, and nothing else', async () => {
     const { h } = hub();
     h.reportDrop('viewer_lagging');

@@ -390,7 +390,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   private async shutdown(): Promise<void> {
     this.capturing = false;
-    await this.source.stopCapture();
+    // a source that fails to stop must not keep ffmpeg alive (or reject in a timer)
+    await this.source
+      .stopCapture()
+      .catch((err: unknown) => this.log.warn({ err }, 'video source failed to stop'));
     const enc = this.encoder;
     this.encoder = null;
     this.held = null;
