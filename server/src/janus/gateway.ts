@@ -14,7 +14,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { RawData, WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import type { VideoFeed } from '../media/types';
 import {
   JanusPeer,
@@ -34,6 +34,13 @@ import {
   type UstreamerEventData,
 } from './protocol';
 import { VideoForwarder } from './video-forwarder';
+import {
+  JANUS_SOCKET_LIMITS,
+  SocketRegistry,
+  ownerOf,
+  type GuardedSocket,
+  type SocketOwner,
+} from '../ws/socket-guard';
 
 export interface JanusDeps {
   feed: VideoFeed;
@@ -50,20 +57,24 @@ export interface JanusDeps {
   sessionTimeoutMs?: number;
   /** At most this many live peer connections over all sessions. */
   maxPeers?: number;
+  /** The server's socket registry (app.ts); a gateway on its own keeps one of its own. */
+  sockets?: SocketRegistry;
 }
 
-export interface JanusSocketInfo {
-  remote: string;
-  /** SHA-256 of the login session's token, null for header credentials. */
-  tokenHash: string | null;
-}
+export type JanusSocketInfo = Omit<SocketOwner, 'kind' | 'token'> & { token?: string | null };
 
 const DEFAULT_SESSION_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_PEERS = 16;
 const MAX_SESSIONS_PER_SOCKET = 8;
 const MAX_HANDLES_PER_SESSION = 8;
-/** Close code for a socket whose login session ended (as /api/ws, ws/event-hub.ts). */
-const CLOSE_SESSION_ENDED = 4001;
+/** Peer connections one socket may hold, so one client cannot take every viewer slot. */
+export const MAX_PEERS_PER_SOCKET = 4;
+/** Plugin messages queued or running per handle (each `watch` builds a peer). */
+export const MAX_QUEUED_PER_HANDLE = 8;
+/** janus.js sends 12 characters; anything longer is refused and not echoed. */
+export const MAX_TRANSACTION_LENGTH = 64;
+/** Candidates in one trickle request. */
+export const MAX_CANDIDATES_PER_TRICKLE = 32;
 
 type Reply = Record<string, unknown>;
 
@@ -93,20 +104,22 @@ export function janusFeatures(
 export function registerJanus(app: FastifyInstance, deps: JanusDeps): JanusGateway {
   const gateway = new JanusGateway(deps);
   // Not public: the global onRequest hook has checked the cookie / ?auth_token= already.
-  app.get('/janus/ws', { websocket: true }, (socket, request) => {
-    // `request.auth` is set by http/auth.ts; read structurally so this file stands alone.
-    const auth = (request as { auth?: { tokenHash: string | null } | null }).auth ?? null;
-    gateway.accept(socket, {
-      remote: request.socket.remoteAddress ?? '',
-      tokenHash: auth?.tokenHash ?? null,
-    });
-  });
+  app.get(
+    '/janus/ws',
+    {
+      websocket: true,
+      preValidation: async (request) => gateway.sockets.admit(ownerOf(request, 'janus')),
+    },
+    (socket, request) => gateway.accept(socket, ownerOf(request, 'janus')),
+  );
   app.addHook('onClose', async () => gateway.close());
   return gateway;
 }
 
 interface PeerContext {
   peer: JanusPeer;
+  /** The socket the peer is counted against (a `claim` may move the session later). */
+  conn: JanusConnection;
   forwarder: VideoForwarder | null;
   key: string;
   watchAt: number;
@@ -139,8 +152,10 @@ export class JanusGateway {
   private peers = 0;
   private peerSeq = 0;
   private closed = false;
+  readonly sockets: SocketRegistry;
 
   constructor(readonly deps: JanusDeps) {
+    this.sockets = deps.sockets ?? new SocketRegistry(deps.log);
     this.timeoutMs = deps.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
     this.maxPeers = deps.maxPeers ?? DEFAULT_MAX_PEERS;
     this.sweep = setInterval(
@@ -164,24 +179,26 @@ export class JanusGateway {
       socket.close(1001, 'shutting down');
       return;
     }
-    const conn = new JanusConnection(this, socket, info);
+    const guard = this.sockets.guard(
+      socket,
+      { kind: 'janus', token: info.token ?? null, tokenHash: info.tokenHash, remote: info.remote },
+      JANUS_SOCKET_LIMITS,
+    );
+    if (!guard.open) return;
+    const conn = new JanusConnection(this, guard);
     this.connections.add(conn);
-    socket.on('message', (data: RawData, isBinary: boolean) => conn.onMessage(data, isBinary));
-    socket.on('close', () => {
+    guard.onMessage((data) => conn.onMessage(data));
+    guard.onClose(() => {
       this.connections.delete(conn);
       for (const session of [...this.sessions.values()]) {
         if (session.conn === conn) this.destroySession(session);
       }
     });
-    socket.on('error', (err) => this.deps.log.debug({ err: err.message }, 'janus: socket error'));
   }
 
   /** Closes the sockets opened with this login session (logout, expiry). */
   endAuthSession(tokenHash: string): void {
-    for (const conn of this.connections) {
-      if (conn.info.tokenHash === tokenHash)
-        conn.socket.close(CLOSE_SESSION_ENDED, 'session ended');
-    }
+    this.sockets.endSession(tokenHash, 'session ended');
   }
 
   async close(): Promise<void> {
@@ -191,7 +208,7 @@ export class JanusGateway {
     const closing: Promise<void>[] = [];
     for (const session of [...this.sessions.values()])
       closing.push(...this.destroySession(session));
-    for (const conn of this.connections) conn.socket.close(1001, 'shutting down');
+    for (const conn of this.connections) conn.guard.close(1001, 'shutting down');
     await Promise.all(closing);
   }
 
@@ -220,7 +237,7 @@ export class JanusGateway {
     }
     const session: Session = { id, conn, handles: new Map(), lastActivity: performance.now() };
     this.sessions.set(id, session);
-    this.deps.log.debug({ session: id, remote: conn.info.remote }, 'janus: session created');
+    this.deps.log.debug({ session: id, remote: conn.guard.owner.remote }, 'janus: session created');
     return session;
   }
 
@@ -300,6 +317,9 @@ export class JanusGateway {
     if (answer && !handle.peer && handle.queued === 0) {
       throw new RequestError(JanusErrorCode.unexpectedAnswer, 'Unexpected ANSWER (did we offer?)');
     }
+    if (handle.queued >= MAX_QUEUED_PER_HANDLE) {
+      throw new RequestError(JanusErrorCode.unknown, 'Too many requests in flight on this handle');
+    }
     this.enqueue(handle, () => this.pluginMessage(handle, body, answer));
   }
 
@@ -313,6 +333,12 @@ export class JanusGateway {
       throw new RequestError(
         JanusErrorCode.missingMandatoryElement,
         'Missing mandatory element (candidate|candidates)',
+      );
+    }
+    if (list.length > MAX_CANDIDATES_PER_TRICKLE) {
+      throw new RequestError(
+        JanusErrorCode.invalidElementType,
+        `Invalid element type (at most ${MAX_CANDIDATES_PER_TRICKLE} candidates per trickle)`,
       );
     }
     const peer = handle.peer?.peer;
@@ -381,11 +407,17 @@ export class JanusGateway {
     if (this.peers >= this.maxPeers) {
       return this.pushError(handle, [503, 'Too many viewers']);
     }
+    // Counted from the start of the offer: concurrent watches on several handles all wait here.
+    const conn = handle.session.conn;
+    if (conn.peers >= MAX_PEERS_PER_SOCKET) {
+      return this.pushError(handle, [503, 'Too many viewers on this connection']);
+    }
     // `orientation` (CVO) and `audio`/`mic` are accepted and ignored: no audio yet, and
     // the picture is sent as captured. GL clients split audio off with `video: false`.
     const video = params['video'] !== false;
     const watchAt = performance.now();
     this.peers += 1;
+    conn.peers += 1;
     let peer: JanusPeer;
     try {
       peer = await JanusPeer.create({
@@ -396,17 +428,20 @@ export class JanusGateway {
       });
     } catch (err) {
       this.peers -= 1;
+      conn.peers -= 1;
       this.deps.log.warn({ err: String(err) }, 'janus: offer failed');
       return this.pushError(handle, [503, "Can't create the offer"]);
     }
     if (handle.detached || this.closed) {
       this.peers -= 1;
+      conn.peers -= 1;
       await peer.close();
       return;
     }
     const key = `janus:${handle.session.id}:${handle.id}:${++this.peerSeq}`;
     const ctx: PeerContext = {
       peer,
+      conn,
       key,
       watchAt,
       forwarder: video
@@ -463,6 +498,7 @@ export class JanusGateway {
     if (!ctx) return;
     handle.peer = null;
     this.peers -= 1;
+    ctx.conn.peers -= 1;
     ctx.forwarder?.stop();
     ctx.peer.removeAllListeners();
     const stats = ctx.forwarder?.stats;
@@ -559,22 +595,30 @@ function checkJsep(jsep: unknown): Jsep {
 
 /** One `/janus/ws` socket: parses requests and answers them. */
 class JanusConnection {
+  /** Peers of this socket's handles, offers being built included. */
+  peers = 0;
+
   constructor(
     private readonly gw: JanusGateway,
-    readonly socket: WebSocket,
-    readonly info: JanusSocketInfo,
+    readonly guard: GuardedSocket,
   ) {}
 
+  /** Events the client cannot do without (offer, hangup, timeout): a full buffer closes. */
   send(msg: Reply): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(msg));
+    this.guard.send(JSON.stringify(msg), { essential: true });
   }
 
-  onMessage(data: RawData, _isBinary: boolean): void {
+  /** The answer to a request: out of the socket's reply budget. */
+  private reply(msg: Reply): void {
+    this.guard.replyWith(JSON.stringify(msg));
+  }
+
+  onMessage(data: Buffer): void {
     let req: unknown;
     try {
-      req = JSON.parse(rawToString(data));
+      req = JSON.parse(data.toString('utf8'));
     } catch (err) {
-      this.send({
+      this.reply({
         janus: 'error',
         error: {
           code: JanusErrorCode.invalidJson,
@@ -584,7 +628,7 @@ class JanusConnection {
       return;
     }
     if (!isRecord(req)) {
-      this.send({
+      this.reply({
         janus: 'error',
         error: { code: JanusErrorCode.invalidJsonObject, reason: 'JSON error: not an object' },
       });
@@ -599,6 +643,12 @@ class JanusConnection {
           'Missing mandatory element (transaction)',
         );
       }
+      if (transaction.length > MAX_TRANSACTION_LENGTH) {
+        throw new RequestError(
+          JanusErrorCode.invalidElementType,
+          `Invalid element type (transaction longer than ${MAX_TRANSACTION_LENGTH})`,
+        );
+      }
       if (typeof req['janus'] !== 'string') {
         throw new RequestError(
           JanusErrorCode.missingMandatoryElement,
@@ -610,10 +660,12 @@ class JanusConnection {
       // Never throw out of a socket handler: an unexpected error is a 490 for this request.
       const known = err instanceof RequestError;
       if (!known) this.gw.deps.log.warn({ err: String(err) }, 'janus: request failed');
-      this.send({
+      this.reply({
         janus: 'error',
         ...(sessionId !== undefined ? { session_id: sessionId } : {}),
-        ...(typeof transaction === 'string' ? { transaction } : {}),
+        ...(typeof transaction === 'string' && transaction.length <= MAX_TRANSACTION_LENGTH
+          ? { transaction }
+          : {}),
         error: known
           ? { code: err.code, reason: err.message }
           : { code: JanusErrorCode.unknown, reason: 'Internal error' },
@@ -625,12 +677,12 @@ class JanusConnection {
     switch (janus) {
       case 'create': {
         const session = this.gw.createSession(this, req['id']);
-        return this.send({ janus: 'success', transaction, data: { id: session.id } });
+        return this.reply({ janus: 'success', transaction, data: { id: session.id } });
       }
       case 'ping':
-        return this.send({ janus: 'pong', transaction });
+        return this.reply({ janus: 'pong', transaction });
       case 'info':
-        return this.send({
+        return this.reply({
           janus: 'server_info',
           transaction,
           name: 'Janus WebRTC Server',
@@ -640,7 +692,7 @@ class JanusConnection {
         });
       case 'claim': {
         const session = this.gw.findSession(this, req['session_id'], true);
-        return this.send({ janus: 'success', session_id: session.id, transaction });
+        return this.reply({ janus: 'success', session_id: session.id, transaction });
       }
     }
     if (req['session_id'] === undefined) {
@@ -653,13 +705,13 @@ class JanusConnection {
     const sessionReply = { session_id: session.id, transaction };
     switch (janus) {
       case 'keepalive':
-        return this.send({ janus: 'ack', ...sessionReply });
+        return this.reply({ janus: 'ack', ...sessionReply });
       case 'attach': {
         const handle = this.gw.attach(session, req['plugin'], req['opaque_id']);
-        return this.send({ janus: 'success', ...sessionReply, data: { id: handle.id } });
+        return this.reply({ janus: 'success', ...sessionReply, data: { id: handle.id } });
       }
       case 'destroy':
-        this.send({ janus: 'success', ...sessionReply });
+        this.reply({ janus: 'success', ...sessionReply });
         this.gw.destroySession(session);
         return;
       case 'message':
@@ -681,7 +733,7 @@ class JanusConnection {
       case 'message':
         this.gw.message(handle, req['body'], req['jsep']);
         // Sent before the queued plugin events go out: they run on a later tick.
-        return this.send({
+        return this.reply({
           janus: 'success',
           ...sessionReply,
           sender: handle.id,
@@ -689,21 +741,15 @@ class JanusConnection {
         });
       case 'trickle':
         this.gw.trickle(handle, req);
-        return this.send({ janus: 'ack', ...sessionReply });
+        return this.reply({ janus: 'ack', ...sessionReply });
       case 'detach':
-        this.send({ janus: 'success', ...sessionReply });
+        this.reply({ janus: 'success', ...sessionReply });
         void this.gw.detach(handle, true);
         return;
       case 'hangup':
-        this.send({ janus: 'success', ...sessionReply });
+        this.reply({ janus: 'success', ...sessionReply });
         this.gw.hangup(handle, 'Janus API');
         return;
     }
   }
-}
-
-function rawToString(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
 }

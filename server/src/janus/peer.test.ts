@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { janusFeatures } from './gateway';
-import { offeredProfileLevelId, toWeriftIceServers, unusableCandidate } from './peer';
+import {
+  JanusPeer,
+  MAX_REMOTE_CANDIDATES,
+  offeredProfileLevelId,
+  toWeriftIceServers,
+  unusableCandidate,
+} from './peer';
 
 describe('peer helpers', () => {
   it('drops mDNS and TCP candidates, keeps UDP addresses', () => {
@@ -17,6 +23,17 @@ describe('peer helpers', () => {
     expect(
       unusableCandidate('candidate:5 1 udp 1686052607 203.0.113.9 40000 typ srflx raddr 0.0.0.0'),
     ).toBeNull();
+  });
+
+  it('drops candidates whose address is a host name (werift would look them up)', () => {
+    // werift resolves any address *containing* ".local" over mDNS, for 10 s each
+    expect(
+      unusableCandidate('candidate:6 1 udp 2122260223 printer.local.example 5000 typ host'),
+    ).toBe('not an IP address');
+    expect(unusableCandidate('candidate:7 1 udp 2122260223 evil.example 5000 typ host')).toBe(
+      'not an IP address',
+    );
+    expect(unusableCandidate('candidate:8 1 udp 2122260223')).toBe('not an IP address');
   });
 
   it('flattens ICE servers to one url per entry', () => {
@@ -64,5 +81,28 @@ describe('withPlayoutDelay', () => {
     ]);
     // a packet that already has an extension is left alone
     expect(withPlayoutDelay(out, 6)).toBe(out);
+  });
+});
+
+describe('JanusPeer candidates', () => {
+  it('takes at most MAX_REMOTE_CANDIDATES remote candidates', async () => {
+    const silent = { debug: () => {}, info: () => {}, warn: () => {} };
+    const peer = await JanusPeer.create({
+      iceServers: [],
+      video: true,
+      profileLevelId: '42e01f',
+      log: silent,
+    });
+    try {
+      for (let i = 0; i < 500; i += 1) {
+        peer.addCandidate({
+          candidate: `candidate:${i} 1 udp 2122260223 10.${(i >> 8) & 255}.${i & 255}.1 5000 typ host`,
+          sdpMid: 'v',
+        });
+      }
+      expect(peer.remoteCandidateCount).toBe(MAX_REMOTE_CANDIDATES);
+    } finally {
+      await peer.close();
+    }
   });
 });

@@ -20,6 +20,7 @@
  *   addIceCandidate is never awaited.
  */
 import { EventEmitter } from 'node:events';
+import { isIP } from 'node:net';
 import {
   MediaStreamTrack,
   RTCDtlsTransport,
@@ -68,6 +69,12 @@ export const INPUT_CHANNEL_LABEL = 'hid';
 export const H264_PAYLOAD_TYPE = 96;
 export const PLAYOUT_DELAY_URI = 'http://www.webrtc.org/experiments/rtp-hdrext/playout-delay';
 export const PLAYOUT_DELAY_EXT_ID = 6;
+/**
+ * Remote candidates one peer takes: each becomes ICE checks werift sends to that address, so a
+ * client must not be able to aim the device at an unbounded list of hosts. A browser trickles
+ * a handful per network interface.
+ */
+export const MAX_REMOTE_CANDIDATES = 32;
 
 /**
  * Adds a one-byte-header extension (RFC 8285) carrying playout-delay min=0 max=0 to an RTP
@@ -122,6 +129,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   private state: PeerState = 'new';
   private answered = false;
   private readonly pendingCandidates: CandidateInit[] = [];
+  private remoteCandidates = 0;
   private readonly disposers: (() => void)[] = [];
   /** The browser accepted the playout-delay extension in its answer. */
   private playoutDelay = false;
@@ -194,6 +202,11 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     return this.state;
   }
 
+  /** Remote candidates taken so far (at most MAX_REMOTE_CANDIDATES). */
+  get remoteCandidateCount(): number {
+    return this.remoteCandidates;
+  }
+
   get hasAnswer(): boolean {
     return this.answered;
   }
@@ -214,9 +227,17 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     if (this.state === 'closed' || !init.candidate) return;
     const reason = unusableCandidate(init.candidate);
     if (reason) {
-      this.opts.log.debug({ candidate: init.candidate, reason }, 'janus: candidate dropped');
+      this.opts.log.debug(
+        { candidate: init.candidate.slice(0, 200), reason },
+        'janus: candidate dropped',
+      );
       return;
     }
+    if (this.remoteCandidates >= MAX_REMOTE_CANDIDATES) {
+      this.opts.log.debug({ max: MAX_REMOTE_CANDIDATES }, 'janus: candidate over the cap dropped');
+      return;
+    }
+    this.remoteCandidates += 1;
     if (!this.answered) this.pendingCandidates.push(init);
     else this.addCandidateNow(init);
   }
@@ -366,6 +387,9 @@ export function unusableCandidate(candidate: string): string | null {
   const address = fields[4] ?? '';
   if (transport !== 'udp') return 'not UDP';
   if (address.toLowerCase().endsWith('.local')) return 'mDNS';
+  // werift looks up any address containing ".local" over mDNS for 10 s, and a host name
+  // would be a lookup the client chooses: only address literals are taken.
+  if (isIP(address) === 0) return 'not an IP address';
   return null;
 }
 

@@ -4,67 +4,103 @@
  * `{event_type:"start", event:{type:"video", format:"h264"}}`, then binary
  * `[0x01][key 0|1][Annex B access unit]`; ping 0x00 -> 0xFF; 0x01 asks for a key frame.
  * A client always starts on a key frame. A client that falls behind (more than 32 frames, or
- * a full send buffer) has its queue flushed and waits for the next key frame.
+ * `maxBufferedBytes` unsent) has its queue flushed and waits for the next key frame; one whose
+ * buffer stays over that bound for `stallMs` is closed with 1013 (MEDIA_SOCKET_LIMITS,
+ * ws/socket-guard.ts), so a viewer that stops reading holds at most one bound plus one frame.
  */
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { AccessUnit, VideoFeed } from '../media/types';
+import {
+  MEDIA_SOCKET_LIMITS,
+  TokenBucket,
+  ownerOf,
+  type SocketLimits,
+  type SocketRegistry,
+} from '../ws/socket-guard';
 
 const MAX_QUEUED_FRAMES = 32;
-/** Bytes the socket may hold unsent before the client counts as behind. */
-const MAX_BUFFERED = 8 * 1024 * 1024;
+/** Key-frame requests (0x01) honoured per socket: each one restarts the encoder for all. */
+const KEY_REQUESTS_PER_SECOND = 1;
+const KEY_REQUEST_BURST = 2;
 
-export function mediaRoutes(app: FastifyInstance, feed: VideoFeed): void {
-  app.get('/api/media/ws', { websocket: true }, (socket: WebSocket) => {
-    let unsubscribe: (() => void) | null = null;
-    let waitingForKey = true;
-    let queued = 0;
+export function mediaRoutes(
+  app: FastifyInstance,
+  feed: VideoFeed,
+  sockets: SocketRegistry,
+  limits: SocketLimits = MEDIA_SOCKET_LIMITS,
+): void {
+  app.get(
+    '/api/media/ws',
+    {
+      websocket: true,
+      preValidation: async (request) => sockets.admit(ownerOf(request, 'media')),
+    },
+    (socket: WebSocket, request) => {
+      const guard = sockets.guard(socket, ownerOf(request, 'media'), limits);
+      if (!guard.open) return;
+      const keyRequests = new TokenBucket(KEY_REQUESTS_PER_SECOND, KEY_REQUEST_BURST);
+      let unsubscribe: (() => void) | null = null;
+      let waitingForKey = true;
+      let queued = 0;
 
-    const send = (unit: AccessUnit): void => {
-      if (socket.readyState !== socket.OPEN) return;
-      if (waitingForKey) {
-        if (!unit.key) return;
-        waitingForKey = false;
-      }
-      if (queued >= MAX_QUEUED_FRAMES || socket.bufferedAmount > MAX_BUFFERED) {
-        waitingForKey = true;
-        feed.requestKeyFrame();
-        return;
-      }
-      queued += 1;
-      const head = Buffer.from([0x01, unit.key ? 1 : 0]);
-      socket.send(Buffer.concat([head, unit.data]), { binary: true }, () => {
-        queued -= 1;
+      const send = (unit: AccessUnit): void => {
+        if (!guard.open) return;
+        if (waitingForKey) {
+          if (!unit.key) return;
+          waitingForKey = false;
+        }
+        if (queued >= MAX_QUEUED_FRAMES || guard.bufferedAmount > limits.maxBufferedBytes) {
+          waitingForKey = true;
+          if (guard.bufferedAmount > limits.maxBufferedBytes) guard.behind();
+          if (keyRequests.take()) feed.requestKeyFrame();
+          return;
+        }
+        const head = Buffer.from([0x01, unit.key ? 1 : 0]);
+        const sent = guard.send(Buffer.concat([head, unit.data]), {
+          cb: () => {
+            queued -= 1;
+          },
+        });
+        if (sent) queued += 1;
+        else waitingForKey = true;
+      };
+
+      guard.send(
+        JSON.stringify({
+          event_type: 'media',
+          event: { video: { h264: { profile_level_id: feed.profileLevelId } } },
+        }),
+      );
+      guard.onMessage((data, isBinary) => {
+        if (isBinary) {
+          if (data.length === 1 && data[0] === 0x00) guard.replyWith(Buffer.from([0xff]));
+          else if (data.length === 1 && data[0] === 0x01 && keyRequests.take())
+            feed.requestKeyFrame();
+          return;
+        }
+        let frame: unknown;
+        try {
+          frame = JSON.parse(data.toString('utf8'));
+        } catch {
+          return;
+        }
+        // Any JSON may arrive here (`null`, `[]`, `"x"`): read it as unknown, field by field.
+        if (!isRecord(frame) || frame['event_type'] !== 'start') return;
+        const event = frame['event'];
+        if (isRecord(event) && event['type'] === 'video' && !unsubscribe) {
+          // GL ignores a second start; so do we
+          unsubscribe = feed.subscribe(send);
+        }
       });
-    };
+      guard.onClose(() => {
+        unsubscribe?.();
+        unsubscribe = null;
+      });
+    },
+  );
+}
 
-    socket.send(
-      JSON.stringify({
-        event_type: 'media',
-        event: { video: { h264: { profile_level_id: feed.profileLevelId } } },
-      }),
-    );
-    socket.on('message', (data: Buffer, isBinary: boolean) => {
-      if (isBinary) {
-        if (data.length === 1 && data[0] === 0x00)
-          socket.send(Buffer.from([0xff]), { binary: true });
-        else if (data.length === 1 && data[0] === 0x01) feed.requestKeyFrame();
-        return;
-      }
-      let frame: { event_type?: unknown; event?: { type?: unknown; format?: unknown } };
-      try {
-        frame = JSON.parse(data.toString('utf8')) as typeof frame;
-      } catch {
-        return;
-      }
-      if (frame.event_type === 'start' && frame.event?.type === 'video' && !unsubscribe) {
-        // GL ignores a second start; so do we
-        unsubscribe = feed.subscribe(send);
-      }
-    });
-    socket.on('close', () => {
-      unsubscribe?.();
-      unsubscribe = null;
-    });
-  });
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

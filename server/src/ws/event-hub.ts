@@ -1,15 +1,23 @@
 /**
  * The clients of `/api/ws`: the initial burst, broadcasts, pings, and the handlers later
  * subsystems add for client messages (HID ops 1-5 and JSON events, wire-protocol.md 2.8).
+ * Every client sits behind a GuardedSocket (socket-guard.ts): its budgets, its send bound.
  */
 import { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
 import { BINARY_PING, BINARY_PONG, KVMD_COMPAT_VERSION } from '@kvm/protocol';
 import type { StateEvent, StateRegistry } from './state-registry';
+import {
+  EVENT_SOCKET_LIMITS,
+  type GuardedSocket,
+  type SocketOwner,
+  type SocketRegistry,
+} from './socket-guard';
 
 export interface HubClient {
   readonly id: number;
   readonly socket: WebSocket;
+  readonly guard: GuardedSocket;
   /** The session token and its SHA-256, null for header-authenticated clients. */
   readonly token: string | null;
   readonly sessionHash: string | null;
@@ -26,9 +34,9 @@ interface Logger {
   warn(obj: object, msg?: string): void;
 }
 
-/** Close code for a session that ended (logout, expiry, password change). */
-export const CLOSE_SESSION_ENDED = 4001;
+export { CLOSE_SESSION_ENDED } from './socket-guard';
 const PROTOCOL_PING_MS = 15_000;
+const PONG_TEXT = JSON.stringify({ event_type: 'pong', event: {} });
 
 export class EventHub extends EventEmitter<{
   connect: [HubClient];
@@ -46,6 +54,7 @@ export class EventHub extends EventEmitter<{
     private readonly registry: StateRegistry,
     private readonly log: Logger,
     private readonly onPing: (client: HubClient) => void,
+    private readonly sockets: SocketRegistry,
   ) {
     super();
     this.offRegistry = registry.onChange((event) => this.broadcast(event));
@@ -73,45 +82,46 @@ export class EventHub extends EventEmitter<{
     return this.clients.size;
   }
 
-  async accept(
-    socket: WebSocket,
-    info: { token: string | null; sessionHash: string | null; stream: boolean; remote: string },
-  ): Promise<void> {
-    const client = { id: this.nextId++, socket, alive: true, ...info };
+  async accept(socket: WebSocket, owner: SocketOwner & { stream: boolean }): Promise<void> {
+    const guard = this.sockets.guard(socket, owner, EVENT_SOCKET_LIMITS);
+    if (!guard.open) return;
+    const client = {
+      id: this.nextId++,
+      socket,
+      guard,
+      alive: true,
+      token: owner.token,
+      sessionHash: owner.tokenHash,
+      stream: owner.stream,
+      remote: owner.remote,
+    };
     // Messages that arrive during the burst are queued by ws until we attach; attach now so
     // a ping sent right after open is answered.
-    socket.on('message', (data, isBinary) => this.receive(client, data as Buffer, isBinary));
+    guard.onMessage((data, isBinary) => this.receive(client, data, isBinary));
     socket.on('pong', () => {
       client.alive = true;
     });
-    socket.on('close', () => this.drop(client));
-    socket.on('error', (err) => this.log.debug({ err, client: client.id }, 'ws error'));
+    guard.onClose(() => this.drop(client));
     this.clients.set(client.id, client);
     this.send(client, { event_type: 'loop', event: { version: { ...KVMD_COMPAT_VERSION } } });
     const events = await this.registry.snapshot((name, err) =>
       this.log.warn({ err, provider: name }, 'state provider failed its snapshot'),
     );
+    // The client may have gone (or been closed as too slow) while the snapshot was taken.
+    if (!this.clients.has(client.id)) return;
     for (const event of events) this.send(client, event);
     this.emit('connect', client);
     if (client.stream) this.emit('streamClients', this.streamClientCount);
   }
 
+  /** State events are essential: a client whose buffer is full is closed, not left stale. */
   broadcast(event: StateEvent): void {
     const text = JSON.stringify(event);
-    for (const c of this.clients.values()) {
-      if (c.socket.readyState === c.socket.OPEN) c.socket.send(text);
-    }
+    for (const c of this.clients.values()) c.guard.send(text, { essential: true });
   }
 
   send(client: HubClient, event: StateEvent): void {
-    if (client.socket.readyState === client.socket.OPEN) client.socket.send(JSON.stringify(event));
-  }
-
-  /** Closes the sockets of an ended session. */
-  endSession(sessionHash: string, reason: string): void {
-    for (const c of this.clients.values()) {
-      if (c.sessionHash === sessionHash) c.socket.close(CLOSE_SESSION_ENDED, reason.slice(0, 100));
-    }
+    client.guard.send(JSON.stringify(event), { essential: true });
   }
 
   private receive(client: HubClient, data: Buffer, isBinary: boolean): void {
@@ -119,11 +129,12 @@ export class EventHub extends EventEmitter<{
       if (data.length === 0) return;
       const op = data[0]!;
       if (op === BINARY_PING) {
-        client.socket.send(Buffer.from([BINARY_PONG]));
+        client.guard.replyWith(Buffer.from([BINARY_PONG]));
         return;
       }
       const handler = this.binaryHandlers.get(op);
-      if (handler) this.safely(() => handler(client, data));
+      // A throw closes this client (socket-guard.ts), never the process.
+      handler?.(client, data);
       return;
     }
     let frame: unknown;
@@ -144,20 +155,12 @@ export class EventHub extends EventEmitter<{
       return;
     }
     if (type === 'ping') {
-      this.onPing(client);
-      this.send(client, { event_type: 'pong', event: {} });
+      // The session check slides the session: answered pings only, so a flood costs nothing.
+      if (client.guard.replyWith(PONG_TEXT)) this.onPing(client);
       return;
     }
     const handler = this.jsonHandlers.get(type);
-    if (handler) this.safely(() => handler(client, event as Record<string, unknown>));
-  }
-
-  private safely(fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.log.warn({ err }, 'ws handler failed');
-    }
+    handler?.(client, event as Record<string, unknown>);
   }
 
   private drop(client: HubClient & { alive: boolean }): void {
