@@ -55,6 +55,12 @@ import { AuthService } from './services/auth/auth-service';
 import { SettingsStore } from './services/settings-store';
 import { removeStaleTemps } from './storage/atomic';
 import { EventHub } from './ws/event-hub';
+import {
+  CLOSE_SESSION_ENDED,
+  MAX_WS_PAYLOAD,
+  SocketRegistry,
+  wsErrorHandler,
+} from './ws/socket-guard';
 import { StateRegistry } from './ws/state-registry';
 
 export interface RouteEntry {
@@ -69,6 +75,8 @@ declare module 'fastify' {
     /** Every route registered, for the auth matrix test and docs. */
     routeTable: RouteEntry[];
     hub: EventHub;
+    /** Every open WebSocket, their budgets and counts (ws/socket-guard.ts). */
+    sockets: SocketRegistry;
     ctx: AppContext;
     /** One budget for every log line an anonymous request causes (http/log-budget.ts). */
     anonLog: LogBudget;
@@ -230,15 +238,29 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   await app.register(fastifyCookie);
   await app.register(fastifyMultipart, { limits: { fileSize: 0, files: 0, fields: 32 } });
-  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+  // Each socket's own budgets and smaller size limit are in ws/socket-guard.ts.
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: MAX_WS_PAYLOAD },
+    errorHandler: wsErrorHandler(app.log),
+  });
+  const sockets = new SocketRegistry(app.log);
+  app.decorate('sockets', sockets);
+  ctx.auth.sessions.on('ended', (hash, reason) => sockets.endSession(hash, reason));
+  // Header-credential sockets have no session: any change of the credentials ends them.
+  ctx.auth.on('changed', () => sockets.endHeaderAuthenticated('credentials changed'));
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 
-  const hub = new EventHub(ctx.registry, app.log, (client) => {
-    if (client.token && !ctx.auth.session(client.token)) client.socket.close(4001, 'session ended');
-  });
+  const hub = new EventHub(
+    ctx.registry,
+    app.log,
+    (client) => {
+      if (client.token && !ctx.auth.session(client.token))
+        client.guard.close(CLOSE_SESSION_ENDED, 'session ended');
+    },
+    sockets,
+  );
   app.decorate('hub', hub);
-  ctx.auth.sessions.on('ended', (hash, reason) => hub.endSession(hash, reason));
   ctx.registry.register(infoProvider(ctx));
   ctx.registry.register(ctx.streamer.provider());
   ctx.registry.register(turnProvider(ctx.turn));
@@ -258,15 +280,15 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   twoFaRoutes(app, ctx);
   infoRoutes(app, ctx);
   systemRoutes(app, ctx);
-  wsRoutes(app, hub);
+  wsRoutes(app, hub, sockets);
   streamerRoutes(app, ctx.streamer, ctx.turn);
-  mediaRoutes(app, ctx.hub);
+  mediaRoutes(app, ctx.hub, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);
   wolRoutes(app, ctx.wol);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
-  const janus = registerJanus(app, {
+  registerJanus(app, {
     feed: ctx.hub,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
     // holds werift's offer for 5 s when the STUN server is unreachable (an offline device),
@@ -276,8 +298,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
     onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
     log: app.log,
+    sockets,
   });
-  ctx.auth.sessions.on('ended', (hash) => janus.endAuthSession(hash));
   ctx.auth.sessions.on('ended', (hash) => ctx.hid.sessionEnded(hash));
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
