@@ -124,3 +124,10 @@ export class MsdStorageLinkError extends ApiError {
     );
   }
 }
+
+/** 500: the storage itself failed while an image was written (EIO, EROFS...): not the client. */
+export class MsdStorageError extends ApiError {
+  constructor(reason: string) {
+    super('MsdStorageError', 500, `Writing the image failed: ${reason}`);
+  }
+}

@@ -13,12 +13,13 @@ import {
   symlink,
   writeFile,
 } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MsdState } from '@kvm/protocol';
 import { MSD_IMAGE_BASE_MAX_BYTES } from './wiring';
-import { listen, msdTestApp, postZeros, type MsdTestApp } from './test-support';
+import { failImageWrites, listen, msdTestApp, postZeros, type MsdTestApp } from './test-support';
 
 let t: MsdTestApp;
 /** A folder beside the data folder: what must never be touched through the storage. */
@@ -216,6 +217,32 @@ describe('reset during an upload (item 20)', () => {
   });
 });
 
+describe('a lying Content-Length', () => {
+  it('a body shorter than announced, then a half-close, leaves no complete image and frees MSD', async () => {
+    const base = new URL(await listen(t.app));
+    const socket = connect(Number(base.port), base.hostname);
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString()));
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(
+      'POST /api/msd/write?image=short.iso HTTP/1.1\r\nHost: x\r\n' +
+        'Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n',
+    );
+    socket.write(Buffer.alloc(1000, 7));
+    await expect.poll(() => t.msd.getState().storage.uploading?.written ?? 0).toBe(1000);
+    socket.end();
+    await expect.poll(() => t.msd.getState().busy).toBe(false);
+    socket.destroy();
+    expect(answer).not.toMatch(/ 500 /);
+    const s = await state();
+    expect(s.storage.images['short.iso']).toMatchObject({ complete: false, size: 1000 });
+    // the next upload of that name with remove_incomplete replaces it
+    const again = await call('POST', '/api/msd/write?image=short.iso&remove_incomplete=1', 'ok');
+    expect(again.status).toBe(200);
+  });
+});
+
 describe('names (item 17) and messages (item 19)', () => {
   it(`refuses a file name over ${MSD_IMAGE_BASE_MAX_BYTES} bytes with 400, takes one at it`, async () => {
     expect(MSD_IMAGE_BASE_MAX_BYTES).toBe(241);
@@ -271,6 +298,17 @@ describe('names (item 17) and messages (item 19)', () => {
       complete: true,
       size: 2 * 1024 * 1024,
     });
+  });
+
+  it('says the disk failed when a write fails (not that the client did)', async () => {
+    failImageWrites(t.msd);
+    const res = await call('POST', '/api/msd/write?image=x.iso', 'some bytes');
+    expect(res.status).toBe(500);
+    expect(res.json.result).toEqual({
+      error: 'MsdStorageError',
+      error_msg: 'Writing the image failed: EIO: i/o error, write',
+    });
+    expect((await state()).busy).toBe(false);
   });
 
   it('says "insufficient", not "filled up", when the size is refused before a byte', async () => {

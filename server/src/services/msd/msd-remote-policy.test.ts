@@ -17,7 +17,7 @@ import { networkInterfaces } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MsdState } from '@kvm/protocol';
 import { addressRefusal, embeddedIpv4, hostAllowed, type RemotePolicy } from './remote-policy';
-import { listen, msdTestApp, type MsdTestApp } from './test-support';
+import { failImageWrites, listen, msdTestApp, type MsdTestApp } from './test-support';
 
 const PUBLIC_ONLY: RemotePolicy = { allowLan: false, allowHosts: [] };
 const LAN: RemotePolicy = { allowLan: true, allowHosts: [] };
@@ -215,6 +215,38 @@ describe('write_remote over the guard', () => {
     const next = await serve(image);
     const res = await writeRemote(base, `url=http://127.0.0.1:${next.port}/y.iso`);
     expect(res.status).toBe(200);
+  });
+
+  it('ends a download whose disk write fails with MsdStorageError, not a payload error', async () => {
+    const remote = await serve(image);
+    const base = await device({ allowLan: false, allowHosts: ['127.0.0.1'] });
+    failImageWrites(t!.msd);
+    // the stream ends cut (no final chunk): read it raw until the socket closes
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = request(
+        `${base}/api/msd/write_remote?url=http://127.0.0.1:${remote.port}/x.iso`,
+        { method: 'POST' },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('error', () => undefined);
+          res.on('close', () => resolve(body));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    const last = JSON.parse(text.trimEnd().split('\r\n').at(-1)!) as {
+      ok: boolean;
+      result: { error: string; error_msg: string };
+    };
+    expect(last).toEqual({
+      ok: false,
+      result: {
+        error: 'MsdStorageError',
+        error_msg: 'Writing the image failed: EIO: i/o error, write',
+      },
+    });
   });
 
   it("stores a remote's decomposed file name in NFC", async () => {

@@ -47,6 +47,7 @@ import {
   MsdNoSpaceError,
   MsdOfflineError,
   MsdRemoteError,
+  MsdStorageError,
   MsdStorageLinkError,
   MsdTransferAbortedError,
   MsdUnknownImageError,
@@ -145,6 +146,16 @@ class SourceClosedError extends Error {
   constructor(message = 'The connection closed before the last byte') {
     super(message);
     this.name = 'SourceClosedError';
+  }
+}
+
+/** Writing the image to the storage failed (the disk, not the source). Keeps the errno code. */
+class StorageWriteError extends Error {
+  readonly code: string | undefined;
+  constructor(cause: Error) {
+    super(cause.message);
+    this.name = 'StorageWriteError';
+    this.code = (cause as NodeJS.ErrnoException).code;
   }
 }
 
@@ -769,6 +780,10 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
     // An ApiError says what happened (MsdNoSpaceError before a byte was written included).
     if (err instanceof ApiError) return err;
     if (full) return new MsdNoSpaceError('The storage filled up while writing the image');
+    // the disk failed, not the client or the remote: say so (500, logged as an error)
+    if (err instanceof StorageWriteError) {
+      return new MsdStorageError(err.message);
+    }
     if (
       t.kind === 'upload' &&
       (err instanceof SourceClosedError || err instanceof SourceIdleError)
@@ -896,7 +911,7 @@ function pump(source: Readable, sink: Writable, idleMs = 0, signal?: AbortSignal
       } else resolve();
     };
     const onSourceError = (err: Error): void => settle(err);
-    const onSinkError = (err: Error): void => settle(err);
+    const onSinkError = (err: Error): void => settle(new StorageWriteError(err));
     const onAborted = (): void => settle(new SourceClosedError());
     const onClose = (): void => {
       if (!source.readableEnded) settle(new SourceClosedError());

@@ -246,3 +246,17 @@ export function postZerosFromChild(url: string, size: number): Promise<RawAnswer
     });
   });
 }
+
+/** Makes every image write of `msd` fail with EIO (a dying disk), for the honest-error tests. */
+export function failImageWrites(msd: MsdService): void {
+  const storage = msd.storage;
+  const create = storage.createWriter.bind(storage);
+  storage.createWriter = async (name, size) => {
+    const writer = await create(name, size);
+    const handle = (writer as unknown as { handle: { writev: unknown } }).handle;
+    handle.writev = async () => {
+      throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO', syscall: 'write' });
+    };
+    return writer;
+  };
+}

@@ -308,6 +308,7 @@ export function msdRoutes(app: FastifyInstance, msd: MsdService): void {
         if (!reply.raw.writableFinished) gone.abort();
       };
       reply.raw.on('close', onClose);
+      if (request.raw.socket?.destroyed) gone.abort();
       const job = await msd
         .startDownload({
           url,
