@@ -38,7 +38,10 @@ import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
 import {
   answerClientError,
+  closeIfBodyUnread,
   edgeLimits,
+  edgeRequestChecks,
+  frameworkError,
   edgeServerOptions,
   guardServer,
   requireHost,
@@ -173,6 +176,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     keepAliveTimeout: edge.keepAliveTimeoutMs,
     connectionTimeout: edge.idleTimeoutMs,
     clientErrorHandler: answerClientError,
+    frameworkErrors: frameworkError,
     // Per-request lines would drown the log file; routes log what matters themselves.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
@@ -187,6 +191,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   const anonLog = new LogBudget();
   guardServer(app.server, edge, app.log, anonLog);
   app.addHook('onRequest', requireHost);
+  app.addHook('onRequest', edgeRequestChecks);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.decorate('ctx', ctx);
@@ -221,6 +226,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
           'request refused',
         );
     }
+    closeIfBodyUnread(request, reply);
     reply.code(answer.status).send(answer.body);
   });
   // Every JSON answer in the kvmd envelope; non-object payloads (files, text) pass through.

@@ -1,12 +1,13 @@
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, createContext } from '../app';
 import { buildConfig } from '../config';
 import { loadConfigDefaults } from '../paths';
 import { loadOrCreateCertificate } from '../services/tls';
-import { newApp, tempDataDir } from '../test-helpers';
+import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 import { edgeLimits, FD_RESERVE } from './edge';
 
 let app: FastifyInstance | undefined;
@@ -176,5 +177,72 @@ describe("the HTTP parser's errors in the envelope (issue 9, item 19)", () => {
     expect(JSON.parse(res.body)).toMatchObject({ ok: false, result: { error: 'ValidatorError' } });
     const old = await request(port, 'GET /api/init/is_inited HTTP/1.0\r\n\r\n');
     expect(old.status).toBe(200);
+  });
+});
+
+describe('the edge of the HTTP edge (issue 9, item 7)', () => {
+  it('a HEAD never runs an API handler', async () => {
+    app = await newApp();
+    let ran = 0;
+    app.get('/api/test/acts', async () => {
+      ran += 1;
+      return {};
+    });
+    const token = await initAndLogin(app);
+    const head = await app.inject({ method: 'HEAD', url: '/api/test/acts', headers: { token } });
+    expect(head.statusCode).toBe(405);
+    expect(ran).toBe(0);
+    expect((await app.inject({ url: '/api/test/acts', headers: { token } })).statusCode).toBe(200);
+    expect(ran).toBe(1);
+    // the console's files still answer HEAD
+    expect((await app.inject({ method: 'HEAD', url: '/' })).statusCode).not.toBe(405);
+  });
+
+  it('a compressed request body is 415, not "invalid JSON"', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/system/set_config',
+      headers: { token, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync('{"theme_mode":1}'),
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json()).toMatchObject({ result: { error: 'UnsupportedMediaTypeError' } });
+  });
+
+  it('a URL that does not decode is a 400 in the envelope', async () => {
+    app = await newApp();
+    for (const url of ['/api/%zz', '/%zz']) {
+      const res = await app.inject({ url });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ ok: false, result: { error: 'ValidatorError' } });
+    }
+  });
+
+  it('a missing file and an unknown page are 404 in the envelope', async () => {
+    app = await newApp();
+    const file = await app.inject({ url: '/assets/gone-123.js' });
+    expect(file.statusCode).toBe(404);
+    expect(file.json()).toMatchObject({ ok: false, result: { error: 'NotFoundError' } });
+  });
+
+  it('closes, not drains, a connection whose body is refused before it arrived', async () => {
+    const port = await listen();
+    const c = await raw(
+      port,
+      '127.0.0.1',
+      'POST /api/msd/write?image=x.iso HTTP/1.1\r\nHost: kvm\r\nContent-Length: 1000000000\r\n\r\n' +
+        'x'.repeat(1000),
+    );
+    await expect.poll(() => c.received()).toMatch(/^HTTP\/1\.1 401 /);
+    expect(c.received().toLowerCase()).toContain('connection: close');
+    // keep sending: the server must not keep reading a stranger's gigabyte
+    const timer = setInterval(() => c.socket.write('x'.repeat(1000)), 20);
+    try {
+      await expect.poll(() => c.closed(), { timeout: 10_000 }).toBe(true);
+    } finally {
+      clearInterval(timer);
+    }
   });
 });

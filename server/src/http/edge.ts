@@ -18,8 +18,9 @@
  */
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../context';
-import { toHttp, ValidatorError } from '../errors';
+import { ApiError, toHttp, ValidatorError } from '../errors';
 import { openFileLimit } from '../fd-limit';
 import type { LogBudget } from './log-budget';
 
@@ -172,4 +173,60 @@ export function requireHost(
     return;
   }
   done();
+}
+
+/**
+ * Fastify's own early refusals (a URL that does not decode, a path parameter over its length)
+ * skip the error handler and answered Fastify's JSON shape; these go through `toHttp` too.
+ */
+export function frameworkError(err: Error, _request: FastifyRequest, reply: FastifyReply): void {
+  const answer = toHttp(err);
+  void reply.code(answer.status).send(answer.body);
+}
+
+/**
+ * Checks made before any handler runs (an onRequest hook):
+ * - HEAD on an API path: Fastify runs the GET handler for HEAD, and some GETs act (kvmd's
+ *   `msd/partition_format`, `2fa/delete`, `fingerbot/click`); a HEAD must never act, and no
+ *   client of the API needs one, so it is 405 (the console's files still answer HEAD);
+ * - a compressed request body: no route decodes one, so it would reach a parser as garbage
+ *   ("not valid JSON") or be stored as it is; 415 says what is wrong.
+ */
+export function edgeRequestChecks(
+  request: { method: string; url: string; headers: Record<string, string | string[] | undefined> },
+  _reply: unknown,
+  done: (err?: Error) => void,
+): void {
+  const path = request.url.split('?')[0] ?? '';
+  if (request.method === 'HEAD' && /^\/(api|janus)(\/|$)/.test(path)) {
+    done(new ApiError('MethodNotAllowedError', 405, 'Method HEAD is not allowed; use GET'));
+    return;
+  }
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') {
+    done(
+      new ApiError(
+        'UnsupportedMediaTypeError',
+        415,
+        'Compressed request bodies are not accepted (Content-Encoding)',
+      ),
+    );
+    return;
+  }
+  done();
+}
+
+/**
+ * An error answered before the request's body has all arrived: Node would read and discard
+ * the rest to keep the connection (a stranger's endless upload, drained after its 401). The
+ * connection is closed instead.
+ */
+export function closeIfBodyUnread(
+  request: { raw: { complete: boolean; headers: Record<string, unknown> } },
+  reply: { header(name: string, value: string): unknown },
+): void {
+  const raw = request.raw;
+  const hasBody =
+    raw.headers['content-length'] !== undefined || raw.headers['transfer-encoding'] !== undefined;
+  if (hasBody && !raw.complete) reply.header('connection', 'close');
 }

@@ -146,21 +146,23 @@ export function registerStatic(
     }
     // A missing file with an extension is a 404, not the app (a stale chunk must fail loudly).
     if (/\.[a-z0-9]{1,8}$/i.test(path) && path !== '/index.html') {
-      return reply.code(404).type('text/plain').send('Not Found');
+      throw new NotFoundError(`No such file: ${path}`);
     }
     const index = files.get('/index.html');
     if (!index) {
-      return reply
-        .code(503)
-        .type('text/plain')
-        .send('The console is not built yet: run `npm run build`.');
+      throw new ApiError(
+        'ServiceUnavailableError',
+        503,
+        'The console is not built yet: run `npm run build`.',
+      );
     }
     return sendFile(request, reply, index, 'no-cache');
   });
 
   // The global session hook has already run for these (their config is not public).
-  app.setNotFoundHandler(async (request, reply) => {
+  app.setNotFoundHandler(async (request) => {
     if (isApiPath(request.url)) return apiNotFound(request, true);
-    return reply.code(404).type('text/plain').send('Not Found');
+    // Every error answer is the envelope (issue 9, item 19), files included.
+    throw new NotFoundError(`No such page: ${request.method} ${request.url.split('?')[0] ?? '/'}`);
   });
 }
