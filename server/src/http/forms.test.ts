@@ -79,6 +79,29 @@ describe('malformed bodies', () => {
   });
 });
 
+describe('malformed multipart on a file upload route', () => {
+  it('is a 400 there too, not a 500', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    for (const [type, payload] of [
+      [
+        'multipart/form-data; boundary=abc',
+        '--abc\r\ncontent-disposition: form-data; name="file"; filename="f.zip"\r\n\r\nPK',
+      ],
+      ['multipart/form-data; boundary=abc', '--zzz--\r\n'],
+    ] as const) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/fingerbot/upload',
+        headers: { token, 'content-type': type },
+        payload,
+      });
+      expect(res.statusCode, payload).toBe(400);
+      expect(res.json()).toMatchObject({ ok: false, result: { error: 'ValidatorError' } });
+    }
+  });
+});
+
 describe('error log of anonymous requests', () => {
   it('writes failures of requests without a session only within the budget', async () => {
     const lines: Array<{ msg: string; suppressed?: number }> = [];
