@@ -162,12 +162,28 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
+/** UTF-8 length of a string (this package has neither node:buffer nor the DOM's TextEncoder). */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      // a surrogate pair is one 4-byte character
+      n += 4;
+      i += 1;
+    } else n += 3;
+  }
+  return n;
+}
+
 /** The depth and size bounds alone; null when within them. */
 export function userConfigBoundsIssue(input: unknown): ConfigIssue | null {
   if (nestsDeeperThan(input, USER_CONFIG_MAX_DEPTH)) {
     return { path: '', message: `Configuration nests deeper than ${USER_CONFIG_MAX_DEPTH} levels` };
   }
-  const bytes = new TextEncoder().encode(JSON.stringify(input) ?? '').length;
+  const bytes = utf8Length(JSON.stringify(input) ?? '');
   if (bytes > USER_CONFIG_MAX_BYTES) {
     return {
       path: '',
