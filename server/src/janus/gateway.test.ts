@@ -1,7 +1,16 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyWebsocket from '@fastify/websocket';
 import { afterEach, describe, expect, it } from 'vitest';
-import { janusFeatures, registerJanus, type JanusDeps, type JanusGateway } from './gateway';
+import {
+  MAX_CANDIDATES_PER_TRICKLE,
+  MAX_PEERS_PER_SOCKET,
+  MAX_QUEUED_PER_HANDLE,
+  MAX_TRANSACTION_LENGTH,
+  janusFeatures,
+  registerJanus,
+  type JanusDeps,
+  type JanusGateway,
+} from './gateway';
 import {
   FakeFeed,
   JanusTestClient,
@@ -464,5 +473,101 @@ describe('janus gateway: media', () => {
     } finally {
       await browser.pc.close();
     }
+  });
+});
+
+describe('janus gateway: bounds on what one socket may ask', () => {
+  it('refuses a transaction longer than MAX_TRANSACTION_LENGTH without echoing it', async () => {
+    const r = await rig();
+    const c = await client(r);
+    const long = 'x'.repeat(MAX_TRANSACTION_LENGTH + 1);
+    c.sendRaw(JSON.stringify({ janus: 'ping', transaction: long }));
+    const err = await c.next((m) => m.janus === 'error');
+    expect(err['error']).toMatchObject({ code: 467 });
+    expect(err['transaction']).toBeUndefined();
+    // the longest allowed one still works
+    c.sendRaw(JSON.stringify({ janus: 'ping', transaction: 'y'.repeat(MAX_TRANSACTION_LENGTH) }));
+    expect(await c.next((m) => m.janus === 'pong')).toMatchObject({
+      transaction: 'y'.repeat(MAX_TRANSACTION_LENGTH),
+    });
+  });
+
+  it('refuses a trickle of more than MAX_CANDIDATES_PER_TRICKLE candidates', async () => {
+    const r = await rig();
+    const c = await client(r);
+    const ids = await attach(c);
+    const candidates = Array.from({ length: MAX_CANDIDATES_PER_TRICKLE + 1 }, (_, i) => ({
+      candidate: `candidate:${i} 1 udp 1 10.0.0.${i} 5000 typ host`,
+      sdpMid: 'v',
+    }));
+    const reply = await c.request({
+      janus: 'trickle',
+      session_id: ids.session,
+      handle_id: ids.handle,
+      candidates,
+    });
+    expect(reply).toMatchObject({ janus: 'error', error: { code: 467 } });
+    expect(
+      await c.request({
+        janus: 'trickle',
+        session_id: ids.session,
+        handle_id: ids.handle,
+        candidates: candidates.slice(0, MAX_CANDIDATES_PER_TRICKLE),
+      }),
+    ).toMatchObject({ janus: 'ack' });
+  });
+
+  it('bounds the plugin messages in flight on one handle', async () => {
+    const r = await rig();
+    const c = await client(r);
+    const ids = await attach(c);
+    // A watch builds a werift peer (real I/O); the features behind it wait in the queue. The
+    // frames leave in one write (corked), so the server parses them all in one go.
+    const frames = [{ request: 'watch', params: {} }, ...Array(20).fill({ request: 'features' })];
+    const socket = (c.ws as unknown as { _socket: { cork(): void; uncork(): void } })._socket;
+    socket.cork();
+    const pending = frames.map((body) => message(c, ids, body));
+    socket.uncork();
+    const replies = await Promise.all(pending);
+    const accepted = replies.filter((m) => m.janus === 'success').length;
+    const refused = replies.filter(
+      (m) => m.janus === 'error' && (m['error'] as { code: number }).code === 490,
+    ).length;
+    expect(accepted).toBe(MAX_QUEUED_PER_HANDLE);
+    expect(refused).toBe(frames.length - MAX_QUEUED_PER_HANDLE);
+  });
+
+  it('rate-limits watch requests and caps the peers of one socket', async () => {
+    const r = await rig();
+    const c = await client(r);
+    const created = await c.request({ janus: 'create' });
+    const session = (created['data'] as { id: number }).id;
+    const handles: number[] = [];
+    for (let i = 0; i < MAX_PEERS_PER_SOCKET + 1; i += 1) {
+      const attached = await c.request({ janus: 'attach', session_id: session, plugin: PLUGIN });
+      handles.push((attached['data'] as { id: number }).id);
+    }
+    const watch = (handle: number): Promise<JanusMessage> =>
+      message(c, { session, handle }, { request: 'watch', params: {} });
+    for (const handle of handles.slice(0, MAX_PEERS_PER_SOCKET)) {
+      expect(await watch(handle)).toMatchObject({ janus: 'success' });
+    }
+    await waitFor(() => r.gateway.peerCount === MAX_PEERS_PER_SOCKET, 20_000);
+    // over the burst: refused until the bucket refills
+    const last = handles[MAX_PEERS_PER_SOCKET]!;
+    expect(await watch(last)).toMatchObject({ janus: 'error', error: { code: 490 } });
+    let reply = await watch(last);
+    const deadline = Date.now() + 10_000;
+    while (reply.janus === 'error' && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 100));
+      reply = await watch(last);
+    }
+    expect(reply).toMatchObject({ janus: 'success' });
+    const refusal = await c.pluginEvent('error');
+    expect(pluginData(refusal)).toMatchObject({
+      error_code: 503,
+      error: 'Too many viewers on this connection',
+    });
+    expect(r.gateway.peerCount).toBe(MAX_PEERS_PER_SOCKET);
   });
 });

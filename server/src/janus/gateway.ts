@@ -37,6 +37,7 @@ import { VideoForwarder } from './video-forwarder';
 import {
   JANUS_SOCKET_LIMITS,
   SocketRegistry,
+  TokenBucket,
   ownerOf,
   type GuardedSocket,
   type SocketOwner,
@@ -75,6 +76,9 @@ export const MAX_QUEUED_PER_HANDLE = 8;
 export const MAX_TRANSACTION_LENGTH = 64;
 /** Candidates in one trickle request. */
 export const MAX_CANDIDATES_PER_TRICKLE = 32;
+/** `watch` requests per socket (each builds a werift peer: certificates, UDP sockets). */
+export const WATCHES_PER_SECOND = 1;
+export const WATCH_BURST = 4;
 
 type Reply = Record<string, unknown>;
 
@@ -108,7 +112,7 @@ export function registerJanus(app: FastifyInstance, deps: JanusDeps): JanusGatew
     '/janus/ws',
     {
       websocket: true,
-      preValidation: async (request) => gateway.sockets.admit(ownerOf(request, 'janus')),
+      preValidation: async (request) => gateway.sockets.admitNew(ownerOf(request, 'janus')),
     },
     (socket, request) => gateway.accept(socket, ownerOf(request, 'janus')),
   );
@@ -319,6 +323,9 @@ export class JanusGateway {
     }
     if (handle.queued >= MAX_QUEUED_PER_HANDLE) {
       throw new RequestError(JanusErrorCode.unknown, 'Too many requests in flight on this handle');
+    }
+    if (body['request'] === 'watch' && !handle.session.conn.watches.take()) {
+      throw new RequestError(JanusErrorCode.unknown, 'Too many watch requests, try again later');
     }
     this.enqueue(handle, () => this.pluginMessage(handle, body, answer));
   }
@@ -597,6 +604,7 @@ function checkJsep(jsep: unknown): Jsep {
 class JanusConnection {
   /** Peers of this socket's handles, offers being built included. */
   peers = 0;
+  readonly watches = new TokenBucket(WATCHES_PER_SECOND, WATCH_BURST);
 
   constructor(
     private readonly gw: JanusGateway,

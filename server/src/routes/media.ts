@@ -34,7 +34,7 @@ export function mediaRoutes(
     '/api/media/ws',
     {
       websocket: true,
-      preValidation: async (request) => sockets.admit(ownerOf(request, 'media')),
+      preValidation: async (request) => sockets.admitNew(ownerOf(request, 'media')),
     },
     (socket: WebSocket, request) => {
       const guard = sockets.guard(socket, ownerOf(request, 'media'), limits);

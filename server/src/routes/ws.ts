@@ -13,7 +13,7 @@ export function wsRoutes(app: FastifyInstance, hub: EventHub, sockets: SocketReg
       // 429, not a socket.
       preValidation: async (request) => {
         bool('stream', (request.query as Record<string, unknown>)['stream'], true);
-        sockets.admit(ownerOf(request, 'event'));
+        sockets.admitNew(ownerOf(request, 'event'));
       },
     },
     (socket, request) => {

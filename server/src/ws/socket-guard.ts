@@ -324,16 +324,25 @@ export class GuardedSocket {
 /** Per login session and per address, across every kind. */
 export const MAX_SOCKETS_PER_SESSION = 32;
 export const MAX_SOCKETS_PER_ADDRESS = 64;
+/**
+ * New sockets per login session (per address for header credentials): each one costs a full
+ * state snapshot on `/api/ws` and a credential check; a console opens three per page load.
+ */
+export const CONNECTS_PER_SECOND = 5;
+export const CONNECT_BURST = 20;
+/** Connect buckets idle this long are forgotten (when there are many). */
+const CONNECT_BUCKET_IDLE_MS = 60_000;
 
 export class TooManySocketsError extends ApiError {
-  constructor(what: string) {
-    super('TooManySocketsError', 429, `Too many open sockets for this ${what}`);
+  constructor(message: string) {
+    super('TooManySocketsError', 429, message);
   }
 }
 
 /** Every guarded socket of the server: counts, session ends, the held-buffer figure. */
 export class SocketRegistry {
   private readonly sockets = new Set<GuardedSocket>();
+  private readonly connects = new Map<string, { bucket: TokenBucket; last: number }>();
 
   constructor(
     private readonly log: GuardLogger,
@@ -352,8 +361,28 @@ export class SocketRegistry {
       if (s.owner.remote === owner.remote) address += 1;
     }
     if (owner.tokenHash !== null && session >= this.caps.perSession)
-      throw new TooManySocketsError('session');
-    if (address >= this.caps.perAddress) throw new TooManySocketsError('address');
+      throw new TooManySocketsError('Too many open sockets for this session');
+    if (address >= this.caps.perAddress)
+      throw new TooManySocketsError('Too many open sockets for this address');
+  }
+
+  /** Counts a new socket against its owner's connect rate (before the upgrade). */
+  admitNew(owner: Pick<SocketOwner, 'tokenHash' | 'remote'>): void {
+    this.admit(owner);
+    const key = owner.tokenHash ?? `address ${owner.remote}`;
+    const now = performance.now();
+    if (this.connects.size > 256) {
+      for (const [k, v] of this.connects)
+        if (now - v.last > CONNECT_BUCKET_IDLE_MS) this.connects.delete(k);
+    }
+    let entry = this.connects.get(key);
+    if (!entry) {
+      entry = { bucket: new TokenBucket(CONNECTS_PER_SECOND, CONNECT_BURST), last: now };
+      this.connects.set(key, entry);
+    }
+    entry.last = now;
+    if (!entry.bucket.take())
+      throw new TooManySocketsError('Too many new sockets, try again later');
   }
 
   /** Guards an upgraded socket and counts it until it closes; over a cap it is closing already. */

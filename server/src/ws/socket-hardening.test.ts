@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { initAndLogin, login, newApp, PASSWORD } from '../test-helpers';
 import {
+  CONNECT_BURST,
   EVENT_SOCKET_LIMITS,
   JANUS_SOCKET_LIMITS,
   MAX_SOCKETS_PER_SESSION,
@@ -100,7 +101,11 @@ function connect(k: Kind, headers: Record<string, string> = { token }): Promise<
   ws.on('error', () => undefined);
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve({ ws, pongs: () => pongs, closed: () => closed }));
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => reject(new Error(`HTTP ${res.statusCode} ${body}`)));
+    });
   });
 }
 
@@ -333,13 +338,45 @@ describe('session ends close every socket', () => {
   });
 });
 
+/** Connects, waiting out the connect rate (CONNECTS_PER_SECOND) when it refuses. */
+async function connectPatiently(k: Kind): Promise<Conn> {
+  for (let tries = 0; ; tries += 1) {
+    try {
+      return await connect(k);
+    } catch (err) {
+      if (!String(err).includes('Too many new sockets') || tries > 100) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 describe('sockets per session', () => {
   it('refuses an upgrade over the per-session cap with 429', async () => {
     const k = KINDS[1]!;
-    for (let i = 0; i < MAX_SOCKETS_PER_SESSION; i += 1) await connect(k);
+    for (let i = 0; i < MAX_SOCKETS_PER_SESSION; i += 1) await connectPatiently(k);
+    await new Promise((r) => setTimeout(r, 500));
     await expect(connect(k)).rejects.toThrow('HTTP 429');
-    await expect(connect(KINDS[0]!)).rejects.toThrow('HTTP 429');
+    await expect(connect(KINDS[0]!)).rejects.toThrow('Too many open sockets for this session');
     // another session is not affected
+    const other = await login(app, PASSWORD);
+    await pingAnswered(k, await connect(k, { token: other }));
+  });
+
+  it('refuses new sockets over the connect rate with 429, per session', async () => {
+    const k = KINDS[0]!;
+    const results = await Promise.allSettled(
+      Array.from({ length: CONNECT_BURST * 2 }, async () => {
+        const c = await connect(k);
+        c.ws.close();
+      }),
+    );
+    const refused = results.filter(
+      (r) => r.status === 'rejected' && String(r.reason).includes('Too many new sockets'),
+    );
+    expect(refused.length).toBeGreaterThan(0);
+    expect(results.filter((r) => r.status === 'fulfilled').length).toBeGreaterThanOrEqual(
+      CONNECT_BURST,
+    );
     const other = await login(app, PASSWORD);
     await pingAnswered(k, await connect(k, { token: other }));
   });
