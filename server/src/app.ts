@@ -59,7 +59,6 @@ import { SettingsStore } from './services/settings-store';
 import { removeStaleTemps } from './storage/atomic';
 import { EventHub } from './ws/event-hub';
 import {
-  CLOSE_SESSION_ENDED,
   MAX_WS_PAYLOAD,
   SocketRegistry,
   wsErrorHandler,
@@ -250,6 +249,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     errorHandler: wsErrorHandler(app.log),
   });
   const sockets = new SocketRegistry(app.log);
+  sockets.sessionCheck = (token) => ctx.auth.session(token) !== null;
   app.decorate('sockets', sockets);
   ctx.auth.sessions.on('ended', (hash, reason) => sockets.endSession(hash, reason));
   // Header-credential sockets have no session: any change of the credentials ends them.
@@ -260,10 +260,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   const hub = new EventHub(
     ctx.registry,
     app.log,
-    (client) => {
-      if (client.token && !ctx.auth.session(client.token))
-        client.guard.close(CLOSE_SESSION_ENDED, 'session ended');
-    },
+    (client) => sockets.checkSession(client.guard),
     sockets,
   );
   app.decorate('hub', hub);

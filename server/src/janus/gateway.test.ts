@@ -3,7 +3,9 @@ import fastifyWebsocket from '@fastify/websocket';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   MAX_CANDIDATES_PER_TRICKLE,
+  MAX_OPAQUE_ID_LENGTH,
   MAX_PEERS_PER_SOCKET,
+  MAX_SESSIONS_PER_SOCKET,
   MAX_QUEUED_PER_HANDLE,
   MAX_TRANSACTION_LENGTH,
   janusFeatures,
@@ -569,5 +571,41 @@ describe('janus gateway: bounds on what one socket may ask', () => {
       error: 'Too many viewers on this connection',
     });
     expect(r.gateway.peerCount).toBe(MAX_PEERS_PER_SOCKET);
+  });
+});
+
+describe('janus gateway: sessions and handles of one socket', () => {
+  it('refuses an opaque_id longer than MAX_OPAQUE_ID_LENGTH', async () => {
+    const r = await rig();
+    const c = await client(r);
+    const created = await c.request({ janus: 'create' });
+    const session = (created['data'] as { id: number }).id;
+    const attach = (opaque: string): Promise<JanusMessage> =>
+      c.request({ janus: 'attach', session_id: session, plugin: PLUGIN, opaque_id: opaque });
+    expect(await attach('o'.repeat(MAX_OPAQUE_ID_LENGTH + 1))).toMatchObject({
+      janus: 'error',
+      error: { code: 467 },
+    });
+    expect(await attach('o'.repeat(MAX_OPAQUE_ID_LENGTH))).toMatchObject({ janus: 'success' });
+  });
+
+  it('does not let a claim take a socket over MAX_SESSIONS_PER_SOCKET', async () => {
+    const r = await rig();
+    const a = await client(r);
+    const b = await client(r);
+    const theirs = ((await a.request({ janus: 'create' }))['data'] as { id: number }).id;
+    for (let i = 0; i < MAX_SESSIONS_PER_SOCKET; i += 1) {
+      expect(await b.request({ janus: 'create' })).toMatchObject({ janus: 'success' });
+    }
+    expect(await b.request({ janus: 'create' })).toMatchObject({ janus: 'error' });
+    expect(await b.request({ janus: 'claim', session_id: theirs })).toMatchObject({
+      janus: 'error',
+      error: { code: 490 },
+    });
+    // a socket with room may claim it
+    const c = await client(r);
+    expect(await c.request({ janus: 'claim', session_id: theirs })).toMatchObject({
+      janus: 'success',
+    });
   });
 });

@@ -66,14 +66,16 @@ export type JanusSocketInfo = Omit<SocketOwner, 'kind' | 'token'> & { token?: st
 
 const DEFAULT_SESSION_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_PEERS = 16;
-const MAX_SESSIONS_PER_SOCKET = 8;
-const MAX_HANDLES_PER_SESSION = 8;
+export const MAX_SESSIONS_PER_SOCKET = 8;
+export const MAX_HANDLES_PER_SESSION = 8;
 /** Peer connections one socket may hold, so one client cannot take every viewer slot. */
 export const MAX_PEERS_PER_SOCKET = 4;
 /** Plugin messages queued or running per handle (each `watch` builds a peer). */
 export const MAX_QUEUED_PER_HANDLE = 8;
 /** janus.js sends 12 characters; anything longer is refused and not echoed. */
 export const MAX_TRANSACTION_LENGTH = 64;
+/** janus.js sends `ustreamer-` and 12 characters; kept per handle. */
+export const MAX_OPAQUE_ID_LENGTH = 256;
 /** Candidates in one trickle request. */
 export const MAX_CANDIDATES_PER_TRICKLE = 32;
 /** `watch` requests per socket (each builds a werift peer: certificates, UDP sockets). */
@@ -219,9 +221,7 @@ export class JanusGateway {
   // ----- requests (called by JanusConnection) -----
 
   createSession(conn: JanusConnection, wanted: unknown): Session {
-    if (
-      [...this.sessions.values()].filter((s) => s.conn === conn).length >= MAX_SESSIONS_PER_SOCKET
-    ) {
+    if (this.sessionsOf(conn) >= MAX_SESSIONS_PER_SOCKET) {
       throw new RequestError(JanusErrorCode.unknown, 'Too many sessions on this connection');
     }
     let id: number;
@@ -251,6 +251,9 @@ export class JanusGateway {
     if (!session || (session.conn !== conn && !claim)) {
       throw new RequestError(JanusErrorCode.sessionNotFound, `No such session ${String(id)}`);
     }
+    if (claim && session.conn !== conn && this.sessionsOf(conn) >= MAX_SESSIONS_PER_SOCKET) {
+      throw new RequestError(JanusErrorCode.unknown, 'Too many sessions on this connection');
+    }
     session.lastActivity = performance.now();
     if (claim) session.conn = conn;
     return session;
@@ -271,6 +274,12 @@ export class JanusGateway {
     }
     if (plugin !== USTREAMER_PLUGIN) {
       throw new RequestError(JanusErrorCode.pluginNotFound, `No such plugin '${plugin}'`);
+    }
+    if (typeof opaqueId === 'string' && opaqueId.length > MAX_OPAQUE_ID_LENGTH) {
+      throw new RequestError(
+        JanusErrorCode.invalidElementType,
+        `Invalid element type (opaque_id longer than ${MAX_OPAQUE_ID_LENGTH})`,
+      );
     }
     if (session.handles.size >= MAX_HANDLES_PER_SESSION) {
       throw new RequestError(
@@ -517,6 +526,12 @@ export class JanusGateway {
 
   // ----- plumbing -----
 
+  private sessionsOf(conn: JanusConnection): number {
+    let n = 0;
+    for (const s of this.sessions.values()) if (s.conn === conn) n += 1;
+    return n;
+  }
+
   private guard(what: string, fn: () => void): void {
     try {
       fn();
@@ -688,7 +703,9 @@ class JanusConnection {
         return this.reply({ janus: 'success', transaction, data: { id: session.id } });
       }
       case 'ping':
-        return this.reply({ janus: 'pong', transaction });
+        this.reply({ janus: 'pong', transaction });
+        this.gw.sockets.checkSession(this.guard);
+        return;
       case 'info':
         return this.reply({
           janus: 'server_info',
@@ -713,7 +730,9 @@ class JanusConnection {
     const sessionReply = { session_id: session.id, transaction };
     switch (janus) {
       case 'keepalive':
-        return this.reply({ janus: 'ack', ...sessionReply });
+        this.reply({ janus: 'ack', ...sessionReply });
+        this.gw.sockets.checkSession(this.guard);
+        return;
       case 'attach': {
         const handle = this.gw.attach(session, req['plugin'], req['opaque_id']);
         return this.reply({ janus: 'success', ...sessionReply, data: { id: handle.id } });

@@ -74,8 +74,9 @@ export function mediaRoutes(
       );
       guard.onMessage((data, isBinary) => {
         if (isBinary) {
-          if (data.length === 1 && data[0] === 0x00) guard.replyWith(Buffer.from([0xff]));
-          else if (data.length === 1 && data[0] === 0x01 && keyRequests.take())
+          if (data.length === 1 && data[0] === 0x00) {
+            if (guard.replyWith(Buffer.from([0xff]))) sockets.checkSession(guard);
+          } else if (data.length === 1 && data[0] === 0x01 && keyRequests.take())
             feed.requestKeyFrame();
           return;
         }

@@ -343,6 +343,11 @@ export class TooManySocketsError extends ApiError {
 export class SocketRegistry {
   private readonly sockets = new Set<GuardedSocket>();
   private readonly connects = new Map<string, { bucket: TokenBucket; last: number }>();
+  /**
+   * Whether a session token is still live (app.ts: the auth service). Sessions expire lazily,
+   * when their token is next used; a client's ping is that use for its socket.
+   */
+  sessionCheck: ((token: string) => boolean) | null = null;
 
   constructor(
     private readonly log: GuardLogger,
@@ -398,6 +403,14 @@ export class SocketRegistry {
     this.sockets.add(g);
     g.onClose(() => this.sockets.delete(g));
     return g;
+  }
+
+  /** On a client's ping: closes the socket with 4001 if its session has ended meanwhile. */
+  checkSession(guard: GuardedSocket): boolean {
+    const token = guard.owner.token;
+    if (token === null || !this.sessionCheck || this.sessionCheck(token)) return true;
+    guard.close(CLOSE_SESSION_ENDED, 'session ended');
+    return false;
   }
 
   /** Closes every socket of an ended login session with 4001. */

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import { initAndLogin, login, newApp, PASSWORD } from '../test-helpers';
+import { form, initAndLogin, login, newApp, PASSWORD } from '../test-helpers';
 import {
   CONNECT_BURST,
   EVENT_SOCKET_LIMITS,
@@ -349,6 +349,30 @@ async function connectPatiently(k: Kind): Promise<Conn> {
     }
   }
 }
+
+describe('session expiry', () => {
+  it.each(KINDS)(
+    'closes $path with 4001 at the first ping after its session expired',
+    async (k) => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        ...form({ user: 'admin', passwd: PASSWORD, expire: '1' }),
+      });
+      const short = (res.json() as { result: { token: string } }).result.token;
+      const c = await connect(k, { token: short });
+      await pingAnswered(k, c);
+      // The session lasts 1 s from its last use, and an answered ping is a use: stay quiet for
+      // longer than that, then ping once.
+      for (let i = 0; i < 5 && c.closed() === null; i += 1) {
+        await new Promise((r) => setTimeout(r, 1_500));
+        k.ping(c.ws);
+        await poll(() => c.closed() !== null, 'the close', 2_000).catch(() => undefined);
+      }
+      expect(c.closed()).toBe(4001);
+    },
+  );
+});
 
 describe('sockets per session', () => {
   it('refuses an upgrade over the per-session cap with 429', async () => {
