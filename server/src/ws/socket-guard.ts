@@ -324,6 +324,8 @@ export class GuardedSocket {
 /** Per login session and per address, across every kind. */
 export const MAX_SOCKETS_PER_SESSION = 32;
 export const MAX_SOCKETS_PER_ADDRESS = 64;
+/** Over every client: each socket is a descriptor and up to its kind's send bound. */
+export const MAX_SOCKETS_TOTAL = 256;
 /**
  * New sockets per login session (per address for header credentials): each one costs a full
  * state snapshot on `/api/ws` and a credential check; a console opens three per page load.
@@ -354,6 +356,7 @@ export class SocketRegistry {
     private readonly caps = {
       perSession: MAX_SOCKETS_PER_SESSION,
       perAddress: MAX_SOCKETS_PER_ADDRESS,
+      total: MAX_SOCKETS_TOTAL,
     },
   ) {}
 
@@ -369,6 +372,8 @@ export class SocketRegistry {
       throw new TooManySocketsError('Too many open sockets for this session');
     if (address >= this.caps.perAddress)
       throw new TooManySocketsError('Too many open sockets for this address');
+    if (this.sockets.size >= this.caps.total)
+      throw new TooManySocketsError('Too many open sockets');
   }
 
   /** Counts a new socket against its owner's connect rate (before the upgrade). */
