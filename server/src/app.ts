@@ -58,11 +58,7 @@ import { AuthService } from './services/auth/auth-service';
 import { SettingsStore } from './services/settings-store';
 import { removeStaleTemps } from './storage/atomic';
 import { EventHub } from './ws/event-hub';
-import {
-  MAX_WS_PAYLOAD,
-  SocketRegistry,
-  wsErrorHandler,
-} from './ws/socket-guard';
+import { MAX_WS_PAYLOAD, SocketRegistry, wsErrorHandler } from './ws/socket-guard';
 import { StateRegistry } from './ws/state-registry';
 
 export interface RouteEntry {
@@ -203,7 +199,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
         method,
         url: route.url,
         public: Boolean(route.config?.public),
-        websocket: Boolean((route as { websocket?: boolean }).websocket),
+        websocket: Boolean(
+          (route as { websocket?: boolean }).websocket ??
+          (route as { wsHandler?: unknown }).wsHandler,
+        ),
       });
     }
   });

@@ -38,6 +38,7 @@ import {
   JANUS_SOCKET_LIMITS,
   SocketRegistry,
   TokenBucket,
+  notAWebSocket,
   ownerOf,
   type GuardedSocket,
   type SocketOwner,
@@ -110,14 +111,13 @@ export function janusFeatures(
 export function registerJanus(app: FastifyInstance, deps: JanusDeps): JanusGateway {
   const gateway = new JanusGateway(deps);
   // Not public: the global onRequest hook has checked the cookie / ?auth_token= already.
-  app.get(
-    '/janus/ws',
-    {
-      websocket: true,
-      preValidation: async (request) => gateway.sockets.admitNew(ownerOf(request, 'janus')),
-    },
-    (socket, request) => gateway.accept(socket, ownerOf(request, 'janus')),
-  );
+  app.route({
+    method: 'GET',
+    url: '/janus/ws',
+    preValidation: async (request) => gateway.sockets.admitNew(ownerOf(request, 'janus')),
+    handler: notAWebSocket,
+    wsHandler: (socket, request) => gateway.accept(socket, ownerOf(request, 'janus')),
+  });
   app.addHook('onClose', async () => gateway.close());
   return gateway;
 }

@@ -14,6 +14,7 @@ import type { AccessUnit, VideoFeed } from '../media/types';
 import {
   MEDIA_SOCKET_LIMITS,
   TokenBucket,
+  notAWebSocket,
   ownerOf,
   type SocketLimits,
   type SocketRegistry,
@@ -30,13 +31,12 @@ export function mediaRoutes(
   sockets: SocketRegistry,
   limits: SocketLimits = MEDIA_SOCKET_LIMITS,
 ): void {
-  app.get(
-    '/api/media/ws',
-    {
-      websocket: true,
-      preValidation: async (request) => sockets.admitNew(ownerOf(request, 'media')),
-    },
-    (socket: WebSocket, request) => {
+  app.route({
+    method: 'GET',
+    url: '/api/media/ws',
+    preValidation: async (request) => sockets.admitNew(ownerOf(request, 'media')),
+    handler: notAWebSocket,
+    wsHandler: (socket: WebSocket, request) => {
       const guard = sockets.guard(socket, ownerOf(request, 'media'), limits);
       if (!guard.open) return;
       const keyRequests = new TokenBucket(KEY_REQUESTS_PER_SECOND, KEY_REQUEST_BURST);
@@ -99,7 +99,7 @@ export function mediaRoutes(
         unsubscribe = null;
       });
     },
-  );
+  });
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -341,6 +341,18 @@ export class TooManySocketsError extends ApiError {
   }
 }
 
+/** A plain GET on a socket's URL (aiohttp under kvmd answers 400 there too). */
+export class NotAWebSocketError extends ApiError {
+  constructor() {
+    super('BadRequestError', 400, 'This URL is a WebSocket: send an upgrade request');
+  }
+}
+
+/** The plain-HTTP handler of a socket route: the envelope instead of an empty 404. */
+export async function notAWebSocket(): Promise<never> {
+  throw new NotAWebSocketError();
+}
+
 /** Every guarded socket of the server: counts, session ends, the held-buffer figure. */
 export class SocketRegistry {
   private readonly sockets = new Set<GuardedSocket>();

@@ -424,3 +424,17 @@ describe('sockets per session', () => {
     await pingAnswered(k, await connect(k, { token: other }));
   });
 });
+
+describe('a plain GET on a socket URL', () => {
+  it.each(KINDS)('answers $path in the envelope with 400', async (k) => {
+    const res = await app.inject({ method: 'GET', url: k.path, headers: { token } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      ok: false,
+      result: {
+        error: 'BadRequestError',
+        error_msg: 'This URL is a WebSocket: send an upgrade request',
+      },
+    });
+  });
+});
