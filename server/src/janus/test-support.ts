@@ -32,6 +32,13 @@ export class FakeFeed implements VideoFeed {
     this.keyFrameRequests += 1;
   }
 
+  /** Units the transports said they dropped, by reason (the hub's drop counters). */
+  readonly drops = new Map<string, number>();
+
+  reportDrop(reason: string, units = 1): void {
+    this.drops.set(reason, (this.drops.get(reason) ?? 0) + units);
+  }
+
   push(unit: AccessUnit): void {
     if (unit.key) this.cache = [];
     this.cache.push(unit);

@@ -68,6 +68,7 @@ describe('VideoForwarder', () => {
     feed.push(fakeKeyUnit(1, 3_000));
     for (let i = 2; i < 20; i++) feed.push(fakeDeltaUnit(i));
     expect(feed.keyFrameRequests).toBe(1);
+    expect(feed.drops.get('viewer_lagging')).toBeGreaterThan(0);
     fwd.setReady();
     expect(units()).toEqual([]);
     feed.push(fakeKeyUnit(30, 3_000));

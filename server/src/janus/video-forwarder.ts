@@ -128,6 +128,7 @@ export class VideoForwarder {
     }
     if (this.pendingBytes > this.maxPendingBytes) {
       this.stats.unitsDropped += this.pending.length;
+      this.feed.reportDrop?.('viewer_lagging', this.pending.length);
       this.pending = [];
       this.pendingBytes = 0;
       this.requestKeyFrame();

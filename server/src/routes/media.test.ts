@@ -70,6 +70,8 @@ describe('/api/media/ws and a viewer that stops reading', () => {
       )
       .toBe(0);
     expect(maxHeld).toBeLessThanOrEqual(limits.maxBufferedBytes + frame + 64);
+    // what it could not take is counted in the hub's drop counters (streamer.drops)
+    expect(feed.drops.get('viewer_lagging')).toBeGreaterThan(0);
     expect(feed.viewers.size).toBe(0);
     ws.resume();
     (ws as unknown as { _socket: { resume(): void } })._socket.resume();

@@ -42,16 +42,25 @@ export function mediaRoutes(
       const keyRequests = new TokenBucket(KEY_REQUESTS_PER_SECOND, KEY_REQUEST_BURST);
       let unsubscribe: (() => void) | null = null;
       let waitingForKey = true;
+      // Waiting because this viewer fell behind (counted as `viewer_lagging`), not because it
+      // has just joined and waits for its first key frame.
+      let lagged = false;
       let queued = 0;
 
       const send = (unit: AccessUnit): void => {
         if (!guard.open) return;
         if (waitingForKey) {
-          if (!unit.key) return;
+          if (!unit.key) {
+            if (lagged) feed.reportDrop?.('viewer_lagging');
+            return;
+          }
           waitingForKey = false;
+          lagged = false;
         }
         if (queued >= MAX_QUEUED_FRAMES || guard.bufferedAmount > limits.maxBufferedBytes) {
           waitingForKey = true;
+          lagged = true;
+          feed.reportDrop?.('viewer_lagging');
           if (guard.bufferedAmount > limits.maxBufferedBytes) guard.behind();
           if (keyRequests.take()) feed.requestKeyFrame();
           return;
@@ -63,7 +72,11 @@ export function mediaRoutes(
           },
         });
         if (sent) queued += 1;
-        else waitingForKey = true;
+        else {
+          waitingForKey = true;
+          lagged = true;
+          feed.reportDrop?.('viewer_lagging');
+        }
       };
 
       guard.send(
