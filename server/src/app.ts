@@ -252,7 +252,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.decorate('sockets', sockets);
   ctx.auth.sessions.on('ended', (hash, reason) => sockets.endSession(hash, reason));
   // Header-credential sockets have no session: any change of the credentials ends them.
-  ctx.auth.on('changed', () => sockets.endHeaderAuthenticated('credentials changed'));
+  ctx.auth.on('credentialsChanged', () => sockets.endHeaderAuthenticated('credentials changed'));
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 

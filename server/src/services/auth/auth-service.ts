@@ -119,7 +119,11 @@ export interface Asker {
 
 type Verdict = { ok: true } | { ok: false; factor: FailedFactor };
 
-export class AuthService extends EventEmitter<{ changed: [] }> {
+export class AuthService extends EventEmitter<{
+  changed: [];
+  /** The password or the 2FA secret changed: header credentials checked before no longer hold. */
+  credentialsChanged: [];
+}> {
   private readonly limiter: LoginRateLimiter;
   private readonly gate: HashGate;
   private readonly now: () => number;
@@ -458,12 +462,15 @@ export class AuthService extends EventEmitter<{ changed: [] }> {
    */
   private mutate(fn: (state: AuthState) => AuthState): Promise<void> {
     const run = this.mutations.then(async () => {
-      const next = fn(this.state);
+      const prev = this.state;
+      const next = fn(prev);
       await this.file.save(next);
       this.state = next;
       this.headerCache.clear();
       this.headerCacheGeneration += 1;
       this.emit('changed');
+      if (prev.password_hash !== next.password_hash || prev.totp_secret !== next.totp_secret)
+        this.emit('credentialsChanged');
     });
     this.mutations = run.catch(() => undefined);
     return run;
