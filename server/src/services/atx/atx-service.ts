@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
 import { ApiError, BusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
+import { ExclusiveRegion } from '../exclusive-region';
 import type { StateProvider } from '../../ws/state-registry';
 
 export class AtxIsBusyError extends BusyError {
@@ -19,8 +20,10 @@ interface Logger {
 }
 
 export class AtxService extends EventEmitter<{ state: [AtxState] }> {
-  private busy = false;
+  /** One press at a time: a second one is refused at once, never queued behind the first. */
+  private readonly region = new ExclusiveRegion(() => new AtxIsBusyError());
   private readonly offDriver: () => void;
+  private readonly offRegion: () => void;
 
   constructor(
     readonly driver: AtxDriver,
@@ -28,13 +31,14 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
   ) {
     super();
     this.offDriver = driver.onState(() => this.publish());
+    this.offRegion = this.region.onChange(() => this.publish());
   }
 
   getState(): AtxState {
     const d = this.driver.getState();
     return {
       enabled: d.enabled,
-      busy: this.busy,
+      busy: this.region.busy,
       leds: { ...d.leds },
       power: d.leds.power ? 'on' : 'off',
     };
@@ -49,14 +53,10 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
     if (!this.driver.getState().enabled) {
       throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
     }
-    if (this.busy) throw new AtxIsBusyError();
-    this.busy = true;
-    this.publish();
-    const done = this.driver.click(button).finally(() => {
-      this.busy = false;
-      this.publish();
-    });
-    if (wait) return done;
+    // A press refused as busy rejects at once: the caller hears about it even without `wait`.
+    const refused = this.region.busy;
+    const done = this.region.enter(() => this.driver.click(button));
+    if (wait || refused) return done;
     done.catch((err: unknown) => this.log?.warn({ err, button }, 'atx: press failed'));
   }
 
@@ -74,6 +74,7 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
 
   dispose(): void {
     this.offDriver();
+    this.offRegion();
   }
 
   private publish(): void {

@@ -257,4 +257,34 @@ describe('HidService', () => {
       'ControlLeft-',
     ]);
   });
+
+  it('reset during a mouse re-creation releases what was pressed meanwhile, after it', async () => {
+    const t = setup();
+    vi.useRealTimers();
+    let finish!: () => void;
+    const recreate = t.driver.setMouseOutput.bind(t.driver);
+    t.driver.setMouseOutput = async (output) => {
+      await new Promise<void>((r) => (finish = r));
+      await recreate(output);
+    };
+    const switching = t.hid.setParams({ mouseOutput: 'usb_rel' });
+    expect(t.hid.getState().busy).toBe(true);
+    await expect(t.hid.setParams({ mouseOutput: 'usb_rel' })).rejects.toMatchObject({
+      status: 409,
+      wireName: 'HidBusyError',
+    });
+    const reset = t.hid.reset();
+    // a press that lands while the device is being re-created, after reset's first release
+    t.hid.handleFrame('ws:1', encodeMouseButton('left', true));
+    finish();
+    await Promise.all([switching, reset]);
+    const down = new Set<string>();
+    for (const r of t.reports) {
+      if (r.kind !== 'button') continue;
+      if (r.pressed) down.add(r.button);
+      else down.delete(r.button);
+    }
+    expect([...down]).toEqual([]);
+    expect(t.hid.getState().busy).toBe(false);
+  });
 });

@@ -21,6 +21,7 @@ import {
 } from '@kvm/protocol';
 import { BusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
+import { ExclusiveRegion } from '../exclusive-region';
 
 /** Keys `finish` never releases (wire-protocol.md 1.4): modifiers and PrintScreen. */
 function finishKeeps(key: string): boolean {
@@ -82,7 +83,11 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   private readonly jigglerTimer: NodeJS.Timeout;
   private readonly offDriver: () => void;
   private settings: HidSettings;
-  private busy = false;
+  /** Re-creating the mouse device (absolute ↔ relative): one at a time, reset waits for it. */
+  private readonly region = new ExclusiveRegion(
+    () => new BusyError('HidBusyError', 'The mouse is being re-created'),
+  );
+  private readonly offRegion: () => void;
   private paste: {
     controller: AbortController;
     /** The session that started it (token hash), null for header credentials. */
@@ -104,6 +109,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
       mouseOutput: opts.settings?.mouseOutput ?? MOUSE_OUTPUT_ABSOLUTE,
     };
     this.offDriver = this.driver.onState(() => this.publish());
+    this.offRegion = this.region.onChange(() => this.publish());
     this.watchdog = setInterval(() => this.sweep(), WATCHDOG_TICK_MS);
     this.watchdog.unref();
     const jiggleMs = (opts.jigglerIntervalS ?? JIGGLER_INTERVAL_S) * 1000;
@@ -129,7 +135,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     return {
       enabled: true,
       online: d.online,
-      busy: this.busy,
+      busy: this.region.busy,
       connected: d.connected,
       keyboard: {
         online: d.keyboard.online,
@@ -315,6 +321,9 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     const stopped = this.stopPaste('reset');
     this.releaseAll();
     await stopped;
+    // A mouse being re-created may take presses meanwhile: release again once it is done,
+    // before anyone else can enter.
+    if (this.region.busy) await this.region.enterAfter(async () => this.releaseAll());
   }
 
   // ---- parameters ----
@@ -334,21 +343,15 @@ export class HidService extends EventEmitter<HidServiceEvents> {
       );
     }
     if (output === this.driver.getState().mouse.outputs.active) return;
-    if (this.busy) throw new BusyError('HidBusyError', 'The mouse is being re-created');
-    this.busy = true;
-    // Buttons held on the old device would never be released on the new one.
-    for (const [client, input] of this.clients) {
-      if (input.buttons.size > 0) this.releaseClient(client, 'reset');
-    }
-    this.publish();
-    try {
+    await this.region.enter(async () => {
+      // Buttons held on the old device would never be released on the new one.
+      for (const [client, input] of this.clients) {
+        if (input.buttons.size > 0) this.releaseClient(client, 'reset');
+      }
       await this.driver.setMouseOutput(output);
       this.settings = { ...this.settings, mouseOutput: output };
       await this.opts.saveSettings?.(this.settings);
-    } finally {
-      this.busy = false;
-      this.publish();
-    }
+    });
   }
 
   async setConnected(connected: boolean): Promise<void> {
@@ -364,6 +367,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     clearInterval(this.watchdog);
     clearInterval(this.jigglerTimer);
     this.offDriver();
+    this.offRegion();
     void this.stopPaste('closed');
     this.releaseAll();
   }
