@@ -711,7 +711,10 @@ export class FrameGenerator {
       (ids.sessions.length > 0 && prng.chance(0.6) ? prng.pick(ids.sessions) : wrongId(prng));
     if (verb !== 'create' || prng.chance(0.2)) req['session_id'] = session;
     if (verb === 'create' && prng.chance(0.2)) req['id'] = wrongId(prng);
-    if (['message', 'trickle', 'detach', 'hangup'].includes(String(verb)) || prng.chance(0.1)) {
+    if (
+      (typeof verb === 'string' && ['message', 'trickle', 'detach', 'hangup'].includes(verb)) ||
+      prng.chance(0.1)
+    ) {
       req['handle_id'] = known && prng.chance(0.8) ? known.handle : wrongId(prng);
     }
     if (verb === 'attach') {

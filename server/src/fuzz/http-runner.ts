@@ -205,7 +205,12 @@ export async function runHttp(opts: HttpRunOptions): Promise<HttpStats> {
     const verdict = judgeHttp(wire.method, wire.url, answer);
     if (!verdict.ok) findings.add(verdict.kind, req.route, verdict.detail, describeRequest(req));
     const usedToken = ['token-header', 'cookie', 'query'].includes(req.auth) && !disposable;
-    if (usedToken && (answer.status === 401 || answer.status === 403)) await ensureSession();
+    if (usedToken && (answer.status === 401 || answer.status === 403)) {
+      // The server may be restarting (msd/set_enabled): the caller re-checks the session.
+      await ensureSession().catch(() => {
+        stats.transportErrors += 1;
+      });
+    }
   };
 
   const worker = async (): Promise<void> => {
