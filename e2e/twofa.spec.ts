@@ -24,11 +24,35 @@ beforeAll(async () => {
 });
 afterAll(() => stopConsole(browser, server));
 
-/** A code that stays valid for the next few seconds (avoid the edge of a 30 s step). */
+const STEP_MS = 30_000;
+/** The newest step whose code this test has sent: the server accepts each step once. */
+let lastStep = -Infinity;
+
+/**
+ * A code the server has not seen yet and that stays valid for a while. The server takes the
+ * steps next to its own (clock skew), so the next step's code is good at once; only when that one
+ * is used too does this wait for the clock.
+ */
 async function freshCode(secret: string): Promise<string> {
-  const intoStep = (Date.now() / 1000) % 30;
-  if (intoStep > 25) await new Promise((r) => setTimeout(r, (31 - intoStep) * 1000));
-  return totp(secret);
+  for (;;) {
+    const now = Date.now();
+    const step = Math.floor(now / STEP_MS);
+    const intoStepS = (now % STEP_MS) / 1000;
+    // the current step only while it has more than 5 s left; the next one always
+    const usable = [step, step + 1].find((s) => s > lastStep && (s > step || intoStepS <= 25));
+    if (usable !== undefined) {
+      lastStep = usable;
+      return totp(secret, usable * STEP_MS);
+    }
+    await new Promise((r) => setTimeout(r, (30 - intoStepS + 0.5) * 1000));
+  }
+}
+
+/** A 6-digit code that no step the server accepts now would produce. */
+function wrongCode(secret: string): string {
+  const step = Math.floor(Date.now() / STEP_MS);
+  const valid = new Set([-1, 0, 1, 2].map((d) => totp(secret, (step + d) * STEP_MS)));
+  return ['000000', '111111', '222222'].find((c) => !valid.has(c))!;
 }
 
 describe('two-factor', () => {
@@ -65,9 +89,7 @@ describe('two-factor', () => {
     await byTestId(page, 'twofa-code').waitFor({ state: 'visible' });
     expect(new URL(page.url()).pathname).toBe('/twofactor');
 
-    const right = await freshCode(secret);
-    const wrong = right === '000000' ? '111111' : '000000';
-    await byTestId(page, 'twofa-code').fill(wrong);
+    await byTestId(page, 'twofa-code').fill(wrongCode(secret));
     await byTestId(page, 'twofa-submit').click();
     await expectText(page, 'Password or 2FA code is not correct!');
 
