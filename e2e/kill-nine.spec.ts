@@ -15,6 +15,13 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT } from './fixtures/server';
+import { Prng } from '../server/src/fuzz/prng';
+
+/** A replayable random stream (the fuzzer's PRNG). */
+const seeded = (seed: number): (() => number) => {
+  const prng = new Prng(seed);
+  return () => prng.next();
+};
 
 const MAIN = join(REPO_ROOT, 'server/dist/main.js');
 const KILLS = 12;
@@ -23,18 +30,6 @@ const WRITERS = 4;
 const SEED = 0x9e3779b9;
 const PASSWORD = 'kill-nine-secret';
 const TEMP_NAME = /^\..+\.tmp-[0-9a-f]+$/;
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Byte `i` of image number `n`: every image's bytes differ, so a mix-up shows. */
 const byteOf = (n: number, i: number): number => (i * 31 + n * 17 + (i >>> 12)) & 0xff;
@@ -216,7 +211,7 @@ describe('kill -9 during writes and uploads', () => {
   });
 
   it(`leaves no torn state, no false complete image, no temp file (${KILLS} kills)`, async () => {
-    const random = prng(SEED);
+    const random = seeded(SEED);
     dataDir = await mkdtemp(join(tmpdir(), 'kvm-kill9-'));
     const config = join(dataDir, '..', `${dataDir.split('/').pop()}.yaml`);
     await writeFile(config, 'webrtc:\n  stun_url: null\n');
@@ -247,7 +242,9 @@ describe('kill -9 during writes and uploads', () => {
       });
       // several writers at once: more of the kills land inside an atomic write
       const writes = Promise.all(
-        Array.from({ length: WRITERS }, () => writeState(device!, prng(random() * 2 ** 32), stop)),
+        Array.from({ length: WRITERS }, () =>
+          writeState(device!, seeded(random() * 2 ** 32), stop),
+        ),
       );
       // Most kills land when a seeded share of the body went out (mid-upload, while state is
       // written too); the others after a seeded delay, often after the upload's answer.

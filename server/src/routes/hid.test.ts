@@ -6,6 +6,7 @@ import { PRINT_MAX_CHARS, encodeKey, encodeMouseMove } from '@kvm/protocol';
 import type { TestbedReport } from '../drivers/testbed/hid';
 import { PASSWORD, initAndLogin, login, newApp } from '../test-helpers';
 import { PRINT_BODY_MAX_BYTES } from './hid';
+import { stillPressed } from '../services/hid/test-support';
 
 let app: FastifyInstance;
 afterEach(async () => {
@@ -16,17 +17,6 @@ function record(a: FastifyInstance): TestbedReport[] {
   const reports: TestbedReport[] = [];
   a.ctx.drivers.testbedHid!.on('report', (r) => reports.push(r));
   return reports;
-}
-
-/** Keys the reports pressed and never released. */
-function stillPressed(reports: TestbedReport[]): string[] {
-  const down = new Set<string>();
-  for (const r of reports) {
-    if (r.kind !== 'key') continue;
-    if (r.pressed) down.add(r.key);
-    else down.delete(r.key);
-  }
-  return [...down];
 }
 
 const keyLog = (reports: TestbedReport[]) =>

@@ -5,6 +5,7 @@ import type { TestbedReport } from '../../drivers/testbed/hid';
 import { paceKeyEvents } from '../../drivers/hid/pace';
 import type { KeyEvent } from '../../drivers/hid/types';
 import { HidService } from './hid-service';
+import { buttonsStillDown, stillPressed } from './test-support';
 
 /** A fake that records the reports, as the house style asks: bytes, not call assertions. */
 function setup(opts: { jigglerIntervalS?: number } = {}) {
@@ -40,17 +41,6 @@ function* endless(): Generator<KeyEvent> {
     yield { key: 'KeyA', state: true };
     yield { key: 'KeyA', state: false };
   }
-}
-
-/** Keys the reports pressed and never released. */
-function stillPressed(reports: TestbedReport[]): string[] {
-  const down = new Set<string>();
-  for (const r of reports) {
-    if (r.kind !== 'key') continue;
-    if (r.pressed) down.add(r.key);
-    else down.delete(r.key);
-  }
-  return [...down];
 }
 
 const keys = (reports: TestbedReport[]) =>
@@ -278,13 +268,7 @@ describe('HidService', () => {
     t.hid.handleFrame('ws:1', encodeMouseButton('left', true));
     finish();
     await Promise.all([switching, reset]);
-    const down = new Set<string>();
-    for (const r of t.reports) {
-      if (r.kind !== 'button') continue;
-      if (r.pressed) down.add(r.button);
-      else down.delete(r.button);
-    }
-    expect([...down]).toEqual([]);
+    expect(buttonsStillDown(t.reports)).toEqual([]);
     expect(t.hid.getState().busy).toBe(false);
   });
 });
