@@ -281,7 +281,8 @@ describe('kill -9 during writes and uploads', () => {
       JSON.stringify({
         kills: KILLS,
         killed_mid_upload: killedMidUpload,
-        temps_left: tempsLeftByKills,
+        // temp files the kills left behind; the next start removed every one (checkNoTemps)
+        temps_left_by_kills: tempsLeftByKills,
       }),
     );
     await device.kill('SIGTERM');
