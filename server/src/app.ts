@@ -151,8 +151,9 @@ export async function createContext(
 }
 
 /** Whether a line at `level` would be written (Fastify's no-op logger has no isLevelEnabled). */
-function logsAt(log: { isLevelEnabled?: (level: string) => boolean }, level: string): boolean {
-  return typeof log.isLevelEnabled === 'function' && log.isLevelEnabled(level);
+function logsAt(log: object, level: string): boolean {
+  const enabled = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
+  return typeof enabled === 'function' && enabled.call(log, level);
 }
 
 export interface BuildOptions {
