@@ -38,6 +38,16 @@ class FakeSocket extends EventEmitter {
     this.readyState = 3;
     this.emit('close', 1006);
   }
+  /** Whether the guard stopped reading this client (TCP backpressure), and how often. */
+  paused = false;
+  pauses = 0;
+  pause(): void {
+    this.paused = true;
+    this.pauses += 1;
+  }
+  resume(): void {
+    this.paused = false;
+  }
 }
 
 const silent = { debug: () => {} };
@@ -81,6 +91,20 @@ describe('GuardedSocket', () => {
     expect(seen).toEqual(['m0', 'm1', 'm2']);
     expect(g.stats.droppedMessages).toBeGreaterThanOrEqual(4);
     expect(fake.closes).toEqual([[CLOSE_POLICY, 'too many messages']]);
+    // the first refusal stopped reading the client: the rest were already read (dropped)
+    expect(fake.pauses).toBe(1);
+  });
+
+  it('stops reading a client over its budget for a moment, then reads it again', async () => {
+    const { fake, g } = guarded();
+    const seen: string[] = [];
+    g.onMessage((data) => void seen.push(data.toString()));
+    for (let i = 0; i < 4; i += 1) fake.emit('message', Buffer.from(`m${i}`), false);
+    expect(seen).toEqual(['m0', 'm1', 'm2']);
+    expect(fake.paused).toBe(true);
+    expect(g.stats.throttled).toBe(1);
+    await expect.poll(() => fake.paused, { timeout: 5_000 }).toBe(false);
+    expect(fake.closes).toEqual([]);
   });
 
   it('counts protocol pings and pongs against the same budget', () => {

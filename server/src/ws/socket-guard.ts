@@ -30,6 +30,11 @@ export const CLOSE_SESSION_ENDED = 4001;
 
 /** A socket asked to close but whose peer does not answer is cut after this long. */
 const CLOSE_GRACE_MS = 2_000;
+/**
+ * A client over its message budget is not read for this long (TCP pushes back on it), so a flood
+ * costs the server its budget and no more: frames left unread are never parsed or allocated.
+ */
+export const THROTTLE_MS = 100;
 
 export interface SocketLimits {
   /** Longest message accepted, bytes. */
@@ -159,10 +164,17 @@ export interface GuardStats {
   droppedMessages: number;
   droppedReplies: number;
   droppedSends: number;
+  /** Times the client was not read for `THROTTLE_MS` because it was over its budget. */
+  throttled: number;
 }
 
 export class GuardedSocket {
-  readonly stats: GuardStats = { droppedMessages: 0, droppedReplies: 0, droppedSends: 0 };
+  readonly stats: GuardStats = {
+    droppedMessages: 0,
+    droppedReplies: 0,
+    droppedSends: 0,
+    throttled: 0,
+  };
   private readonly messages: TokenBucket;
   private readonly bytes: TokenBucket;
   private readonly strikes: TokenBucket;
@@ -170,6 +182,7 @@ export class GuardedSocket {
   private readonly replyStrikes: TokenBucket;
   private stallTimer: NodeJS.Timeout | null = null;
   private killTimer: NodeJS.Timeout | null = null;
+  private resumeTimer: NodeJS.Timeout | null = null;
   private closing = false;
   private readonly closeListeners: Array<() => void> = [];
 
@@ -202,7 +215,8 @@ export class GuardedSocket {
       this.closing = true;
       if (this.stallTimer) clearTimeout(this.stallTimer);
       if (this.killTimer) clearTimeout(this.killTimer);
-      this.stallTimer = this.killTimer = null;
+      if (this.resumeTimer) clearTimeout(this.resumeTimer);
+      this.stallTimer = this.killTimer = this.resumeTimer = null;
       for (const fn of this.closeListeners.splice(0)) fn();
     });
   }
@@ -278,6 +292,10 @@ export class GuardedSocket {
       this.socket.terminate();
       return;
     }
+    // A client closed for flooding, oversize or not reading is not read any more: what it goes on
+    // sending during the grace below is never parsed. A client closed for a reason of ours (its
+    // session ended) is, so its close reply ends the connection at once.
+    if (code === CLOSE_POLICY || code === CLOSE_TOO_BIG || code === CLOSE_SLOW) this.socket.pause();
     // A peer that does not read never answers the close frame: do not hold its buffer for
     // ws's own 30 s closing timeout.
     this.killTimer = setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS);
@@ -294,7 +312,20 @@ export class GuardedSocket {
     if (this.messages.take(1) && this.bytes.take(data.length)) return true;
     this.stats.droppedMessages += 1;
     if (!this.strikes.take(1)) this.close(CLOSE_POLICY, 'too many messages');
+    else this.throttle();
     return false;
+  }
+
+  /** Stops reading the client for `THROTTLE_MS`; frames already read still arrive (dropped). */
+  private throttle(): void {
+    if (this.resumeTimer || this.closing) return;
+    this.stats.throttled += 1;
+    this.socket.pause();
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = null;
+      if (!this.closing) this.socket.resume();
+    }, THROTTLE_MS);
+    this.resumeTimer.unref();
   }
 
   /**
