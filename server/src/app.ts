@@ -33,7 +33,7 @@ import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
 import { iceServersOf, loadTurn, turnProvider } from './services/turn';
 import { createDrivers } from './targets';
-import { toHttp } from './errors';
+import { ServiceUnavailableError, toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
 import {
@@ -176,6 +176,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // Per-request lines would drown the log file; routes log what matters themselves.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    // Fastify's own 503 while closing is not the kvmd envelope: the onRequest hook below answers.
+    return503OnClosing: false,
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
   };
   const app = (opts.https
@@ -186,6 +188,19 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       } as FastifyServerOptions)) as unknown as FastifyInstance;
   const anonLog = new LogBudget();
   guardServer(app.server, edge, app.log, anonLog);
+  // During a restart in place (virtual media on/off) or a stop, requests still arriving on open
+  // keep-alive connections are turned away before any service, some of them closing, is reached.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ServiceUnavailableError(
+      'The device server is restarting or stopping: try again in a few seconds',
+    );
+  });
   app.addHook('onRequest', requireHost);
   app.addHook('onRequest', edgeRequestChecks);
 

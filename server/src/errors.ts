@@ -58,6 +58,13 @@ export class RateLimitError extends ApiError {
   }
 }
 
+/** The server cannot answer this now (restarting, not built yet); trying again later may work. */
+export class ServiceUnavailableError extends ApiError {
+  constructor(message: string) {
+    super('ServiceUnavailableError', 503, message);
+  }
+}
+
 /** A physical operation is already running (kvmd IsBusyError family). */
 export class BusyError extends ApiError {
   constructor(wireName: string, message: string) {

@@ -9,7 +9,7 @@
 import { createReadStream, readdirSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, NotFoundError } from '../errors';
+import { ApiError, NotFoundError, ServiceUnavailableError } from '../errors';
 import type { AuthService } from '../services/auth/auth-service';
 import { authenticate } from './auth';
 
@@ -150,11 +150,7 @@ export function registerStatic(
     }
     const index = files.get('/index.html');
     if (!index) {
-      throw new ApiError(
-        'ServiceUnavailableError',
-        503,
-        'The console is not built yet: run `npm run build`.',
-      );
+      throw new ServiceUnavailableError('The console is not built yet: run `npm run build`.');
     }
     return sendFile(request, reply, index, 'no-cache');
   });
