@@ -1,12 +1,10 @@
 #!/usr/bin/env node
-// `npm run bench -- <name>`: bundles bench/<name>.ts (our workspaces inlined, npm packages
-// left as imports) and runs it. Each bench prints one JSON object on stdout.
-import { build } from 'esbuild';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+// `npm run bench -- <name>`: bundles bench/<name>.ts and runs it. Each bench prints one JSON
+// object on stdout.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { root, runBundled } from './run-bundled.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
 const name = process.argv[2];
 const available = readdirSync(join(root, 'bench'))
   .filter((f) => f.endsWith('.ts') && !f.includes('.test.') && f !== 'lib.ts')
@@ -16,36 +14,9 @@ if (!name || !available.includes(name)) {
   process.exit(2);
 }
 // Same preparation as `npm test` (quick and silent when everything is built already).
-if (!process.env.KVM_BENCH_NO_BOOTSTRAP) {
-  const prep = spawnSync('node', [join(root, 'scripts/bootstrap.mjs'), 'test'], {
-    stdio: 'inherit',
-  });
-  if (prep.status !== 0) process.exit(prep.status ?? 1);
-}
-const outDir = join(root, '.cache', 'bench');
-mkdirSync(outDir, { recursive: true });
-const outfile = join(outDir, `${name}.mjs`);
-await build({
-  entryPoints: [join(root, 'bench', `${name}.ts`)],
-  outfile,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  logLevel: 'error',
-  plugins: [
-    {
-      name: 'external-packages',
-      setup(b) {
-        b.onResolve({ filter: /^[^./]/ }, (args) =>
-          args.path.startsWith('@kvm/') ? undefined : { path: args.path, external: true },
-        );
-      },
-    },
-  ],
+await runBundled({
+  entry: `bench/${name}.ts`,
+  folder: 'bench',
+  args: process.argv.slice(3),
+  skipBootstrap: Boolean(process.env.KVM_BENCH_NO_BOOTSTRAP),
 });
-const r = spawnSync(process.execPath, [outfile, ...process.argv.slice(3)], {
-  stdio: 'inherit',
-  cwd: root,
-});
-process.exit(r.status ?? 1);
