@@ -8,13 +8,11 @@
  * - no temp file of an atomic write survives the restart's cleanup.
  * The count is bounded for `npm test` (KILLS rounds, well under a minute).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO_ROOT } from './fixtures/server';
+import { ServerProcess } from './fixtures/server';
 import { Prng } from '../server/src/fuzz/prng';
 
 /** A replayable random stream (the fuzzer's PRNG). */
@@ -23,7 +21,6 @@ const seeded = (seed: number): (() => number) => {
   return () => prng.next();
 };
 
-const MAIN = join(REPO_ROOT, 'server/dist/main.js');
 const KILLS = 12;
 /** Concurrent state writers during each round. */
 const WRITERS = 4;
@@ -40,63 +37,22 @@ function imageBytes(n: number, from: number, length: number): Buffer {
   return b;
 }
 
+/** The server under test (the e2e fixture's process) and the calls the suite makes on it. */
 class Device {
-  child: ChildProcess | null = null;
-  output = '';
   token = '';
-  constructor(
-    readonly dataDir: string,
-    readonly port: number,
-    readonly config: string,
-  ) {}
+  constructor(readonly server: ServerProcess) {}
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return this.server.url;
   }
 
-  async start(): Promise<void> {
-    this.output = '';
-    const child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        '--target',
-        'testbed',
-        '--no-tls',
-        '--listen',
-        `127.0.0.1:${this.port}`,
-        '--data',
-        this.dataDir,
-        '--config',
-        this.config,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    this.child = child;
-    child.stdout?.on('data', (c: Buffer) => (this.output += c.toString()));
-    child.stderr?.on('data', (c: Buffer) => (this.output += c.toString()));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (this.output.includes(' ready in ')) {
-          clearInterval(timer);
-          child.removeAllListeners('exit');
-          resolve();
-        }
-      }, 20);
-      child.once('exit', (code) => {
-        clearInterval(timer);
-        reject(new Error(`server exited with ${code}:\n${this.output}`));
-      });
-    });
+  /** Starts the process again on the same port and data folder; waits for "ready". */
+  start(): Promise<void> {
+    return this.server.launch();
   }
 
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const child = this.child;
-    this.child = null;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise((r) => child.once('exit', r));
-    child.kill(signal);
-    await gone;
+  kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    return this.server.kill(signal);
   }
 
   async call(
@@ -203,20 +159,15 @@ async function writeState(device: Device, random: () => number, stop: { now: boo
 
 describe('kill -9 during writes and uploads', () => {
   let device: Device | null = null;
-  let dataDir = '';
 
   afterAll(async () => {
-    await device?.kill();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await device?.server.dispose();
   });
 
   it(`leaves no torn state, no false complete image, no temp file (${KILLS} kills)`, async () => {
     const random = seeded(SEED);
-    dataDir = await mkdtemp(join(tmpdir(), 'kvm-kill9-'));
-    const config = join(dataDir, '..', `${dataDir.split('/').pop()}.yaml`);
-    await writeFile(config, 'webrtc:\n  stun_url: null\n');
-    device = new Device(dataDir, await freePort(), config);
-    await device.start();
+    device = new Device(await ServerProcess.start());
+    const dataDir = device.server.dataDir;
     const init = await fetch(
       `${device.url}/api/init/init?password=${encodeURIComponent(PASSWORD)}`,
     );
