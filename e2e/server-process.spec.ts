@@ -191,6 +191,27 @@ describe('crash and restart (issue 9, item 1)', () => {
     expect(await childrenOf(launcherPid)).toEqual([]);
   });
 
+  it('a launcher killed with SIGKILL takes its server down with it (no orphan on the port)', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'kvm-launch-'));
+    const port = await freePort();
+    const args = ['--data', data, '--listen', `127.0.0.1:${port}`, '--no-tls'];
+    const srv = startServer([...args, '--target', 'testbed'], LAUNCHER);
+    await srv.ready;
+    const [server] = await childrenOf(srv.child.pid!);
+    expect(server).toBeGreaterThan(0);
+    srv.child.kill('SIGKILL');
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await expect.poll(() => alive(server!), { timeout: 15_000, interval: 100 }).toBe(false);
+    expect(await plainGet(port, '/api/init/is_inited')).toBe(0);
+  });
+
   it('an uncaught exception is logged as fatal and the server exits non-zero (70)', async () => {
     const data = await mkdtemp(join(tmpdir(), 'kvm-crash-'));
     const port = await freePort();

@@ -19,6 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { raiseOpenFileLimit } from './fd-limit';
+import { findSetpriv } from './services/supervisor';
 
 export type LauncherState = 'starting' | 'running' | 'backoff' | 'stopping' | 'stopped';
 
@@ -104,9 +105,14 @@ export class Launcher {
   private spawnChild(): void {
     this.starts += 1;
     this.startedAt = Date.now();
-    const child = spawn(process.execPath, [this.opts.entry, ...this.opts.args], {
-      stdio: 'inherit',
-    });
+    // Through `setpriv --pdeathsig TERM` where it exists: if the launcher itself is killed
+    // (kill -9, OOM), the kernel stops the server too, which stops its QEMU and ffmpeg, instead
+    // of leaving an orphan that holds the port and the VM.
+    const setpriv = findSetpriv();
+    const argv = [process.execPath, this.opts.entry, ...this.opts.args];
+    const child = setpriv
+      ? spawn(setpriv, ['--pdeathsig', 'TERM', '--', ...argv], { stdio: 'inherit' })
+      : spawn(argv[0]!, argv.slice(1), { stdio: 'inherit' });
     this.child = child;
     child.once('spawn', () => {
       if (this.state === 'starting') this.setState('running');

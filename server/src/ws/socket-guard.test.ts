@@ -91,8 +91,10 @@ describe('GuardedSocket', () => {
     expect(seen).toEqual(['m0', 'm1', 'm2']);
     expect(g.stats.droppedMessages).toBeGreaterThanOrEqual(4);
     expect(fake.closes).toEqual([[CLOSE_POLICY, 'too many messages']]);
-    // the first refusal stopped reading the client: the rest were already read (dropped)
-    expect(fake.pauses).toBe(1);
+    // the first refusal stopped reading the client (the rest had been read already and were
+    // dropped); the close stops it for good
+    expect(fake.pauses).toBe(2);
+    expect(fake.paused).toBe(true);
   });
 
   it('stops reading a client over its budget for a moment, then reads it again', async () => {

@@ -101,25 +101,41 @@ describe('QemuHid', () => {
     hid.sendMouseMove(0, y);
     hid.sendMouseButton('left', true);
     hid.sendMouseButton('left', false);
-    await until('selection', async () =>
-      (await serialLines()).slice(before).includes('pick selected 3'),
-    );
+    // A TCG guest under the whole suite's load can take many seconds: poll long, and say what
+    // the guest did see if it never selects.
+    const GUEST_MS = 30_000;
+    await until(
+      'selection',
+      async () => (await serialLines()).slice(before).includes('pick selected 3'),
+      GUEST_MS,
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; guest:\n${(await serialLines()).slice(before).join('\n')}`);
+    });
     hid.sendMouseButton('right', true);
     hid.sendMouseButton('right', false);
-    await until('pick done', async () => (await serialLines()).slice(before).includes('pick done'));
+    await until(
+      'pick done',
+      async () => (await serialLines()).slice(before).includes('pick done'),
+      GUEST_MS,
+    );
 
     await hid.setMouseOutput('usb_rel');
     expect(hid.getState().mouse).toMatchObject({ absolute: false, outputs: { active: 'usb_rel' } });
-    await until('usb mouse', async () =>
-      (await serialLines()).slice(before).some((l) => /add QEMU QEMU USB Mouse/.test(l)),
+    await until(
+      'usb mouse',
+      async () =>
+        (await serialLines()).slice(before).some((l) => /add QEMU QEMU USB Mouse/.test(l)),
+      GUEST_MS,
     );
     await hid.setMouseOutput('usb');
     expect(hid.getState().mouse.absolute).toBe(true);
     // The tablet added after the mouse, not the one the guest saw before the switch.
     const order =
       /add QEMU QEMU USB Tablet[\s\S]*add QEMU QEMU USB Mouse[\s\S]*add QEMU QEMU USB Tablet/;
-    await until('tablet back', async () =>
-      order.test(await readFile(machine.paths.serial, 'utf8')),
+    await until(
+      'tablet back',
+      async () => order.test(await readFile(machine.paths.serial, 'utf8')),
+      GUEST_MS,
     );
-  }, 60_000);
+  }, 150_000);
 });
