@@ -66,7 +66,14 @@ beforeAll(async () => {
     async () => (await serialLines()).some((l) => /add .*Keyboard/.test(l)),
     30_000,
   );
-}, 120_000);
+  // `pick` looks for the tablet once and exits without it; a loaded TCG guest enumerates the
+  // USB tablet seconds after the keyboard.
+  await until(
+    'usb tablet',
+    async () => (await serialLines()).some((l) => /add .*Tablet/.test(l)),
+    60_000,
+  );
+}, 180_000);
 
 afterAll(async () => {
   await hid.dispose();
@@ -92,41 +99,31 @@ describe('QemuHid', () => {
 
   it('a tablet click selects the item under the pointer; relative mode re-creates the mouse', async () => {
     const before = (await serialLines()).length;
+    // A TCG guest under the whole suite's load can take many seconds: poll long, and say what
+    // the guest did see when a step never comes.
+    const GUEST_MS = 60_000;
+    const step = (what: string, done: (lines: string[]) => boolean): Promise<unknown> =>
+      until(what, async () => done((await serialLines()).slice(before)), GUEST_MS).catch(
+        async (err: Error) => {
+          const seen = (await serialLines()).slice(before).slice(-40).join('\n');
+          throw new Error(`${err.message}; the guest's serial since the step began:\n${seen}`);
+        },
+      );
     await hid.typeSequence(typed('pick\n'), 0, new AbortController().signal);
-    await until('pick ready', async () =>
-      (await serialLines()).slice(before).some((l) => l.startsWith('pick ready')),
-    );
+    await step('pick ready', (lines) => lines.some((l) => l.startsWith('pick ready')));
     // item 3 is on text row 22: pixel rows 336-351 of 768
     const y = Math.round(((343 + 0.5) / 768) * 65535 - 32768);
     hid.sendMouseMove(0, y);
     hid.sendMouseButton('left', true);
     hid.sendMouseButton('left', false);
-    // A TCG guest under the whole suite's load can take many seconds: poll long, and say what
-    // the guest did see if it never selects.
-    const GUEST_MS = 30_000;
-    await until(
-      'selection',
-      async () => (await serialLines()).slice(before).includes('pick selected 3'),
-      GUEST_MS,
-    ).catch(async (err: Error) => {
-      throw new Error(`${err.message}; guest:\n${(await serialLines()).slice(before).join('\n')}`);
-    });
+    await step('selection', (lines) => lines.includes('pick selected 3'));
     hid.sendMouseButton('right', true);
     hid.sendMouseButton('right', false);
-    await until(
-      'pick done',
-      async () => (await serialLines()).slice(before).includes('pick done'),
-      GUEST_MS,
-    );
+    await step('pick done', (lines) => lines.includes('pick done'));
 
     await hid.setMouseOutput('usb_rel');
     expect(hid.getState().mouse).toMatchObject({ absolute: false, outputs: { active: 'usb_rel' } });
-    await until(
-      'usb mouse',
-      async () =>
-        (await serialLines()).slice(before).some((l) => /add QEMU QEMU USB Mouse/.test(l)),
-      GUEST_MS,
-    );
+    await step('usb mouse', (lines) => lines.some((l) => /add QEMU QEMU USB Mouse/.test(l)));
     await hid.setMouseOutput('usb');
     expect(hid.getState().mouse.absolute).toBe(true);
     // The tablet added after the mouse, not the one the guest saw before the switch.
@@ -137,5 +134,5 @@ describe('QemuHid', () => {
       async () => order.test(await readFile(machine.paths.serial, 'utf8')),
       GUEST_MS,
     );
-  }, 150_000);
+  }, 300_000);
 });
