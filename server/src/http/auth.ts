@@ -13,6 +13,7 @@
  * its own, so they are not checked. Public routes that change state (`sameOrigin: true`: login,
  * first-run init) get the same check whatever the credentials (login CSRF).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../errors';
 import type { AuthService, LoginFailure } from '../services/auth/auth-service';
@@ -169,12 +170,40 @@ export async function authenticate(
   return { user: session.user, token: source.token, tokenHash: hashToken(source.token) };
 }
 
+/** Public routes that take a body: a client may be told to send it at once. */
+const PUBLIC_BODY_PATHS = new Set(['/api/auth/login', '/api/auth/login_with_2fa']);
+
+/**
+ * Whether to answer `Expect: 100-continue` with 100 before the request runs. Node says 100 to
+ * everyone by default, so an anonymous client was invited to send a 1 GB body only to be refused
+ * after it. Here only a request whose session is live (token header, `?auth_token=`, cookie),
+ * one with X-KVMD credentials (checked with the request, as always), or one to a public route
+ * that takes a body is invited; the others get their 401/403 without ever being asked for the
+ * body, and their connection closes (app.ts).
+ */
+export function mayContinue(request: IncomingMessage, auth: AuthService): boolean {
+  const headers = request.headers;
+  const url = new URL(request.url ?? '/', 'http://device');
+  if (PUBLIC_BODY_PATHS.has(url.pathname.replace(/\/+$/, ''))) return true;
+  if (headers['x-kvmd-user'] !== undefined && headers['x-kvmd-passwd'] !== undefined) return true;
+  const token =
+    single(headers['token']) ??
+    url.searchParams.get('auth_token') ??
+    /(?:^|;\s*)auth_token=([^;]*)/.exec(single(headers.cookie) ?? '')?.[1];
+  return token !== undefined && /^[0-9a-f]{64}$/.test(token) && auth.session(token) !== null;
+}
+
 export function registerAuthHook(
   app: FastifyInstance,
   auth: AuthService,
   trustProxy: boolean,
 ): void {
   app.decorateRequest('auth', null);
+  // With a listener here Node no longer answers 100 by itself; the request then runs as usual.
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (mayContinue(request, auth)) response.writeContinue();
+    app.server.emit('request', request, response);
+  });
   app.addHook('onRequest', async (request) => {
     const config = request.routeOptions.config;
     if (config?.public) {
