@@ -8,17 +8,36 @@ import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT } from './fixtures/server';
 
 const MAIN = join(REPO_ROOT, 'server/dist/main.js');
 const LAUNCHER = join(REPO_ROOT, 'server/dist/launcher.js');
+
+/**
+ * Every server or launcher a test here started or found. Whatever the test's outcome, each one
+ * still running is killed after it (checked by its command line, so a reused pid is left alone).
+ */
+const started = new Set<number>();
+afterEach(async () => {
+  for (const pid of started) {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!cmdline.includes('server/dist/')) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  started.clear();
+});
 
 function startServer(args: string[], script = MAIN, env: NodeJS.ProcessEnv = process.env) {
   const child = spawn(process.execPath, [script, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env,
   });
+  if (child.pid) started.add(child.pid);
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -171,12 +190,14 @@ describe('crash and restart (issue 9, item 1)', () => {
     expect(srv.output()).toMatch(/launcher: open-file limit for the server: \d+/);
     const launcherPid = srv.child.pid!;
     const [first] = await childrenOf(launcherPid);
+    if (first) started.add(first);
     expect(first).toBeGreaterThan(0);
     process.kill(first!, 'SIGKILL');
     await expect
       .poll(
         async () => {
           const [now] = await childrenOf(launcherPid);
+          if (now) started.add(now);
           return (
             now !== undefined && now !== first && (await plainGet(port, '/api/init/is_inited'))
           );
@@ -198,6 +219,7 @@ describe('crash and restart (issue 9, item 1)', () => {
     const srv = startServer([...args, '--target', 'testbed'], LAUNCHER);
     await srv.ready;
     const [server] = await childrenOf(srv.child.pid!);
+    if (server) started.add(server);
     expect(server).toBeGreaterThan(0);
     srv.child.kill('SIGKILL');
     const alive = (pid: number): boolean => {
