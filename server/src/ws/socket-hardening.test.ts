@@ -124,6 +124,36 @@ function heldBytes(): number {
   return serverSockets().reduce((n, s) => n + s.bufferedAmount, 0);
 }
 
+/**
+ * A client that stops reading its TCP socket and sends `count` frames (`send`): returns the most
+ * the server held for it unsent, watched until the server has closed it.
+ */
+async function floodUntilClosed(
+  client: WebSocket,
+  server: WebSocket,
+  count: number,
+  send: () => void,
+): Promise<number> {
+  (client as unknown as { _socket: { pause(): void } })._socket.pause();
+  let maxHeld = 0;
+  for (let i = 0; i < count; i += 1) {
+    send();
+    if (i % 1_000 === 0) {
+      maxHeld = Math.max(maxHeld, heldBytes());
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  await poll(
+    () => {
+      maxHeld = Math.max(maxHeld, heldBytes());
+      return server.readyState === WebSocket.CLOSED;
+    },
+    'the server to close the flooding client',
+    20_000,
+  );
+  return maxHeld;
+}
+
 const NASTY_TEXT = [
   'null',
   '[]',
@@ -247,25 +277,9 @@ describe.each(KINDS)('$path and a client that never reads', (k) => {
     await pingAnswered(k, c);
     const mine = serverSockets();
     expect(mine).toHaveLength(1);
-    (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
     const payload = Buffer.alloc(125, 0x61);
-    let maxHeld = 0;
     // 60,000 pings of 125 bytes: 7.5 MB of pongs if every one were answered.
-    for (let i = 0; i < 60_000; i += 1) {
-      c.ws.ping(payload);
-      if (i % 2_000 === 0) {
-        maxHeld = Math.max(maxHeld, heldBytes());
-        await new Promise((r) => setImmediate(r));
-      }
-    }
-    await poll(
-      () => {
-        maxHeld = Math.max(maxHeld, heldBytes());
-        return mine[0]!.readyState === WebSocket.CLOSED;
-      },
-      'the server to close the flooding client',
-      20_000,
-    );
+    const maxHeld = await floodUntilClosed(c.ws, mine[0]!, 60_000, () => c.ws.ping(payload));
     expect(maxHeld).toBeLessThanOrEqual(k.maxBuffered + 64 * 1024);
   });
 
@@ -273,23 +287,7 @@ describe.each(KINDS)('$path and a client that never reads', (k) => {
     const c = await connect(k);
     await pingAnswered(k, c);
     const mine = serverSockets();
-    (c.ws as unknown as { _socket: { pause(): void } })._socket.pause();
-    let maxHeld = 0;
-    for (let i = 0; i < 20_000; i += 1) {
-      k.ping(c.ws);
-      if (i % 1_000 === 0) {
-        maxHeld = Math.max(maxHeld, heldBytes());
-        await new Promise((r) => setImmediate(r));
-      }
-    }
-    await poll(
-      () => {
-        maxHeld = Math.max(maxHeld, heldBytes());
-        return mine[0]!.readyState === WebSocket.CLOSED;
-      },
-      'the server to close the flooding client',
-      20_000,
-    );
+    const maxHeld = await floodUntilClosed(c.ws, mine[0]!, 20_000, () => k.ping(c.ws));
     expect(maxHeld).toBeLessThanOrEqual(k.maxBuffered + 64 * 1024);
     // the server is still there for everyone else
     await pingAnswered(k, await connect(k));

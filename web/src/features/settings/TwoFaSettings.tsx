@@ -137,18 +137,13 @@ export function TwoFaSettings() {
           <Typography.Text code copyable data-testid="twofa-secret">
             {enrolment.secret}
           </Typography.Text>
-          <Input
+          <CodeInput
             value={code}
-            onChange={(e) => setCode(e.target.value.trim())}
-            onPressEnter={() => void confirm()}
-            placeholder={t('twofa.code')}
-            inputMode="numeric"
-            autoComplete="one-time-code"
-            maxLength={6}
-            status={codeError ? 'error' : undefined}
-            data-testid="twofa-enable-code"
+            onChange={setCode}
+            onEnter={() => void confirm()}
+            error={codeError}
+            testId="twofa-enable-code"
           />
-          {codeError && <Typography.Text type="danger">{codeError}</Typography.Text>}
           <Space>
             <Button
               type="primary"
@@ -176,23 +171,45 @@ export function TwoFaSettings() {
           <Typography.Text type="secondary">
             {t('settings.security.twofaDisableCodePrompt')}
           </Typography.Text>
-          <Input
+          <CodeInput
             value={offCode}
-            onChange={(e) => setOffCode(e.target.value.trim())}
-            placeholder={t('twofa.code')}
-            inputMode="numeric"
-            autoComplete="one-time-code"
-            maxLength={6}
-            status={offCodeError ? 'error' : undefined}
-            data-testid="twofa-disable-code"
+            onChange={setOffCode}
+            error={offCodeError}
+            testId="twofa-disable-code"
           />
-          {offCodeError && (
-            <Typography.Text type="danger" data-testid="twofa-disable-code-error">
-              {offCodeError}
-            </Typography.Text>
-          )}
         </Space>
       </ConfirmDialog>
     </div>
+  );
+}
+
+/** A 6-digit one-time code field and its error line (`<testId>-error`). */
+function CodeInput(props: {
+  value: string;
+  onChange: (code: string) => void;
+  onEnter?: () => void;
+  error: string | null | undefined;
+  testId: string;
+}) {
+  const { t } = useTranslation();
+  return (
+    <>
+      <Input
+        value={props.value}
+        onChange={(e) => props.onChange(e.target.value.trim())}
+        onPressEnter={props.onEnter}
+        placeholder={t('twofa.code')}
+        inputMode="numeric"
+        autoComplete="one-time-code"
+        maxLength={6}
+        status={props.error ? 'error' : undefined}
+        data-testid={props.testId}
+      />
+      {props.error && (
+        <Typography.Text type="danger" data-testid={`${props.testId}-error`}>
+          {props.error}
+        </Typography.Text>
+      )}
+    </>
   );
 }
