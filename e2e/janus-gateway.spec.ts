@@ -235,7 +235,7 @@ beforeAll(async () => {
     features: () => janusFeatures([]),
     onInput: (key, data) => inputs.push([key, data.toString('hex')]),
     onViewerGone: (key) => gone.push(key),
-    log: { debug: note('debug'), info: note('info'), warn: note('warn') },
+    log: { debug: note('debug'), info: note('info'), warn: note('warn'), error: note('error') },
   });
   app.get('/', async (_req, reply) => reply.type('text/html').send(PAGE));
   app.get('/janus.js', async (_req, reply) => reply.type('text/javascript').send(janusJs));

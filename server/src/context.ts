@@ -38,16 +38,6 @@ export interface AppContext {
   requestRestart: () => void;
 }
 
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
-
-/** For tests and benches. */
-export const SILENT_LOGGER: Logger = { info() {}, warn() {}, error() {}, debug() {} };
-
 export function defaultHost(): string {
   return hostname();
 }

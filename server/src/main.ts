@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApp, createContext } from './app';
 import { CliError, mergeConfig, parseCli, USAGE } from './cli';
-import type { Logger } from './context';
+import type { Logger } from './log';
 import { openFileLimit } from './fd-limit';
 import { edgeLimits } from './http/edge';
 import { createRedirectServer } from './http/redirect';

@@ -13,6 +13,7 @@ import type { MsdDriver } from './drivers/msd/types';
 import { TestbedHid } from './drivers/testbed/hid';
 import { TestbedVideo } from './drivers/testbed/video';
 import type { VideoSource } from './drivers/video/types';
+import type { Logger } from './log';
 
 export interface Drivers {
   target: string;
@@ -26,13 +27,6 @@ export interface Drivers {
   testbedHid?: TestbedHid;
   init(): Promise<void>;
   dispose(): Promise<void>;
-}
-
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
 }
 
 function bundle(

@@ -19,7 +19,7 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import { ApiError, toHttp, ValidatorError } from '../errors';
 import { openFileLimit } from '../fd-limit';
 import type { LogBudget } from './log-budget';

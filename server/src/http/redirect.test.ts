@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildConfig } from '../config';
-import { SILENT_LOGGER } from '../context';
+import { SILENT_LOGGER } from '../log';
 import { loadConfigDefaults } from '../paths';
 import { edgeLimits } from './edge';
 import { createRedirectServer, hostOf, ownNames, redirectLocation } from './redirect';

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { hostname, networkInterfaces } from 'node:os';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import { answerClientError, edgeServerOptions, guardServer, type EdgeLimits } from './edge';
 import { LogBudget } from './log-budget';
 

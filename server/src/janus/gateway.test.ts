@@ -24,7 +24,7 @@ import {
 } from './test-support';
 
 const PLUGIN = 'janus.plugin.ustreamer';
-const silent = { debug: () => {}, info: () => {}, warn: () => {} };
+const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 interface Rig {
   app: FastifyInstance;

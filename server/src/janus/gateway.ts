@@ -22,7 +22,6 @@ import {
   prewarmDtlsCertificate,
   type CandidateInit,
   type IceServerConfig,
-  type JanusLogger,
 } from './peer';
 import {
   JanusErrorCode,
@@ -43,6 +42,7 @@ import {
   type GuardedSocket,
   type SocketOwner,
 } from '../ws/socket-guard';
+import type { Logger } from '../log';
 
 export interface JanusDeps {
   feed: VideoFeed;
@@ -54,7 +54,7 @@ export interface JanusDeps {
   onInput: (sessionKey: string, data: Buffer) => void;
   /** The peer behind `sessionKey` is gone: release whatever it holds pressed. */
   onViewerGone: (sessionKey: string) => void;
-  log: JanusLogger;
+  log: Logger;
   /** Janus session timeout (SPEC 7: 60 s); shortened by tests. */
   sessionTimeoutMs?: number;
   /** At most this many live peer connections over all sessions. */

@@ -7,6 +7,7 @@ import {
   toWeriftIceServers,
   unusableCandidate,
 } from './peer';
+import { SILENT_LOGGER as silent } from '../log';
 
 describe('peer helpers', () => {
   it('drops mDNS and TCP candidates, keeps UDP addresses', () => {
@@ -86,7 +87,6 @@ describe('withPlayoutDelay', () => {
 
 describe('JanusPeer candidates', () => {
   it('takes at most MAX_REMOTE_CANDIDATES remote candidates', async () => {
-    const silent = { debug: () => {}, info: () => {}, warn: () => {} };
     const peer = await JanusPeer.create({
       iceServers: [],
       video: true,

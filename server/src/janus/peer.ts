@@ -31,6 +31,7 @@ import {
   type RTCRtpTransceiver,
   type RtcpPacket,
 } from 'werift';
+import type { Logger } from '../log';
 
 /** An ICE server as configured (TURN state, STUN default); `urls` may list several. */
 export interface IceServerConfig {
@@ -39,19 +40,13 @@ export interface IceServerConfig {
   credential?: string;
 }
 
-export interface JanusLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
-
 export interface PeerOptions {
   iceServers: readonly IceServerConfig[];
   /** Offer the H.264 video section. */
   video: boolean;
   /** profile-level-id offered in the fmtp line. */
   profileLevelId: string;
-  log: JanusLogger;
+  log: Logger;
 }
 
 /** A trickled candidate as janus.js sends it (RTCIceCandidateInit). */

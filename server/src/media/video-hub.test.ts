@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { readProcArgv, waitForExit } from '../services/supervisor';
 import { maxInFlight } from './encoder';

@@ -9,7 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { NalType, nalType, splitNalUnits } from './annexb';
 import { H264Encoder, type EncoderOptions, type EncoderSettings } from './encoder';

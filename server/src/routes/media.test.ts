@@ -10,8 +10,8 @@ import { FakeFeed } from '../janus/test-support';
 import { mediaRoutes } from './media';
 import { CLOSE_SLOW, MEDIA_SOCKET_LIMITS, SocketRegistry } from '../ws/socket-guard';
 import type { AccessUnit } from '../media/types';
+import { SILENT_LOGGER as silent } from '../log';
 
-const silent = { debug: () => {} };
 let app: FastifyInstance;
 afterEach(async () => {
   await app?.close();

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import { DEFAULT_STREAMER_PARAMS, StreamerService } from '../services/streamer';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 

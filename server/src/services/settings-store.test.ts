@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { USER_CONFIG_DEFAULTS } from '@kvm/protocol';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import { tempDataDir } from '../test-helpers';
 import { SettingsStore } from './settings-store';
 

@@ -17,7 +17,7 @@ import {
   userConfigBoundsIssue,
   type UserConfig,
 } from '@kvm/protocol';
-import { SILENT_LOGGER, type Logger } from '../context';
+import { SILENT_LOGGER, type Logger } from '../log';
 import { ValidatorError } from '../errors';
 import { CorruptFileError, JsonFile } from '../storage/json-store';
 

@@ -10,7 +10,7 @@ import {
   type StreamerState,
   type VideoProcessing,
 } from '@kvm/protocol';
-import { SILENT_LOGGER, type Logger } from '../context';
+import { SILENT_LOGGER, type Logger } from '../log';
 import type { VideoSource } from '../drivers/video/types';
 import type { VideoHub } from '../media/video-hub';
 import { JsonFile } from '../storage/json-store';

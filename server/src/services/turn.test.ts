@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../config';
-import type { Logger } from '../context';
+import type { Logger } from '../log';
 import { loadConfigDefaults } from '../paths';
 import { tempDataDir } from '../test-helpers';
 import { loadTurn } from './turn';

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { TurnState } from '@kvm/protocol';
 import type { AppConfig } from '../config';
-import { SILENT_LOGGER, type Logger } from '../context';
+import { SILENT_LOGGER, type Logger } from '../log';
 import type { StateProvider } from '../ws/state-registry';
 
 /**

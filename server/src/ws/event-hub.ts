@@ -13,6 +13,7 @@ import {
   type SocketOwner,
   type SocketRegistry,
 } from './socket-guard';
+import type { Logger } from '../log';
 
 export interface HubClient {
   readonly id: number;
@@ -28,11 +29,6 @@ export interface HubClient {
 export type JsonHandler = (client: HubClient, event: Record<string, unknown>) => void;
 /** Gets the whole frame, op byte included. */
 export type BinaryHandler = (client: HubClient, frame: Buffer) => void;
-
-interface Logger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
 
 export { CLOSE_SESSION_ENDED } from './socket-guard';
 const PROTOCOL_PING_MS = 15_000;

@@ -15,6 +15,7 @@ import {
   type SocketLimits,
   type SocketOwner,
 } from './socket-guard';
+import { SILENT_LOGGER as silent } from '../log';
 
 /** What the guard uses of a ws socket; records sends and closes. */
 class FakeSocket extends EventEmitter {
@@ -50,7 +51,6 @@ class FakeSocket extends EventEmitter {
   }
 }
 
-const silent = { debug: () => {} };
 const owner: SocketOwner = { kind: 'event', token: 't', tokenHash: 'h', remote: '127.0.0.1' };
 const LIMITS: SocketLimits = {
   maxMessageBytes: 100,

@@ -19,6 +19,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import { ApiError } from '../errors';
+import type { Logger } from '../log';
 
 /** Close codes (RFC 6455 7.4.1 and the private 4000-4999 range). */
 export const CLOSE_POLICY = 1008;
@@ -108,10 +109,6 @@ export const MAX_WS_PAYLOAD = Math.max(
   JANUS_SOCKET_LIMITS.maxMessageBytes,
 );
 
-export interface GuardLogger {
-  debug(obj: object, msg?: string): void;
-}
-
 export class TokenBucket {
   private tokens: number;
   private last: number;
@@ -190,7 +187,7 @@ export class GuardedSocket {
     readonly socket: WebSocket,
     readonly owner: SocketOwner,
     readonly limits: SocketLimits,
-    private readonly log: GuardLogger,
+    private readonly log: Logger,
   ) {
     this.messages = new TokenBucket(limits.messagesPerSecond, limits.messageBurst);
     this.bytes = new TokenBucket(limits.bytesPerSecond, limits.byteBurst);
@@ -395,7 +392,7 @@ export class SocketRegistry {
   sessionCheck: ((token: string) => boolean) | null = null;
 
   constructor(
-    private readonly log: GuardLogger,
+    private readonly log: Logger,
     private readonly caps = {
       perSession: MAX_SOCKETS_PER_SESSION,
       perAddress: MAX_SOCKETS_PER_ADDRESS,
@@ -501,7 +498,7 @@ export class SocketRegistry {
  * a stack. A client's protocol mistake is a debug line; anything else is ours and a warning.
  */
 export function wsErrorHandler(
-  log: GuardLogger & { warn(obj: object, msg?: string): void },
+  log: Logger & { warn(obj: object, msg?: string): void },
 ): (error: Error, socket: WebSocket) => void {
   return (error, socket) => {
     if (isClientError(error)) log.debug({ err: describe(error) }, 'ws: client protocol error');

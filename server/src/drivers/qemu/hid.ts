@@ -10,6 +10,7 @@ import { paceKeyEvents } from '../hid/pace';
 import type { HidDriver, HidDriverState, KeyEvent } from '../hid/types';
 import type { QemuMachine } from './machine';
 import { QmpClosedError, type QmpInputEvent } from './qmp';
+import type { Logger } from '../../log';
 
 const DISPLAY = 'video0';
 /** usb-kbd queues 16 reports and the guest polls every 10 ms: one key transition per slot. */
@@ -40,11 +41,6 @@ const BUTTONS: Readonly<Record<MouseButton, string>> = {
 const OUTPUTS = { absolute: 'usb', relative: 'usb_rel' } as const;
 const POINTER_IDS = { usb: 'tablet', usb_rel: 'mouse' } as const;
 const POINTER_DRIVERS = { usb: 'usb-tablet', usb_rel: 'usb-mouse' } as const;
-
-interface Logger {
-  warn(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
 
 /** -32768..32767 onto the tablet's 0..32767. */
 export function toTablet(v: number): number {

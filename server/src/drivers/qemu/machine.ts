@@ -30,14 +30,9 @@ import {
   type QmpEvent,
   type QmpRunState,
 } from './qmp';
+import type { Logger } from '../../log';
 
 export type MachinePower = 'unavailable' | 'running' | 'paused' | 'shutdown';
-
-export interface MachineLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 /**
  * How the guest boots.
@@ -61,7 +56,7 @@ export interface QemuMachineOptions {
   spice?: boolean;
   qemuBinary?: string;
   extraArgs?: string[];
-  log?: MachineLogger;
+  log?: Logger;
   backoff?: BackoffOptions;
   /** For QMP to come up after a start. */
   startTimeoutMs?: number;
@@ -180,7 +175,7 @@ export function qemuArgs(c: CommandLineInput): string[] {
 export class QemuMachine extends EventEmitter<QemuMachineEvents> {
   readonly paths: RunPaths;
   private readonly opts: QemuMachineOptions;
-  private readonly log: MachineLogger | undefined;
+  private readonly log: Logger | undefined;
   private supervisor: Supervisor | null = null;
   private client: QmpClient | null = null;
   private _power: MachinePower = 'unavailable';

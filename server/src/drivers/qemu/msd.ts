@@ -16,11 +16,7 @@ import { open } from 'node:fs/promises';
 import type { MsdDriver, MsdDriverState, MsdImageMount } from '../msd/types';
 import type { QemuMachine } from './machine';
 import type { QmpClient } from './qmp';
-
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
+import type { Logger } from '../../log';
 
 /** The qdev id of the IDE CD-ROM of qemuArgs(). */
 export const CDROM_ID = 'cdrom';

@@ -16,13 +16,7 @@ import { QemuFingerbot } from './fingerbot';
 import { QemuMsd } from './msd';
 import { QemuHid } from './hid';
 import { QemuVideo } from './video';
-
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+import type { Logger } from '../../log';
 
 export interface QemuDrivers {
   machine: QemuMachine;

@@ -9,11 +9,12 @@
  */
 import { EventEmitter } from 'node:events';
 import type { RawFrame, VideoSource, VideoSourceState } from '../video/types';
-import type { MachineLogger, QemuMachine } from './machine';
+import type { QemuMachine } from './machine';
 import { RfbClient } from './rfb';
+import type { Logger } from '../../log';
 
 export interface QemuVideoOptions {
-  log?: MachineLogger;
+  log?: Logger;
   /** Delay before a new RFB connection attempt after a failure. */
   retryMs?: number;
   /** The guest's keyboard LEDs, as QEMU tells the VNC client (while the video runs). */

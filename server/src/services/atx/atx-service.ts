@@ -8,15 +8,12 @@ import { ApiError, BusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
 import { ExclusiveRegion } from '../exclusive-region';
 import type { StateProvider } from '../../ws/state-registry';
+import type { Logger } from '../../log';
 
 export class AtxIsBusyError extends BusyError {
   constructor() {
     super('AtxIsBusyError', 'Performing another ATX operation, please try again later');
   }
-}
-
-interface Logger {
-  warn(obj: object, msg?: string): void;
 }
 
 export class AtxService extends EventEmitter<{ state: [AtxState] }> {

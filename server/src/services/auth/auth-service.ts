@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { ADMIN_USER, isValidAdminPassword } from '@kvm/protocol';
 import { ForbiddenError, RateLimitError, ValidatorError } from '../../errors';
-import { SILENT_LOGGER, type Logger } from '../../context';
+import { SILENT_LOGGER, type Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
 import { CredentialCache } from './credential-cache';
 import { HASH_GATE_DEFAULTS, HashGate, type HashGateOptions } from './hash-gate';

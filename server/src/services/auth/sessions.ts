@@ -12,7 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFile, rename } from 'node:fs/promises';
-import { SILENT_LOGGER, type Logger } from '../../context';
+import { SILENT_LOGGER, type Logger } from '../../log';
 import { ApiError } from '../../errors';
 import { JsonFile } from '../../storage/json-store';
 

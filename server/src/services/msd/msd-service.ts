@@ -66,13 +66,7 @@ import {
   type StorageSpace,
   type StoredImage,
 } from './storage';
-
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+import type { Logger } from '../../log';
 
 export interface MsdServiceOptions {
   dataDir: string;

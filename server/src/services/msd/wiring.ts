@@ -21,13 +21,7 @@ import { MsdDisabledError, MsdUnknownImageError } from './msd-errors';
 import { MsdService, writeResult, type MsdServiceOptions } from './msd-service';
 import { parseHttpUrl, type RemotePolicy } from './remote';
 import { StorageLinkError, markerName } from './storage';
-
-interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+import type { Logger } from '../../log';
 
 export async function createMsd(opts: {
   dataDir: string;
