@@ -253,7 +253,7 @@ async function steady(
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
   await new Promise((r) => setTimeout(r, 3000));
-  const hub = ctx.app.ctx.hub;
+  const hub = ctx.app.ctx.video;
   // Server counts first, the page's 200 ms later (about the pipeline's delay), at both ends
   // of the window, so frames in flight are not counted as lost.
   const server0 = hub.totals();

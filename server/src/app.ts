@@ -18,21 +18,17 @@ import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
 import { fingerbotRoutes } from './routes/fingerbot';
 import { wolRoutes } from './routes/wol';
-import { AtxService, atxProvider } from './services/atx/atx-service';
-import { FingerbotService, fingerbotProvider } from './services/fingerbot/fingerbot-service';
+import { AtxService } from './services/atx/atx-service';
+import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { WolService } from './services/wol/wol-service';
 import { HidService } from './services/hid/hid-service';
-import {
-  attachHidInput,
-  hidProvider,
-  hidSettingsFile,
-  rtcInputClient,
-} from './services/hid/hid-wiring';
+import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/hid-wiring';
 import { KeymapStore } from './services/hid/keymap-store';
 import { createMsd, msdProvider, msdRoutes } from './services/msd/wiring';
 import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
-import { iceServersOf, loadTurn, turnProvider } from './services/turn';
+import { TurnService } from './services/turn';
+import { InfoService } from './services/info';
 import { createDrivers } from './targets';
 import { ServiceUnavailableError, toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
@@ -50,7 +46,7 @@ import {
 import { LogBudget } from './http/log-budget';
 import { registerStatic } from './http/static';
 import { authRoutes } from './routes/auth';
-import { infoProvider, infoRoutes } from './routes/info';
+import { infoRoutes } from './routes/info';
 import { initRoutes } from './routes/init';
 import { systemRoutes } from './routes/system';
 import { twoFaRoutes } from './routes/twofa';
@@ -73,7 +69,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, for the auth matrix test and docs. */
     routeTable: RouteEntry[];
-    hub: EventHub;
+    /** The event hub: state events to every /api/ws client (ws/event-hub.ts). */
+    events: EventHub;
     /** Every open WebSocket, their budgets and counts (ws/socket-guard.ts). */
     sockets: SocketRegistry;
     ctx: AppContext;
@@ -100,11 +97,11 @@ export async function createContext(
   const drivers = await createDrivers(config, log);
   await drivers.init();
   const loaded = await StreamerService.loadParams(config.data_dir, log);
-  const hub = new VideoHub(drivers.video, hubParams(loaded.params), log, {
+  const video = new VideoHub(drivers.video, hubParams(loaded.params), log, {
     ffmpeg: config.video.ffmpeg,
   });
-  const streamer = StreamerService.create(loaded, drivers.video, hub);
-  const turnState = await loadTurn(config, log);
+  const streamer = StreamerService.create(loaded, drivers.video, video);
+  const turn = await TurnService.load(config, log);
   const hidSettings = hidSettingsFile(config.data_dir);
   const hid = new HidService({
     driver: drivers.hid,
@@ -143,11 +140,11 @@ export async function createContext(
     auth,
     settings,
     registry: new StateRegistry(),
-    host: defaultHost(),
     drivers,
-    hub,
+    video,
     streamer,
-    turn: () => turnState,
+    turn,
+    info: new InfoService({ config, version, host: defaultHost() }),
   };
 }
 
@@ -273,47 +270,49 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 
-  const hub = new EventHub(
+  const events = new EventHub(
     ctx.registry,
     app.log,
     (client) => sockets.checkSession(client.guard),
     sockets,
   );
-  app.decorate('hub', hub);
-  ctx.registry.register(infoProvider(ctx));
-  ctx.registry.register(ctx.streamer.provider());
-  ctx.registry.register(turnProvider(ctx.turn));
-  ctx.registry.register(
-    hidProvider(ctx.hid, () => ({
-      keymaps: { default: config.hid.keymap, available: ctx.keymaps.available() },
-    })),
-  );
-  attachHidInput(hub, ctx.hid);
-  ctx.registry.register(atxProvider(ctx.atx));
-  ctx.registry.register(fingerbotProvider(ctx.fingerbot));
+  app.decorate('events', events);
+  // Registration order is the order of a new client's snapshot.
+  for (const service of [
+    ctx.info,
+    ctx.streamer,
+    ctx.turn,
+    ctx.hid,
+    ctx.keymaps,
+    ctx.atx,
+    ctx.fingerbot,
+  ]) {
+    ctx.registry.register(service.provider());
+  }
+  attachHidInput(events, ctx.hid);
   ctx.registry.register(msdProvider(ctx.msd));
-  hub.on('streamClients', (count) => ctx.hub.setWarmers(count));
+  events.on('streamClients', (count) => ctx.video.setWarmers(count));
 
   authRoutes(app, ctx);
   initRoutes(app, ctx);
   twoFaRoutes(app, ctx);
   infoRoutes(app, ctx);
   systemRoutes(app, ctx);
-  wsRoutes(app, hub, sockets);
-  streamerRoutes(app, ctx.streamer, ctx.turn);
-  mediaRoutes(app, ctx.hub, sockets);
+  wsRoutes(app, events, sockets);
+  streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
+  mediaRoutes(app, ctx.video, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);
   wolRoutes(app, ctx.wol);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
   registerJanus(app, {
-    feed: ctx.hub,
+    feed: ctx.video,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip
     // holds werift's offer for 5 s when the STUN server is unreachable (an offline device),
     // and the browser's STUN (features.ice.url) already finds the public side of the pair.
-    iceServers: () => iceServersOf(ctx.turn()).filter((s) => s.urls.startsWith('turn')),
-    features: () => janusFeatures(iceServersOf(ctx.turn())),
+    iceServers: () => ctx.turn.iceServers().filter((s) => s.urls.startsWith('turn')),
+    features: () => janusFeatures(ctx.turn.iceServers()),
     onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
     onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
     log: app.log,
@@ -323,14 +322,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);
 
   app.addHook('onClose', async () => {
-    hub.close();
+    events.close();
     ctx.registry.dispose();
     ctx.streamer.dispose();
     ctx.hid.dispose();
     ctx.atx.dispose();
     ctx.fingerbot.dispose();
     ctx.msd.dispose();
-    await ctx.hub.dispose();
+    await ctx.video.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();
   });

@@ -3,9 +3,10 @@ import { hostname } from 'node:os';
 import type { AppConfig } from './config';
 import type { AuthService } from './services/auth/auth-service';
 import type { SettingsStore } from './services/settings-store';
-import type { TurnState } from '@kvm/protocol';
 import type { VideoHub } from './media/video-hub';
 import type { StreamerService } from './services/streamer';
+import type { InfoService } from './services/info';
+import type { TurnService } from './services/turn';
 import type { AtxService } from './services/atx/atx-service';
 import type { FingerbotService } from './services/fingerbot/fingerbot-service';
 import type { HidService } from './services/hid/hid-service';
@@ -15,6 +16,10 @@ import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
 import type { StateRegistry } from './ws/state-registry';
 
+/**
+ * The composition root's product: every service, each exposing its own `provider()` for the
+ * event socket (`/api/ws`), and the drivers under them.
+ */
 export interface AppContext {
   config: AppConfig;
   /** The product's firmware version (root package.json). */
@@ -22,12 +27,12 @@ export interface AppContext {
   auth: AuthService;
   settings: SettingsStore;
   registry: StateRegistry;
-  /** Host name reported in /api/info meta. */
-  host: string;
   drivers: Drivers;
-  hub: VideoHub;
+  /** The video hub: one encoder, many viewers (media/video-hub.ts). */
+  video: VideoHub;
   streamer: StreamerService;
-  turn: () => TurnState;
+  turn: TurnService;
+  info: InfoService;
   hid: HidService;
   keymaps: KeymapStore;
   atx: AtxService;

@@ -72,9 +72,7 @@ export function hidRoutes(
 ): void {
   const { hid, keymaps } = deps;
 
-  const keymapsResult = (): KeymapsResult => ({
-    keymaps: { default: deps.defaultKeymap, available: keymaps.available() },
-  });
+  const keymapsResult = (): KeymapsResult => keymaps.result();
 
   async function keymapOf(name: unknown): Promise<Awaited<ReturnType<KeymapStore['get']>>> {
     const wanted = name === undefined || name === '' ? deps.defaultKeymap : str('keymap', name);

@@ -129,7 +129,7 @@ describe('streamer', () => {
       gop_cache_overflow: 0,
       viewer_lagging: 0,
     });
-    app.ctx.hub.reportDrop('viewer_lagging', 3);
+    app.ctx.video.reportDrop('viewer_lagging', 3);
     const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
     expect(state.streamer.drops.viewer_lagging).toBe(3);
     // kvmd's fields stay as they were

@@ -71,12 +71,12 @@ export class StreamerService {
     private params: StreamerParams,
     private readonly file: JsonFile<StreamerParams>,
     private readonly source: VideoSource,
-    readonly hub: VideoHub,
+    readonly video: VideoHub,
   ) {
     this.offs.push(source.onState(() => this.changed()));
     const onStats = (): void => this.changed();
-    hub.on('stats', onStats);
-    this.offs.push(() => hub.off('stats', onStats));
+    video.on('stats', onStats);
+    this.offs.push(() => video.off('stats', onStats));
   }
 
   /**
@@ -154,14 +154,14 @@ export class StreamerService {
     if (JSON.stringify(next) === JSON.stringify(this.params)) return this.getParams();
     await this.file.save(next);
     this.params = next;
-    this.hub.setParams(hubParams(next));
+    this.video.setParams(hubParams(next));
     this.changed();
     return this.getParams();
   }
 
   getState(): StreamerState {
     const src = this.source.getState();
-    const stats = this.hub.getStats();
+    const stats = this.video.getStats();
     return {
       features: { h264: true, h265: false, resolution: false, quality: false },
       limits: STREAMER_LIMITS,
@@ -183,7 +183,7 @@ export class StreamerService {
         hdmi: { signal: src.online && src.signal },
         stream: { clients: stats.viewers },
         encoder: { type: 'libx264', quality: 0 },
-        drops: this.hub.getDrops(),
+        drops: this.video.getDrops(),
       },
       snapshot: { saved: null },
     };

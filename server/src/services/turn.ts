@@ -75,10 +75,29 @@ export function iceServersOf(
   );
 }
 
-export function turnProvider(get: () => TurnState): StateProvider {
-  return {
-    name: 'turn',
-    snapshot: () => [{ event_type: 'turn', event: get() }],
-    subscribe: () => () => undefined,
-  };
+/** The ICE servers the device was started with: `/api/turn/get_turn` and the `turn` event. */
+export class TurnService {
+  private constructor(private readonly turn: TurnState) {}
+
+  static async load(config: AppConfig, log: Logger = SILENT_LOGGER): Promise<TurnService> {
+    return new TurnService(await loadTurn(config, log));
+  }
+
+  state(): TurnState {
+    return this.turn;
+  }
+
+  /** RTCIceServer list of {@link state}. */
+  iceServers(): ReturnType<typeof iceServersOf> {
+    return iceServersOf(this.turn);
+  }
+
+  /** The `turn` event of `/api/ws`: read once at start, so it never changes. */
+  provider(): StateProvider {
+    return {
+      name: 'turn',
+      snapshot: () => [{ event_type: 'turn', event: this.turn }],
+      subscribe: () => () => undefined,
+    };
+  }
 }

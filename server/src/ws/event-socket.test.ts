@@ -103,7 +103,7 @@ describe('/api/ws', () => {
     const b = open(`${base}/api/ws?stream=0&auth_token=${token}`);
     await a.until(() => a.frames.some((f) => f.event_type === 'demo'));
     await b.until(() => b.frames.some((f) => f.event_type === 'demo'));
-    expect(app.hub.streamClientCount).toBe(1);
+    expect(app.events.streamClientCount).toBe(1);
     emit({ event_type: 'demo', event: { n: 1 } });
     await a.until(() =>
       a.frames.some((f) => f.event_type === 'demo' && (f.event as { n: number }).n === 1),

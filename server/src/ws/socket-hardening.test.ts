@@ -237,7 +237,7 @@ describe.each(KINDS)('$path survives any frame', (k) => {
 
 describe('a handler that throws', () => {
   it('closes only its socket with 1011, logs, and leaves the process and others alone', async () => {
-    app.hub.onBinary(0x42, () => {
+    app.events.onBinary(0x42, () => {
       throw new TypeError('a bug behind a frame');
     });
     const k = KINDS[0]!;

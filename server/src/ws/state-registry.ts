@@ -19,6 +19,26 @@ export interface StateProvider {
   subscribe(emit: (event: StateEvent) => void): () => void;
 }
 
+/** A service whose whole state is one event, re-sent on each of its `state` events. */
+export interface WatchedState<T> {
+  getState(): T;
+  on(event: 'state', listener: (state: T) => void): unknown;
+  off(event: 'state', listener: (state: T) => void): unknown;
+}
+
+/** The provider of a service whose state is one `event_type` (atx, fingerbot, hid). */
+export function watchedStateProvider<T>(eventType: string, source: WatchedState<T>): StateProvider {
+  return {
+    name: eventType,
+    snapshot: () => [{ event_type: eventType, event: source.getState() }],
+    subscribe: (emit) => {
+      const on = (state: T): void => emit({ event_type: eventType, event: state });
+      source.on('state', on);
+      return () => source.off('state', on);
+    },
+  };
+}
+
 export class StateRegistry {
   private readonly providers: StateProvider[] = [];
   private readonly listeners = new Set<(event: StateEvent) => void>();

@@ -7,7 +7,7 @@ import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
 import { ApiError, BusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
 import { ExclusiveRegion } from '../exclusive-region';
-import type { StateProvider } from '../../ws/state-registry';
+import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 import type { Logger } from '../../log';
 
 export class AtxIsBusyError extends BusyError {
@@ -69,6 +69,11 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
     }
   }
 
+  /** The `atx` event of `/api/ws`. */
+  provider(): StateProvider {
+    return watchedStateProvider('atx', this);
+  }
+
   dispose(): void {
     this.offDriver();
     this.offRegion();
@@ -77,16 +82,4 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
   private publish(): void {
     this.emit('state', this.getState());
   }
-}
-
-export function atxProvider(atx: AtxService): StateProvider {
-  return {
-    name: 'atx',
-    snapshot: () => [{ event_type: 'atx', event: atx.getState() }],
-    subscribe: (emit) => {
-      const on = (state: AtxState): void => emit({ event_type: 'atx', event: state });
-      atx.on('state', on);
-      return () => atx.off('state', on);
-    },
-  };
 }

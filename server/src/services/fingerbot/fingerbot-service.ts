@@ -10,7 +10,7 @@ import { FINGERBOT_FIRMWARE_IMAGE, type FingerbotEvent } from '@kvm/protocol';
 import { ApiError, BusyError, ValidatorError } from '../../errors';
 import type { FingerbotDriver } from '../../drivers/fingerbot/types';
 import { atomicWriteFile } from '../../storage/atomic';
-import type { StateProvider } from '../../ws/state-registry';
+import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 import { ZipError, zipEntries, zipRead, type ZipEntry } from './zip';
 
 export interface FirmwarePackage {
@@ -130,6 +130,11 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
     return this.exclusive(() => this.driver.upgrade(pkg));
   }
 
+  /** The `fingerbot` event of `/api/ws`. */
+  provider(): StateProvider {
+    return watchedStateProvider('fingerbot', this);
+  }
+
   dispose(): void {
     this.offDriver();
   }
@@ -145,16 +150,4 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
       this.busy = false;
     }
   }
-}
-
-export function fingerbotProvider(fingerbot: FingerbotService): StateProvider {
-  return {
-    name: 'fingerbot',
-    snapshot: () => [{ event_type: 'fingerbot', event: fingerbot.getState() }],
-    subscribe: (emit) => {
-      const on = (state: FingerbotEvent): void => emit({ event_type: 'fingerbot', event: state });
-      fingerbot.on('state', on);
-      return () => fingerbot.off('state', on);
-    },
-  };
 }

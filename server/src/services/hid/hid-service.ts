@@ -22,6 +22,7 @@ import {
 import { BusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
 import { ExclusiveRegion } from '../exclusive-region';
+import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 
 /** Keys `finish` never releases (wire-protocol.md 1.4): modifiers and PrintScreen. */
 function finishKeeps(key: string): boolean {
@@ -361,6 +362,11 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     }
     await this.driver.setConnected(connected);
     this.publish();
+  }
+
+  /** The `hid` event of `/api/ws`. */
+  provider(): StateProvider {
+    return watchedStateProvider('hid', this);
   }
 
   dispose(): void {

@@ -1,6 +1,6 @@
 /**
- * How the HID service meets the rest of the server: its persisted settings, its live-state
- * provider (`hid`, `hid_keymaps`) and the input it takes from `/api/ws` clients.
+ * How the HID service meets the rest of the server: its persisted settings and the
+ * input it takes from `/api/ws` clients (its state provider is `HidService.provider()`).
  */
 import { join } from 'node:path';
 import {
@@ -10,11 +10,9 @@ import {
   HID_OP,
   MOUSE_OUTPUT_ABSOLUTE,
   parseJsonHidEvent,
-  type KeymapsResult,
 } from '@kvm/protocol';
 import { JsonFile } from '../../storage/json-store';
 import type { EventHub } from '../../ws/event-hub';
-import type { StateProvider } from '../../ws/state-registry';
 import type { HidService, HidSettings } from './hid-service';
 
 /** `<data_dir>/hid.json`: the jiggler switch and the mouse output survive restarts. */
@@ -26,21 +24,6 @@ export function hidSettingsFile(dataDir: string): JsonFile<HidSettings> {
       mouseOutput: typeof r.mouseOutput === 'string' ? r.mouseOutput : MOUSE_OUTPUT_ABSOLUTE,
     };
   });
-}
-
-export function hidProvider(hid: HidService, keymaps: () => KeymapsResult): StateProvider {
-  return {
-    name: 'hid',
-    snapshot: () => [
-      { event_type: 'hid', event: hid.getState() },
-      { event_type: 'hid_keymaps', event: keymaps() },
-    ],
-    subscribe: (emit) => {
-      const onState = (state: unknown): void => emit({ event_type: 'hid', event: state });
-      hid.on('state', onState);
-      return () => hid.off('state', onState);
-    },
-  };
 }
 
 /** Input client id of an event socket client. */

@@ -6,7 +6,8 @@
 import { constants, accessSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { KEYMAPS, type KeymapLayout } from '@kvm/protocol';
+import { KEYMAPS, type KeymapLayout, type KeymapsResult } from '@kvm/protocol';
+import type { StateProvider } from '../../ws/state-registry';
 import {
   keymapLayout,
   parseKeymap,
@@ -68,6 +69,23 @@ export class KeymapStore {
       }
     }
     return [...names].sort();
+  }
+
+  /** `GET /api/hid/keymaps` and the `hid_keymaps` event. */
+  result(): KeymapsResult {
+    return { keymaps: { default: this.defaultName, available: this.available() } };
+  }
+
+  /**
+   * The `hid_keymaps` event of `/api/ws`. Sent with each snapshot only: a keymap built later
+   * shows up at the next connect or `GET /api/hid/keymaps`.
+   */
+  provider(): StateProvider {
+    return {
+      name: 'hid_keymaps',
+      snapshot: () => [{ event_type: 'hid_keymaps', event: this.result() }],
+      subscribe: () => () => undefined,
+    };
   }
 
   /**
