@@ -6,18 +6,18 @@ import {
   GATEWAY_RETRY_MS,
   STREAM_ERROR_RETRY_MS,
   JanusStream,
-  computeStreamRate,
-  connectionTypeFromStats,
   iceServersFromTurn,
   janusServerUrl,
-  type AttachOptions,
-  type JanusJsep,
-  type JanusRuntime,
-  type JanusSessionOptions,
-  type JanusTrackOption,
-  type PeerConnectionLike,
-  type PluginHandleLike,
 } from './janus-stream';
+import type {
+  AttachOptions,
+  JanusJsep,
+  JanusRuntime,
+  JanusSessionOptions,
+  JanusTrackOption,
+  PeerConnectionLike,
+  PluginHandleLike,
+} from './janus-types';
 import type { StreamState } from './stream-types';
 
 class FakeDataChannel implements DataChannelLike {
@@ -449,37 +449,5 @@ describe('janus helpers', () => {
     expect(iceServersFromTurn({ username: '', password: '', ttl: 1, uris: ['stun:s'] })).toEqual([
       { urls: ['stun:s'] },
     ]);
-  });
-
-  it('reads the connection type from the selected pair (or a selected pair in Firefox)', () => {
-    const pair = (local: string, remote: string) =>
-      new Map<string, unknown>([
-        [
-          'cp',
-          {
-            id: 'cp',
-            type: 'candidate-pair',
-            selected: true,
-            localCandidateId: 'l',
-            remoteCandidateId: 'r',
-          },
-        ],
-        ['l', { id: 'l', type: 'local-candidate', candidateType: local }],
-        ['r', { id: 'r', type: 'remote-candidate', candidateType: remote }],
-      ]);
-    expect(connectionTypeFromStats(pair('host', 'relay'))).toBe('relay');
-    expect(connectionTypeFromStats(pair('srflx', 'prflx'))).toBe('p2p');
-    expect(connectionTypeFromStats(new Map())).toBeNull();
-  });
-
-  it('computes the rate from frame counts when framesPerSecond is missing', () => {
-    const a = { bytesReceived: 0, framesDecoded: 0, framesPerSecond: undefined, timestamp: 0 };
-    const b = {
-      bytesReceived: 125_000,
-      framesDecoded: 15,
-      framesPerSecond: undefined,
-      timestamp: 500,
-    };
-    expect(computeStreamRate(a, b, 500)).toEqual({ bitrateKbps: 2000, fps: 30 });
   });
 });

@@ -23,7 +23,21 @@
 import type { Orientation } from '@kvm/protocol/enums';
 import type { TurnState } from '@kvm/protocol/streamer';
 import { Emitter } from './emitter';
-import { DataChannelInput, INPUT_CHANNEL_LABEL, type DataChannelLike } from './input-channel';
+import { DataChannelInput, INPUT_CHANNEL_LABEL } from './input-channel';
+import { loadJanusRuntime } from './janus-loader';
+import type {
+  JanusJsep,
+  JanusRuntime,
+  JanusSessionLike,
+  PeerConnectionLike,
+  PluginHandleLike,
+} from './janus-types';
+import {
+  computeStreamRate,
+  connectionTypeFromStats,
+  inboundVideoFromStats,
+  type InboundVideoSample,
+} from './rtc-stats';
 import type {
   StreamClient,
   StreamClientEvents,
@@ -44,123 +58,6 @@ export const CONNECTION_TYPE_MS = 5_000;
 export const FIRST_FRAME_PROBE_MS = 250;
 /** A session that is not attached by then counts as a gateway end. */
 export const CONNECT_TIMEOUT_MS = 10_000;
-
-// --- The parts of janus.js used here (janus.d.ts lacks some callbacks; tests pass fakes) ---
-
-export interface JanusJsep {
-  type?: string;
-  sdp?: string;
-}
-
-export interface JanusTrackOption {
-  type: 'video' | 'audio' | 'data';
-  capture: boolean;
-  recv?: boolean;
-  add?: boolean;
-}
-
-/** The parts of RTCPeerConnection used here. */
-export interface PeerConnectionLike {
-  getStats(): Promise<ReadonlyMap<string, unknown> | RTCStatsReport>;
-  createDataChannel(label: string, init?: RTCDataChannelInit): DataChannelLike;
-}
-
-export interface PluginHandleLike {
-  send(options: {
-    message: Record<string, unknown>;
-    jsep?: JanusJsep;
-    success?: (data?: unknown) => void;
-    error?: (error: unknown) => void;
-  }): void;
-  createAnswer(options: {
-    jsep: JanusJsep;
-    tracks: JanusTrackOption[];
-    success: (jsep: JanusJsep) => void;
-    error: (error: unknown) => void;
-  }): void;
-  hangup(sendRequest?: boolean): void;
-  webrtcStuff?: { pc?: PeerConnectionLike | null };
-}
-
-export interface AttachOptions {
-  plugin: string;
-  opaqueId: string;
-  success: (handle: PluginHandleLike) => void;
-  error: (error: unknown) => void;
-  onmessage: (message: Record<string, unknown>, jsep?: JanusJsep) => void;
-  onremotetrack: (
-    track: MediaStreamTrack,
-    mid: string,
-    added: boolean,
-    metadata?: { reason?: string },
-  ) => void;
-  connectionState: (state: string) => void;
-  iceState: (state: string) => void;
-  webrtcState: (up: boolean, reason?: string) => void;
-  oncleanup: () => void;
-  ondetached: () => void;
-}
-
-export interface JanusSessionLike {
-  attach(options: AttachOptions): void;
-  destroy(options?: { cleanupHandles?: boolean; notifyDestroyed?: boolean }): void;
-}
-
-export interface JanusSessionOptions {
-  server: string;
-  /** Kept by reference by janus.js: entries pushed later still reach the peer connection. */
-  iceServers: RTCIceServer[];
-  ipv6: boolean;
-  destroyOnUnload: boolean;
-  success: () => void;
-  error: (error: unknown) => void;
-  destroyed: () => void;
-}
-
-export interface JanusRuntime {
-  create(options: JanusSessionOptions): JanusSessionLike;
-  webrtcSupported: boolean;
-}
-
-interface JanusStatic {
-  new (options: JanusSessionOptions): JanusSessionLike;
-  init(options: { debug: boolean | 'all'; dependencies: unknown; callback: () => void }): void;
-  useDefaultDependencies(deps: { adapter: unknown }): unknown;
-  isWebrtcSupported(): boolean;
-}
-
-let runtimeLoad: Promise<JanusRuntime> | null = null;
-
-/**
- * Loads janus.js and webrtc-adapter (their own chunk, never on /login) and runs Janus.init
- * once per page. A failed load (offline) is forgotten, so the next attempt loads again.
- */
-export function loadJanusRuntime(): Promise<JanusRuntime> {
-  runtimeLoad ??= (async () => {
-    const [janusModule, adapterModule] = await Promise.all([
-      import('janus-gateway'),
-      import('webrtc-adapter'),
-    ]);
-    const Janus = janusModule.default as unknown as JanusStatic;
-    await new Promise<void>((resolve) => {
-      Janus.init({
-        // Off in production: janus.js logs every message at 'all'.
-        debug: import.meta.env.DEV ? 'all' : false,
-        // janus.js reads the adapter from a global unless it is handed over here.
-        dependencies: Janus.useDefaultDependencies({ adapter: adapterModule.default }),
-        callback: resolve,
-      });
-    });
-    return {
-      create: (options) => new Janus(options),
-      webrtcSupported: Janus.isWebrtcSupported(),
-    };
-  })();
-  runtimeLoad.catch(() => {
-    runtimeLoad = null;
-  });
-  return runtimeLoad;
-}
 
 /** `wss://host/janus/ws?auth_token=…` (WebSockets cannot carry the Token header). */
 export function janusServerUrl(
@@ -185,93 +82,6 @@ export function iceServersFromTurn(turn: TurnState | null | undefined): RTCIceSe
     server.credential = turn.password;
   }
   return [server];
-}
-
-type StatsEntry = Record<string, unknown> & { id?: string; type?: string };
-
-function statsEntries(report: ReadonlyMap<string, unknown> | RTCStatsReport): StatsEntry[] {
-  const out: StatsEntry[] = [];
-  report.forEach((value) => {
-    if (typeof value === 'object' && value !== null) out.push(value as StatsEntry);
-  });
-  return out;
-}
-
-function num(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
-
-export interface InboundVideoSample {
-  bytesReceived: number;
-  framesDecoded: number;
-  framesPerSecond: number | undefined;
-  /** ms */
-  timestamp: number | undefined;
-}
-
-/** The inbound-rtp video entry of a stats report. */
-export function inboundVideoFromStats(
-  report: ReadonlyMap<string, unknown> | RTCStatsReport,
-): InboundVideoSample | null {
-  for (const s of statsEntries(report)) {
-    if (s.type !== 'inbound-rtp' || (s['kind'] ?? s['mediaType']) !== 'video') continue;
-    return {
-      bytesReceived: num(s['bytesReceived']) ?? 0,
-      framesDecoded: num(s['framesDecoded']) ?? 0,
-      framesPerSecond: num(s['framesPerSecond']),
-      timestamp: num(s['timestamp']),
-    };
-  }
-  return null;
-}
-
-/**
- * relay when either end of the selected candidate pair is a TURN relay candidate, else p2p;
- * null while no pair is selected.
- */
-export function connectionTypeFromStats(
-  report: ReadonlyMap<string, unknown> | RTCStatsReport,
-): 'relay' | 'p2p' | null {
-  const entries = statsEntries(report);
-  const byId = new Map<string, StatsEntry>();
-  for (const s of entries) if (typeof s.id === 'string') byId.set(s.id, s);
-  let pair: StatsEntry | undefined;
-  for (const s of entries) {
-    if (s.type === 'transport' && typeof s['selectedCandidatePairId'] === 'string') {
-      pair = byId.get(s['selectedCandidatePairId']);
-      if (pair) break;
-    }
-  }
-  // Firefox has no transport entry: its pair says `selected`.
-  pair ??= entries.find(
-    (s) =>
-      s.type === 'candidate-pair' &&
-      (s['selected'] === true || (s['nominated'] === true && s['state'] === 'succeeded')),
-  );
-  if (!pair) return null;
-  const local = byId.get(String(pair['localCandidateId']));
-  const remote = byId.get(String(pair['remoteCandidateId']));
-  return local?.['candidateType'] === 'relay' || remote?.['candidateType'] === 'relay'
-    ? 'relay'
-    : 'p2p';
-}
-
-/** Bitrate and fps between two samples of the inbound video. */
-export function computeStreamRate(
-  previous: InboundVideoSample | null,
-  current: InboundVideoSample,
-  elapsedMs: number,
-): { bitrateKbps: number; fps: number } {
-  if (!previous || elapsedMs <= 0) {
-    return { bitrateKbps: 0, fps: Math.round(current.framesPerSecond ?? 0) };
-  }
-  const bytes = Math.max(0, current.bytesReceived - previous.bytesReceived);
-  const frames = Math.max(0, current.framesDecoded - previous.framesDecoded);
-  return {
-    // bits per millisecond are kbit/s.
-    bitrateKbps: Math.round((bytes * 8) / elapsedMs),
-    fps: Math.round(current.framesPerSecond ?? (frames * 1000) / elapsedMs),
-  };
 }
 
 function randomId(length: number): string {
