@@ -5,6 +5,16 @@ import tseslint from 'typescript-eslint';
 import reactHooks from 'eslint-plugin-react-hooks';
 import globals from 'globals';
 
+/** What only the server's top layer (HTTP, sockets, routes, app) may import. */
+const SERVER_UPPER_LAYERS = [
+  'fastify',
+  '@fastify/*',
+  '**/routes/**',
+  '**/http/**',
+  '**/janus/**',
+  '**/app',
+];
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', '.cache/**'] },
   js.configs.recommended,
@@ -21,6 +31,59 @@ export default tseslint.config(
   {
     files: ['server/**/*.ts', 'e2e/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.mjs', '*.js'],
     languageOptions: { globals: { ...globals.node } },
+  },
+  // The server's layers, bottom up: log/errors/config/storage/process, drivers, media,
+  // services, then http/ws/janus/routes and app. A layer never imports one above it.
+  {
+    files: ['server/src/drivers/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: SERVER_UPPER_LAYERS.concat(['**/services/**', '**/media/**']),
+              message: 'drivers never import services, media, routes or the HTTP layer',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['server/src/{process,storage}/**/*.ts', 'server/src/log.ts', 'server/src/errors.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: SERVER_UPPER_LAYERS.concat(['**/services/**', '**/media/**', '**/drivers/**']),
+              message: 'the base layer imports nothing above it',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['server/src/{services,media}/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test-support.ts', '**/*-test-kit.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: SERVER_UPPER_LAYERS,
+              message: 'services and media never import Fastify, routes or the HTTP layer',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['web/**/*.{ts,tsx}'],

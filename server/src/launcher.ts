@@ -19,7 +19,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { raiseOpenFileLimit } from './fd-limit';
-import { findSetpriv } from './services/supervisor';
+import { findSetpriv } from './process/supervisor';
 
 export type LauncherState = 'starting' | 'running' | 'backoff' | 'stopping' | 'stopped';
 

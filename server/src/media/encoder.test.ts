@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RawFrame } from '../drivers/video/types';
-import { readProcArgv, waitForExit } from '../services/supervisor';
+import { readProcArgv, waitForExit } from '../process/supervisor';
 import {
   ffmpegArgs,
   H264Encoder,

@@ -4,7 +4,7 @@
  * so every frame written comes back as one access unit, in order: the capture times of the
  * frames in flight are a FIFO the units take theirs from.
  *
- * The process runs under the Supervisor (services/supervisor.ts) like QEMU: one backoff
+ * The process runs under the Supervisor (process/supervisor.ts) like QEMU: one backoff
  * policy, idempotent start/stop, setpriv's parent-death signal and the exit hook, so no
  * ffmpeg outlives the server. An ffmpeg that dies, hangs (frames in, nothing out for
  * `stallMs`) or writes something that is not FLV is killed and restarted with backoff.
@@ -12,7 +12,7 @@
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
 import type { PixelFormat, RawFrame } from '../drivers/video/types';
-import { Supervisor, type BackoffOptions, type ExitInfo } from '../services/supervisor';
+import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/supervisor';
 import { FlvReader } from './flv-reader';
 import type { AccessUnit } from './types';
 

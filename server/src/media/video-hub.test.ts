@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../log';
 import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
-import { readProcArgv, waitForExit } from '../services/supervisor';
+import { readProcArgv, waitForExit } from '../process/supervisor';
 import { maxInFlight } from './encoder';
 import type { AccessUnit } from './types';
 import { VideoHub, type HubParams, type VideoHubOptions } from './video-hub';

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readProcArgv } from '../../services/supervisor';
+import { readProcArgv } from '../../process/supervisor';
 import { QemuMachine, qemuArgs, runPaths, type MachinePower } from './machine';
 import { guestImagePaths } from './guest';
 import { ensureGuestImage, processesMentioning, readSerial, until } from './test-support';

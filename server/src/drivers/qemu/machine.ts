@@ -20,7 +20,7 @@ import { EventEmitter } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Supervisor, type BackoffOptions, type ExitInfo } from '../../services/supervisor';
+import { Supervisor, type BackoffOptions, type ExitInfo } from '../../process/supervisor';
 import { guestImagePaths, readGuestManifest, type GuestImage } from './guest';
 import {
   connectQmpWithRetry,
