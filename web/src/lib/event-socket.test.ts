@@ -1,6 +1,12 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FakeWebSocket } from '../test/fake-websocket';
-import { EventSocket, eventSocketUrl } from './event-socket';
+import {
+  EVENT_SOCKET_TRANSITIONS,
+  EventSocket,
+  eventSocketUrl,
+  type EventSocketState,
+} from './event-socket';
+import { IllegalTransitionError } from './transitions';
 
 function makeSocket(url = 'ws://device/api/ws') {
   return new EventSocket({ url: () => url, createSocket: (u) => new FakeWebSocket(u) });
@@ -127,5 +133,65 @@ describe('EventSocket', () => {
       'ws://d/api/ws?auth_token=a',
       'ws://d/api/ws?auth_token=b',
     ]);
+  });
+});
+
+describe('EventSocket state transitions', () => {
+  beforeEach(() => FakeWebSocket.reset());
+
+  function recordMoves(socket: EventSocket, into: Set<string>) {
+    let from = socket.getState();
+    socket.subscribeState(() => {
+      into.add(`${from}->${socket.getState()}`);
+      from = socket.getState();
+    });
+  }
+
+  it('makes every move of EVENT_SOCKET_TRANSITIONS and no other', () => {
+    const made = new Set<string>();
+
+    const a = makeSocket();
+    recordMoves(a, made);
+    a.close(); // idle -> closed
+    a.connect(); // closed -> connecting
+    FakeWebSocket.last().serverClose(1006); // connecting -> closed (never opened)
+
+    const b = makeSocket();
+    recordMoves(b, made);
+    b.connect(); // idle -> connecting
+    b.connect(); // connecting: only the socket is replaced, no move
+    FakeWebSocket.last().open(); // connecting -> open
+    b.connect(); // open -> connecting (a fresh socket, SPEC 4 re-creation)
+    FakeWebSocket.last().open();
+    FakeWebSocket.last().serverClose(1006); // open -> closed
+    b.connect();
+    FakeWebSocket.last().open();
+    b.close(); // open -> closed, deliberately
+
+    const allowed = Object.entries(EVENT_SOCKET_TRANSITIONS).flatMap(([from, tos]) =>
+      tos.map((to) => `${from}->${to}`),
+    );
+    expect([...made].sort()).toEqual(allowed.sort());
+  });
+
+  it('throws on an illegal move and stays where it was', () => {
+    const socket = makeSocket();
+    socket.connect();
+    socket.close();
+    // setState is private: only a bug inside the class could ask for closed -> open (the open
+    // of a dropped socket is ignored before it gets there).
+    const internal = socket as unknown as { setState(state: EventSocketState): void };
+    expect(() => internal.setState('open')).toThrow(IllegalTransitionError);
+    expect(socket.getState()).toBe('closed');
+  });
+
+  it('ignores the open of a socket it already dropped (no closed -> open)', () => {
+    const socket = makeSocket();
+    socket.connect();
+    const ws = FakeWebSocket.last();
+    const onopen = ws.onopen;
+    socket.close();
+    onopen?.(new Event('open')); // an engine that fires a handler it was told to forget
+    expect(socket.getState()).toBe('closed');
   });
 });

@@ -9,9 +9,11 @@
  *
  * connect() on a live socket drops it and opens a fresh one (the heartbeat re-creates sockets
  * after a lost connection, SPEC 4). close() is deliberate and final until the next connect().
- * Subscribers are kept across re-creation, so stores subscribe once.
+ * Subscribers are kept across re-creation, so stores subscribe once. Every move is checked
+ * against EVENT_SOCKET_TRANSITIONS (an illegal one throws in tests).
  */
 import type { EventFrame, InfoEvent, LoopEvent } from '@kvm/protocol/events';
+import { checkTransition, type TransitionMap } from './transitions';
 
 /**
  * Payload type per event_type. Later subsystems augment it:
@@ -24,6 +26,17 @@ export interface EventPayloads {
 }
 
 export type EventSocketState = 'idle' | 'connecting' | 'open' | 'closed';
+
+/**
+ * connect() leads to connecting from every state (on connecting it only replaces the socket);
+ * close() and the socket's own close lead to closed. Nothing returns to idle.
+ */
+export const EVENT_SOCKET_TRANSITIONS: TransitionMap<EventSocketState> = {
+  idle: ['connecting', 'closed'],
+  connecting: ['open', 'closed'],
+  open: ['connecting', 'closed'],
+  closed: ['connecting'],
+};
 
 /** The parts of a browser WebSocket used here (tests pass a fake). */
 export interface WebSocketLike {
@@ -203,7 +216,7 @@ export class EventSocket {
   }
 
   private setState(state: EventSocketState): void {
-    if (this.state === state) return;
+    if (!checkTransition('EventSocket', EVENT_SOCKET_TRANSITIONS, this.state, state)) return;
     this.state = state;
     for (const listener of this.stateListeners) listener();
   }

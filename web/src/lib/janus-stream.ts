@@ -7,6 +7,8 @@
  *   idle/stopped/error ──start()──▶ connecting ──session+attach──▶ attached ──features──▶
  *   watching ──offer → answer → start; first frame decoded──▶ active
  *
+ * Every move is checked against JANUS_STREAM_TRANSITIONS (an illegal one throws in tests).
+ *
  * | event                                   | does (SPEC 4)                                    |
  * |-----------------------------------------|--------------------------------------------------|
  * | plugin error (error_code / error)       | info message; error; 2 s later stop + watch      |
@@ -24,6 +26,7 @@ import type { Orientation } from '@kvm/protocol/enums';
 import type { TurnState } from '@kvm/protocol/streamer';
 import { Emitter } from './emitter';
 import { DataChannelInput, INPUT_CHANNEL_LABEL } from './input-channel';
+import { checkTransition, type TransitionMap } from './transitions';
 import { loadJanusRuntime } from './janus-loader';
 import type {
   JanusJsep,
@@ -58,6 +61,24 @@ export const CONNECTION_TYPE_MS = 5_000;
 export const FIRST_FRAME_PROBE_MS = 250;
 /** A session that is not attached by then counts as a gateway end. */
 export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The moves JanusStream makes (stream-types.ts says what each state means). stop() may come
+ * in any state; after it only start() moves.
+ */
+export const JANUS_STREAM_TRANSITIONS: TransitionMap<StreamState> = {
+  idle: ['connecting', 'stopped'],
+  // Attached, or the session failed / timed out / WebRTC is unsupported.
+  connecting: ['attached', 'error', 'stopped'],
+  // The features answer starts the watch; a plugin error or a lost gateway is an error.
+  attached: ['watching', 'error', 'stopped'],
+  // First frame decoded; the server stopped on its own (attached, rewatch in 2 s); an error.
+  watching: ['active', 'attached', 'error', 'stopped'],
+  active: ['attached', 'error', 'stopped'],
+  // A new session (start(), or 5 s after a gateway end), or stop + watch on the same one.
+  error: ['connecting', 'watching', 'stopped'],
+  stopped: ['connecting'],
+};
 
 /** `wss://host/janus/ws?auth_token=…` (WebSockets cannot carry the Token header). */
 export function janusServerUrl(
@@ -290,7 +311,8 @@ export class JanusStream implements StreamClient {
       return;
     }
     const status = result?.status;
-    if (status === 'features') {
+    // The answer to the one features request sent on attach; a repeat (none is sent) is ignored.
+    if (status === 'features' && this.state === 'attached') {
       // SPEC 7: TURN first; without TURN uris the gateway's STUN, if it names one.
       const url = result?.features?.ice?.url;
       if (this.iceServers.length === 0 && typeof url === 'string' && url !== '') {
@@ -392,7 +414,9 @@ export class JanusStream implements StreamClient {
   private rewatch(): void {
     const handle = this.handle;
     if (!handle) {
-      this.connect();
+      // Not reached today (the handle goes only in teardown, which also voids this timer); if
+      // it were, the session is as good as gone.
+      this.gatewayEnded();
       return;
     }
     // The old peer connection goes locally; the gateway's stop ends its side. A new offer then
@@ -536,7 +560,7 @@ export class JanusStream implements StreamClient {
   }
 
   private setState(state: StreamState): void {
-    if (this.state === state) return;
+    if (!checkTransition('JanusStream', JANUS_STREAM_TRANSITIONS, this.state, state)) return;
     this.state = state;
     this.emitter.emit('state', state);
   }
