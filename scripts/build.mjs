@@ -24,6 +24,9 @@ async function buildServer() {
     format: 'esm',
     target: 'node20',
     sourcemap: 'linked',
+    // The wire name of an error is its class name (server/src/errors.ts): esbuild renames a
+    // class whose name another module also uses unless told to keep names.
+    keepNames: true,
     logLevel: quiet ? 'error' : 'warning',
     // CommonJS dependencies bundled into ESM still call require(): give them one.
     banner: {

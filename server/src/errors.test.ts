@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { toHttp } from './errors';
+import {
+  ApiError,
+  BadRequestError,
+  ForbiddenError,
+  IsBusyError,
+  NotFoundError,
+  RateLimitError,
+  ServiceUnavailableError,
+  toHttp,
+  ValidatorError,
+} from './errors';
 
 const errno = (code: string, message: string): Error => Object.assign(new Error(message), { code });
 
@@ -52,5 +62,73 @@ describe('toHttp for errors Node raises', () => {
       expect(toHttp(new Error(message)).status).toBe(400);
     }
     expect(toHttp(new Error('something else')).status).toBe(500);
+  });
+});
+
+describe('the error categories', () => {
+  class ExampleBusyError extends IsBusyError {}
+  class ExampleOperationError extends BadRequestError {}
+  class ExampleNotFoundError extends NotFoundError {}
+
+  it("the wire name is the class name and the status is the category's", () => {
+    const cases: [ApiError, string, number][] = [
+      [new ValidatorError('bad'), 'ValidatorError', 400],
+      [new ExampleOperationError('bad'), 'ExampleOperationError', 400],
+      [new ForbiddenError(), 'ForbiddenError', 403],
+      [new ExampleNotFoundError('gone'), 'ExampleNotFoundError', 404],
+      [new ExampleBusyError('busy'), 'ExampleBusyError', 409],
+      [new ServiceUnavailableError('later'), 'ServiceUnavailableError', 503],
+    ];
+    for (const [err, wire, status] of cases) {
+      expect(err.wireName).toBe(wire);
+      expect(err.name).toBe(wire);
+      expect(toHttp(err)).toEqual({
+        status,
+        body: { ok: false, result: { error: wire, error_msg: err.message } },
+      });
+    }
+  });
+
+  it('a subclass stays in its category for instanceof checks', () => {
+    expect(new ExampleNotFoundError('x')).toBeInstanceOf(NotFoundError);
+    expect(new ExampleBusyError('x')).toBeInstanceOf(ApiError);
+  });
+
+  it('extra fields ride beside error and error_msg', () => {
+    expect(toHttp(new RateLimitError(7))).toEqual({
+      status: 429,
+      body: {
+        ok: false,
+        result: {
+          error: 'RateLimitError',
+          error_msg: 'Too many failed login attempts. Please try again in 7 seconds.',
+          remaining_time: 7,
+        },
+      },
+    });
+  });
+
+  it("Fastify's client errors keep their names and statuses", () => {
+    const fst = (code: string) => Object.assign(new Error('m'), { code });
+    expect(toHttp(fst('FST_ERR_CTP_BODY_TOO_LARGE')).status).toBe(413);
+    expect(toHttp(fst('FST_ERR_CTP_BODY_TOO_LARGE')).body.result.error).toBe(
+      'PayloadTooLargeError',
+    );
+    expect(toHttp(fst('FST_ERR_CTP_INVALID_MEDIA_TYPE')).body.result.error).toBe(
+      'UnsupportedMediaTypeError',
+    );
+    expect(toHttp(fst('FST_ERR_BAD_URL')).body.result).toEqual({
+      error: 'ValidatorError',
+      error_msg: 'm',
+    });
+    const other = Object.assign(new Error('Not Acceptable'), { statusCode: 406 });
+    expect(toHttp(other)).toEqual({
+      status: 406,
+      body: { ok: false, result: { error: 'ValidatorError', error_msg: 'Not Acceptable' } },
+    });
+    expect(toHttp(new Error('boom')).body.result).toEqual({
+      error: 'InternalError',
+      error_msg: 'Server got itself in trouble',
+    });
   });
 });

@@ -1,72 +1,140 @@
 /**
- * The server's error family. Every error a route can raise is one of these; `toHttp()` maps it
- * to a status and the kvmd envelope in ONE place (house-style.md, Server/Errors).
+ * The server's error family, in kvmd's `htserver.py` model: a few category bases carry the
+ * HTTP status, every error a client can see is its own small class extending one of them, and
+ * its wire name (`result.error`) is its class name, as kvmd sends `type(err).__name__`.
+ * `toHttp()` maps any thrown value to a status and the kvmd envelope, built in ONE place
+ * (`errorBody`). docs/api.md, "Errors", lists the categories.
+ *
+ * The bundle keeps class names (`keepNames` in scripts/build.mjs): esbuild would otherwise
+ * rename a class whose name another module also uses, and the wire name with it.
  */
 import type { ApiErrorResult } from '@kvm/protocol';
 
 export class ApiError extends Error {
-  /** Wire name: the kvmd error class name the client sees in `result.error`. */
+  /** Wire name: the class name the client sees in `result.error`. */
   readonly wireName: string;
-  readonly status: number;
+  /** The HTTP status: set by the category base. */
+  readonly status: number = 500;
+  /** Fields the envelope carries beside `error` and `error_msg` (e.g. `remaining_time`). */
   readonly extra: Record<string, unknown>;
 
+  constructor(message: string, extra?: Record<string, unknown>);
+  /**
+   * @deprecated The transition form: extend a category base instead (MSD and Janus errors
+   * still use it until they move).
+   */
+  constructor(wireName: string, status: number, message: string, extra?: Record<string, unknown>);
   constructor(
-    wireName: string,
-    status: number,
-    message: string,
+    first: string,
+    second?: number | Record<string, unknown>,
+    message?: string,
     extra: Record<string, unknown> = {},
   ) {
-    super(message);
-    this.wireName = wireName;
-    this.status = status;
-    this.extra = extra;
+    const legacy = typeof second === 'number';
+    super(legacy ? message : first);
+    this.wireName = legacy ? first : new.target.name;
+    this.name = this.wireName;
+    if (legacy) this.status = second;
+    this.extra = legacy ? extra : (second ?? {});
   }
 }
 
-export class ValidatorError extends ApiError {
-  constructor(message: string) {
-    super('ValidatorError', 400, message);
-  }
+// The categories. The ones a client sees by their own name (NotFoundError...) are concrete;
+// BadRequestError and IsBusyError only name a family, as in kvmd.
+
+/** 400: the request is wrong (kvmd's ValidatorError and OperationError families). */
+export abstract class BadRequestError extends ApiError {
+  override readonly status: number = 400;
 }
 
+/** 401: no credentials at all. */
 export class UnauthorizedError extends ApiError {
-  constructor(message = 'Unauthorized') {
-    super('UnauthorizedError', 401, message);
+  override readonly status: number = 401;
+  constructor(message = 'Unauthorized', extra?: Record<string, unknown>) {
+    super(message, extra);
   }
 }
 
+/** 403: credentials that do not allow this. */
 export class ForbiddenError extends ApiError {
-  constructor(message = 'Forbidden') {
-    super('ForbiddenError', 403, message);
+  override readonly status: number = 403;
+  constructor(message = 'Forbidden', extra?: Record<string, unknown>) {
+    super(message, extra);
   }
 }
 
+/** 404: no such thing. */
 export class NotFoundError extends ApiError {
-  constructor(message = 'Not found') {
-    super('NotFoundError', 404, message);
+  override readonly status: number = 404;
+  constructor(message = 'Not found', extra?: Record<string, unknown>) {
+    super(message, extra);
   }
 }
 
+/** 405: the method is not allowed on this path. */
+export class MethodNotAllowedError extends ApiError {
+  override readonly status: number = 405;
+}
+
+/** 408: the request did not arrive in time. */
+export class RequestTimeoutError extends ApiError {
+  override readonly status: number = 408;
+}
+
+/** 409: a physical operation is already running (kvmd's IsBusyError family). */
+export abstract class IsBusyError extends ApiError {
+  override readonly status: number = 409;
+}
+
+/** 413: the request body is over its limit. */
+export class PayloadTooLargeError extends ApiError {
+  override readonly status: number = 413;
+}
+
+/** 415: a body the server does not take in this form. */
+export class UnsupportedMediaTypeError extends ApiError {
+  override readonly status: number = 415;
+}
+
+/** 429: too many failed logins from this address. */
 export class RateLimitError extends ApiError {
+  override readonly status: number = 429;
   constructor(remainingSeconds: number) {
-    super(
-      'RateLimitError',
-      429,
-      `Too many failed login attempts. Please try again in ${remainingSeconds} seconds.`,
-      { remaining_time: remainingSeconds },
-    );
+    super(`Too many failed login attempts. Please try again in ${remainingSeconds} seconds.`, {
+      remaining_time: remainingSeconds,
+    });
   }
 }
 
-/** The server cannot answer this now (restarting, not built yet); trying again later may work. */
+/** 431: the request line and headers are over Node's limit. */
+export class RequestHeadersTooLargeError extends ApiError {
+  override readonly status: number = 431;
+}
+
+/** 500: the device failed, not the client. */
+export class InternalError extends ApiError {
+  override readonly status: number = 500;
+}
+
+/** 503: the server cannot answer this now (restarting, not built yet); later may work. */
 export class ServiceUnavailableError extends ApiError {
-  constructor(message: string) {
-    super('ServiceUnavailableError', 503, message);
-  }
+  override readonly status: number = 503;
 }
 
-/** A physical operation is already running (kvmd IsBusyError family). */
+/** 507: the device's storage is full. */
+export class InsufficientStorageError extends ApiError {
+  override readonly status: number = 507;
+}
+
+/** The wire name of bad requests in general (kvmd's `ValidatorError`). */
+export class ValidatorError extends BadRequestError {}
+
+/**
+ * @deprecated The transition form `new BusyError(wireName, message)`: extend IsBusyError
+ * instead (MSD still uses it until it moves).
+ */
 export class BusyError extends ApiError {
+  override readonly status: number = 409;
   constructor(wireName: string, message: string) {
     super(wireName, 409, message);
   }
@@ -77,97 +145,80 @@ export interface HttpErrorAnswer {
   body: { ok: false; result: ApiErrorResult };
 }
 
-/** Fastify's own error codes that are the client's fault, with our wire names. */
-const FASTIFY_CLIENT_ERRORS: Record<string, { wire: string; status: number }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { wire: 'PayloadTooLargeError', status: 413 },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { wire: 'UnsupportedMediaTypeError', status: 415 },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { wire: 'ValidatorError', status: 400 },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { wire: 'ValidatorError', status: 400 },
-  FST_ERR_CTP_INVALID_JSON_BODY: { wire: 'ValidatorError', status: 400 },
-  FST_ERR_BAD_URL: { wire: 'ValidatorError', status: 400 },
-  FST_ERR_ASYNC_CONSTRAINT: { wire: 'ValidatorError', status: 400 },
+/** The kvmd error envelope: the one place it is built. */
+export function errorBody(
+  error: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): { ok: false; result: ApiErrorResult } {
+  return { ok: false, result: { error, error_msg: message, ...extra } };
+}
+
+function answer(err: ApiError): HttpErrorAnswer {
+  return { status: err.status, body: errorBody(err.wireName, err.message, err.extra) };
+}
+
+/** Fastify's own error codes that are the client's fault, as our classes. */
+const FASTIFY_CLIENT_ERRORS: Record<string, new (message: string) => ApiError> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: PayloadTooLargeError,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: UnsupportedMediaTypeError,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ValidatorError,
+  FST_ERR_CTP_EMPTY_JSON_BODY: ValidatorError,
+  FST_ERR_CTP_INVALID_JSON_BODY: ValidatorError,
+  FST_ERR_BAD_URL: ValidatorError,
+  FST_ERR_ASYNC_CONSTRAINT: ValidatorError,
 };
 
 /** busboy's parse errors carry no code, only these fixed messages. */
 const MULTIPART_PARSE_ERRORS =
   /^(Multipart: Boundary not found|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data|The needle cannot have a length bigger than 256\.)$/;
 
-function envelope(status: number, error: string, message: string): HttpErrorAnswer {
-  return { status, body: { ok: false, result: { error, error_msg: message } } };
-}
-
 /**
  * Node's own error codes: the HTTP parser's (`HPE_*`, from the server's `clientError`) are the
  * client's fault; a full disk or a read-only data folder is the device's, said honestly without
  * the raw path or errno text (which name files of the data folder).
  */
-function nodeErrorAnswer(code: string, e: { reason?: unknown }): HttpErrorAnswer | null {
+function fromNodeError(code: string, e: { reason?: unknown }): ApiError | null {
   if (code === 'HPE_HEADER_OVERFLOW') {
-    return envelope(
-      431,
-      'RequestHeadersTooLargeError',
-      'The request line and headers are too large',
-    );
+    return new RequestHeadersTooLargeError('The request line and headers are too large');
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return envelope(408, 'RequestTimeoutError', 'The request headers did not arrive in time');
+    return new RequestTimeoutError('The request headers did not arrive in time');
   }
   if (code.startsWith('HPE_')) {
     // llhttp's reason is a fixed phrase ("Invalid method encountered"), never the client's bytes.
     const reason = typeof e.reason === 'string' ? `: ${e.reason}` : '';
-    return envelope(400, 'ValidatorError', `Malformed HTTP request${reason}`);
+    return new ValidatorError(`Malformed HTTP request${reason}`);
   }
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return envelope(507, 'InsufficientStorageError', "The device's storage is full");
+    return new InsufficientStorageError("The device's storage is full");
   }
-  if (code === 'EROFS') {
-    return envelope(500, 'InternalError', "The device's data folder is read-only");
-  }
+  if (code === 'EROFS') return new InternalError("The device's data folder is read-only");
   if (code === 'EACCES' || code === 'EPERM') {
-    return envelope(500, 'InternalError', 'The device may not write its data folder');
+    return new InternalError('The device may not write its data folder');
   }
-  if (code === 'EIO') {
-    return envelope(500, 'InternalError', "The device's storage reported an I/O error");
-  }
+  if (code === 'EIO') return new InternalError("The device's storage reported an I/O error");
   return null;
 }
 
 /** Maps any thrown value to an HTTP status and the kvmd error envelope. */
 export function toHttp(err: unknown): HttpErrorAnswer {
-  if (err instanceof ApiError) {
-    return {
-      status: err.status,
-      body: { ok: false, result: { error: err.wireName, error_msg: err.message, ...err.extra } },
-    };
-  }
-  const e = err as { code?: string; statusCode?: number; message?: string; name?: string };
-  const known = e.code ? FASTIFY_CLIENT_ERRORS[e.code] : undefined;
-  if (known) {
-    return {
-      status: known.status,
-      body: { ok: false, result: { error: known.wire, error_msg: e.message ?? known.wire } },
-    };
-  }
-  const fromNode = e.code ? nodeErrorAnswer(e.code, e as { reason?: unknown }) : null;
-  if (fromNode) return fromNode;
+  if (err instanceof ApiError) return answer(err);
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  const Known = e.code ? FASTIFY_CLIENT_ERRORS[e.code] : undefined;
+  if (Known) return answer(new Known(e.message ?? Known.name));
+  const fromNode = e.code ? fromNodeError(e.code, e as { reason?: unknown }) : null;
+  if (fromNode) return answer(fromNode);
   if (e.message !== undefined && MULTIPART_PARSE_ERRORS.test(e.message)) {
-    return envelope(400, 'ValidatorError', 'Malformed multipart body');
+    return answer(new ValidatorError('Malformed multipart body'));
   }
-  // JSON.parse failures surface as SyntaxError with status 400 from the body parser.
+  // Any other 4xx of Fastify or its parsers (JSON.parse's SyntaxError comes with 400) keeps
+  // its status under the bad request name.
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
     return {
       status: e.statusCode,
-      body: {
-        ok: false,
-        result: { error: 'ValidatorError', error_msg: e.message ?? 'Bad request' },
-      },
+      body: errorBody(ValidatorError.name, e.message ?? 'Bad request'),
     };
   }
-  return {
-    status: 500,
-    body: {
-      ok: false,
-      result: { error: 'InternalError', error_msg: 'Server got itself in trouble' },
-    },
-  };
+  return answer(new InternalError('Server got itself in trouble'));
 }
