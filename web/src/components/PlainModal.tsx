@@ -66,7 +66,7 @@ export function PlainModal({
       cancelButtonProps={{ disabled: busy, ...testId(cancelTestId) }}
       onOk={() => void handleOk()}
       onCancel={busy ? undefined : onCancel}
-      maskClosable={!busy}
+      mask={{ closable: !busy }}
       destroyOnHidden
     >
       {children}

@@ -9,9 +9,10 @@ import { applyAtx, resetAtxForTests, useAtx } from '../power/atx-store';
 import { resetMsdForTests } from '../storage/msd-store';
 import { DeviceTools } from './DeviceTools';
 
-function click(el: Element | null | undefined) {
+/** Async act: antd's menu registers its items in a microtask after the click (nextSlice). */
+async function click(el: Element | null | undefined) {
   if (!(el instanceof HTMLElement)) throw new Error('no element');
-  act(() => el.click());
+  await act(async () => el.click());
 }
 
 /** Lazy panels take longer than a few ticks to import. */
@@ -83,9 +84,9 @@ describe('DeviceTools', () => {
 
   it('opens the storage and wake-on-LAN panels in a drawer', async () => {
     const v = await open();
-    click(v.byTestId('toolbar-storage'));
+    await click(v.byTestId('toolbar-storage'));
     expect(await waitFor('[data-testid="storage-panel"]')).not.toBeNull();
-    click(v.byTestId('toolbar-wol'));
+    await click(v.byTestId('toolbar-wol'));
     expect(await waitFor('[data-testid="wol-panel"]')).not.toBeNull();
     expect(requests.some((r) => r.path === '/api/wol/devices')).toBe(true);
   });
@@ -97,11 +98,11 @@ describe('DeviceTools', () => {
         error_msg: 'Performing another ATX operation, please try again later',
       });
     const v = await open();
-    click(v.byTestId('toolbar-power'));
-    click(await waitFor('[data-testid="power-reset"]'));
+    await click(v.byTestId('toolbar-power'));
+    await click(await waitFor('[data-testid="power-reset"]'));
     await flush();
     expect(requests.some((r) => r.path === '/api/atx/click')).toBe(false);
-    click(await waitFor('[data-testid="confirm-ok"]'));
+    await click(await waitFor('[data-testid="confirm-ok"]'));
     await flush();
     const press = requests.find((r) => r.path === '/api/atx/click');
     expect(press?.method).toBe('POST');

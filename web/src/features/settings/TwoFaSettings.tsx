@@ -118,7 +118,7 @@ export function TwoFaSettings() {
       )}
 
       {!enabled && enrolment && (
-        <Space direction="vertical" style={{ width: '100%' }}>
+        <Space orientation="vertical" style={{ width: '100%' }}>
           <Typography.Text type="secondary">{t('settings.security.twofaScan')}</Typography.Text>
           <div style={{ width: 192, height: 192, display: 'grid', placeItems: 'center' }}>
             {enrolment.qr ? (
@@ -166,7 +166,7 @@ export function TwoFaSettings() {
         onConfirm={turnOff}
         onCancel={closeOff}
       >
-        <Space direction="vertical" style={{ width: '100%' }}>
+        <Space orientation="vertical" style={{ width: '100%' }}>
           <Typography.Text>{t('settings.security.twofaDisableConfirm')}</Typography.Text>
           <Typography.Text type="secondary">
             {t('settings.security.twofaDisableCodePrompt')}
