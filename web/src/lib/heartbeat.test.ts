@@ -7,7 +7,8 @@ import {
 } from '@kvm/protocol/constants';
 import { FakeWebSocket } from '../test/fake-websocket';
 import { EventSocket } from './event-socket';
-import { Heartbeat, type AuthCheckOutcome } from './heartbeat';
+import { HEARTBEAT_TRANSITIONS, Heartbeat, type AuthCheckOutcome } from './heartbeat';
+import { IllegalTransitionError } from './transitions';
 
 function setup(checkAuth: (signal: AbortSignal) => Promise<AuthCheckOutcome>) {
   const socket = new EventSocket({
@@ -157,5 +158,82 @@ describe('Heartbeat', () => {
     await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS * 5);
     expect(heartbeat.getState()).toBe('stopped');
     expect(FakeWebSocket.instances).toHaveLength(1);
+  });
+});
+
+describe('Heartbeat state transitions', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    FakeWebSocket.reset();
+  });
+  afterEach(() => vi.useRealTimers());
+
+  function recordMoves(heartbeat: Heartbeat, into: Set<string>) {
+    let from = heartbeat.getState();
+    heartbeat.subscribe(() => {
+      into.add(`${from}->${heartbeat.getState()}`);
+      from = heartbeat.getState();
+    });
+  }
+
+  /** A heartbeat on a fresh open socket, not started; the check answers `outcome()`. */
+  function idle(outcome: () => AuthCheckOutcome) {
+    const socket = new EventSocket({
+      url: () => 'ws://device/api/ws',
+      createSocket: (u) => new FakeWebSocket(u),
+    });
+    socket.connect();
+    FakeWebSocket.last().open();
+    return new Heartbeat({ socket, checkAuth: async () => outcome() });
+  }
+
+  it('makes every move of HEARTBEAT_TRANSITIONS and no other', async () => {
+    const made = new Set<string>();
+
+    const a = idle(() => 'ok');
+    recordMoves(a, made);
+    a.stop(); // idle -> stopped
+    a.start(); // stopped -> alive
+    a.stop(); // alive -> stopped
+
+    let outcome: AuthCheckOutcome = 'ok';
+    const b = idle(() => outcome);
+    recordMoves(b, made);
+    b.start(); // idle -> alive
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS); // alive -> lost
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS); // lost -> alive
+    expect(b.getState()).toBe('alive');
+    FakeWebSocket.last().open();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS); // alive -> lost
+    b.stop(); // lost -> stopped
+    b.start();
+    outcome = 'denied';
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS); // lost -> denied
+    expect(b.getState()).toBe('denied');
+    b.stop(); // denied -> stopped
+
+    const allowed = Object.entries(HEARTBEAT_TRANSITIONS).flatMap(([from, tos]) =>
+      tos.map((to) => `${from}->${to}`),
+    );
+    expect([...made].sort()).toEqual(allowed.sort());
+  });
+
+  it('start() while denied is illegal: the session is gone until stop()', async () => {
+    const { heartbeat, check } = setup(async () => 'denied');
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
+    expect(heartbeat.getState()).toBe('denied');
+    const pinged = pings(FakeWebSocket.last()).length;
+    expect(() => heartbeat.start()).toThrow(
+      new IllegalTransitionError('Heartbeat', 'denied', 'alive'),
+    );
+    expect(heartbeat.getState()).toBe('denied');
+    // Nothing started: no pings, no checks.
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS * 2);
+    expect(pings(FakeWebSocket.last())).toHaveLength(pinged);
+    expect(check).toHaveBeenCalledTimes(1);
+
+    heartbeat.stop();
+    heartbeat.start();
+    expect(heartbeat.getState()).toBe('alive');
   });
 });

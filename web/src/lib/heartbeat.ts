@@ -9,6 +9,10 @@
  * |         |                                         | 401/403 → denied                       |
  * | denied  | session is gone; nothing runs           | (final; the session-lost redirect)     |
  * | stopped | stop() was called                       | start() → alive                        |
+ *
+ * stop() may come in any state. The table is HEARTBEAT_TRANSITIONS, checked on every move (an
+ * illegal one throws in tests): start() while denied is a caller's bug, since the session is
+ * gone; the shell stop()s first.
  */
 import {
   HEARTBEAT_LOST_MS,
@@ -18,8 +22,17 @@ import {
 } from '@kvm/protocol/constants';
 import { PING_FRAME, type EventFrame } from '@kvm/protocol/events';
 import { SESSION_ENDED_CLOSE_CODE } from './event-socket';
+import { checkTransition, type TransitionMap } from './transitions';
 
 export type HeartbeatState = 'idle' | 'alive' | 'lost' | 'denied' | 'stopped';
+
+export const HEARTBEAT_TRANSITIONS: TransitionMap<HeartbeatState> = {
+  idle: ['alive', 'stopped'],
+  alive: ['lost', 'stopped'],
+  lost: ['alive', 'denied', 'stopped'],
+  denied: ['stopped'],
+  stopped: ['alive'],
+};
 
 /** Result of one login-status check: session fine, session gone (401/403), or no answer. */
 export type AuthCheckOutcome = 'ok' | 'denied' | 'failed';
@@ -81,6 +94,7 @@ export class Heartbeat {
   /** Starts pinging. The caller has already connected the socket. */
   start(): void {
     if (this.state === 'alive' || this.state === 'lost') return;
+    if (!this.becomeAlive()) return;
     const offPong = this.socket.on('pong', () => {
       this.lastPong = this.now();
     });
@@ -92,7 +106,6 @@ export class Heartbeat {
       offPong();
       offClose();
     };
-    this.becomeAlive();
   }
 
   stop(): void {
@@ -102,12 +115,14 @@ export class Heartbeat {
     this.setState('stopped');
   }
 
-  private becomeAlive(): void {
+  /** False when the move is refused (start() while denied, outside the tests). */
+  private becomeAlive(): boolean {
     this.clearTimers();
+    if (!this.setState('alive')) return false;
     this.lastPong = this.now();
     this.lastTick = this.lastPong;
-    this.setState('alive');
     this.pingTimer = setInterval(() => this.pingTick(), HEARTBEAT_PING_MS);
+    return true;
   }
 
   private pingTick(): void {
@@ -174,10 +189,12 @@ export class Heartbeat {
     this.inFlight = null;
   }
 
-  private setState(state: HeartbeatState): void {
+  /** Whether the state moved (a move to the same state only starts a new round). */
+  private setState(state: HeartbeatState): boolean {
     this.round += 1;
-    if (this.state === state) return;
+    if (!checkTransition('Heartbeat', HEARTBEAT_TRANSITIONS, this.state, state)) return false;
     this.state = state;
     for (const listener of this.listeners) listener();
+    return true;
   }
 }
