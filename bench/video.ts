@@ -1,22 +1,45 @@
 /**
  * `npm run bench -- video`: one JSON object of the video figures of issue 3, measured on the
- * testbed target with Debian's Chromium on this machine.
+ * testbed target with Debian's Chromium on this machine (`--short`: small counts, see lib.ts).
  *
- * The server runs in this process (so the harness can read the testbed's change log) and
- * serves the real console; Chromium loads it logged in. An init script in the page records
- * when frames are presented: for WebRTC, requestVideoFrameCallback on the console's <video>
- * (expectedDisplayTime); for direct H.264, every drawImage on the console's canvas. On each
- * presented frame it reads the testbed's 8-block marker (the change counter) from the pixels.
+ * The server runs in this process (so the harness can read the testbed's change log and the
+ * encoder's output) and serves the real console; Chromium loads it logged in. An init script
+ * in the page reads the testbed's 8-block marker (the change counter) from every frame it
+ * presents and counts what it received, decoded and presented.
  *
- * - ttff_*: navigation start to the first presented frame, median of 5 loads.
- * - g2g_*: testbed change drawn (server clock) to the first presented frame showing it
- *   (browser clock); both are epoch milliseconds of this machine (performance.timeOrigin +
- *   now), 1280x720 at 60 fps, 120 changes at irregular intervals.
- * - dropped_frames_60s: preset 2 (5000 kbit/s, gop 60) at 30 fps for 60 s: frames the encoder
- *   had to drop plus access units the page's WebRTC decoder never decoded (inbound-rtp
- *   framesDecoded).
- * - bitrate_error_pct: |measured - preset| / preset over those 60 s, with incompressible noise
- *   on screen so the encoder must spend its whole budget.
+ * "Presented" is one end point for both modes: the frame time (the animation frame's
+ * timestamp) of the rendering update that first puts the picture on screen.
+ * - WebRTC: requestVideoFrameCallback's `expectedDisplayTime` of the frame read. In this
+ *   headless Chromium it equals the update's frame time (the bench prints the difference in
+ *   its notes; a headed, GPU Chromium would put it one vsync later). The element's current
+ *   frame is read as a VideoFrame and skipped when it is not the frame the callback
+ *   describes (a newer one that arrived meanwhile), so no picture is dated too early.
+ * - direct H.264: the console draws the decoded VideoFrame on its canvas inside an animation
+ *   frame: that frame's timestamp (a draw outside one takes the next one's).
+ * A frame whose callback the page missed (a busy main thread) is read at the next one: late
+ * by up to that gap, as a user would see it.
+ *
+ * - ttff_*_ms: navigation start to the first presented frame with the encoder running (warm),
+ *   median of 5 loads. ttff_cold_ms: the same after the encoder has stopped (no viewer for
+ *   longer than the hub's linger; the streamer state says `h264.online: false` and no ffmpeg
+ *   runs), WebRTC, median of 3.
+ * - g2g_*: testbed change drawn (this process's clock) to the frame showing it presented (the
+ *   page's clock); both epoch ms, the page's corrected by the measured offset between the two
+ *   (clock_offset_ms, at most clock_offset_bound_ms off). 1280x720 at 60 fps, 120 changes at
+ *   irregular intervals; only this run's changes count (the picture the page opens with is
+ *   the last run's). Every sample counts in the percentiles; `*_outliers` says how many fell
+ *   outside 0-2000 ms (below 0 is a clock error beyond the bound and is left out), `*_missed`
+ *   how many changes were never presented, `*_samples` how many were.
+ * - dropped_frames_60s: preset 2 (5000 kbit/s, gop 60) at 30 fps for 60 s, WebRTC: frames the
+ *   source should have produced in the window minus frames the page presented. The window is
+ *   bounded by two marker changes, so both ends count the same frames: the server counts the
+ *   source's frames and the encoder's units captured between them, the page its presented
+ *   (requestVideoFrameCallback presentedFrames), decoded, received and dropped frames
+ *   (inbound-rtp) between seeing them. `dropped_by` splits the total by stage, signed: a
+ *   negative value is a counting mismatch, shown, never clamped.
+ * - bitrate_error_pct: |kbit/s - preset| / preset over that window, the kbit/s from the bytes
+ *   of every unit the encoder emitted for the window's frames, with incompressible noise on
+ *   screen so the encoder must spend its whole budget.
  * - cpu_pct_per_extra_viewer: this process's (the server's) CPU with 1 and with 4 WebRTC
  *   viewers (werift peers in a child process, see cpuPerViewer), the difference over the 3
  *   extra viewers, in % of a core, preset 2 at 30 fps with the noise band on; median of three
@@ -34,23 +57,65 @@ import { MARKER, MARKER_BITS } from '../server/src/drivers/testbed/screen';
 import { build as esbuild } from 'esbuild';
 import { Browser } from '../e2e/fixtures/browser';
 import { REPO_ROOT } from '../e2e/fixtures/server';
-import { median, note, round } from './lib';
+import { clockOffset, median, note, percentile, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';
+const TTFF_LOADS = sized(5, 2);
+const COLD_LOADS = sized(3, 1);
+const CHANGES = sized(120, 20);
+const STEADY_MS = sized(60_000, 5_000);
+const CPU_ROUNDS = sized(3, 1);
+const CPU_WINDOW_MS = sized(10_000, 2_000);
+const CPU_SETTLE_MS = sized(3_000, 1_000);
+/** Latencies outside this range are counted as outliers. */
+const OUTLIER_MS = 2000;
+
+/** Counters of the page's WebRTC inbound video (sum over its open peer connections). */
+interface RtpCounts {
+  received: number;
+  decoded: number;
+  dropped: number;
+}
+
+/** A marker value the page presented, when (epoch ms, page clock), and the counters then. */
+interface Seen {
+  v: number;
+  t: number;
+  presented: number;
+  rtp?: RtpCounts;
+}
+
+interface Rec {
+  /** presented time of the first frame, ms since navigation start */
+  first: number | null;
+  /** frames presented (WebRTC: presentedFrames; direct: canvas draws of a VideoFrame) */
+  presented: number;
+  /** direct H.264: chunks given to a VideoDecoder, and frames it output */
+  chunks: number;
+  decoded: number;
+  seen: Seen[];
+  last: number;
+  /** take inbound-rtp counters on every new marker value (steady window only: it costs) */
+  statsOnChange: boolean;
+  /** WebRTC: expectedDisplayTime - callback time, to compare with the direct estimate */
+  displayLead: number[];
+}
 
 /** Runs in the page before the console: records presented frames and marker values. */
 function harness(marker: { x: number; y: number; block: number; gap: number; bits: number }): void {
-  type Rec = {
-    first: number | null;
-    frames: number;
-    seen: Array<{ v: number; t: number }>;
-    last: number;
+  const rec: Rec = {
+    first: null,
+    presented: 0,
+    chunks: 0,
+    decoded: 0,
+    seen: [],
+    last: -1,
+    statsOnChange: false,
+    displayLead: [],
   };
-  const rec: Rec = { first: null, frames: 0, seen: [], last: -1 };
   (window as unknown as { __bench: Rec }).__bench = rec;
   // keep the console's peer connections, for their inbound-rtp statistics
   const pcs: RTCPeerConnection[] = [];
-  (window as unknown as { __pcs: RTCPeerConnection[] }).__pcs = pcs;
   const NativePC = window.RTCPeerConnection;
   window.RTCPeerConnection = function (
     this: unknown,
@@ -61,55 +126,140 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
     return pc;
   } as unknown as typeof RTCPeerConnection;
   window.RTCPeerConnection.prototype = NativePC.prototype;
+  const rtpCounts = async (): Promise<RtpCounts> => {
+    const c = { received: 0, decoded: 0, dropped: 0 };
+    for (const pc of pcs) {
+      if (pc.connectionState === 'closed') continue;
+      (await pc.getStats()).forEach(
+        (r: {
+          type: string;
+          kind?: string;
+          framesReceived?: number;
+          framesDecoded?: number;
+          framesDropped?: number;
+        }) => {
+          if (r.type !== 'inbound-rtp' || r.kind !== 'video') return;
+          c.received += r.framesReceived ?? 0;
+          c.decoded += r.framesDecoded ?? 0;
+          c.dropped += r.framesDropped ?? 0;
+        },
+      );
+    }
+    return c;
+  };
+  (window as unknown as { __rtp: () => Promise<RtpCounts> }).__rtp = rtpCounts;
+
+  const nativeRaf = window.requestAnimationFrame.bind(window);
+  // The frame time of the animation frame running now (null outside one).
+  let frameTs: number | null = null;
+  window.requestAnimationFrame = (cb: FrameRequestCallback): number =>
+    nativeRaf((ts) => {
+      frameTs = ts;
+      try {
+        cb(ts);
+      } finally {
+        frameTs = null;
+      }
+    });
+
+  const note = (v: number, t: number): void => {
+    if (rec.first === null) rec.first = t;
+    if (v === rec.last) return;
+    rec.last = v;
+    const entry: Seen = { v, t: performance.timeOrigin + t, presented: rec.presented };
+    rec.seen.push(entry);
+    if (rec.statsOnChange) {
+      void rtpCounts().then((c) => {
+        entry.rtp = c;
+      });
+    }
+  };
   const probe = document.createElement('canvas');
   probe.width = marker.bits * (marker.block + marker.gap);
   probe.height = 1;
   const pctx = probe.getContext('2d', { willReadFrequently: true })!;
-  const decode = (data: Uint8ClampedArray): number => {
+  const decode = (data: Uint8ClampedArray, scale: number): number => {
     let v = 0;
     for (let b = 0; b < marker.bits; b += 1) {
-      const x = b * (marker.block + marker.gap) + marker.block / 2;
+      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
       v = (v << 1) | (data[x * 4]! > 128 ? 1 : 0);
     }
     return v;
   };
-  const note = (v: number, t: number): void => {
-    rec.frames += 1;
-    if (rec.first === null) rec.first = t;
-    if (v !== rec.last) {
-      rec.last = v;
-      rec.seen.push({ v, t: performance.timeOrigin + t });
-    }
-  };
+
+  // WebRTC: every frame the <video> presents.
   const watchVideo = (video: HTMLVideoElement): void => {
-    const onFrame = (_now: number, meta: { expectedDisplayTime: number; width: number }): void => {
-      const scale = meta.width / 1280 || 1;
-      pctx.drawImage(
-        video,
-        marker.x * scale,
-        (marker.y + marker.block / 2) * scale,
-        probe.width * scale,
-        1,
-        0,
-        0,
-        probe.width,
-        1,
-      );
-      note(decode(pctx.getImageData(0, 0, probe.width, 1).data), meta.expectedDisplayTime);
+    let lastCount = 0;
+    const onFrame = (
+      now: number,
+      meta: {
+        expectedDisplayTime: number;
+        mediaTime: number;
+        width: number;
+        presentedFrames: number;
+      },
+    ): void => {
       video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+      // presentedFrames counts every frame handed to the compositor, also those whose
+      // callback the page missed
+      rec.presented += Math.max(0, meta.presentedFrames - lastCount);
+      lastCount = meta.presentedFrames;
+      rec.displayLead.push(meta.expectedDisplayTime - now);
+      if (rec.displayLead.length > 200) rec.displayLead.shift();
+      // The element's current frame can be newer than the one this callback describes (it
+      // arrived after the update that presented that one): reading it would date the newer
+      // picture with the older frame's time. Such a frame is read at its own callback.
+      const frame = new VideoFrame(video);
+      try {
+        if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) return;
+        const scale = meta.width / 1280 || 1;
+        pctx.drawImage(
+          frame,
+          marker.x * scale,
+          (marker.y + marker.block / 2) * scale,
+          probe.width * scale,
+          1,
+          0,
+          0,
+          probe.width,
+          1,
+        );
+      } finally {
+        frame.close();
+      }
+      note(decode(pctx.getImageData(0, 0, probe.width, 1).data, 1), meta.expectedDisplayTime);
     };
     video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
   };
-  const seen = new WeakSet<Element>();
+  const watched = new WeakSet<Element>();
   new MutationObserver(() => {
     for (const v of document.querySelectorAll('video')) {
-      if (!seen.has(v)) {
-        seen.add(v);
+      if (!watched.has(v)) {
+        watched.add(v);
         watchVideo(v);
       }
     }
   }).observe(document, { childList: true, subtree: true });
-  // Direct H.264: the console draws each decoded VideoFrame on its canvas.
+
+  // Direct H.264: the decoder's own counts, and every VideoFrame the console draws.
+  const NativeDecoder = window.VideoDecoder as typeof VideoDecoder | undefined;
+  if (NativeDecoder) {
+    window.VideoDecoder = class extends NativeDecoder {
+      constructor(init: VideoDecoderInit) {
+        super({
+          ...init,
+          output: (frame: VideoFrame) => {
+            rec.decoded += 1;
+            init.output(frame);
+          },
+        });
+      }
+      override decode(chunk: EncodedVideoChunk): void {
+        rec.chunks += 1;
+        super.decode(chunk);
+      }
+    };
+  }
   const draw = CanvasRenderingContext2D.prototype.drawImage;
   CanvasRenderingContext2D.prototype.drawImage = function (
     this: CanvasRenderingContext2D,
@@ -117,6 +267,7 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
   ) {
     (draw as (...a: unknown[]) => void).apply(this, args);
     if (this.canvas === probe || !(args[0] instanceof VideoFrame)) return;
+    rec.presented += 1;
     const c = this.canvas;
     const scale = c.width / 1280 || 1;
     const px = this.getImageData(
@@ -125,12 +276,9 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
       probe.width * scale,
       1,
     ).data;
-    let v = 0;
-    for (let b = 0; b < marker.bits; b += 1) {
-      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
-      v = (v << 1) | (px[x * 4]! > 128 ? 1 : 0);
-    }
-    note(v, performance.now());
+    const v = decode(px, scale);
+    if (frameTs !== null) note(v, frameTs);
+    else nativeRaf((ts) => note(v, ts));
   } as typeof draw;
 }
 
@@ -141,7 +289,9 @@ interface Ctx {
   token: string;
 }
 
-async function setMode(ctx: Ctx, mode: 'webrtc' | 'direct_h264'): Promise<void> {
+type Mode = 'webrtc' | 'direct_h264';
+
+async function setMode(ctx: Ctx, mode: Mode): Promise<void> {
   const res = await fetch(`${ctx.base}/api/system/set_config`, {
     method: 'POST',
     headers: { token: ctx.token, 'content-type': 'application/json' },
@@ -166,19 +316,23 @@ async function openConsole(browser: Browser, ctx: Ctx): Promise<Page> {
   return page;
 }
 
+function rec(page: Page): Promise<Rec> {
+  return page.evaluate(() => (window as unknown as { __bench: Rec }).__bench);
+}
+
 async function firstFrame(page: Page, timeoutMs = 15_000): Promise<number> {
   await page.waitForFunction(
     () => (window as unknown as { __bench?: { first: number | null } }).__bench?.first != null,
     null,
     { timeout: timeoutMs },
   );
-  return page.evaluate(() => (window as unknown as { __bench: { first: number } }).__bench.first);
+  return (await rec(page)).first!;
 }
 
-async function ttff(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264'): Promise<number> {
+async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<number> {
   await setMode(ctx, mode);
   const times: number[] = [];
-  for (let i = 0; i < 5; i += 1) {
+  for (let i = 0; i < TTFF_LOADS; i += 1) {
     const page = await openConsole(browser, ctx);
     times.push(await firstFrame(page));
     await page.close();
@@ -188,100 +342,200 @@ async function ttff(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_h264'):
   return median(times);
 }
 
-async function glassToGlass(
-  browser: Browser,
-  ctx: Ctx,
-  mode: 'webrtc' | 'direct_h264',
-): Promise<{ p50: number; p95: number }> {
+/** Waits until the encoder is stopped, as the streamer state and the process table say. */
+async function encoderStopped(ctx: Ctx): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const res = await fetch(`${ctx.base}/api/streamer`, { headers: { token: ctx.token } });
+    const state = (
+      (await res.json()) as {
+        result: { streamer: { h264: { online: boolean }; stream: { clients: number } } };
+      }
+    ).result.streamer;
+    if (!state.h264.online && state.stream.clients === 0 && ctx.app.ctx.video.encoderPid === null)
+      return performance.now() - t0;
+    if (performance.now() - t0 > 60_000) throw new Error('the encoder did not stop');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
+async function ttffCold(browser: Browser, ctx: Ctx): Promise<number> {
+  await setMode(ctx, 'webrtc');
+  const times: number[] = [];
+  for (let i = 0; i < COLD_LOADS; i += 1) {
+    const waited = await encoderStopped(ctx);
+    const page = await openConsole(browser, ctx);
+    times.push(await firstFrame(page, 30_000));
+    await page.close();
+    note(`ttff cold: encoder stopped after ${round(waited / 1000)} s; ${round(times.at(-1)!)} ms`);
+  }
+  return median(times);
+}
+
+/** How far the page's epoch clock is ahead of ours. */
+function pageClock(page: Page): Promise<{ offset: number; bound: number }> {
+  return clockOffset(() => page.evaluate(() => performance.timeOrigin + performance.now()));
+}
+
+interface G2g {
+  p50: number;
+  p95: number;
+  samples: number;
+  outliers: number;
+  missed: number;
+  clock: { offset: number; bound: number };
+}
+
+async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g> {
   await setMode(ctx, mode);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
   await new Promise((r) => setTimeout(r, 1500));
+  const clock = await pageClock(page);
   const picture = ctx.testbed.picture;
-  const start = picture.changes;
-  for (let i = 0; i < 120; i += 1) {
-    picture.markChange(performance.now());
+  // this run's changes: marker value -> epoch ms drawn (120 < 256: no value twice)
+  const drawn = new Map<number, number>();
+  for (let i = 0; i < CHANGES; i += 1) {
+    const now = performance.now();
+    const n = picture.markChange(now);
+    drawn.set(n & 0xff, performance.timeOrigin + now);
     await new Promise((r) => setTimeout(r, 120 + Math.random() * 130));
   }
   await new Promise((r) => setTimeout(r, 500));
-  const seen = await page.evaluate(
-    () =>
-      (window as unknown as { __bench: { seen: Array<{ v: number; t: number }> } }).__bench.seen,
-  );
+  const after = await pageClock(page);
+  const r = await rec(page);
   await page.close();
   const lat: number[] = [];
-  for (const { v, t } of seen) {
-    const drawn = picture.changeTime(v);
-    if (drawn === undefined) continue;
-    const l = t - (performance.timeOrigin + drawn);
-    if (l >= 0 && l < 2000) lat.push(l);
+  const outliers: number[] = [];
+  let foreign = 0;
+  for (const { v, t } of r.seen) {
+    const at = drawn.get(v);
+    // the picture the page opened with, or a marker read across a transition
+    if (at === undefined) {
+      foreign += 1;
+      continue;
+    }
+    drawn.delete(v);
+    const l = t - clock.offset - at;
+    if (l < 0 || l >= OUTLIER_MS) outliers.push(l);
+    if (l >= -clock.bound) lat.push(Math.max(0, l));
   }
-  note(`g2g ${mode}: ${lat.length} of ${picture.changes - start} changes seen`);
-  lat.sort((a, b) => a - b);
+  note(
+    `g2g ${mode}: ${lat.length} of ${CHANGES} changes presented, ${drawn.size} never, ` +
+      `${foreign} other marker values; outliers [${outliers.map((o) => round(o)).join(', ')}]; ` +
+      `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
+      `${round(after.offset - clock.offset, 2)} ms drift over the run` +
+      (mode === 'webrtc' && r.displayLead.length
+        ? `; expectedDisplayTime - callback time: median ${round(median(r.displayLead))} ms`
+        : '') +
+      (mode === 'direct_h264'
+        ? `; page: ${r.chunks} chunks decoded into ${r.decoded} frames, ${r.presented} drawn`
+        : ''),
+  );
   return {
-    p50: lat[Math.floor(lat.length / 2)] ?? NaN,
-    p95: lat[Math.floor(lat.length * 0.95)] ?? NaN,
+    p50: percentile(lat, 50),
+    p95: percentile(lat, 95),
+    samples: lat.length,
+    outliers: outliers.length,
+    missed: drawn.size,
+    clock,
   };
 }
 
-/** framesDecoded of the page's live WebRTC video (sum over its peer connections). */
-async function framesDecoded(page: Page): Promise<number> {
-  return page.evaluate(async () => {
-    let n = 0;
-    for (const pc of (window as unknown as { __pcs: RTCPeerConnection[] }).__pcs) {
-      if (pc.connectionState === 'closed') continue;
-      (await pc.getStats()).forEach(
-        (r: { type: string; kind?: string; framesDecoded?: number }) => {
-          if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded ?? 0;
-        },
-      );
-    }
-    return n;
-  });
+interface Steady {
+  dropped: number;
+  droppedBy: Record<string, number>;
+  kbps: number;
+  bitrateErr: number;
+  windowS: number;
+  page: Page;
 }
 
-async function steady(
-  browser: Browser,
-  ctx: Ctx,
-): Promise<{ dropped: number; bitrateErr: number; page: Page }> {
+/** The seen entry of marker value v, waiting until the page has presented it. */
+async function seenOf(page: Page, v: number): Promise<Seen> {
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const s = (await rec(page)).seen.find((e) => e.v === v && e.rtp);
+    if (s) return s;
+    if (performance.now() > deadline) throw new Error(`marker ${v} never presented`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function steady(browser: Browser, ctx: Ctx): Promise<Steady> {
   await setMode(ctx, 'webrtc');
+  const fps = 30;
+  const bitrate = 5000;
   await setParams(
     ctx,
-    'h264_bitrate=5000&h264_gop=60&desired_fps=30&video_processing=quality_first',
+    `h264_bitrate=${bitrate}&h264_gop=60&desired_fps=${fps}&video_processing=quality_first`,
   );
   ctx.testbed.picture.setNoiseRows(128);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
   await new Promise((r) => setTimeout(r, 3000));
+  await page.evaluate(() => {
+    (window as unknown as { __bench: Rec }).__bench.statsOnChange = true;
+  });
   const hub = ctx.app.ctx.video;
-  // Server counts first, the page's 200 ms later (about the pipeline's delay), at both ends
-  // of the window, so frames in flight are not counted as lost.
-  const server0 = hub.totals();
-  await new Promise((r) => setTimeout(r, 200));
-  const decoded0 = await framesDecoded(page);
-  let bytes = 0;
-  const onStats = (st: { bitrate: number }): void => {
-    bytes += st.bitrate / 8;
-  };
-  hub.on('stats', onStats);
-  await new Promise((r) => setTimeout(r, 60_000));
-  hub.off('stats', onStats);
-  const server1 = hub.totals();
-  await new Promise((r) => setTimeout(r, 200));
-  const decoded1 = await framesDecoded(page);
-  const captured = server1.frames - server0.frames;
-  const encoded = server1.units - server0.units;
-  const decoded = decoded1 - decoded0;
-  const kbps = (bytes * 8) / 60 / 1000;
-  note(
-    `steady: source ${captured} frames, encoder ${encoded} units (${server1.dropped - server0.dropped} dropped), page decoded ${decoded}, ${round(kbps)} kbit/s`,
+  // Every unit the encoder emits from now on (the GOP cache replayed by subscribe is not).
+  const units: Array<{ capturedAt: number; bytes: number }> = [];
+  let live = false;
+  const off = hub.subscribe((u) => {
+    if (live) units.push({ capturedAt: u.capturedAt, bytes: u.data.length });
+  });
+  live = true;
+  const picture = ctx.testbed.picture;
+  // The window: from change A to change B, each drawn into the next source frame.
+  const drops0 = hub.getDrops();
+  const tA = performance.now();
+  const a = picture.markChange(tA) & 0xff;
+  const frames0 = hub.totals().frames;
+  await new Promise((r) => setTimeout(r, STEADY_MS));
+  const tB = performance.now();
+  const b = picture.markChange(tB) & 0xff;
+  const frames1 = hub.totals().frames;
+  const drops1 = hub.getDrops();
+  const seenA = await seenOf(page, a);
+  const seenB = await seenOf(page, b);
+  // the units of the window's frames, whenever the encoder finished them
+  await new Promise((r) => setTimeout(r, 1000));
+  off();
+  const inWindow = units.filter((u) => u.capturedAt >= tA && u.capturedAt < tB);
+  const windowMs = tB - tA;
+  const expected = Math.round((windowMs / 1000) * fps);
+  const captured = frames1 - frames0;
+  const encoded = inWindow.length;
+  const bytes = inWindow.reduce((s, u) => s + u.bytes, 0);
+  const kbps = (bytes * 8) / windowMs;
+  const rtpA = seenA.rtp!;
+  const rtpB = seenB.rtp!;
+  const received = rtpB.received - rtpA.received;
+  const decoded = rtpB.decoded - rtpA.decoded;
+  const presented = seenB.presented - seenA.presented;
+  const encoderDrops = Object.fromEntries(
+    Object.entries(drops1).map(([k, v]) => [k, v - drops0[k as keyof typeof drops0]]),
   );
-
+  const droppedBy = {
+    source_late: expected - captured,
+    encoder: captured - encoded,
+    network: encoded - received,
+    decoder: received - decoded,
+    not_presented: decoded - presented,
+  };
+  note(
+    `steady ${round(windowMs / 1000)} s: source ${captured} of ${expected} frames, encoder ` +
+      `${encoded} units (drop counters ${JSON.stringify(encoderDrops)}), page received ` +
+      `${received}, decoded ${decoded} (framesDropped ${rtpB.dropped - rtpA.dropped}), ` +
+      `presented ${presented}; ${round(kbps)} kbit/s`,
+  );
   return {
-    // dropped by the encoder (busy) plus encoded but never decoded by the page; a frame
-    // still in the encoder at the end of the window is neither
-    dropped: server1.dropped - server0.dropped + Math.max(0, encoded - decoded),
-    bitrateErr: (Math.abs(kbps - 5000) / 5000) * 100,
+    dropped: expected - presented,
+    droppedBy,
+    kbps,
+    bitrateErr: (Math.abs(kbps - bitrate) / bitrate) * 100,
+    windowS: windowMs / 1000,
     page,
   };
 }
@@ -318,10 +572,10 @@ async function cpuPerViewer(ctx: Ctx): Promise<number> {
     return child;
   };
   const cpu = async (): Promise<number> => {
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, CPU_SETTLE_MS));
     const u0 = process.cpuUsage();
     const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, 10_000));
+    await new Promise((r) => setTimeout(r, CPU_WINDOW_MS));
     const u = process.cpuUsage(u0);
     return ((u.user + u.system) / 1000 / (performance.now() - t0)) * 100;
   };
@@ -329,9 +583,9 @@ async function cpuPerViewer(ctx: Ctx): Promise<number> {
   // server's CPU drifts by several % of a core on this shared machine (GC, teardown timers of
   // closed peers), more than one viewer costs.
   const one = await start(1);
-  await new Promise((r) => setTimeout(r, 5000));
+  await new Promise((r) => setTimeout(r, CPU_SETTLE_MS));
   const diffs: number[] = [];
-  for (let round_ = 0; round_ < 3; round_ += 1) {
+  for (let round_ = 0; round_ < CPU_ROUNDS; round_ += 1) {
     const base = await cpu();
     const three = await start(3);
     const more = await cpu();
@@ -365,6 +619,7 @@ try {
     ctx,
     'h264_bitrate=5000&h264_gop=60&desired_fps=60&video_processing=low_latency_first',
   );
+  const ttffCold_ = await ttffCold(browser, ctx);
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
   const g2gWebrtc = await glassToGlass(browser, ctx, 'webrtc');
@@ -375,15 +630,32 @@ try {
   browser = null;
   const perViewer = await cpuPerViewer(ctx);
   testbed.picture.setNoiseRows(0);
+  // the page's clock as the larger of the two g2g runs' offsets
+  const clock = [g2gWebrtc.clock, g2gDirect.clock].sort(
+    (x, y) => Math.abs(y.offset) - Math.abs(x.offset),
+  )[0]!;
   process.stdout.write(
     `${JSON.stringify({
+      ...shortMark(),
       ttff_webrtc_ms: round(ttffWebrtc),
       ttff_direct_ms: round(ttffDirect),
+      ttff_cold_ms: round(ttffCold_),
       g2g_webrtc_p50_ms: round(g2gWebrtc.p50),
       g2g_webrtc_p95_ms: round(g2gWebrtc.p95),
+      g2g_webrtc_samples: g2gWebrtc.samples,
+      g2g_webrtc_outliers: g2gWebrtc.outliers,
+      g2g_webrtc_missed: g2gWebrtc.missed,
       g2g_direct_p50_ms: round(g2gDirect.p50),
       g2g_direct_p95_ms: round(g2gDirect.p95),
+      g2g_direct_samples: g2gDirect.samples,
+      g2g_direct_outliers: g2gDirect.outliers,
+      g2g_direct_missed: g2gDirect.missed,
+      clock_offset_ms: round(clock.offset, 2),
+      clock_offset_bound_ms: round(clock.bound, 2),
       dropped_frames_60s: s.dropped,
+      dropped_by: s.droppedBy,
+      steady_window_s: round(s.windowS),
+      bitrate_kbps: round(s.kbps),
       bitrate_error_pct: round(s.bitrateErr),
       cpu_pct_per_extra_viewer: round(perViewer),
     })}\n`,
