@@ -2,118 +2,73 @@
  * Direct H.264 over `/api/media/ws` (wire-protocol.md 4), decoded in the browser with WebCodecs
  * and drawn on a canvas. A plain class with a state machine and typed events; React subscribes.
  *
- *   idle/stopped/error ──start()──▶ connecting ──media event, start sent──▶ watching
+ *   idle/stopped/error ──start()──▶ connecting ──media hello, start sent──▶ watching
  *   ──first frame decoded──▶ active ──socket closed / 5 pongs missed──▶ error ──1 s──▶ connecting
  *
- * Wire: the server sends `{"event_type":"media","event":{"video":{"h264":{"profile_level_id"}}}}`,
- * the client answers `{"event_type":"start","event":{"type":"video","format":"h264"}}`, then
- * binary frames `[0x01][key 0|1][Annex B access unit]` follow. The client pings with 0x00 every
- * second (answer 0xFF) and asks for a key frame with 0x01.
- *
- * Decoding: configured on a key frame (codec `avc1.<profile_level_id>`, no description: Annex
- * B), low-latency mode, strictly increasing timestamps. Delta frames before the first key frame
- * are dropped. Drawing: on every animation frame the newest decoded frame is drawn and closed;
- * a frame that a newer one overtakes is closed undrawn (never queue behind the remote screen).
+ * The media path itself (socket, decoder, canvas: h264-direct-pipeline.ts) runs in a Worker
+ * with the canvas's OffscreenCanvas, so decoding and drawing never hold up the page's main
+ * thread, where keyboard and mouse are captured (issue 10: input p99). Without Worker or
+ * OffscreenCanvas it runs here on the main thread, as before.
  */
+import type { WebSocketFactory } from './event-socket';
 import { Emitter } from './emitter';
-import type { WebSocketFactory, WebSocketLike } from './event-socket';
+import {
+  DirectPipeline,
+  addCounters,
+  emptyCounters,
+  globalAnimationFrame,
+  webCodecsSupported,
+  type CanvasLike,
+  type DecoderFactory,
+  type DirectCounters,
+  type PipelineEvent,
+} from './h264-direct-pipeline';
+import type { FromWorker, ToWorker } from './h264-direct-worker-host';
 import type { StreamClient, StreamClientEvents, StreamInfo, StreamState } from './stream-types';
+import { checkTransition, type TransitionMap } from './transitions';
 
-export const MEDIA_PING_MS = 1_000;
-/** Reconnect after this many pings without a pong. */
-export const MEDIA_MAX_MISSED_PONGS = 5;
+export {
+  DEFAULT_PROFILE_LEVEL_ID,
+  KEY_REQUEST_MIN_MS,
+  MAX_DECODE_QUEUE,
+  MEDIA_INFO_MS,
+  MEDIA_KEY_REQUEST,
+  MEDIA_MAX_MISSED_PONGS,
+  MEDIA_OP_VIDEO,
+  MEDIA_PING,
+  MEDIA_PING_MS,
+  MEDIA_PONG,
+  createWebCodecsDecoder,
+  h264Codec,
+  parseMediaFrame,
+  webCodecsSupported,
+} from './h264-direct-pipeline';
+export type {
+  CanvasLike,
+  DecoderFactory,
+  DirectCounters,
+  DropReason,
+  EncodedChunkInit,
+  MediaFrame,
+  VideoDecoderLike,
+  VideoFrameLike,
+} from './h264-direct-pipeline';
+
 export const MEDIA_RECONNECT_MS = 1_000;
-export const MEDIA_INFO_MS = 1_000;
-/** Constrained Baseline 3.1, what the server encodes when it does not say. */
-export const DEFAULT_PROFILE_LEVEL_ID = '42E01F';
-/** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
-export const MAX_DECODE_QUEUE = 30;
-/** Key frame requests are not repeated more often than this. */
-export const KEY_REQUEST_MIN_MS = 500;
 
-export const MEDIA_OP_VIDEO = 0x01;
-export const MEDIA_PING = 0x00;
-export const MEDIA_PONG = 0xff;
-export const MEDIA_KEY_REQUEST = 0x01;
-
-export type MediaFrame = { kind: 'video'; key: boolean; data: Uint8Array } | { kind: 'pong' };
-
-/** One binary message of the media socket; null for anything not understood (ignored). */
-export function parseMediaFrame(message: ArrayBuffer | Uint8Array): MediaFrame | null {
-  const bytes = message instanceof Uint8Array ? message : new Uint8Array(message);
-  if (bytes.length === 1 && bytes[0] === MEDIA_PONG) return { kind: 'pong' };
-  if (bytes.length >= 3 && bytes[0] === MEDIA_OP_VIDEO) {
-    return { kind: 'video', key: bytes[1] !== 0, data: bytes.subarray(2) };
-  }
-  return null;
-}
-
-/** The WebCodecs codec string for a profile-level-id such as 42E01F. */
-export function h264Codec(profileLevelId: string | undefined): string {
-  const id = /^[0-9a-f]{6}$/i.test(profileLevelId ?? '')
-    ? profileLevelId!
-    : DEFAULT_PROFILE_LEVEL_ID;
-  return `avc1.${id.toLowerCase()}`;
-}
-
-/** The parts of VideoFrame used here. */
-export interface VideoFrameLike {
-  readonly displayWidth: number;
-  readonly displayHeight: number;
-  close(): void;
-}
-
-export interface EncodedChunkInit {
-  type: 'key' | 'delta';
-  /** microseconds */
-  timestamp: number;
-  data: Uint8Array;
-}
-
-/** The parts of VideoDecoder used here (tests pass a fake). */
-export interface VideoDecoderLike {
-  readonly state: CodecState;
-  readonly decodeQueueSize: number;
-  configure(config: { codec: string; optimizeForLatency: boolean }): void;
-  decode(chunk: EncodedChunkInit): void;
-  reset(): void;
-  close(): void;
-}
-
-export type DecoderFactory = (
-  output: (frame: VideoFrameLike) => void,
-  error: (error: unknown) => void,
-) => VideoDecoderLike;
-
-/** WebCodecs needs a secure context (HTTPS or localhost). */
-export function webCodecsSupported(): boolean {
-  return typeof VideoDecoder === 'function' && typeof EncodedVideoChunk === 'function';
-}
-
-export const createWebCodecsDecoder: DecoderFactory = (output, error) => {
-  const decoder = new VideoDecoder({ output, error: (e) => error(e) });
-  return {
-    get state() {
-      return decoder.state;
-    },
-    get decodeQueueSize() {
-      return decoder.decodeQueueSize;
-    },
-    configure: (config) => decoder.configure(config),
-    decode: (chunk) => decoder.decode(new EncodedVideoChunk(chunk)),
-    reset: () => decoder.reset(),
-    close: () => decoder.close(),
-  };
+/**
+ * Who may follow whom (noVNC's `_updateConnectionState`). `attached` is Janus's alone. Video
+ * frames count only after the hello, so `active` is reached through `watching`.
+ */
+export const H264_DIRECT_TRANSITIONS: TransitionMap<StreamState> = {
+  idle: ['connecting', 'error', 'stopped'],
+  connecting: ['watching', 'error', 'stopped'],
+  attached: [],
+  watching: ['active', 'error', 'stopped'],
+  active: ['error', 'stopped'],
+  error: ['connecting', 'stopped'],
+  stopped: ['connecting', 'error'],
 };
-
-/** The parts of a canvas used here. */
-export interface CanvasLike {
-  width: number;
-  height: number;
-  getContext(type: '2d'): {
-    drawImage(image: never, dx: number, dy: number, dw: number, dh: number): void;
-  } | null;
-}
 
 export function mediaSocketUrl(
   location: { protocol: string; host: string },
@@ -129,53 +84,166 @@ export interface H264DirectEvents extends StreamClientEvents {
   resize: { width: number; height: number };
 }
 
+/** A <canvas> whose drawing can move to a worker (HTMLCanvasElement; tests pass a fake). */
+export interface TransferableCanvasLike {
+  readonly isConnected: boolean;
+  transferControlToOffscreen(): unknown;
+}
+
+/** The parts of a Worker used here (tests pass one that runs the host in-process). */
+export interface DirectWorkerLike {
+  postMessage(message: ToWorker, transfer?: Transferable[]): void;
+  addEventListener(type: 'message', listener: (event: { data: FromWorker }) => void): void;
+}
+
 export interface H264DirectOptions {
   /** Evaluated on every (re)connect. */
   url: () => string;
+  /** Main-thread path only (a worker opens its own sockets). */
   createSocket?: WebSocketFactory;
+  /** Main-thread path only. */
   createDecoder?: DecoderFactory;
   isSupported?: () => boolean;
   /** ms, monotonic. */
   now?: () => number;
   requestFrame?: (callback: () => void) => number;
   cancelFrame?: (id: number) => void;
+  /**
+   * The worker the pipeline runs in; null: the main thread. By default the page's shared one
+   * where Worker and OffscreenCanvas exist and no socket or decoder factory was given.
+   */
+  worker?: DirectWorkerClient | null;
 }
+
+/** One pipeline session, here or in the worker. */
+interface PipelineLink {
+  connect(conn: number, url: string): void;
+  disconnect(): void;
+  attachCanvas(canvas: CanvasLike | null): void;
+  requestKeyFrame(): void;
+  /** Asks for a counters report now (here: reported before this returns). */
+  reportCounters(): void;
+  close(): void;
+}
+
+// --- the shared worker ---------------------------------------------------------------------
+
+/**
+ * The page's one direct H.264 worker, shared by every stream it makes: a <canvas> handed to a
+ * worker stays there, and the console keeps its <canvas> across streams (a reconnect makes a
+ * new stream for the same element).
+ */
+export class DirectWorkerClient {
+  private readonly handlers = new Map<number, (event: PipelineEvent) => void>();
+  private readonly canvasIds = new Map<TransferableCanvasLike, number>();
+  private nextSid = 1;
+  private nextCanvasId = 1;
+
+  constructor(private readonly worker: DirectWorkerLike) {
+    worker.addEventListener('message', ({ data }) => {
+      if ('closed' in data) this.handlers.delete(data.sid);
+      else this.handlers.get(data.sid)?.(data.event);
+    });
+  }
+
+  open(handler: (event: PipelineEvent) => void): PipelineLink {
+    const sid = this.nextSid++;
+    this.handlers.set(sid, handler);
+    const post = (message: ToWorker, transfer?: Transferable[]): void =>
+      transfer ? this.worker.postMessage(message, transfer) : this.worker.postMessage(message);
+    return {
+      connect: (conn, url) => post({ op: 'connect', sid, conn, url }),
+      disconnect: () => post({ op: 'disconnect', sid }),
+      attachCanvas: (canvas) => {
+        if (canvas === null) {
+          post({ op: 'canvas', sid, canvasId: null });
+          this.releaseGone(null);
+          return;
+        }
+        const element = canvas as unknown as Partial<TransferableCanvasLike>;
+        if (typeof element.transferControlToOffscreen !== 'function') {
+          // Nothing a worker can draw on: frames are counted as not shown.
+          post({ op: 'canvas', sid, canvasId: null });
+          return;
+        }
+        this.releaseGone(element as TransferableCanvasLike);
+        let canvasId = this.canvasIds.get(element as TransferableCanvasLike);
+        if (canvasId !== undefined) {
+          post({ op: 'canvas', sid, canvasId });
+          return;
+        }
+        canvasId = this.nextCanvasId++;
+        this.canvasIds.set(element as TransferableCanvasLike, canvasId);
+        const offscreen = element.transferControlToOffscreen();
+        post({ op: 'canvas', sid, canvasId, canvas: offscreen as CanvasLike }, [
+          offscreen as Transferable,
+        ]);
+      },
+      requestKeyFrame: () => post({ op: 'key', sid }),
+      reportCounters: () => post({ op: 'counters', sid }),
+      close: () => post({ op: 'close', sid }),
+    };
+  }
+
+  /** The worker forgets the OffscreenCanvas of every <canvas> that left the page. */
+  private releaseGone(keep: TransferableCanvasLike | null): void {
+    for (const [element, canvasId] of this.canvasIds) {
+      if (element === keep || element.isConnected) continue;
+      this.canvasIds.delete(element);
+      this.worker.postMessage({ op: 'release', canvasId });
+    }
+  }
+}
+
+let shared: DirectWorkerClient | null | undefined;
+
+/** The page's worker, made on first use; null where it cannot run (then: main thread). */
+export function sharedDirectWorker(): DirectWorkerClient | null {
+  if (shared !== undefined) return shared;
+  shared = null;
+  const canTransfer =
+    typeof Worker === 'function' &&
+    typeof OffscreenCanvas === 'function' &&
+    typeof HTMLCanvasElement === 'function' &&
+    typeof HTMLCanvasElement.prototype.transferControlToOffscreen === 'function';
+  if (!canTransfer) return shared;
+  try {
+    const worker = new Worker(new URL('./h264-direct-worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'h264-direct',
+    });
+    shared = new DirectWorkerClient(worker as DirectWorkerLike);
+  } catch {
+    // A content security policy without worker-src, say: the main thread it is.
+  }
+  return shared;
+}
+
+// --- the stream ----------------------------------------------------------------------------
 
 export class H264DirectStream implements StreamClient {
   readonly kind = 'direct_h264' as const;
 
   private readonly options: H264DirectOptions;
-  private readonly now: () => number;
+  private readonly worker: DirectWorkerClient | null;
   private readonly emitter = new Emitter<H264DirectEvents>();
   private state: StreamState = 'idle';
-  private generation = 0;
-  private socket: WebSocketLike | null = null;
-  private opened = false;
-  private missedPongs = 0;
-  private profileLevelId: string | undefined;
-  private decoder: VideoDecoderLike | null = null;
-  private configured = false;
-  private lastTimestamp = 0;
-  private lastKeyRequest = -Infinity;
-  /** The newest decoded frame not drawn yet. */
-  private pending: VideoFrameLike | null = null;
-  private size = { width: 0, height: 0 };
+  private link: PipelineLink | null = null;
+  /** Names the current connection: events of older ones are void. */
+  private conn = 0;
   private canvas: CanvasLike | null = null;
-  private frameRequest: number | null = null;
-  private bytesSinceInfo = 0;
-  private framesSinceInfo = 0;
-  private infoAt = 0;
+  private size = { width: 0, height: 0 };
   private info: StreamInfo = { bitrateKbps: 0, fps: 0, connection: null };
-  private pingTimer: ReturnType<typeof setInterval> | undefined;
-  private infoTimer: ReturnType<typeof setInterval> | undefined;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Frames decoded / drawn since this object was made (tests and the e2e read these). */
-  framesDecoded = 0;
-  framesDrawn = 0;
+  /** The newest counters of every session this stream ran (one per start()). */
+  private readonly sessionCounters: DirectCounters[] = [];
+  private readonly counterWaiters: Array<() => void> = [];
 
   constructor(options: H264DirectOptions) {
     this.options = options;
-    this.now = options.now ?? (() => performance.now());
+    const injected = options.createSocket !== undefined || options.createDecoder !== undefined;
+    this.worker =
+      options.worker !== undefined ? options.worker : injected ? null : sharedDirectWorker();
   }
 
   getState = (): StreamState => this.state;
@@ -184,6 +252,11 @@ export class H264DirectStream implements StreamClient {
 
   /** Size of the decoded picture; 0x0 until the first frame. */
   getSize = (): { width: number; height: number } => this.size;
+
+  /** Whether decoding and drawing run in a worker (false: on the main thread). */
+  get inWorker(): boolean {
+    return this.worker !== null;
+  }
 
   on<K extends keyof H264DirectEvents>(
     type: K,
@@ -199,288 +272,149 @@ export class H264DirectStream implements StreamClient {
       this.emitter.emit('fatal', 'unsupported');
       return;
     }
+    if (!this.link) this.link = this.openLink();
     this.connect();
-    this.scheduleDraw();
   }
 
   stop(): void {
     if (this.state === 'stopped') return;
-    this.teardown();
-    if (this.frameRequest !== null)
-      (this.options.cancelFrame ?? cancelAnimationFrame)(this.frameRequest);
-    this.frameRequest = null;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.conn += 1;
+    const link = this.link;
+    this.link = null;
+    link?.close();
+    this.resetInfo();
     this.setState('stopped');
   }
 
   /** The canvas the newest frame is drawn on (null detaches). */
   attachCanvas(canvas: CanvasLike | null): void {
     this.canvas = canvas;
+    this.link?.attachCanvas(canvas);
   }
 
   /** Asks the server for a key frame (op 0x01), at most every 500 ms. */
   requestKeyFrame(): void {
-    const now = this.now();
-    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS) return;
-    if (this.sendBinary(MEDIA_KEY_REQUEST)) this.lastKeyRequest = now;
+    this.link?.requestKeyFrame();
   }
 
-  // --- socket ----------------------------------------------------------------------------
+  /**
+   * Frames received, decoded, presented and dropped since this stream was made. In the worker
+   * they are reported at most every 100 ms while they change (and on every call, for the next
+   * one): `readCounters()` waits for the exact figures.
+   */
+  counters(): DirectCounters {
+    this.link?.reportCounters();
+    return this.sessionCounters.reduce(addCounters, emptyCounters());
+  }
+
+  /** The exact counters, once the pipeline has reported them. */
+  readCounters(): Promise<DirectCounters> {
+    const link = this.link;
+    if (!link) return Promise.resolve(this.counters());
+    return new Promise((resolve) => {
+      this.counterWaiters.push(() => resolve(this.counters()));
+      link.reportCounters();
+    });
+  }
+
+  /** Frames decoded / drawn since this object was made (the console and the e2e read these). */
+  get framesDecoded(): number {
+    return this.counters().decoded;
+  }
+
+  get framesDrawn(): number {
+    return this.counters().presented;
+  }
+
+  private openLink(): PipelineLink {
+    const index = this.sessionCounters.length;
+    this.sessionCounters.push(emptyCounters());
+    const onEvent = (event: PipelineEvent): void => this.onPipeline(index, event);
+    const link = this.worker ? this.worker.open(onEvent) : this.localLink(onEvent);
+    if (this.canvas) link.attachCanvas(this.canvas);
+    return link;
+  }
+
+  private localLink(emit: (event: PipelineEvent) => void): PipelineLink {
+    const { requestFrame, cancelFrame } = this.options;
+    const pipeline = new DirectPipeline({
+      emit,
+      createSocket: this.options.createSocket,
+      createDecoder: this.options.createDecoder,
+      now: this.options.now,
+      ...(requestFrame ? { requestFrame, cancelFrame } : globalAnimationFrame()),
+    });
+    return {
+      connect: (conn, url) => pipeline.connect(conn, url),
+      disconnect: () => pipeline.disconnect(),
+      attachCanvas: (canvas) => pipeline.attachCanvas(canvas),
+      requestKeyFrame: () => pipeline.requestKeyFrame(),
+      reportCounters: () => pipeline.flushCounters(true),
+      close: () => {
+        pipeline.disconnect();
+        pipeline.attachCanvas(null);
+        pipeline.flushCounters(true);
+      },
+    };
+  }
 
   private connect(): void {
-    this.teardown();
-    const gen = this.generation;
+    this.conn += 1;
     this.setState('connecting');
-    const create =
-      this.options.createSocket ?? ((url: string) => new WebSocket(url) as WebSocketLike);
-    const socket = create(this.options.url());
-    socket.binaryType = 'arraybuffer';
-    socket.onopen = () => {
-      if (gen === this.generation) this.opened = true;
-    };
-    socket.onmessage = (event) => {
-      if (gen === this.generation) this.receive(event.data);
-    };
-    socket.onclose = () => {
-      if (gen === this.generation) this.lost();
-    };
-    socket.onerror = () => undefined; // Always followed by close.
-    this.socket = socket;
-    // The ping clock runs from the start: a socket that never opens counts as missed pongs too.
-    this.pingTimer = setInterval(() => {
-      if (gen === this.generation) this.pingTick();
-    }, MEDIA_PING_MS);
-    this.infoAt = this.now();
-    this.infoTimer = setInterval(() => {
-      if (gen === this.generation) this.infoTick();
-    }, MEDIA_INFO_MS);
+    this.link?.connect(this.conn, this.options.url());
   }
 
-  private pingTick(): void {
-    if (this.missedPongs >= MEDIA_MAX_MISSED_PONGS) {
-      this.lost();
+  private onPipeline(session: number, event: PipelineEvent): void {
+    if (event.type === 'counters') {
+      this.sessionCounters[session] = event.counters;
+      for (const resolve of this.counterWaiters.splice(0)) resolve();
       return;
     }
-    this.missedPongs += 1;
-    this.sendBinary(MEDIA_PING);
-  }
-
-  private sendBinary(op: number): boolean {
-    if (!this.socket || !this.opened) return false;
-    try {
-      this.socket.send(new Uint8Array([op]));
-      return true;
-    } catch {
-      return false;
+    // What a stopped or replaced session still says is void (its counters are kept above).
+    if (session !== this.sessionCounters.length - 1 || this.state === 'stopped') return;
+    switch (event.type) {
+      case 'hello':
+        if (event.conn === this.conn && this.state === 'connecting') this.setState('watching');
+        break;
+      case 'active':
+        if (event.conn === this.conn) this.setState('active');
+        break;
+      case 'lost':
+        if (event.conn === this.conn) this.lost();
+        break;
+      case 'resize':
+        this.size = { width: event.width, height: event.height };
+        this.emitter.emit('resize', this.size);
+        break;
+      case 'info':
+        this.info = event.info;
+        this.emitter.emit('info', this.info);
+        break;
     }
-  }
-
-  private receive(data: unknown): void {
-    if (typeof data === 'string') {
-      this.receiveText(data);
-      return;
-    }
-    if (!(data instanceof ArrayBuffer)) return;
-    const frame = parseMediaFrame(data);
-    if (!frame) return;
-    if (frame.kind === 'pong') {
-      this.missedPongs = 0;
-      return;
-    }
-    this.bytesSinceInfo += data.byteLength;
-    this.decode(frame.key, frame.data);
-  }
-
-  private receiveText(text: string): void {
-    let message: { event_type?: unknown; event?: unknown };
-    try {
-      message = JSON.parse(text) as typeof message;
-    } catch {
-      return;
-    }
-    if (message.event_type !== 'media') return;
-    const event = message.event as { video?: { h264?: { profile_level_id?: unknown } } } | null;
-    const id = event?.video?.h264?.profile_level_id;
-    this.profileLevelId = typeof id === 'string' ? id : undefined;
-    this.socket?.send(
-      JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }),
-    );
-    if (this.state === 'connecting') this.setState('watching');
   }
 
   /** The socket closed or stopped answering: a new one after 1 s. */
   private lost(): void {
-    this.teardown();
     this.setState('error');
-    const gen = this.generation;
+    const conn = this.conn;
+    clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
-      if (gen === this.generation) this.connect();
+      if (conn === this.conn && this.state === 'error') this.connect();
     }, MEDIA_RECONNECT_MS);
   }
 
-  private teardown(): void {
-    this.generation += 1;
-    clearInterval(this.pingTimer);
-    clearInterval(this.infoTimer);
-    clearTimeout(this.retryTimer);
-    this.pingTimer = this.infoTimer = this.retryTimer = undefined;
-    const socket = this.socket;
-    this.socket = null;
-    this.opened = false;
-    this.missedPongs = 0;
-    if (socket) {
-      socket.onopen = null;
-      socket.onmessage = null;
-      socket.onclose = null;
-      socket.onerror = null;
-      try {
-        socket.close();
-      } catch {
-        // Closing a socket that never opened may throw in some engines.
-      }
-    }
-    this.closeDecoder();
-    this.pending?.close();
-    this.pending = null;
-    this.bytesSinceInfo = 0;
-    this.framesSinceInfo = 0;
-    if (this.info.bitrateKbps !== 0 || this.info.fps !== 0 || this.info.connection !== null) {
-      this.info = { bitrateKbps: 0, fps: 0, connection: null };
-      this.emitter.emit('info', this.info);
-    }
-  }
-
-  // --- decoding --------------------------------------------------------------------------
-
-  private decode(key: boolean, data: Uint8Array): void {
-    if (!this.decoder || this.decoder.state === 'closed') {
-      const gen = this.generation;
-      this.configured = false;
-      this.decoder = (this.options.createDecoder ?? createWebCodecsDecoder)(
-        (frame) => this.output(gen, frame),
-        () => this.decoderFailed(gen),
-      );
-    }
-    const decoder = this.decoder;
-    if (!this.configured) {
-      if (!key) {
-        this.requestKeyFrame(); // A delta frame cannot start a picture.
-        return;
-      }
-      try {
-        decoder.configure({ codec: h264Codec(this.profileLevelId), optimizeForLatency: true });
-      } catch {
-        this.decoderFailed(this.generation);
-        return;
-      }
-      this.configured = true;
-    } else if (decoder.decodeQueueSize > MAX_DECODE_QUEUE) {
-      // Behind by more than a second: drop what is queued and start again on a key frame.
-      try {
-        decoder.reset();
-      } catch {
-        // Closed meanwhile: a new decoder comes with the next frame.
-      }
-      this.configured = false;
-      this.requestKeyFrame();
-      if (!key) return;
-      decoder.configure({ codec: h264Codec(this.profileLevelId), optimizeForLatency: true });
-      this.configured = true;
-    }
-    // Strictly increasing, in microseconds (the decoder wants no duplicates).
-    this.lastTimestamp = Math.max(this.lastTimestamp + 1, Math.round(this.now() * 1000));
-    try {
-      decoder.decode({ type: key ? 'key' : 'delta', timestamp: this.lastTimestamp, data });
-    } catch {
-      this.decoderFailed(this.generation);
-    }
-  }
-
-  private output(gen: number, frame: VideoFrameLike): void {
-    if (gen !== this.generation) {
-      frame.close();
+  private resetInfo(): void {
+    if (this.info.bitrateKbps === 0 && this.info.fps === 0 && this.info.connection === null) {
       return;
     }
-    // Never queue: a newer frame replaces one not drawn yet.
-    this.pending?.close();
-    this.pending = frame;
-    this.framesDecoded += 1;
-    this.framesSinceInfo += 1;
-    if (frame.displayWidth !== this.size.width || frame.displayHeight !== this.size.height) {
-      this.size = { width: frame.displayWidth, height: frame.displayHeight };
-      this.emitter.emit('resize', this.size);
-    }
-    if (this.state !== 'active') {
-      this.setState('active');
-      this.info = { ...this.info, connection: 'direct' };
-      this.emitter.emit('info', this.info);
-    }
-  }
-
-  /** The decoder closed itself on an error: a new one starts at the next key frame. */
-  private decoderFailed(gen: number): void {
-    if (gen !== this.generation) return;
-    this.closeDecoder();
-    this.requestKeyFrame();
-  }
-
-  private closeDecoder(): void {
-    const decoder = this.decoder;
-    this.decoder = null;
-    this.configured = false;
-    if (decoder && decoder.state !== 'closed') {
-      try {
-        decoder.close();
-      } catch {
-        // Already closed.
-      }
-    }
-  }
-
-  // --- drawing and info ------------------------------------------------------------------
-
-  private scheduleDraw(): void {
-    if (this.frameRequest !== null) return;
-    const request = this.options.requestFrame ?? ((cb: () => void) => requestAnimationFrame(cb));
-    this.frameRequest = request(() => {
-      this.frameRequest = null;
-      if (this.state === 'stopped') return;
-      this.draw();
-      this.scheduleDraw();
-    });
-  }
-
-  private draw(): void {
-    const frame = this.pending;
-    const canvas = this.canvas;
-    if (!frame || !canvas) return;
-    this.pending = null;
-    try {
-      if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
-      if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
-      canvas.getContext('2d')?.drawImage(frame as never, 0, 0, canvas.width, canvas.height);
-      this.framesDrawn += 1;
-    } finally {
-      frame.close();
-    }
-  }
-
-  private infoTick(): void {
-    const now = this.now();
-    const elapsed = now - this.infoAt;
-    this.infoAt = now;
-    if (elapsed <= 0) return;
-    this.info = {
-      bitrateKbps: Math.round((this.bytesSinceInfo * 8) / elapsed),
-      fps: Math.round((this.framesSinceInfo * 1000) / elapsed),
-      connection: this.state === 'active' ? 'direct' : null,
-    };
-    this.bytesSinceInfo = 0;
-    this.framesSinceInfo = 0;
+    this.info = { bitrateKbps: 0, fps: 0, connection: null };
     this.emitter.emit('info', this.info);
   }
 
   private setState(state: StreamState): void {
-    if (this.state === state) return;
+    if (!checkTransition('H264DirectStream', H264_DIRECT_TRANSITIONS, this.state, state)) return;
     this.state = state;
     this.emitter.emit('state', state);
   }

@@ -1,0 +1,611 @@
+/**
+ * The media path of direct H.264 (wire-protocol.md 4): the `/api/media/ws` socket, the WebCodecs
+ * decoder and the canvas it draws on. No state machine and no timers of its own beyond the
+ * socket's ping and the info tick: `H264DirectStream` decides when to connect and what a lost
+ * socket means. It runs in a Worker (with an OffscreenCanvas, so no frame ever touches the
+ * page's main thread, where input is captured) or, where Workers or OffscreenCanvas are
+ * missing, on the main thread. No DOM types: both places must be able to load it.
+ *
+ * Wire: the server sends `{"event_type":"media","event":{"video":{"h264":{"profile_level_id"}}}}`,
+ * the client answers `{"event_type":"start","event":{"type":"video","format":"h264"}}`, then
+ * binary frames `[0x01][key 0|1][Annex B access unit]` follow. The client pings with 0x00 every
+ * second (answer 0xFF) and asks for a key frame with 0x01.
+ *
+ * Decoding: configured on a key frame (codec `avc1.<profile_level_id>`, no description: Annex
+ * B), low-latency mode, strictly increasing timestamps. Delta frames before the first key frame
+ * are dropped. Drawing: on every animation frame the newest decoded frame is drawn and closed;
+ * a frame that a newer one overtakes is closed undrawn (never queue behind the remote screen).
+ *
+ * Counters (for the honest video bench): every video frame received is, in the end, either
+ * presented or dropped for one reason; `received - presented - dropped` are in flight (in the
+ * decoder or waiting for the next animation frame).
+ */
+import type { StreamInfo } from './stream-types';
+
+export const MEDIA_PING_MS = 1_000;
+/** Reconnect after this many pings without a pong. */
+export const MEDIA_MAX_MISSED_PONGS = 5;
+export const MEDIA_INFO_MS = 1_000;
+/** Constrained Baseline 3.1, what the server encodes when it does not say. */
+export const DEFAULT_PROFILE_LEVEL_ID = '42E01F';
+/** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
+export const MAX_DECODE_QUEUE = 30;
+/** Key frame requests are not repeated more often than this. */
+export const KEY_REQUEST_MIN_MS = 500;
+/** Counters are reported at most this often while they change (data-frames reads them). */
+export const COUNTERS_REPORT_MS = 100;
+
+export const MEDIA_OP_VIDEO = 0x01;
+export const MEDIA_PING = 0x00;
+export const MEDIA_PONG = 0xff;
+export const MEDIA_KEY_REQUEST = 0x01;
+
+export type MediaFrame = { kind: 'video'; key: boolean; data: Uint8Array } | { kind: 'pong' };
+
+/** One binary message of the media socket; null for anything not understood (ignored). */
+export function parseMediaFrame(message: ArrayBuffer | Uint8Array): MediaFrame | null {
+  const bytes = message instanceof Uint8Array ? message : new Uint8Array(message);
+  if (bytes.length === 1 && bytes[0] === MEDIA_PONG) return { kind: 'pong' };
+  if (bytes.length >= 3 && bytes[0] === MEDIA_OP_VIDEO) {
+    return { kind: 'video', key: bytes[1] !== 0, data: bytes.subarray(2) };
+  }
+  return null;
+}
+
+/** The WebCodecs codec string for a profile-level-id such as 42E01F. */
+export function h264Codec(profileLevelId: string | undefined): string {
+  const id = /^[0-9a-f]{6}$/i.test(profileLevelId ?? '')
+    ? profileLevelId!
+    : DEFAULT_PROFILE_LEVEL_ID;
+  return `avc1.${id.toLowerCase()}`;
+}
+
+/** The parts of VideoFrame used here. */
+export interface VideoFrameLike {
+  readonly displayWidth: number;
+  readonly displayHeight: number;
+  close(): void;
+}
+
+export interface EncodedChunkInit {
+  type: 'key' | 'delta';
+  /** microseconds */
+  timestamp: number;
+  data: Uint8Array;
+}
+
+/** The parts of VideoDecoder used here (tests pass a fake). */
+export interface VideoDecoderLike {
+  readonly state: CodecState;
+  readonly decodeQueueSize: number;
+  configure(config: { codec: string; optimizeForLatency: boolean }): void;
+  decode(chunk: EncodedChunkInit): void;
+  reset(): void;
+  close(): void;
+}
+
+export type DecoderFactory = (
+  output: (frame: VideoFrameLike) => void,
+  error: (error: unknown) => void,
+) => VideoDecoderLike;
+
+/** WebCodecs needs a secure context (HTTPS or localhost). */
+export function webCodecsSupported(): boolean {
+  return typeof VideoDecoder === 'function' && typeof EncodedVideoChunk === 'function';
+}
+
+export const createWebCodecsDecoder: DecoderFactory = (output, error) => {
+  const decoder = new VideoDecoder({ output, error: (e) => error(e) });
+  return {
+    get state() {
+      return decoder.state;
+    },
+    get decodeQueueSize() {
+      return decoder.decodeQueueSize;
+    },
+    configure: (config) => decoder.configure(config),
+    decode: (chunk) => decoder.decode(new EncodedVideoChunk(chunk)),
+    reset: () => decoder.reset(),
+    close: () => decoder.close(),
+  };
+};
+
+/** The parts of a canvas used here: an HTMLCanvasElement or an OffscreenCanvas. */
+export interface CanvasLike {
+  width: number;
+  height: number;
+  getContext(type: '2d'): {
+    drawImage(image: never, dx: number, dy: number, dw: number, dh: number): void;
+  } | null;
+}
+
+/** The parts of a WebSocket used here (the DOM's and the worker's are the same). */
+export interface MediaSocketLike {
+  binaryType: BinaryType;
+  send(data: string | ArrayBufferView): void;
+  close(): void;
+  onopen: ((event: Event) => void) | null;
+  onclose: ((event: CloseEvent) => void) | null;
+  onmessage: ((event: MessageEvent) => void) | null;
+  onerror: ((event: Event) => void) | null;
+}
+
+/** Why a received frame was never presented. */
+export type DropReason =
+  /** a delta frame with no key frame before it on this decoder */
+  | 'before_key'
+  /** a video frame before the server's media hello was answered */
+  | 'before_start'
+  /** thrown away undecoded: decoder reset (too far behind), error or closed with the socket */
+  | 'decoder'
+  /** decoded, then overtaken by a newer frame before the next animation frame */
+  | 'overtaken'
+  /** decoded while no canvas was attached, or still waiting when the socket went */
+  | 'not_shown';
+
+export const DROP_REASONS: readonly DropReason[] = [
+  'before_key',
+  'before_start',
+  'decoder',
+  'overtaken',
+  'not_shown',
+];
+
+/** Frame counters since the stream was made (H3's honest video bench reads them). */
+export interface DirectCounters {
+  /** video frames received from the socket */
+  received: number;
+  /** frames the decoder handed out */
+  decoded: number;
+  /** frames drawn on the canvas */
+  presented: number;
+  /** frames received and never presented (sum of droppedBy) */
+  dropped: number;
+  droppedBy: Record<DropReason, number>;
+}
+
+export function emptyCounters(): DirectCounters {
+  return {
+    received: 0,
+    decoded: 0,
+    presented: 0,
+    dropped: 0,
+    droppedBy: { before_key: 0, before_start: 0, decoder: 0, overtaken: 0, not_shown: 0 },
+  };
+}
+
+export function addCounters(a: DirectCounters, b: DirectCounters): DirectCounters {
+  const droppedBy = { ...a.droppedBy };
+  for (const reason of DROP_REASONS) droppedBy[reason] += b.droppedBy[reason];
+  return {
+    received: a.received + b.received,
+    decoded: a.decoded + b.decoded,
+    presented: a.presented + b.presented,
+    dropped: a.dropped + b.dropped,
+    droppedBy,
+  };
+}
+
+/**
+ * What the pipeline reports. `conn` names the connection an event belongs to (the stream drops
+ * events of connections it has given up on).
+ */
+export type PipelineEvent =
+  /** the server's media hello arrived and `start` was sent */
+  | { type: 'hello'; conn: number }
+  /** the first frame of this connection was decoded */
+  | { type: 'active'; conn: number }
+  /** the socket closed or stopped answering pings; the pipeline has let go of it */
+  | { type: 'lost'; conn: number }
+  | { type: 'resize'; width: number; height: number }
+  | { type: 'info'; info: StreamInfo }
+  | { type: 'counters'; counters: DirectCounters };
+
+export interface PipelineOptions {
+  emit: (event: PipelineEvent) => void;
+  createSocket?: (url: string) => MediaSocketLike;
+  createDecoder?: DecoderFactory;
+  /** ms, monotonic. */
+  now?: () => number;
+  /** Without it, each frame is drawn as it is decoded. */
+  requestFrame?: ((callback: () => void) => number) | null;
+  cancelFrame?: (id: number) => void;
+}
+
+const NO_INFO: StreamInfo = { bitrateKbps: 0, fps: 0, connection: null };
+
+/** The animation-frame scheduler of this global scope (Window or DedicatedWorkerGlobalScope). */
+export function globalAnimationFrame(): Pick<PipelineOptions, 'requestFrame' | 'cancelFrame'> {
+  const scope = globalThis as {
+    requestAnimationFrame?: (cb: () => void) => number;
+    cancelAnimationFrame?: (id: number) => void;
+  };
+  if (typeof scope.requestAnimationFrame !== 'function') return { requestFrame: null };
+  return {
+    requestFrame: (cb) => scope.requestAnimationFrame!(cb),
+    cancelFrame: (id) => scope.cancelAnimationFrame?.(id),
+  };
+}
+
+export class DirectPipeline {
+  private readonly options: PipelineOptions;
+  private readonly now: () => number;
+  private readonly requestFrame: ((callback: () => void) => number) | null;
+  private conn = 0;
+  /** Bumped on every connect and disconnect: callbacks of older sockets and decoders are void. */
+  private generation = 0;
+  private connected = false;
+  private socket: MediaSocketLike | null = null;
+  private opened = false;
+  private started = false;
+  private shown = false;
+  private missedPongs = 0;
+  private profileLevelId: string | undefined;
+  private decoder: VideoDecoderLike | null = null;
+  private configured = false;
+  /** Chunks handed to the current decoder and not come out of it yet. */
+  private inDecoder = 0;
+  /** Names the current decoder: callbacks of a closed one are void. */
+  private decoderToken = 0;
+  private lastTimestamp = 0;
+  private lastKeyRequest = -Infinity;
+  /** The newest decoded frame not drawn yet. */
+  private pending: VideoFrameLike | null = null;
+  private size = { width: 0, height: 0 };
+  private canvas: CanvasLike | null = null;
+  private frameRequest: number | null = null;
+  private bytesSinceInfo = 0;
+  private framesSinceInfo = 0;
+  private infoAt = 0;
+  private info: StreamInfo = NO_INFO;
+  private readonly count = emptyCounters();
+  private countersChanged = false;
+  private countersAt = -Infinity;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private infoTimer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: PipelineOptions) {
+    this.options = options;
+    this.now = options.now ?? (() => performance.now());
+    this.requestFrame = options.requestFrame === undefined ? null : options.requestFrame;
+  }
+
+  /** Opens a new socket (dropping the current one); its events carry `conn`. */
+  connect(conn: number, url: string): void {
+    this.disconnect();
+    this.conn = conn;
+    this.connected = true;
+    const gen = this.generation;
+    const socket = (this.options.createSocket ?? ((u: string) => new WebSocket(u)))(url);
+    socket.binaryType = 'arraybuffer';
+    socket.onopen = () => {
+      if (gen === this.generation) this.opened = true;
+    };
+    socket.onmessage = (event) => {
+      if (gen === this.generation) this.receive(event.data);
+    };
+    socket.onclose = () => {
+      if (gen === this.generation) this.lost();
+    };
+    socket.onerror = () => undefined; // Always followed by close.
+    this.socket = socket;
+    // The ping clock runs from the start: a socket that never opens counts as missed pongs too.
+    this.pingTimer = setInterval(() => {
+      if (gen === this.generation) this.pingTick();
+    }, MEDIA_PING_MS);
+    this.infoAt = this.now();
+    this.infoTimer = setInterval(() => {
+      if (gen === this.generation) this.infoTick();
+    }, MEDIA_INFO_MS);
+    this.scheduleDraw();
+  }
+
+  /** Closes the socket and the decoder; nothing is reported for this connection any more. */
+  disconnect(): void {
+    this.generation += 1;
+    this.connected = false;
+    clearInterval(this.pingTimer);
+    clearInterval(this.infoTimer);
+    this.pingTimer = this.infoTimer = undefined;
+    if (this.frameRequest !== null) this.options.cancelFrame?.(this.frameRequest);
+    this.frameRequest = null;
+    const socket = this.socket;
+    this.socket = null;
+    this.opened = false;
+    this.started = false;
+    this.shown = false;
+    this.missedPongs = 0;
+    if (socket) {
+      socket.onopen = null;
+      socket.onmessage = null;
+      socket.onclose = null;
+      socket.onerror = null;
+      try {
+        socket.close();
+      } catch {
+        // Closing a socket that never opened may throw in some engines.
+      }
+    }
+    this.closeDecoder();
+    if (this.pending) {
+      this.pending.close();
+      this.pending = null;
+      this.drop('not_shown');
+    }
+    this.bytesSinceInfo = 0;
+    this.framesSinceInfo = 0;
+    this.setInfo(NO_INFO);
+    this.flushCounters();
+  }
+
+  /** The canvas the newest frame is drawn on (null detaches). */
+  attachCanvas(canvas: CanvasLike | null): void {
+    this.canvas = canvas;
+  }
+
+  /** Asks the server for a key frame (op 0x01), at most every 500 ms. */
+  requestKeyFrame(): void {
+    const now = this.now();
+    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS) return;
+    if (this.sendBinary(MEDIA_KEY_REQUEST)) this.lastKeyRequest = now;
+  }
+
+  counters(): DirectCounters {
+    return { ...this.count, droppedBy: { ...this.count.droppedBy } };
+  }
+
+  /** Reports the counters now if they changed since the last report (or always, forced). */
+  flushCounters(force = false): void {
+    if (!this.countersChanged && !force) return;
+    this.countersChanged = false;
+    this.countersAt = this.now();
+    this.options.emit({ type: 'counters', counters: this.counters() });
+  }
+
+  // --- socket ----------------------------------------------------------------------------
+
+  private pingTick(): void {
+    if (this.missedPongs >= MEDIA_MAX_MISSED_PONGS) {
+      this.lost();
+      return;
+    }
+    this.missedPongs += 1;
+    this.sendBinary(MEDIA_PING);
+  }
+
+  private sendBinary(op: number): boolean {
+    if (!this.socket || !this.opened) return false;
+    try {
+      this.socket.send(new Uint8Array([op]));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private receive(data: unknown): void {
+    if (typeof data === 'string') {
+      this.receiveText(data);
+      return;
+    }
+    if (!(data instanceof ArrayBuffer)) return;
+    const frame = parseMediaFrame(data);
+    if (!frame) return;
+    if (frame.kind === 'pong') {
+      this.missedPongs = 0;
+      return;
+    }
+    this.count.received += 1;
+    this.countersChanged = true;
+    this.bytesSinceInfo += data.byteLength;
+    // SPEC: binary frames follow the start; one before it has no codec to go with.
+    if (!this.started) this.drop('before_start');
+    else this.decode(frame.key, frame.data);
+    if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();
+  }
+
+  private receiveText(text: string): void {
+    let message: { event_type?: unknown; event?: unknown };
+    try {
+      message = JSON.parse(text) as typeof message;
+    } catch {
+      return;
+    }
+    if (message.event_type !== 'media') return;
+    const event = message.event as { video?: { h264?: { profile_level_id?: unknown } } } | null;
+    const id = event?.video?.h264?.profile_level_id;
+    this.profileLevelId = typeof id === 'string' ? id : undefined;
+    this.socket?.send(
+      JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }),
+    );
+    this.started = true;
+    this.options.emit({ type: 'hello', conn: this.conn });
+  }
+
+  /** The socket closed or stopped answering: let go of it and say so. */
+  private lost(): void {
+    const conn = this.conn;
+    this.disconnect();
+    this.options.emit({ type: 'lost', conn });
+  }
+
+  // --- decoding --------------------------------------------------------------------------
+
+  private drop(reason: DropReason, n = 1): void {
+    if (n <= 0) return;
+    this.count.dropped += n;
+    this.count.droppedBy[reason] += n;
+    this.countersChanged = true;
+  }
+
+  private configure(decoder: VideoDecoderLike): boolean {
+    try {
+      decoder.configure({ codec: h264Codec(this.profileLevelId), optimizeForLatency: true });
+    } catch {
+      this.decoderFailed(this.decoderToken);
+      return false;
+    }
+    this.configured = true;
+    return true;
+  }
+
+  private decode(key: boolean, data: Uint8Array): void {
+    if (!this.decoder || this.decoder.state === 'closed') {
+      this.closeDecoder();
+      const token = this.decoderToken;
+      this.decoder = (this.options.createDecoder ?? createWebCodecsDecoder)(
+        (frame) => this.output(token, frame),
+        () => this.decoderFailed(token),
+      );
+    }
+    const decoder = this.decoder;
+    if (!this.configured) {
+      if (!key) {
+        this.drop('before_key');
+        this.requestKeyFrame(); // A delta frame cannot start a picture.
+        return;
+      }
+      if (!this.configure(decoder)) {
+        this.drop('decoder');
+        return;
+      }
+    } else if (decoder.decodeQueueSize > MAX_DECODE_QUEUE) {
+      // Behind by more than a second: drop what is queued and start again on a key frame.
+      try {
+        decoder.reset();
+      } catch {
+        // Closed meanwhile: a new decoder comes with the next frame.
+      }
+      this.drop('decoder', this.inDecoder);
+      this.inDecoder = 0;
+      this.configured = false;
+      this.requestKeyFrame();
+      if (!key) {
+        this.drop('before_key');
+        return;
+      }
+      if (!this.configure(decoder)) {
+        this.drop('decoder');
+        return;
+      }
+    }
+    // Strictly increasing, in microseconds (the decoder wants no duplicates).
+    this.lastTimestamp = Math.max(this.lastTimestamp + 1, Math.round(this.now() * 1000));
+    try {
+      decoder.decode({ type: key ? 'key' : 'delta', timestamp: this.lastTimestamp, data });
+      this.inDecoder += 1;
+    } catch {
+      this.drop('decoder');
+      this.decoderFailed(this.decoderToken);
+    }
+  }
+
+  private output(token: number, frame: VideoFrameLike): void {
+    if (token !== this.decoderToken) {
+      // Its decoder was closed: already counted as dropped there.
+      frame.close();
+      return;
+    }
+    this.inDecoder = Math.max(0, this.inDecoder - 1);
+    this.count.decoded += 1;
+    this.countersChanged = true;
+    // Never queue: a newer frame replaces one not drawn yet.
+    if (this.pending) {
+      this.pending.close();
+      this.drop(this.canvas ? 'overtaken' : 'not_shown');
+    }
+    this.pending = frame;
+    this.framesSinceInfo += 1;
+    if (frame.displayWidth !== this.size.width || frame.displayHeight !== this.size.height) {
+      this.size = { width: frame.displayWidth, height: frame.displayHeight };
+      this.options.emit({ type: 'resize', width: this.size.width, height: this.size.height });
+    }
+    if (!this.shown) {
+      this.shown = true;
+      this.options.emit({ type: 'active', conn: this.conn });
+      this.setInfo({ ...this.info, connection: 'direct' });
+    }
+    if (!this.requestFrame) this.draw();
+  }
+
+  /** The decoder closed itself on an error: a new one starts at the next key frame. */
+  private decoderFailed(token: number): void {
+    if (token !== this.decoderToken) return;
+    this.closeDecoder();
+    this.requestKeyFrame();
+  }
+
+  private closeDecoder(): void {
+    const decoder = this.decoder;
+    this.decoder = null;
+    this.configured = false;
+    // What it still held never comes out (a closed decoder's outputs are ignored above).
+    this.drop('decoder', this.inDecoder);
+    this.inDecoder = 0;
+    if (decoder && decoder.state !== 'closed') {
+      try {
+        decoder.close();
+      } catch {
+        // Already closed.
+      }
+    }
+    // Its late outputs and errors are void (what it held is counted above).
+    this.decoderToken += 1;
+  }
+
+  // --- drawing and info ------------------------------------------------------------------
+
+  private scheduleDraw(): void {
+    if (this.frameRequest !== null || !this.requestFrame || !this.connected) return;
+    this.frameRequest = this.requestFrame(() => {
+      this.frameRequest = null;
+      if (!this.connected) return;
+      this.draw();
+      this.scheduleDraw();
+    });
+  }
+
+  private draw(): void {
+    const frame = this.pending;
+    const canvas = this.canvas;
+    if (!frame || !canvas) return;
+    this.pending = null;
+    try {
+      if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
+      if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
+      canvas.getContext('2d')?.drawImage(frame as never, 0, 0, canvas.width, canvas.height);
+      this.count.presented += 1;
+    } catch {
+      this.drop('not_shown');
+    } finally {
+      frame.close();
+    }
+    this.countersChanged = true;
+    if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();
+  }
+
+  private infoTick(): void {
+    const now = this.now();
+    const elapsed = now - this.infoAt;
+    this.infoAt = now;
+    this.flushCounters();
+    if (elapsed <= 0) return;
+    this.setInfo({
+      bitrateKbps: Math.round((this.bytesSinceInfo * 8) / elapsed),
+      fps: Math.round((this.framesSinceInfo * 1000) / elapsed),
+      connection: this.shown ? 'direct' : null,
+    });
+    this.bytesSinceInfo = 0;
+    this.framesSinceInfo = 0;
+  }
+
+  private setInfo(info: StreamInfo): void {
+    const same =
+      info.bitrateKbps === this.info.bitrateKbps &&
+      info.fps === this.info.fps &&
+      info.connection === this.info.connection;
+    this.info = info;
+    // An unchanged figure is not news: every 'info' re-renders the console's status bar.
+    if (!same) this.options.emit({ type: 'info', info });
+  }
+}
