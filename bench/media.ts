@@ -16,17 +16,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, rmdir, statfs, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
-import { DisabledMsd } from '../server/src/drivers/msd/disabled';
-import { toHttp } from '../server/src/errors';
 import { REPO_ROOT } from '../server/src/paths';
-import { createMsd, msdRoutes } from '../server/src/services/msd/wiring';
-import { note, round } from './lib';
+import { note, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';
-const UPLOAD_BYTES = Number(process.env.KVM_BENCH_MEDIA_UPLOAD ?? 4e9);
-const REMOTE_BYTES = Number(process.env.KVM_BENCH_MEDIA_REMOTE ?? 2.5e9);
+const UPLOAD_BYTES = Number(process.env.KVM_BENCH_MEDIA_UPLOAD ?? sized(4e9, 200e6));
+const REMOTE_BYTES = Number(process.env.KVM_BENCH_MEDIA_REMOTE ?? sized(2.5e9, 200e6));
 
 /** The helper process: `upload <url> <size> <headers json>` or `serve <file>`. */
 const HELPER = `
@@ -93,45 +90,18 @@ async function listen(app: FastifyInstance): Promise<string> {
   return `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
 }
 
-/** The whole server (buildTestApp) when it has the MSD routes, else the routes on a bare Fastify. */
+/** The whole server (buildTestApp, testbed target), its requests authenticated. */
 async function serve(dataDir: string): Promise<Served> {
   // the remote of write_remote is a loopback server, which the device refuses unless listed
-  const full = await buildTestApp(dataDir, { msd: { remote: { allow_hosts: ['127.0.0.1'] } } });
-  await full.ready();
-  if (full.hasRoute({ method: 'POST', url: '/api/msd/write' })) {
-    const base = await listen(full);
-    await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-    const login = await fetch(`${base}/api/auth/login`, {
-      method: 'POST',
-      body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-    });
-    const token = ((await login.json()) as { result: { token: string } }).result.token;
-    note('server: buildTestApp (testbed target), authenticated requests');
-    return { app: full, base, headers: { token } };
-  }
-  await full.close();
-  note('server: the MSD routes on a bare Fastify (buildApp does not register them yet)');
-  const msd = await createMsd({
-    dataDir,
-    driver: new DisabledMsd(),
-    remote: { allowLan: false, allowHosts: ['127.0.0.1'] },
+  const app = await buildTestApp(dataDir, { msd: { remote: { allow_hosts: ['127.0.0.1'] } } });
+  const base = await listen(app);
+  await fetch(`${base}/api/init/init?password=${PASSWORD}`);
+  const login = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
   });
-  const app = Fastify({ logger: false });
-  app.setErrorHandler((err, _request, reply) => {
-    const answer = toHttp(err);
-    reply.code(answer.status).send(answer.body);
-  });
-  app.addHook('preSerialization', async (_request, reply, payload) =>
-    reply.statusCode === 200 &&
-    payload !== null &&
-    typeof payload === 'object' &&
-    !('ok' in payload)
-      ? { ok: true, result: payload }
-      : payload,
-  );
-  msdRoutes(app, msd);
-  app.addHook('onClose', async () => msd.dispose());
-  return { app, base: await listen(app), headers: {} };
+  const token = ((await login.json()) as { result: { token: string } }).result.token;
+  return { app, base, headers: { token } };
 }
 
 async function upload(
@@ -215,6 +185,7 @@ try {
   note(`write_remote: ${round(REMOTE_BYTES / 1e9, 2)} GB in ${round(remoteMs / 1000, 2)} s`);
   process.stdout.write(
     `${JSON.stringify({
+      ...shortMark(),
       upload_mb_per_s: round(uploadMbPerS),
       upload_rss_growth_mb: round(up.rssGrowthMb),
       write_remote_mb_per_s: round(remoteMbPerS),

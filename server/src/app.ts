@@ -14,6 +14,7 @@ import { SILENT_LOGGER, type Logger } from './log';
 import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
+import { msdRoutes } from './routes/msd';
 import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
 import { fingerbotRoutes } from './routes/fingerbot';
@@ -24,7 +25,7 @@ import { WolService } from './services/wol/wol-service';
 import { HidService } from './services/hid/hid-service';
 import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/hid-wiring';
 import { KeymapStore } from './services/hid/keymap-store';
-import { createMsd, msdProvider, msdRoutes } from './services/msd/wiring';
+import { MsdService } from './services/msd/msd-service';
 import { streamerRoutes } from './routes/streamer';
 import { hubParams, StreamerService } from './services/streamer';
 import { TurnService } from './services/turn';
@@ -117,7 +118,7 @@ export async function createContext(
   });
   const requestRestart =
     opts.requestRestart ?? (() => log.warn({}, 'restart requested: not supported here'));
-  const msd = await createMsd({
+  const msd = await MsdService.open({
     dataDir: config.data_dir,
     driver: drivers.msd,
     log,
@@ -290,7 +291,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.registry.register(service.provider());
   }
   attachHidInput(events, ctx.hid);
-  ctx.registry.register(msdProvider(ctx.msd));
+  ctx.registry.register(ctx.msd.provider());
   events.on('streamClients', (count) => ctx.video.setWarmers(count));
 
   authRoutes(app, ctx);

@@ -1,9 +1,10 @@
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
 import { isFullMsdState, type MsdState, type MsdStatePartial } from '@kvm/protocol';
-import { msdProvider } from './wiring';
-import { msdTestApp, type MsdTestApp } from './test-support';
+import { msdTestApp, type MsdTestApp } from '../services/msd/test-support';
+import { initAndLogin, newApp } from '../test-helpers';
 
 let t: MsdTestApp;
 
@@ -19,7 +20,7 @@ afterEach(async () => {
 const images = (): string => join(t.dataDir, 'msd', 'images');
 
 async function call(method: 'GET' | 'POST', url: string, body?: string | Buffer) {
-  const res = await t.app.inject({
+  const res = await t.inject({
     method,
     url,
     ...(body !== undefined
@@ -109,7 +110,7 @@ describe('POST /api/msd/write', () => {
   });
 
   it('needs a Content-Length (a chunked body has none)', async () => {
-    const res = await t.app.inject({
+    const res = await t.inject({
       method: 'POST',
       url: '/api/msd/write?image=x.iso',
       headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
@@ -122,7 +123,7 @@ describe('POST /api/msd/write', () => {
   });
 
   it('refuses more than the free space with 507 before writing anything', async () => {
-    const res = await t.app.inject({
+    const res = await t.inject({
       method: 'POST',
       url: '/api/msd/write?image=huge.iso',
       headers: {
@@ -150,7 +151,8 @@ describe('POST /api/msd/write', () => {
     ['image=.__x.iso.incomplete', 'image'],
     ['image=', 'image'],
   ])('refuses the traversal %s (400, nothing written)', async (query, arg) => {
-    const res = await t.app.inject({
+    const before = (await readdir(t.dataDir)).sort();
+    const res = await t.inject({
       method: 'POST',
       url: `/api/msd/write?${query}`,
       headers: { 'content-type': 'application/octet-stream' },
@@ -161,7 +163,8 @@ describe('POST /api/msd/write', () => {
     expect(res.json().result.error_msg).toContain(`'${arg}'`);
     expect(await readdir(join(t.dataDir, 'msd'))).toEqual(['images']);
     expect(await readdir(images())).toEqual([]);
-    expect((await readdir(t.dataDir)).sort()).toEqual(['msd']);
+    // nothing beside the storage either (the data folder also holds the app's own files)
+    expect((await readdir(t.dataDir)).sort()).toEqual(before);
   });
 
   it('takes UTF-8 names', async () => {
@@ -326,7 +329,8 @@ describe('partition', () => {
     expect((await call('GET', '/api/msd/partition_disconnect')).json.result.error).toBe(
       'MsdDisconnectedError',
     );
-    expect((await call('POST', '/api/msd/partition_connect')).status).toBe(404);
+    // GL's partition verbs are GETs: the app answers another method 405
+    expect((await call('POST', '/api/msd/partition_connect')).status).toBe(405);
 
     // formatting refuses while the drive is connected, too
     await call('POST', '/api/msd/set_params?image=isos/x.iso');
@@ -398,11 +402,11 @@ describe('enabled', () => {
 describe('GET /api/msd/read', () => {
   it('downloads a complete image', async () => {
     await upload('x.iso', 'content', '&prefix=isos');
-    const res = await t.app.inject({ method: 'GET', url: '/api/msd/read?image=isos/x.iso' });
+    const res = await t.inject({ method: 'GET', url: '/api/msd/read?image=isos/x.iso' });
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe('content');
     expect(res.headers['content-disposition']).toBe("attachment; filename*=UTF-8''x.iso");
-    const bad = await t.app.inject({
+    const bad = await t.inject({
       method: 'GET',
       url: '/api/msd/read?image=x.iso&compress=lzma',
     });
@@ -412,7 +416,7 @@ describe('GET /api/msd/read', () => {
 
 describe('the msd event', () => {
   it('sends the full state first, then only what changed', async () => {
-    const provider = msdProvider(t.msd);
+    const provider = t.msd.provider();
     const seen: Array<MsdState | MsdStatePartial> = [];
     const off = provider.subscribe((e) => seen.push(e.event as MsdState | MsdStatePartial));
     const [first] = await provider.snapshot();
@@ -452,7 +456,7 @@ describe('the msd event', () => {
 
   it('sends the full state again when online flips', async () => {
     const seen: Array<MsdState | MsdStatePartial> = [];
-    const off = msdProvider(t.msd).subscribe((e) => seen.push(e.event as MsdStatePartial));
+    const off = t.msd.provider().subscribe((e) => seen.push(e.event as MsdStatePartial));
     t.driver.setOnline(false);
     t.driver.setOnline(true);
     off();
@@ -468,5 +472,50 @@ describe('the msd event', () => {
     const again = await msdTestApp(t.dataDir);
     await again.app.close();
     expect(await readdir(join(images(), 'isos'))).toEqual([]);
+  });
+});
+
+describe('on the testbed target (no virtual media driver)', () => {
+  let app: FastifyInstance | null = null;
+
+  afterEach(async () => {
+    await app?.close();
+    app = null;
+  });
+
+  it('guards the routes, uploads, and shows the image in the state', async () => {
+    app = await newApp();
+    await app.ready();
+    expect(app.hasRoute({ method: 'POST', url: '/api/msd/write' })).toBe(true);
+    const a = app;
+    expect((await a.inject({ method: 'GET', url: '/api/msd' })).statusCode).toBe(401);
+    const token = await initAndLogin(a);
+    const up = await a.inject({
+      method: 'POST',
+      url: '/api/msd/write?image=x.iso&prefix=isos',
+      headers: { token, 'content-type': 'application/octet-stream' },
+      payload: Buffer.from('iso bytes'),
+    });
+    expect(up.json()).toEqual({
+      ok: true,
+      result: { image: { name: 'isos/x.iso', size: 9, written: 9 } },
+    });
+    const state = (await a.inject({ method: 'GET', url: '/api/msd', headers: { token } })).json();
+    expect(state.ok).toBe(true);
+    expect(state.result.storage.images['isos/x.iso']).toMatchObject({ complete: true, size: 9 });
+    // the testbed target has no virtual media driver
+    expect(state.result.online).toBe(false);
+    await a.inject({
+      method: 'POST',
+      url: '/api/msd/set_params?image=isos/x.iso',
+      headers: { token },
+    });
+    const plug = await a.inject({
+      method: 'POST',
+      url: '/api/msd/set_connected?connected=1',
+      headers: { token },
+    });
+    expect(plug.statusCode).toBe(400);
+    expect(plug.json().result.error).toBe('MsdOfflineError');
   });
 });

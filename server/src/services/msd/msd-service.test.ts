@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MsdState } from '@kvm/protocol';
-import { MSD_IMAGE_BASE_MAX_BYTES } from './wiring';
+import { MSD_IMAGE_BASE_MAX_BYTES } from './image-names';
 import { failImageWrites, listen, msdTestApp, postZeros, type MsdTestApp } from './test-support';
 
 let t: MsdTestApp;
@@ -41,7 +41,7 @@ afterEach(async () => {
 const images = (): string => join(t.dataDir, 'msd', 'images');
 
 async function call(method: 'GET' | 'POST', url: string, body?: string) {
-  const res = await t.app.inject({
+  const res = await t.inject({
     method,
     url,
     ...(body !== undefined
@@ -189,7 +189,7 @@ describe('reset during an upload (item 20)', () => {
     const base = await listen(t.app);
     const gate = deferred();
     const size = 8 * 1024 * 1024;
-    const answer = postZeros(`${base}/api/msd/write?image=big.iso`, size, {
+    const answer = postZeros(t.headers, `${base}/api/msd/write?image=big.iso`, size, {
       chunk: 256 * 1024,
       hold: { at: 1024 * 1024, until: gate.promise },
     });
@@ -226,7 +226,7 @@ describe('a lying Content-Length', () => {
     socket.on('error', () => undefined);
     await new Promise((r) => socket.once('connect', r));
     socket.write(
-      'POST /api/msd/write?image=short.iso HTTP/1.1\r\nHost: x\r\n' +
+      `POST /api/msd/write?image=short.iso HTTP/1.1\r\nHost: x\r\nToken: ${t.headers.token}\r\n` +
         'Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n',
     );
     socket.write(Buffer.alloc(1000, 7));
@@ -283,7 +283,7 @@ describe('names (item 17) and messages (item 19)', () => {
   it('answers a concurrent upload of the same name with 409 and writes it once', async () => {
     const base = await listen(t.app);
     const gate = deferred();
-    const first = postZeros(`${base}/api/msd/write?image=same.iso`, 2 * 1024 * 1024, {
+    const first = postZeros(t.headers, `${base}/api/msd/write?image=same.iso`, 2 * 1024 * 1024, {
       chunk: 256 * 1024,
       hold: { at: 512 * 1024, until: gate.promise },
     });
@@ -312,7 +312,7 @@ describe('names (item 17) and messages (item 19)', () => {
   });
 
   it('says "insufficient", not "filled up", when the size is refused before a byte', async () => {
-    const res = await t.app.inject({
+    const res = await t.inject({
       method: 'POST',
       url: '/api/msd/write?image=huge.iso',
       headers: { 'content-type': 'application/octet-stream', 'content-length': String(2 ** 52) },

@@ -123,12 +123,19 @@ describe('write_remote over the guard', () => {
   };
 
   async function writeRemote(base: string, query: string) {
-    const res = await fetch(`${base}/api/msd/write_remote?${query}`, { method: 'POST' });
+    const res = await fetch(`${base}/api/msd/write_remote?${query}`, {
+      method: 'POST',
+      headers: t!.headers,
+    });
     return { status: res.status, text: await res.text() };
   }
 
   async function state(base: string): Promise<MsdState> {
-    return ((await (await fetch(`${base}/api/msd`)).json()) as { result: MsdState }).result;
+    return (
+      (await (await fetch(`${base}/api/msd`, { headers: t!.headers })).json()) as {
+        result: MsdState;
+      }
+    ).result;
   }
 
   it.each([
@@ -202,7 +209,7 @@ describe('write_remote over the guard', () => {
     const base = await device({ allowLan: false, allowHosts: ['127.0.0.1'] });
     const req = request(
       `${base}/api/msd/write_remote?url=http://127.0.0.1:${silent.port}/x.iso&timeout=300`,
-      { method: 'POST' },
+      { method: 'POST', headers: t!.headers },
     );
     req.on('error', () => undefined);
     req.end();
@@ -225,7 +232,7 @@ describe('write_remote over the guard', () => {
     const text = await new Promise<string>((resolve, reject) => {
       const req = request(
         `${base}/api/msd/write_remote?url=http://127.0.0.1:${remote.port}/x.iso`,
-        { method: 'POST' },
+        { method: 'POST', headers: t!.headers },
         (res) => {
           let body = '';
           res.on('data', (c: Buffer) => (body += c.toString()));

@@ -85,7 +85,7 @@ interface Streamed {
 /** POSTs to the device and reads the whole answer; `onData` may abort it. */
 function post(url: string, onData?: (body: string, abort: () => void) => void): Promise<Streamed> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST' });
+    const req = request(url, { method: 'POST', headers: t.headers });
     req.on('error', reject);
     req.on('response', (res) => {
       let body = '';
@@ -119,7 +119,9 @@ function records(body: string): MsdWriteRemoteRecord[] {
 }
 
 async function state(): Promise<MsdState> {
-  return ((await (await fetch(`${base}/api/msd`)).json()) as { result: MsdState }).result;
+  return (
+    (await (await fetch(`${base}/api/msd`, { headers: t.headers })).json()) as { result: MsdState }
+  ).result;
 }
 
 async function settled(): Promise<MsdState> {
@@ -187,7 +189,10 @@ describe('write_remote', () => {
   });
 
   it('answers pre-stream failures as plain JSON errors', async () => {
-    const bad = await fetch(writeRemote('url=ftp://example.com/x.iso'), { method: 'POST' });
+    const bad = await fetch(writeRemote('url=ftp://example.com/x.iso'), {
+      method: 'POST',
+      headers: t.headers,
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({
       ok: false,
@@ -220,7 +225,7 @@ describe('write_remote', () => {
       }
     });
     const err = async (query: string) => {
-      const res = await fetch(writeRemote(query), { method: 'POST' });
+      const res = await fetch(writeRemote(query), { method: 'POST', headers: t.headers });
       return {
         status: res.status,
         ...((await res.json()) as { result: Record<string, string> }).result,
@@ -265,7 +270,10 @@ describe('write_remote', () => {
   it('gives up on a silent server after `timeout` seconds', async () => {
     const url = await serveRemote(() => undefined);
     const started = performance.now();
-    const res = await fetch(writeRemote(`url=${url}/x.iso&timeout=0.3`), { method: 'POST' });
+    const res = await fetch(writeRemote(`url=${url}/x.iso&timeout=0.3`), {
+      method: 'POST',
+      headers: t.headers,
+    });
     expect(performance.now() - started).toBeLessThan(3000);
     expect(res.status).toBe(400);
     expect(((await res.json()) as { result: { error: string } }).result.error).toBe(
@@ -335,7 +343,10 @@ describe('write_remote', () => {
       (_req, res) => res.writeHead(200, { 'content-length': '2' }).end('ok'),
       createHttpsServer({ key, cert }) as unknown as Server,
     );
-    const refused = await fetch(writeRemote(`url=${url}/x.iso`), { method: 'POST' });
+    const refused = await fetch(writeRemote(`url=${url}/x.iso`), {
+      method: 'POST',
+      headers: t.headers,
+    });
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { result: { error: string } }).result.error).toBe(
       'ClientConnectorCertificateError',

@@ -74,7 +74,8 @@ const FS_NAMES: Record<number, string> = {
   0x73717368: 'squashfs',
 };
 
-function isErrno(err: unknown, ...codes: string[]): boolean {
+/** Whether `err` is a Node system error with one of these codes. */
+export function isErrno(err: unknown, ...codes: string[]): boolean {
   return codes.includes((err as NodeJS.ErrnoException)?.code ?? '');
 }
 

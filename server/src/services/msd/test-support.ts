@@ -1,15 +1,16 @@
-/** Shared by the MSD tests (not shipped): a recording driver and a small app with the routes. */
+/** Shared by the MSD tests (not shipped): a recording driver and the whole app around it. */
 import { mkdtemp } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp, createContext } from '../../app';
+import { buildConfig } from '../../config';
 import type { MsdDriver, MsdDriverState, MsdImageMount } from '../../drivers/msd/types';
-import { toHttp } from '../../errors';
-import type { MsdService } from './msd-service';
+import { loadConfigDefaults } from '../../paths';
+import { MsdService } from './msd-service';
 import type { RemotePolicy } from './remote';
-import { createMsd, msdRoutes } from './wiring';
 
 /** A driver that records what it was asked; `failNext` makes the next plug call reject. */
 export class FakeMsd implements MsdDriver {
@@ -64,46 +65,49 @@ export class FakeMsd implements MsdDriver {
 }
 
 export interface MsdTestApp {
+  /** The whole server (buildApp), its MSD service on the recording driver. */
   app: FastifyInstance;
   msd: MsdService;
   driver: FakeMsd;
   dataDir: string;
   restarts: number;
+  /** A session's credentials: every request of the tests goes through the real auth check. */
+  headers: { token: string };
+  /** app.inject with the session's credentials. */
+  inject(opts: InjectOptions): Promise<LightMyRequestResponse>;
 }
 
 /**
- * The MSD routes on a bare Fastify with the server's error mapping and envelope (no auth):
- * the unit tests' stand-in for buildApp.
+ * The real app (createContext + buildApp on the testbed target, so the error mapping, envelope
+ * and auth are the server's own) with the MSD service on a FakeMsd, and a logged-in session.
  */
 export async function msdTestApp(
   dataDir?: string,
   opts: { progressIntervalMs?: number; uploadIdleMs?: number; remote?: RemotePolicy } = {},
 ): Promise<MsdTestApp> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'kvm-msd-')));
+  const config = buildConfig(
+    { data_dir: dir, target: 'testbed', webrtc: { stun_url: null } },
+    loadConfigDefaults(),
+  );
+  const ctx = await createContext(config, '0.0.0-test');
   const driver = new FakeMsd();
   const out = { driver, dataDir: dir, restarts: 0 } as MsdTestApp;
-  out.msd = await createMsd({
+  // The testbed has no virtual media: its service is swapped for one on the recording driver.
+  ctx.msd.dispose();
+  ctx.msd = await MsdService.open({
     dataDir: dir,
     driver,
     requestRestart: () => out.restarts++,
     ...opts,
   });
-  const app = Fastify({ logger: false });
-  app.setErrorHandler((err, _request, reply) => {
-    const answer = toHttp(err);
-    reply.code(answer.status).send(answer.body);
-  });
-  app.addHook('preSerialization', async (_request, reply, payload) =>
-    reply.statusCode === 200 &&
-    payload !== null &&
-    typeof payload === 'object' &&
-    !('ok' in payload)
-      ? { ok: true, result: payload }
-      : payload,
-  );
-  msdRoutes(app, out.msd);
-  app.addHook('onClose', async () => out.msd.dispose());
-  out.app = app;
+  out.msd = ctx.msd;
+  out.app = await buildApp(ctx);
+  // a session without the password hash (no init/login round trip per test)
+  const token = await ctx.auth.sessions.create('admin', 3_600_000);
+  out.headers = { token };
+  out.inject = (o) =>
+    out.app.inject({ ...o, headers: { ...out.headers, ...(o.headers ?? {}) } } as InjectOptions);
   return out;
 }
 
@@ -141,6 +145,7 @@ function collect(res: IncomingMessage): Promise<RawAnswer> {
  * complete.
  */
 export function postZeros(
+  headers: Record<string, string>,
   url: string,
   size: number,
   opts: {
@@ -162,7 +167,11 @@ export function postZeros(
     };
     const req = httpRequest(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
+      headers: {
+        ...headers,
+        'content-type': 'application/octet-stream',
+        'content-length': String(size),
+      },
     });
     req.on('response', (res) => collect(res).then(done, reject));
     req.on('error', (err) => {
@@ -199,12 +208,12 @@ export function postZeros(
 /** The uploader of postZerosFromChild, run by a separate node process. */
 const CHILD_UPLOADER = `
 const http = require('node:http');
-const [url, sizeText] = process.argv.slice(1);
+const [url, sizeText, headersJson] = process.argv.slice(1);
 const size = Number(sizeText);
 const zeros = Buffer.alloc(1024 * 1024);
 const req = http.request(url, {
   method: 'POST',
-  headers: { 'content-type': 'application/octet-stream', 'content-length': sizeText },
+  headers: { ...JSON.parse(headersJson), 'content-type': 'application/octet-stream', 'content-length': sizeText },
 });
 req.on('response', (res) => {
   const chunks = [];
@@ -228,11 +237,19 @@ more();
  * postZeros from a child process: the test process then holds only the server, so its RSS is
  * the server's.
  */
-export function postZerosFromChild(url: string, size: number): Promise<RawAnswer> {
+export function postZerosFromChild(
+  headers: Record<string, string>,
+  url: string,
+  size: number,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', CHILD_UPLOADER, url, String(size)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['-e', CHILD_UPLOADER, url, String(size), JSON.stringify(headers)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.on('error', reject);

@@ -39,7 +39,7 @@ afterEach(async () => {
 const images = (): string => join(t.dataDir, 'msd', 'images');
 
 async function state(): Promise<MsdState> {
-  const res = await fetch(`${base}/api/msd`);
+  const res = await fetch(`${base}/api/msd`, { headers: t.headers });
   return ((await res.json()) as { result: MsdState }).result;
 }
 
@@ -62,7 +62,7 @@ describe('a multi-GB upload', () => {
     await open_();
     try {
       // warm up: the first request loads code and grows the heap once
-      await postZerosFromChild(`${base}/api/msd/write?image=warm.img`, 64 * MiB);
+      await postZerosFromChild(t.headers, `${base}/api/msd/write?image=warm.img`, 64 * MiB);
       const size = 3 * GiB;
       const before = process.memoryUsage.rss();
       let peak = before;
@@ -73,7 +73,11 @@ describe('a multi-GB upload', () => {
       let res: RawAnswer;
       try {
         // the client in another process: this process's RSS is the server's
-        res = await postZerosFromChild(`${base}/api/msd/write?image=big.img&prefix=disks`, size);
+        res = await postZerosFromChild(
+          t.headers,
+          `${base}/api/msd/write?image=big.img&prefix=disks`,
+          size,
+        );
       } finally {
         clearInterval(sampler);
       }
@@ -101,9 +105,14 @@ describe('a cut upload', () => {
     ['remove_incomplete=0', false],
   ])('never shows complete (%s)', async (flag, removed) => {
     await open_();
-    const res = await postZeros(`${base}/api/msd/write?image=cut.iso&${flag}`, 64 * MiB, {
-      cutAfter: 8 * MiB,
-    });
+    const res = await postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=cut.iso&${flag}`,
+      64 * MiB,
+      {
+        cutAfter: 8 * MiB,
+      },
+    );
     expect(res).toBe('cut');
     // the server notices the cut and ends the transfer
     const s = await until('upload ended', async () => {
@@ -120,7 +129,11 @@ describe('a cut upload', () => {
       expect(s.storage.images['cut.iso']!.size).toBeLessThan(64 * MiB);
     }
     // and the name can be written again (an incomplete one replaced with remove_incomplete)
-    const again = await postZeros(`${base}/api/msd/write?image=cut.iso&remove_incomplete=1`, MiB);
+    const again = await postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=cut.iso&remove_incomplete=1`,
+      MiB,
+    );
     expect((again as RawAnswer).status).toBe(200);
     expect((await state()).storage.images['cut.iso']).toMatchObject({ complete: true, size: MiB });
   });
@@ -128,7 +141,7 @@ describe('a cut upload', () => {
   it('allows one upload at a time (409) and shows its progress', async () => {
     await open_();
     let release!: () => void;
-    const first = postZeros(`${base}/api/msd/write?image=a.iso`, 16 * MiB, {
+    const first = postZeros(t.headers, `${base}/api/msd/write?image=a.iso`, 16 * MiB, {
       hold: { at: 4 * MiB, until: new Promise<void>((r) => (release = r)) },
     });
     const s = await until('uploading', async () => {
@@ -138,7 +151,11 @@ describe('a cut upload', () => {
     expect(s.busy).toBe(true);
     expect(s.storage.uploading).toEqual({ name: 'a.iso', size: 16 * MiB, written: 4 * MiB });
     expect(s.storage.images['a.iso']).toMatchObject({ complete: false });
-    const second = (await postZeros(`${base}/api/msd/write?image=b.iso`, MiB)) as RawAnswer;
+    const second = (await postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=b.iso`,
+      MiB,
+    )) as RawAnswer;
     expect(second.status).toBe(409);
     expect(second.json().result.error).toBe('MsdIsBusyError');
     release();
@@ -153,14 +170,14 @@ describe('a cut upload', () => {
 describe('reset', () => {
   it('stops a stalled upload and clears busy', async () => {
     await open_();
-    const stalled = postZeros(`${base}/api/msd/write?image=stuck.iso`, 16 * MiB, {
+    const stalled = postZeros(t.headers, `${base}/api/msd/write?image=stuck.iso`, 16 * MiB, {
       hold: { at: 2 * MiB, until: new Promise<void>(() => undefined) },
     });
     await until('uploading', async () => {
       const up = (await state()).storage.uploading;
       return up !== null && up.written >= 2 * MiB;
     });
-    const res = await fetch(`${base}/api/msd/reset`, { method: 'POST' });
+    const res = await fetch(`${base}/api/msd/reset`, { method: 'POST', headers: t.headers });
     expect(res.status).toBe(200);
     const s = await until('reset', async () => {
       const s = await state();
@@ -179,9 +196,14 @@ describe('reset', () => {
 describe('a silent client', () => {
   it('ends its upload after the idle time, freeing the region', async () => {
     await open_(undefined, 300);
-    const silent = postZeros(`${base}/api/msd/write?image=idle.iso&remove_incomplete=1`, 8 * MiB, {
-      hold: { at: MiB, until: new Promise<void>(() => undefined) },
-    }).catch((err: Error) => err.message);
+    const silent = postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=idle.iso&remove_incomplete=1`,
+      8 * MiB,
+      {
+        hold: { at: MiB, until: new Promise<void>(() => undefined) },
+      },
+    ).catch((err: Error) => err.message);
     await until('uploading', async () => (await state()).storage.uploading !== null);
     const s = await until(
       'idle end',
@@ -229,7 +251,11 @@ describe('a full disk', () => {
 
   it('refuses a Content-Length over the free space with 507', async (ctx) => {
     await open_(await freshData(ctx));
-    const res = (await postZeros(`${base}/api/msd/write?image=big.iso`, 9 * MiB)) as RawAnswer;
+    const res = (await postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=big.iso`,
+      9 * MiB,
+    )) as RawAnswer;
     expect(res.status).toBe(507);
     expect(res.json().result.error).toBe('MsdNoSpaceError');
     expect(await readdir(images())).toEqual([]);
@@ -239,7 +265,7 @@ describe('a full disk', () => {
     const data = await freshData(ctx);
     await open_(data);
     let release!: () => void;
-    const upload = postZeros(`${base}/api/msd/write?image=isos/x.iso`, 6 * MiB, {
+    const upload = postZeros(t.headers, `${base}/api/msd/write?image=isos/x.iso`, 6 * MiB, {
       hold: { at: MiB, until: new Promise<void>((r) => (release = r)) },
     });
     await until('first MiB written', async () => {
@@ -266,7 +292,11 @@ describe('a full disk', () => {
     expect((await state()).storage.images).toEqual({});
     // with room again, the same upload goes through
     await rm(join(data, 'filler'));
-    const again = (await postZeros(`${base}/api/msd/write?image=isos/x.iso`, 6 * MiB)) as RawAnswer;
+    const again = (await postZeros(
+      t.headers,
+      `${base}/api/msd/write?image=isos/x.iso`,
+      6 * MiB,
+    )) as RawAnswer;
     expect(again.status).toBe(200);
   });
 });
