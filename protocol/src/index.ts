@@ -13,3 +13,4 @@ export * from './atx';
 export * from './wol';
 export * from './fingerbot';
 export * from './msd';
+export * from './merge';

@@ -2,6 +2,7 @@
  * Command line of `npm start -- ...`. Options override the config file's keys.
  */
 import { parseArgs } from 'node:util';
+import { deepMerge } from '@kvm/protocol';
 import { TARGETS, type TargetName } from './config';
 
 export interface CliOptions {
@@ -76,21 +77,5 @@ export function mergeConfig(
   base: Record<string, unknown>,
   over: Record<string, unknown>,
 ): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(over)) {
-    const prev = out[key];
-    if (
-      value &&
-      typeof value === 'object' &&
-      !Array.isArray(value) &&
-      prev &&
-      typeof prev === 'object' &&
-      !Array.isArray(prev)
-    ) {
-      out[key] = mergeConfig(prev as Record<string, unknown>, value as Record<string, unknown>);
-    } else {
-      out[key] = value;
-    }
-  }
-  return out;
+  return deepMerge(base, over);
 }

@@ -8,6 +8,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { createConnection, type Socket } from 'node:net';
+import { openWithin } from './open-within';
 
 /** QEMU's RunState (qapi/run-state.json), as query-status reports it. */
 export type QmpRunState =
@@ -184,30 +185,22 @@ export class QmpClient extends EventEmitter<QmpClientEvents> {
     const timeoutMs = opts.timeoutMs ?? 5000;
     const socket = createConnection(path);
     const client = new QmpClient(socket, opts);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        new Promise<void>((resolve, reject) => {
-          client.greeting = (version) => {
-            client._version = version;
-            resolve();
-          };
-          client.once('close', (err) =>
-            reject(err ?? new QmpClosedError('closed before the greeting')),
-          );
-        }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new QmpTimeoutError('greeting', timeoutMs)), timeoutMs);
-        }),
-      ]);
-      await client.execute('qmp_capabilities', {}, { timeoutMs });
-    } catch (err) {
-      client.close();
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-    return client;
+    const greeted = new Promise<void>((resolve, reject) => {
+      client.greeting = (version) => {
+        client._version = version;
+        resolve();
+      };
+      client.once('close', (err) =>
+        reject(err ?? new QmpClosedError('closed before the greeting')),
+      );
+    });
+    return openWithin(client, greeted, {
+      timeoutMs,
+      timeoutError: () => new QmpTimeoutError('greeting', timeoutMs),
+      then: async () => {
+        await client.execute('qmp_capabilities', {}, { timeoutMs });
+      },
+    });
   }
 
   /** The QEMU version from the greeting. */

@@ -14,6 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { createConnection, type Socket } from 'node:net';
+import { openWithin } from './open-within';
 
 const ENC_RAW = 0;
 const ENC_DESKTOP_SIZE = -223;
@@ -112,26 +113,13 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
   /** Connects and completes the handshake (pixel format and encodings set). */
   static async connect(path: string, timeoutMs = 5000): Promise<RfbClient> {
     const client = new RfbClient(createConnection(path));
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        new Promise<void>((resolve, reject) => {
-          client.ready = { resolve, reject };
-        }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`RFB handshake over ${timeoutMs} ms`)),
-            timeoutMs,
-          );
-        }),
-      ]);
-    } catch (err) {
-      client.close();
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-    return client;
+    const ready = new Promise<void>((resolve, reject) => {
+      client.ready = { resolve, reject };
+    });
+    return openWithin(client, ready, {
+      timeoutMs,
+      timeoutError: () => new Error(`RFB handshake over ${timeoutMs} ms`),
+    });
   }
 
   get isClosed(): boolean {

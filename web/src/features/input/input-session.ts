@@ -5,10 +5,10 @@
  */
 import { create } from 'zustand';
 import type { HidState } from '@kvm/protocol/hid/state';
+import { deepMerge, isPlainObject } from '@kvm/protocol/merge';
 import { api } from '../../lib/api';
 import { HidSender } from '../../lib/input/hid-sender';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { deepMerge } from '../video/streamer-store';
 import { videoController } from '../video/video-session';
 
 declare module '../../lib/event-socket' {
@@ -32,10 +32,6 @@ export interface HidStoreState {
 }
 
 export const useHid = create<HidStoreState>(() => ({ state: null }));
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Our server sends whole states; kvmd sends only what changed: merged deeply either way. */
 export function applyHid(patch: Partial<HidState> | null | undefined): void {

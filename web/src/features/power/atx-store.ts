@@ -5,6 +5,7 @@
 import { create } from 'zustand';
 import { API_TIMEOUT_MS } from '@kvm/protocol/constants';
 import { ATX_HOLD_MS, type AtxButtonName, type AtxState } from '@kvm/protocol/atx';
+import { isPlainObject } from '@kvm/protocol/merge';
 import { api } from '../../lib/api';
 import { eventSocket, heartbeat } from '../connection/connection';
 
@@ -22,10 +23,6 @@ export interface AtxStoreState {
 }
 
 export const useAtx = create<AtxStoreState>(() => ({ state: null, pressing: null }));
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The event carries the whole state; merged anyway, so a partial one cannot drop the LEDs. */
 export function applyAtx(patch: Partial<AtxState> | null | undefined): void {

@@ -1,13 +1,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { deepMerge } from '@kvm/protocol/merge';
 import type { StreamerState } from '@kvm/protocol/streamer';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatusInput } from './stream-status';
-import {
-  applyStreamer,
-  deepMerge,
-  resetStreamerForTests,
-  sourceOnline,
-  useStreamer,
-} from './streamer-store';
+import { applyStreamer, resetStreamerForTests, sourceOnline, useStreamer } from './streamer-store';
 
 const base: StreamStatusInput = {
   connectionLost: false,

@@ -4,6 +4,7 @@
  * on our server, but kvmd sends partial ones: merged deeply either way.
  */
 import { create } from 'zustand';
+import { deepMerge, isPlainObject } from '@kvm/protocol/merge';
 import type { StreamerState, TurnState } from '@kvm/protocol/streamer';
 import { api } from '../../lib/api';
 
@@ -27,22 +28,6 @@ export const useStreamer = create<StreamerStoreState>(() => ({
   turn: null,
   signalLostAt: null,
 }));
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Objects merge key by key; anything else (arrays, null, numbers) replaces. */
-export function deepMerge<T>(base: T, patch: unknown): T {
-  if (!isPlainObject(base) || !isPlainObject(patch))
-    return (patch === undefined ? base : patch) as T;
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
-    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key], value) : value;
-  }
-  return out as T;
-}
 
 export function applyStreamer(patch: Partial<StreamerState> | null | undefined, now = Date.now()) {
   if (!isPlainObject(patch)) return;
