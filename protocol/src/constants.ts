@@ -51,8 +51,16 @@ export const LOGIN_RATE_MAX_FAILURES = 10;
 export const LOGIN_RATE_WINDOW_S = 600;
 export const LOGIN_RATE_LOCK_S = 600;
 
-/** The kvmd version our event socket announces in its `loop` event (GL 4.82 wire). */
+/**
+ * The kvmd version whose wire we speak: GL.iNet's fork at `kvmd.__version__ = "4.82"`
+ * (wire-protocol.md 0). kvmd clients check it to know which API they talk to, so it names the
+ * wire we answer in, never this product's own version (that is `product.version` in
+ * `/api/info`). Sent as numbers in the event socket's `loop` event and as text in `/api/info`'s
+ * `system.kvmd.version` (wire-protocol.md 1.3, 2.3).
+ */
 export const KVMD_COMPAT_VERSION = { major: 4, minor: 82 } as const;
+/** KVMD_COMPAT_VERSION as `/api/info` writes it: `"4.82"`. */
+export const KVMD_COMPAT_VERSION_TEXT = `${KVMD_COMPAT_VERSION.major}.${KVMD_COMPAT_VERSION.minor}`;
 
 /** Local storage keys of SPEC 3. Prefixed keys carry PRODUCT_STORAGE_PREFIX. */
 export const PRODUCT_STORAGE_PREFIX = 'kvm_';

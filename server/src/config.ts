@@ -17,6 +17,13 @@ import {
 export const TARGETS = ['qemu', 'testbed'] as const;
 export type TargetName = (typeof TARGETS)[number];
 
+/**
+ * A subsystem's driver (kvmd's `type`): `target` is the target profile's own (targets.ts),
+ * `disabled` the one that reports `online: false` and ignores its verbs.
+ */
+export const DRIVER_TYPES = ['target', 'disabled'] as const;
+export type DriverType = (typeof DRIVER_TYPES)[number];
+
 export interface HostPort {
   host: string;
   port: number;
@@ -118,6 +125,7 @@ const configSchema = z.strictObject({
     .prefault({}),
   video: z
     .strictObject({
+      type: z.enum(DRIVER_TYPES).default('target'),
       ffmpeg: z.string().default('ffmpeg'),
     })
     .prefault({}),
@@ -132,6 +140,7 @@ const configSchema = z.strictObject({
     .prefault({}),
   hid: z
     .strictObject({
+      type: z.enum(DRIVER_TYPES).default('target'),
       /** Folders of QEMU-format keymaps; the first that has a name wins. Default: see README. */
       keymaps_dirs: z.array(z.string()).min(1).optional(),
       /** Keymap of /api/hid/print when the call names none. */

@@ -6,6 +6,7 @@ export class DisabledHid implements HidDriver {
   readonly name = 'disabled';
   getState(): HidDriverState {
     return {
+      enabled: false,
       online: false,
       connected: false,
       keyboard: {

@@ -4,23 +4,17 @@
  * and buttons per client, releases them, squashes deltas and runs the jiggler; the driver only
  * writes reports, in the order it is called.
  */
-import type { MouseButton } from '@kvm/protocol';
+import type { HidState, MouseButton } from '@kvm/protocol';
 
-export interface HidDriverState {
-  online: boolean;
+/**
+ * What the driver knows of the wire's HidState: the service adds `busy` (its exclusive region)
+ * and the jiggler. `enabled` is false only for the disabled driver (config `hid.type`), and
+ * `connected` is always known here (the wire's null is for a device that cannot tell).
+ */
+export type HidDriverState = Pick<HidState, 'enabled' | 'online' | 'keyboard' | 'mouse'> & {
   /** The device is plugged in (USB link up); false after set_connected(false). */
   connected: boolean;
-  keyboard: {
-    online: boolean;
-    leds: { caps: boolean; num: boolean; scroll: boolean };
-    outputs: { available: string[]; active: string };
-  };
-  mouse: {
-    online: boolean;
-    absolute: boolean;
-    outputs: { available: string[]; active: string };
-  };
-}
+};
 
 export interface KeyEvent {
   key: string;

@@ -104,6 +104,7 @@ export class QemuHid implements HidDriver {
   getState(): HidDriverState {
     const online = this.machine.power === 'running' && this.connected;
     return {
+      enabled: true,
       online,
       connected: this.connected,
       keyboard: {

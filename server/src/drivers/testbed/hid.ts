@@ -70,6 +70,7 @@ export class TestbedHid
 
   getState(): HidDriverState {
     return {
+      enabled: true,
       online: this.connected,
       connected: this.connected,
       keyboard: {

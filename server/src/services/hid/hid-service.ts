@@ -19,7 +19,7 @@ import {
   type HidState,
   type MouseButton,
 } from '@kvm/protocol';
-import { BusyError, ValidatorError } from '../../errors';
+import { IsBusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
 import { ExclusiveRegion } from '../exclusive-region';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
@@ -73,6 +73,9 @@ export interface HidServiceEvents {
   released: [client: string, reason: 'gone' | 'focus' | 'keepalive' | 'reset'];
 }
 
+/** 409: the mouse device is being re-created (absolute ↔ relative). */
+export class HidBusyError extends IsBusyError {}
+
 export class HidService extends EventEmitter<HidServiceEvents> {
   readonly driver: HidDriver;
   private readonly clients = new Map<string, ClientInput>();
@@ -86,7 +89,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   private settings: HidSettings;
   /** Re-creating the mouse device (absolute ↔ relative): one at a time, reset waits for it. */
   private readonly region = new ExclusiveRegion(
-    () => new BusyError('HidBusyError', 'The mouse is being re-created'),
+    () => new HidBusyError('The mouse is being re-created'),
   );
   private readonly offRegion: () => void;
   private paste: {
@@ -134,7 +137,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   getState(): HidState {
     const d = this.driver.getState();
     return {
-      enabled: true,
+      enabled: d.enabled,
       online: d.online,
       busy: this.region.busy,
       connected: d.connected,
