@@ -5,6 +5,7 @@
  */
 import { create } from 'zustand';
 import type { MsdMode } from '@kvm/protocol/enums';
+import { deepMerge, isPlainObject } from '@kvm/protocol/merge';
 import {
   isFullMsdState,
   isMountableImage,
@@ -40,29 +41,6 @@ export interface MsdStoreState {
 
 export const useMsd = create<MsdStoreState>(() => ({ state: null, restarting: false }));
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function mergeObjects(
-  base: Record<string, unknown>,
-  patch: Record<string, unknown>,
-  replaceAt: ReadonlySet<string>,
-  path: string,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
-    const at = path ? `${path}.${key}` : key;
-    const current = out[key];
-    out[key] =
-      !replaceAt.has(at) && isPlainObject(value) && isPlainObject(current)
-        ? mergeObjects(current, value, replaceAt, at)
-        : value;
-  }
-  return out;
-}
-
 /**
  * Maps keyed by name are always sent whole when they change (kvmd compares them as a unit), so
  * they replace the old map: merging would keep images that were deleted.
@@ -77,15 +55,8 @@ const REPLACED_WHOLE: ReadonlySet<string> = new Set(['storage.images', 'availabl
  */
 export function mergeMsdState(previous: MsdState | null, patch: unknown): MsdState | null {
   if (!isPlainObject(patch)) return previous;
-  if (isFullMsdState(patch as MsdStatePartial) || previous === null) {
-    return mergeObjects({}, patch, REPLACED_WHOLE, '') as unknown as MsdState;
-  }
-  return mergeObjects(
-    previous as unknown as Record<string, unknown>,
-    patch,
-    REPLACED_WHOLE,
-    '',
-  ) as unknown as MsdState;
+  const base = isFullMsdState(patch as MsdStatePartial) || previous === null ? {} : previous;
+  return deepMerge(base, patch, REPLACED_WHOLE) as MsdState;
 }
 
 export function applyMsd(patch: MsdState | MsdStatePartial | null | undefined): void {
