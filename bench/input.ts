@@ -14,6 +14,12 @@
  * - release_after_drop_ms: three keys held through the data channel, then the tab is closed
  *   (its sockets and peer connection go with it); time until the driver saw all released.
  *   Median of 5.
+ * - datachannel_samples, ws_samples: how many events each percentile is taken over (all of
+ *   them; none is dropped). *_long_tasks: main-thread tasks over 50 ms the page reported
+ *   (PerformanceObserver 'longtask') while those events were typed, a busy page's signature.
+ *
+ * `--only latency` measures the two latencies alone (no QEMU paste, no release-after-drop).
+ * KVM_BENCH_WEB_DIR serves a console built elsewhere (e.g. to compare two builds).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,10 +30,13 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
 import type { TestbedHid, TestbedReport } from '../server/src/drivers/testbed/hid';
 import { Browser } from '../e2e/fixtures/browser';
-import { median, note, round } from './lib';
+import { median, note, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';
-const EVENTS = Number(process.env.KVM_BENCH_INPUT_EVENTS ?? 10_000);
+const EVENTS = Number(process.env.KVM_BENCH_INPUT_EVENTS ?? sized(10_000, 200));
+const onlyAt = process.argv.indexOf('--only');
+const LATENCY_ONLY = onlyAt >= 0 && process.argv[onlyAt + 1] === 'latency';
+const WEB_DIR = process.env.KVM_BENCH_WEB_DIR;
 
 interface Ctx {
   app: FastifyInstance;
@@ -40,7 +49,11 @@ async function serve(
   target: 'testbed' | 'qemu',
 ): Promise<{ app: FastifyInstance; base: string; token: string; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), `kvm-bench-input-${target}-`));
-  const app = await buildTestApp(dir, { target, testbed: { width: 640, height: 480 } });
+  const app = await buildTestApp(dir, {
+    target,
+    testbed: { width: 640, height: 480 },
+    ...(WEB_DIR ? { server: { web_dir: WEB_DIR } } : {}),
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -75,6 +88,20 @@ function stampKeys(): void {
   };
   window.addEventListener('keydown', stamp, true);
   window.addEventListener('keyup', stamp, true);
+  // main-thread tasks over 50 ms (Chromium): what delays input on a busy page
+  const longTasks = { count: 0, totalMs: 0, maxMs: 0 };
+  (window as unknown as { __longTasks: typeof longTasks }).__longTasks = longTasks;
+  try {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        longTasks.count += 1;
+        longTasks.totalMs += entry.duration;
+        longTasks.maxMs = Math.max(longTasks.maxMs, entry.duration);
+      }
+    }).observe({ type: 'longtask' });
+  } catch {
+    // no longtask entries in this browser: the count stays 0
+  }
   // when the console hands each frame to the data channel or the socket (for the breakdown)
   const sends: number[] = [];
   (window as unknown as { __sends: number[] }).__sends = sends;
@@ -149,7 +176,7 @@ async function latency(
   browser: Browser,
   ctx: Ctx,
   mode: 'webrtc' | 'direct_h264',
-): Promise<{ p50: number; p99: number }> {
+): Promise<{ p50: number; p99: number; samples: number; longTasks: number }> {
   const page = await openConsole(browser, ctx, mode);
   if (mode === 'webrtc') {
     // The data channel opens a moment after the first frame.
@@ -163,6 +190,10 @@ async function latency(
   const transport = watchTransport(ctx);
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
+  type LongTasks = { count: number; totalMs: number; maxMs: number };
+  const readLongTasks = (): Promise<LongTasks> =>
+    page.evaluate(() => ({ ...(window as unknown as { __longTasks: LongTasks }).__longTasks }));
+  const tasksBefore = await readLongTasks();
   for (let i = 0; i < EVENTS; i += 1) {
     if (i % 2 === 0) await page.keyboard.down('KeyA');
     else await page.keyboard.up('KeyA');
@@ -173,6 +204,11 @@ async function latency(
   }
   transport.stop();
   loop.disable();
+  const tasksAfter = await readLongTasks();
+  const longTasks = tasksAfter.count - tasksBefore.count;
+  note(
+    `${mode}: ${longTasks} long tasks in the page while typing, ${round(tasksAfter.totalMs - tasksBefore.totalMs)} ms in all, longest (whole page life) ${round(tasksAfter.maxMs)} ms`,
+  );
   note(
     `${mode}: server event loop delay p50 ${round(loop.percentile(50) / 1e6, 2)} p99 ${round(loop.percentile(99) / 1e6, 2)} max ${round(loop.max / 1e6, 2)} ms`,
   );
@@ -203,12 +239,17 @@ async function latency(
     throw new Error(`${mode}: input did not go through ${wanted}`);
   }
   const deltas = browserTimes.map((t, i) => driverTimes[i]! - t);
-  return { p50: percentile(deltas, 50), p99: percentile(deltas, 99) };
+  return {
+    p50: percentile(deltas, 50),
+    p99: percentile(deltas, 99),
+    samples: deltas.length,
+    longTasks,
+  };
 }
 
 async function releaseAfterDrop(browser: Browser, ctx: Ctx): Promise<number> {
   const results: number[] = [];
-  for (let round_ = 0; round_ < 5; round_ += 1) {
+  for (let round_ = 0; round_ < sized(5, 2); round_ += 1) {
     const page: Page = await openConsole(browser, ctx, 'webrtc');
     await new Promise((r) => setTimeout(r, 1500));
     for (const key of ['ShiftLeft', 'KeyW', 'KeyD']) await page.keyboard.down(key);
@@ -301,19 +342,24 @@ try {
   browser = await Browser.launch();
   const dc = await latency(browser, ctx, 'webrtc');
   const ws = await latency(browser, ctx, 'direct_h264');
-  const drop = await releaseAfterDrop(browser, ctx);
+  const drop = LATENCY_ONLY ? null : await releaseAfterDrop(browser, ctx);
   await browser.close();
   browser = null;
   await served.app.close();
-  const paste = await pasteRate();
+  const paste = LATENCY_ONLY ? null : await pasteRate();
   process.stdout.write(
     `${JSON.stringify({
+      ...shortMark(),
       datachannel_p50_ms: round(dc.p50, 2),
       datachannel_p99_ms: round(dc.p99, 2),
       ws_p50_ms: round(ws.p50, 2),
       ws_p99_ms: round(ws.p99, 2),
-      paste_chars_per_s: round(paste),
-      release_after_drop_ms: round(drop),
+      datachannel_samples: dc.samples,
+      ws_samples: ws.samples,
+      datachannel_long_tasks: dc.longTasks,
+      ws_long_tasks: ws.longTasks,
+      ...(paste === null ? {} : { paste_chars_per_s: round(paste) }),
+      ...(drop === null ? {} : { release_after_drop_ms: round(drop) }),
     })}\n`,
   );
 } finally {
