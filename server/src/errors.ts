@@ -39,66 +39,66 @@ export class ApiError extends Error {
   }
 }
 
-// The categories. The ones a client sees by their own name (NotFoundError...) are concrete;
-// BadRequestError and IsBusyError only name a family, as in kvmd.
-
-/** 400: the request is wrong (kvmd's ValidatorError and OperationError families). */
-export abstract class BadRequestError extends ApiError {
-  override readonly status: number = 400;
+/** A category base: every error below it answers with `status`. */
+function category(status: number) {
+  return class extends ApiError {
+    override readonly status: number = status;
+  };
 }
 
+// The categories. Most are also a wire name of their own (NotFoundError...); ConflictError,
+// IsBusyError and TooManyRequestsError only name a family.
+
+/**
+ * 400: the request is wrong (kvmd's ValidatorError and OperationError families). Sent by its
+ * own name where aiohttp under kvmd says BadRequest (a plain GET on a socket URL).
+ */
+export class BadRequestError extends category(400) {}
+
 /** 401: no credentials at all. */
-export class UnauthorizedError extends ApiError {
-  override readonly status: number = 401;
-  constructor(message = 'Unauthorized', extra?: Record<string, unknown>) {
-    super(message, extra);
+export class UnauthorizedError extends category(401) {
+  constructor(message = 'Unauthorized') {
+    super(message);
   }
 }
 
 /** 403: credentials that do not allow this. */
-export class ForbiddenError extends ApiError {
-  override readonly status: number = 403;
-  constructor(message = 'Forbidden', extra?: Record<string, unknown>) {
-    super(message, extra);
+export class ForbiddenError extends category(403) {
+  constructor(message = 'Forbidden') {
+    super(message);
   }
 }
 
 /** 404: no such thing. */
-export class NotFoundError extends ApiError {
-  override readonly status: number = 404;
-  constructor(message = 'Not found', extra?: Record<string, unknown>) {
-    super(message, extra);
+export class NotFoundError extends category(404) {
+  constructor(message = 'Not found') {
+    super(message);
   }
 }
 
 /** 405: the method is not allowed on this path. */
-export class MethodNotAllowedError extends ApiError {
-  override readonly status: number = 405;
-}
+export class MethodNotAllowedError extends category(405) {}
 
 /** 408: the request did not arrive in time. */
-export class RequestTimeoutError extends ApiError {
-  override readonly status: number = 408;
-}
+export class RequestTimeoutError extends category(408) {}
+
+/** 409: the request conflicts with what the device is doing. */
+export abstract class ConflictError extends category(409) {}
 
 /** 409: a physical operation is already running (kvmd's IsBusyError family). */
-export abstract class IsBusyError extends ApiError {
-  override readonly status: number = 409;
-}
+export abstract class IsBusyError extends ConflictError {}
 
 /** 413: the request body is over its limit. */
-export class PayloadTooLargeError extends ApiError {
-  override readonly status: number = 413;
-}
+export class PayloadTooLargeError extends category(413) {}
 
 /** 415: a body the server does not take in this form. */
-export class UnsupportedMediaTypeError extends ApiError {
-  override readonly status: number = 415;
-}
+export class UnsupportedMediaTypeError extends category(415) {}
+
+/** 429: too many requests or sockets from this client. */
+export abstract class TooManyRequestsError extends category(429) {}
 
 /** 429: too many failed logins from this address. */
-export class RateLimitError extends ApiError {
-  override readonly status: number = 429;
+export class RateLimitError extends TooManyRequestsError {
   constructor(remainingSeconds: number) {
     super(`Too many failed login attempts. Please try again in ${remainingSeconds} seconds.`, {
       remaining_time: remainingSeconds,
@@ -107,24 +107,16 @@ export class RateLimitError extends ApiError {
 }
 
 /** 431: the request line and headers are over Node's limit. */
-export class RequestHeadersTooLargeError extends ApiError {
-  override readonly status: number = 431;
-}
+export class RequestHeadersTooLargeError extends category(431) {}
 
 /** 500: the device failed, not the client. */
-export class InternalError extends ApiError {
-  override readonly status: number = 500;
-}
+export class InternalError extends category(500) {}
 
 /** 503: the server cannot answer this now (restarting, not built yet); later may work. */
-export class ServiceUnavailableError extends ApiError {
-  override readonly status: number = 503;
-}
+export class ServiceUnavailableError extends category(503) {}
 
 /** 507: the device's storage is full. */
-export class InsufficientStorageError extends ApiError {
-  override readonly status: number = 507;
-}
+export class InsufficientStorageError extends category(507) {}
 
 /** The wire name of bad requests in general (kvmd's `ValidatorError`). */
 export class ValidatorError extends BadRequestError {}

@@ -20,7 +20,12 @@ import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../log';
-import { ApiError, toHttp, ValidatorError } from '../errors';
+import {
+  MethodNotAllowedError,
+  toHttp,
+  UnsupportedMediaTypeError,
+  ValidatorError,
+} from '../errors';
 import { openFileLimit } from '../fd-limit';
 import type { LogBudget } from './log-budget';
 
@@ -199,15 +204,13 @@ export function edgeRequestChecks(
 ): void {
   const path = request.url.split('?')[0] ?? '';
   if (request.method === 'HEAD' && /^\/(api|janus)(\/|$)/.test(path)) {
-    done(new ApiError('MethodNotAllowedError', 405, 'Method HEAD is not allowed; use GET'));
+    done(new MethodNotAllowedError('Method HEAD is not allowed; use GET'));
     return;
   }
   const encoding = request.headers['content-encoding'];
   if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity') {
     done(
-      new ApiError(
-        'UnsupportedMediaTypeError',
-        415,
+      new UnsupportedMediaTypeError(
         'Compressed request bodies are not accepted (Content-Encoding)',
       ),
     );

@@ -17,7 +17,7 @@ import {
   type PrintResult,
 } from '@kvm/protocol';
 import { TextKeyEvents } from '@kvm/protocol/hid/keymap';
-import { ApiError, ValidatorError } from '../errors';
+import { ConflictError, ValidatorError } from '../errors';
 import type { HidService, PasteStop } from '../services/hid/hid-service';
 import { UnknownKeymapError, type KeymapStore } from '../services/hid/keymap-store';
 import { bool, fail, int, str } from '../validators';
@@ -253,14 +253,13 @@ const STOP_CAUSES: Readonly<Record<PasteStop, string>> = {
 };
 
 /** A paste that did not type all its text (our addition: kvmd's paste cannot be stopped). */
-export class HidPasteStoppedError extends ApiError {
+export class HidPasteStoppedError extends ConflictError {
   constructor(reason: PasteStop, typed: number, unmapped: string[]) {
-    super(
-      'HidPasteStoppedError',
-      409,
-      `The paste was stopped by ${STOP_CAUSES[reason]} after ${typed} characters`,
-      { reason, typed, unmapped },
-    );
+    super(`The paste was stopped by ${STOP_CAUSES[reason]} after ${typed} characters`, {
+      reason,
+      typed,
+      unmapped,
+    });
   }
 }
 

@@ -18,7 +18,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { ApiError } from '../errors';
+import { BadRequestError, TooManyRequestsError } from '../errors';
 import type { Logger } from '../log';
 
 /** Close codes (RFC 6455 7.4.1 and the private 4000-4999 range). */
@@ -363,22 +363,14 @@ export const CONNECT_BURST = 20;
 /** Connect buckets idle this long are forgotten (when there are many). */
 const CONNECT_BUCKET_IDLE_MS = 60_000;
 
-export class TooManySocketsError extends ApiError {
-  constructor(message: string) {
-    super('TooManySocketsError', 429, message);
-  }
-}
+export class TooManySocketsError extends TooManyRequestsError {}
 
-/** A plain GET on a socket's URL (aiohttp under kvmd answers 400 there too). */
-export class NotAWebSocketError extends ApiError {
-  constructor() {
-    super('BadRequestError', 400, 'This URL is a WebSocket: send an upgrade request');
-  }
-}
-
-/** The plain-HTTP handler of a socket route: the envelope instead of an empty 404. */
+/**
+ * The plain-HTTP handler of a socket route: the envelope instead of an empty 404. A plain GET
+ * on a socket's URL is a BadRequestError, as aiohttp under kvmd answers there.
+ */
 export async function notAWebSocket(): Promise<never> {
-  throw new NotAWebSocketError();
+  throw new BadRequestError('This URL is a WebSocket: send an upgrade request');
 }
 
 /** Every guarded socket of the server: counts, session ends, the held-buffer figure. */

@@ -1,5 +1,12 @@
-import { ApiError } from '../../errors';
+import { BadRequestError } from '../../errors';
 import type { AtxDriver, AtxDriverState } from './types';
+
+/** kvmd's AtxDisabledError: ATX is off in the config (also refused before the region). */
+export class AtxDisabledError extends BadRequestError {
+  constructor() {
+    super('ATX is disabled');
+  }
+}
 
 /** No ATX wiring: `enabled: false`, a click is kvmd's AtxDisabledError. */
 export class DisabledAtx implements AtxDriver {
@@ -11,7 +18,7 @@ export class DisabledAtx implements AtxDriver {
     return () => undefined;
   }
   async click(): Promise<void> {
-    throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
+    throw new AtxDisabledError();
   }
   async init(): Promise<void> {}
   async dispose(): Promise<void> {}

@@ -1,9 +1,9 @@
-import { ApiError } from '../../errors';
+import { BadRequestError } from '../../errors';
 import type { FingerbotDriver, FingerbotDriverState } from './types';
 
-export class FingerbotNotFoundError extends ApiError {
+export class FingerbotNotFoundError extends BadRequestError {
   constructor() {
-    super('FingerbotNotFoundError', 400, 'No fingerbot is connected');
+    super('No fingerbot is connected');
   }
 }
 

@@ -4,15 +4,16 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
-import { ApiError, BusyError } from '../../errors';
+import { AtxDisabledError } from '../../drivers/atx/disabled';
+import { IsBusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
 import { ExclusiveRegion } from '../exclusive-region';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 import type { Logger } from '../../log';
 
-export class AtxIsBusyError extends BusyError {
+export class AtxIsBusyError extends IsBusyError {
   constructor() {
-    super('AtxIsBusyError', 'Performing another ATX operation, please try again later');
+    super('Performing another ATX operation, please try again later');
   }
 }
 
@@ -48,7 +49,7 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
    */
   async click(button: AtxButtonName, wait: boolean): Promise<void> {
     if (!this.driver.getState().enabled) {
-      throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
+      throw new AtxDisabledError();
     }
     // A press refused as busy rejects at once: the caller hears about it even without `wait`.
     const refused = this.region.busy;
@@ -65,7 +66,7 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
     if (action === 'off_hard' && on) return this.click('power_long', wait);
     if (action === 'reset_hard') return this.click('reset', wait);
     if (!this.driver.getState().enabled) {
-      throw new ApiError('AtxDisabledError', 400, 'ATX is disabled');
+      throw new AtxDisabledError();
     }
   }
 

@@ -5,7 +5,7 @@
  * to file I/O), at most `perAddress` for one client address; a bounded queue waits behind them
  * and everything past it is refused at once, without hashing.
  */
-import { ApiError, RateLimitError } from '../../errors';
+import { RateLimitError, ServiceUnavailableError } from '../../errors';
 
 export interface HashGateOptions {
   /** Hashes running at once, whoever asks. */
@@ -26,9 +26,9 @@ export const HASH_GATE_DEFAULTS: HashGateOptions = {
 };
 
 /** The device is busy hashing other clients' passwords (503, try again shortly). */
-export class LoginBusyError extends ApiError {
+export class LoginBusyError extends ServiceUnavailableError {
   constructor() {
-    super('LoginBusyError', 503, 'Too many logins at once; please try again in a few seconds', {
+    super('Too many logins at once; please try again in a few seconds', {
       remaining_time: 1,
     });
   }

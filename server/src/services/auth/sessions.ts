@@ -13,7 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFile, rename } from 'node:fs/promises';
 import { SILENT_LOGGER, type Logger } from '../../log';
-import { ApiError } from '../../errors';
+import { InsufficientStorageError, InternalError } from '../../errors';
 import { JsonFile } from '../../storage/json-store';
 
 export interface Session {
@@ -94,13 +94,11 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
       this.log.error({ err, path: this.file.path }, 'session not saved; the login is refused');
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC' || code === 'EDQUOT') {
-        throw new ApiError(
-          'InsufficientStorageError',
-          507,
+        throw new InsufficientStorageError(
           "The device's storage is full: the session could not be saved",
         );
       }
-      throw new ApiError('InternalError', 500, 'The session could not be saved');
+      throw new InternalError('The session could not be saved');
     }
     return token;
   }

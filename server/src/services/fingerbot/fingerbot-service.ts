@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FINGERBOT_FIRMWARE_IMAGE, type FingerbotEvent } from '@kvm/protocol';
-import { ApiError, BusyError, ValidatorError } from '../../errors';
+import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
 import type { FingerbotDriver } from '../../drivers/fingerbot/types';
 import { atomicWriteFile } from '../../storage/atomic';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
@@ -36,13 +36,17 @@ function manifestFacts(value: unknown, facts = { bins: [] as string[], version: 
   return facts;
 }
 
+export class FingerbotFirmwareError extends BadRequestError {}
+
+export class FingerbotIsBusyError extends IsBusyError {}
+
 /**
  * Verifies a firmware package (zip.ts bounds and checks every entry it reads); throws
  * FingerbotFirmwareError (400) naming what is wrong.
  */
 export async function readFirmwarePackage(zip: Buffer): Promise<FirmwarePackage> {
   const bad = (why: string) =>
-    new ApiError('FingerbotFirmwareError', 400, `Not a fingerbot firmware package: ${why}`);
+    new FingerbotFirmwareError(`Not a fingerbot firmware package: ${why}`);
   const read = async (entry: ZipEntry): Promise<Buffer> => {
     try {
       return await zipRead(zip, entry);
@@ -141,7 +145,7 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
 
   private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
     if (this.busy) {
-      throw new BusyError('FingerbotIsBusyError', 'The fingerbot is busy, please try again later');
+      throw new FingerbotIsBusyError('The fingerbot is busy, please try again later');
     }
     this.busy = true;
     try {

@@ -14,7 +14,13 @@ import {
   wolNameProblem,
   type WolDevice,
 } from '@kvm/protocol';
-import { ApiError, ValidatorError } from '../../errors';
+import {
+  ApiError,
+  BadRequestError,
+  InternalError,
+  NotFoundError,
+  ValidatorError,
+} from '../../errors';
 import { JsonFile } from '../../storage/json-store';
 
 export interface WolConfig {
@@ -25,15 +31,19 @@ export interface WolConfig {
   interface: string | null;
 }
 
-export class WolDeviceExistsError extends ApiError {
+export class WolDeviceExistsError extends BadRequestError {
   constructor(mac: string) {
-    super('WolDeviceExistsError', 400, `A device with the MAC address ${mac} already exists`);
+    super(`A device with the MAC address ${mac} already exists`);
   }
 }
 
-export class WolSendError extends ApiError {
+export class WolSameNameError extends BadRequestError {}
+
+export class WolDeviceNotFoundError extends NotFoundError {}
+
+export class WolSendError extends InternalError {
   constructor(message: string) {
-    super('WolSendError', 500, `The wake-up packet could not be sent: ${message}`);
+    super(`The wake-up packet could not be sent: ${message}`);
   }
 }
 
@@ -108,7 +118,7 @@ export class WolService {
       const device = this.find(mac);
       // SPEC 5: a new name must differ from the old one.
       if (device.name === name) {
-        throw new ApiError('WolSameNameError', 400, 'The new name is the same as the old one');
+        throw new WolSameNameError('The new name is the same as the old one');
       }
       await this.save(this.devices.map((d) => (d.mac === mac ? { ...d, name } : d)));
       return { name, mac };
@@ -159,7 +169,7 @@ export class WolService {
   private find(mac: string): WolDevice {
     const device = this.devices.find((d) => d.mac === mac);
     if (!device) {
-      throw new ApiError('WolDeviceNotFoundError', 404, `No device with the MAC address ${mac}`);
+      throw new WolDeviceNotFoundError(`No device with the MAC address ${mac}`);
     }
     return device;
   }
