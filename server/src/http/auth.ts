@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ForbiddenError, UnauthorizedError } from '../errors';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../errors';
 import type { AuthService, LoginFailure } from '../services/auth/auth-service';
 import { hashToken } from '../services/auth/sessions';
 import { clientIp } from './client-ip';
@@ -158,7 +158,7 @@ export async function authenticate(
         onFailure: loginFailureLogger(request, 'x-kvmd-headers'),
       });
     } catch (err) {
-      if (err instanceof ForbiddenError || (err as { status?: number }).status === 400)
+      if (err instanceof ForbiddenError || err instanceof BadRequestError)
         throw new ForbiddenError();
       throw err;
     }
