@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT } from '../e2e/fixtures/server';
 import WebSocket from 'ws';
-import { median, note, round } from './lib';
+import { median, note, round, shortMark, sized } from './lib';
 
 async function untilAnswered(url: string, deadline: number): Promise<void> {
   for (;;) {
@@ -81,12 +81,12 @@ async function once(measureRss: boolean): Promise<{ startMs: number; rss: number
 
 const starts: number[] = [];
 const rss: number[] = [];
-for (let i = 0; i < 7; i += 1) {
-  const r = await once(i < 3);
+for (let i = 0; i < sized(7, 2); i += 1) {
+  const r = await once(i < sized(3, 1));
   starts.push(r.startMs);
   if (r.rss) rss.push(r.rss);
   note(`run ${i + 1}: start ${round(r.startMs)} ms${r.rss ? `, rss ${round(r.rss)} MB` : ''}`);
 }
 process.stdout.write(
-  `${JSON.stringify({ cold_start_ms: round(median(starts)), idle_rss_mb: round(median(rss)) })}\n`,
+  `${JSON.stringify({ ...shortMark(), cold_start_ms: round(median(starts)), idle_rss_mb: round(median(rss)) })}\n`,
 );

@@ -1,0 +1,97 @@
+/**
+ * Every benchmark in short mode, through the runner `npm run bench` uses (scripts/bench.mjs,
+ * bootstrap skipped: `npm test` has just prepared the tree). Each prints its JSON here; the
+ * checks are that it measured (every field a finite number, every sample count above 0),
+ * never a time: the figures are `npm run bench`'s, on a quiet machine, not CI's.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from './fixtures/server';
+
+type BenchJson = Record<string, unknown>;
+
+/** Runs `npm run bench -- <name> --short` and returns the JSON line it printed. */
+function runShort(name: string, timeoutMs: number): Promise<BenchJson> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'scripts/bench.mjs'), name, '--short'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, KVM_BENCH_NO_BOOTSTRAP: '1', KVM_BENCH_SHORT: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      const line = out.trim().split('\n').at(-1) ?? '';
+      if (code !== 0 || !line.startsWith('{')) {
+        reject(new Error(`bench ${name}: exit ${code ?? signal}\n${err.slice(-3000)}\n${out}`));
+        return;
+      }
+      console.log(`bench ${name} --short: ${line}`);
+      resolve(JSON.parse(line) as BenchJson);
+    });
+  });
+}
+
+/** Every leaf of the JSON is a finite number (or the short-mode mark); `*_samples` > 0. */
+function expectMeasured(json: BenchJson, required: string[]): void {
+  expect(json['short']).toBe(true);
+  for (const key of required) expect(json, key).toHaveProperty(key);
+  const leaves = (o: BenchJson, prefix = ''): Array<[string, unknown]> =>
+    Object.entries(o).flatMap(([k, v]) =>
+      v !== null && typeof v === 'object'
+        ? leaves(v as BenchJson, `${prefix}${k}.`)
+        : [[`${prefix}${k}`, v] as [string, unknown]],
+    );
+  for (const [key, value] of leaves(json)) {
+    if (key === 'short') continue;
+    expect(Number.isFinite(value), `${key} = ${String(value)}`).toBe(true);
+    if (key.endsWith('_samples')) expect(value, key).toBeGreaterThan(0);
+  }
+}
+
+describe('benchmarks in short mode', () => {
+  it('server', async () => {
+    const json = await runShort('server', 60_000);
+    expectMeasured(json, ['cold_start_ms', 'idle_rss_mb']);
+    expect(json['idle_rss_mb']).toBeGreaterThan(0);
+  }, 70_000);
+
+  it('video', async () => {
+    const json = await runShort('video', 150_000);
+    expectMeasured(json, [
+      'ttff_webrtc_ms',
+      'ttff_direct_ms',
+      'ttff_cold_ms',
+      'g2g_webrtc_p50_ms',
+      'g2g_webrtc_samples',
+      'g2g_webrtc_outliers',
+      'g2g_direct_p50_ms',
+      'g2g_direct_samples',
+      'g2g_direct_outliers',
+      'clock_offset_ms',
+      'dropped_frames_60s',
+      'bitrate_kbps',
+      'bitrate_error_pct',
+      'cpu_pct_per_extra_viewer',
+    ]);
+    expect(json['bitrate_kbps']).toBeGreaterThan(0);
+  }, 160_000);
+
+  it('input', async () => {
+    const json = await runShort('input', 120_000);
+    expectMeasured(json, ['datachannel_p50_ms', 'ws_p50_ms', 'paste_chars_per_s']);
+    expect(json['paste_chars_per_s']).toBeGreaterThan(0);
+  }, 130_000);
+
+  it('media', async () => {
+    const json = await runShort('media', 60_000);
+    expectMeasured(json, ['upload_mb_per_s', 'write_remote_mb_per_s']);
+    expect(json['upload_mb_per_s']).toBeGreaterThan(0);
+  }, 70_000);
+});
