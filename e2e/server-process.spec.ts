@@ -101,6 +101,13 @@ describe('server process', () => {
       ok: true,
       result: { is_inited: false, country_code: 'US' },
     });
+    // An error's wire name is its class name: the bundle must keep class names (keepNames).
+    const refused = await httpsGet(port, '/api/no-such-route');
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      ok: false,
+      result: { error: 'UnauthorizedError' },
+    });
 
     const redirected = (host: string): Promise<string | undefined> =>
       new Promise((resolve, reject) => {
