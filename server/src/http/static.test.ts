@@ -143,12 +143,13 @@ describe('console files', () => {
     expect(past.headers['content-encoding']).toBeUndefined();
 
     // several ranges, another unit, garbage, a stale If-Range: the whole file
-    for (const headers of [
+    const ignored: Array<Record<string, string>> = [
       { range: 'bytes=0-1,5-6' },
       { range: 'items=0-1' },
       { range: 'bytes=9-2' },
       { range: 'bytes=0-1', 'if-range': '"stale"' },
-    ]) {
+    ];
+    for (const headers of ignored) {
       const res = await get(headers);
       expect(res.statusCode, JSON.stringify(headers)).toBe(200);
       expect(res.body.length).toBe(size);

@@ -91,6 +91,17 @@ describe('H264Encoder', () => {
     expect(enc.write(frame({ width: 32 }))).toBe('mismatch');
   });
 
+  it('gives each written frame back to its source once the pipe has taken it', async () => {
+    const enc = encoder();
+    await enc.start();
+    let released = 0;
+    for (let i = 0; i < 3; i += 1) {
+      await expect.poll(() => enc.framesInFlight, poll).toBe(0);
+      expect(enc.write(frame({ release: () => (released += 1) }))).toBe('written');
+    }
+    await expect.poll(() => released, poll).toBe(3);
+  });
+
   it('encodes a source of odd width and height (padded to even)', async () => {
     const odd = { ...SETTINGS, width: 65, height: 49, format: 'bgr0' as const };
     expect(ffmpegArgs(odd).join(' ')).toContain('-vf pad=66:50');

@@ -241,7 +241,8 @@ export class H264Encoder extends EventEmitter<{
     this.inFlight.push({ capturedAt: frame.capturedAt, writtenAt: performance.now(), bytes });
     this.inFlightBytes += bytes;
     this.written += 1;
-    stdin.write(frame.data);
+    // the pipe holds the buffer until the callback (called on failure too): then it is free
+    stdin.write(frame.data, frame.release);
     return 'written';
   }
 

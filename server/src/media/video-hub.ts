@@ -249,8 +249,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.counts.frames += 1;
     const enc = this.encoder;
     const result = enc ? enc.write(frame) : 'offline';
-    if (result === 'busy') this.drop('source_busy');
-    else if (enc && result === 'offline') this.hold(frame);
+    if (result === 'busy') {
+      this.drop('source_busy');
+      frame.release?.();
+    } else if (enc && result === 'offline') this.hold(frame);
     else if (result !== 'written') {
       // the source changed resolution or format: an encoder for the new size
       if (enc) this.restartEncoder('source size changed');

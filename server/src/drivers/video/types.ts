@@ -22,6 +22,12 @@ export interface RawFrame {
   data: Buffer;
   /** When the picture was captured, ms on the performance.now() clock of this process. */
   capturedAt: number;
+  /**
+   * Lends `data` back to the source once the consumer is done with it (written to the encoder's
+   * pipe, or dropped), so the source can reuse the buffer instead of leaving one large garbage
+   * buffer a frame for the GC. Optional for both sides: a frame never released is collected.
+   */
+  release?: () => void;
 }
 
 export interface VideoSourceState {
