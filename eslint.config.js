@@ -105,6 +105,35 @@ export default tseslint.config(
     },
   },
   {
+    // The console's lib/ is plain classes under the features (house-style.md, Layout): it
+    // imports no feature, app or component, and no React. Feature cycles: app/import-cycles.test.ts.
+    files: ['web/src/lib/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@kvm/server', '@kvm/server/*', '**/server/src/**'],
+              message: 'web never imports server',
+            },
+            {
+              group: [
+                '**/features/**',
+                '**/app/**',
+                '**/components/**',
+                'react',
+                'react-dom',
+                'antd',
+              ],
+              message: 'lib/ sits below the features and has no React',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['protocol/**/*.ts'],
     rules: {
       'no-restricted-imports': [

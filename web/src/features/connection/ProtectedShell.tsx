@@ -1,7 +1,7 @@
 import { Suspense, useEffect } from 'react';
 import { Outlet } from 'react-router';
 import { FullscreenSpinner } from '../../components/FullscreenSpinner';
-import { loadConfig } from '../settings/config-store';
+import { loadConfig } from '../config/config-store';
 import { fetchTwoFaState } from '../session/session-actions';
 import { ConnectionLostOverlay } from './ConnectionLostOverlay';
 import { startConnection } from './connection';

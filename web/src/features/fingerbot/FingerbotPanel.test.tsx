@@ -5,7 +5,7 @@ import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
-import { resetConfigForTests, useConfig } from '../settings/config-store';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import {
   applyFingerbot,
   isValidPressTime,

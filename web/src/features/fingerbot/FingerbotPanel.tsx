@@ -17,7 +17,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { ApiError } from '../../lib/api';
-import { saveConfig, useConfig } from '../settings/config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { TransferError, UploadController } from '../storage/upload';
 import {
   fingerbotBattery,

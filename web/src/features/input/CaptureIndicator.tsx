@@ -4,7 +4,7 @@ import { AimOutlined, DesktopOutlined, StopOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import { heartbeat } from '../connection/connection';
-import { useConfig } from '../settings/config-store';
+import { useConfig } from '../config/config-store';
 import { deriveCaptureIndicator, type CaptureIndicatorState } from './capture-indicator';
 import { useCapture, useHid } from './input-session';
 

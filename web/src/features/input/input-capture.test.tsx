@@ -7,9 +7,9 @@ import en from '../../i18n/en.json';
 import { HidSender } from '../../lib/input/hid-sender';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { render, type Rendered } from '../../test/render';
-import { StatusBar } from '../main/StatusBar';
-import { resetConfigForTests, useConfig } from '../settings/config-store';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import { CaptureIndicator } from './CaptureIndicator';
+import { KeyboardStatus, MouseStatus } from './HidStatus';
 import { attachInputCapture, mouseSettingsOf, screenPointMapper } from './input-capture';
 import { applyHid, resetInputSessionForTests, useCapture, useHid } from './input-session';
 
@@ -164,7 +164,7 @@ describe('screenPointMapper', () => {
   });
 });
 
-describe('HID state in the status bar and the indicator', () => {
+describe('HID state in the status items and the indicator', () => {
   let view: Rendered | undefined;
   beforeEach(() => {
     resetConfigForTests();
@@ -173,7 +173,12 @@ describe('HID state in the status bar and the indicator', () => {
   afterEach(() => view?.unmount());
 
   it('shows unknown until the HID state arrives, then mouse mode and keyboard LEDs', async () => {
-    view = await render(<StatusBar />);
+    view = await render(
+      <>
+        <MouseStatus />
+        <KeyboardStatus />
+      </>,
+    );
     expect(view.byTestId('status-mouse')?.textContent).toBe(
       `${en.status.mouse}: ${en.status.unknown}`,
     );

@@ -10,8 +10,8 @@ import type { UserConfig } from '@kvm/protocol/settings';
 import { detectPlatform, KeyboardCapture } from '../../lib/input/keyboard-capture';
 import type { HidSender } from '../../lib/input/hid-sender';
 import { MouseCapture, type MouseSettings, type PointMapper } from '../../lib/input/mouse-capture';
-import { useConfig } from '../settings/config-store';
-import { clientPointToAbsolute } from '../video/geometry';
+import { useConfig } from '../config/config-store';
+import { clientPointToAbsolute } from '../../lib/geometry';
 import { hidSender, loadHid, setCapture, useHid } from './input-session';
 
 /**

@@ -8,8 +8,8 @@ import type { HidState } from '@kvm/protocol/hid/state';
 import { deepMerge, isPlainObject } from '@kvm/protocol/merge';
 import { api } from '../../lib/api';
 import { HidSender } from '../../lib/input/hid-sender';
+import type { InputChannel } from '../../lib/input-channel';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { videoController } from '../video/video-session';
 
 declare module '../../lib/event-socket' {
   interface EventPayloads {
@@ -17,12 +17,22 @@ declare module '../../lib/event-socket' {
   }
 }
 
+let channelSource: () => InputChannel | null = () => null;
+
+/**
+ * The video session offers the data channel of its WebRTC session: video depends on input,
+ * never the reverse (the view hosts the capture).
+ */
+export function setInputChannelSource(source: () => InputChannel | null): void {
+  channelSource = source;
+}
+
 /**
  * Frames go on the data channel of the running WebRTC session when it is open (no head-of-line
  * wait behind the event socket's JSON), else on /api/ws.
  */
 export const hidSender = new HidSender({
-  channel: () => videoController.getSnapshot().webrtc?.inputChannel ?? null,
+  channel: () => channelSource(),
   socket: eventSocket,
 });
 

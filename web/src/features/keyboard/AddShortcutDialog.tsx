@@ -5,7 +5,7 @@ import { KEYS } from '@kvm/protocol/hid/keys';
 import { SHORTCUT_KEYS_MIN, SHORTCUTS_MAX, type Shortcut } from '@kvm/protocol/settings';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
-import { saveConfig, useConfig } from '../settings/config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { beginShortcutCapture } from './keyboard-session';
 import { keyLabel, shortcutLabel, validateShortcut, withShortcut } from './shortcuts';
 

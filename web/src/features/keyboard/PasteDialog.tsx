@@ -5,7 +5,7 @@ import { DEFAULT_KEYMAP, KEYMAPS } from '@kvm/protocol/enums';
 import type { PrintResult } from '@kvm/protocol/hid/state';
 import { DropdownSelect } from '../../components/DropdownSelect';
 import { errorMessage } from '../../lib/api';
-import { useConfig } from '../settings/config-store';
+import { useConfig } from '../config/config-store';
 import { virtualKeyInput } from './keyboard-session';
 import { PASTE_MAX_CHARS, checkPasteText, pasteLength, pasteText } from './paste';
 

@@ -7,7 +7,7 @@ import type { Shortcut } from '@kvm/protocol/settings';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
 import { hidSender } from '../input/input-session';
-import { saveConfig, useConfig } from '../settings/config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { virtualKeyInput } from './keyboard-session';
 import { displayLabel, shortcutLabel, withoutShortcut } from './shortcuts';
 

@@ -17,7 +17,7 @@ import { Button, Tooltip, Typography, theme } from 'antd';
 import { BlockOutlined, CloseOutlined, VerticalAlignBottomOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { DEFAULT_KEYMAP } from '@kvm/protocol/enums';
-import { useConfig } from '../settings/config-store';
+import { useConfig } from '../config/config-store';
 import { capText, type CapText } from './cap-text';
 import { virtualKeyInput } from './keyboard-session';
 import { keymapLayouts, type LayoutEntry } from './keymap-layouts';

@@ -7,7 +7,7 @@ import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub
 import { flush, render, type Rendered } from '../../test/render';
 import { NotifyProvider } from '../../components/notify';
 import { hidSender } from '../input/input-session';
-import { resetConfigForTests, useConfig } from '../settings/config-store';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import AddShortcutDialog from './AddShortcutDialog';
 import { virtualKeyInput } from './keyboard-session';
 import PasteDialog from './PasteDialog';

@@ -5,7 +5,7 @@ import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { resetInputSessionForTests } from '../input/input-session';
-import { resetConfigForTests, useConfig } from './config-store';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import { KeyboardGroup } from './KeyboardGroup';
 import { MouseGroup } from './MouseGroup';
 

@@ -7,7 +7,7 @@ import type { KeymapsResult } from '@kvm/protocol/hid/state';
 import { DropdownSelect } from '../../components/DropdownSelect';
 import { api } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
-import { useConfig } from './config-store';
+import { useConfig } from '../config/config-store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
 

@@ -10,7 +10,7 @@ import type { I18nKey } from '../../i18n/keys';
 import { api, errorMessage } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { useHid } from '../input/input-session';
-import { saveConfig, useConfig } from './config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
 

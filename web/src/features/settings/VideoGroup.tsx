@@ -19,7 +19,7 @@ import { errorMessage } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { changeStreamQuality, parseNonNegativeNumber, setStreamerParams } from '../video/quality';
 import { useStreamer } from '../video/streamer-store';
-import { saveConfig, useConfig } from './config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 import { useSaveConfig } from './use-save-config';
 

@@ -2,7 +2,7 @@ import { useCallback } from 'react';
 import { useTranslation } from 'react-i18next';
 import type { UserConfig } from '@kvm/protocol/settings';
 import { errorMessage } from '../../lib/api';
-import { saveConfig } from './config-store';
+import { saveConfig } from '../config/config-store';
 import { useMessage } from '../../components/notify';
 
 /** Saves part of the server config; a failure toasts (SPEC 8 generic handler). */

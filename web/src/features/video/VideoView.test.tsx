@@ -1,13 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act } from 'react';
 import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
-import { StatusBar } from '../main/StatusBar';
-import { resetConfigForTests, useConfig } from '../settings/config-store';
-import { VideoGroup } from '../settings/VideoGroup';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import { resetStreamerForTests } from './streamer-store';
 import { VideoView } from './VideoView';
 import { videoController } from './video-session';
@@ -78,75 +75,5 @@ describe('VideoView (in happy-dom: no WebRTC, no WebCodecs)', () => {
     expect(view.byTestId('main-screen')).toBeNull(); // the page keeps that id on its container
     expect(view.byTestId('video-area')?.dataset['mode']).toBe('webrtc');
     expect(videoController.getSnapshot().requestedMode).toBe('webrtc');
-  });
-});
-
-describe('StatusBar stream state', () => {
-  let view: Rendered | undefined;
-  afterEach(() => view?.unmount());
-
-  it('keeps status-stream and says inactive while nothing plays', async () => {
-    view = await render(<StatusBar />);
-    const item = view.byTestId('status-stream');
-    expect(item?.textContent).toBe(`${en.status.stream}: ${en.status.inactive}`);
-    expect(item?.dataset['status']).toBe('inactive');
-    expect(view.byTestId('status-stream-info')).toBeNull();
-  });
-});
-
-describe('VideoGroup', () => {
-  let view: Rendered | undefined;
-  beforeEach(() => {
-    resetConfigForTests();
-    resetStreamerForTests();
-  });
-  afterEach(() => {
-    view?.unmount();
-    vi.unstubAllGlobals();
-  });
-
-  function typeInto(input: HTMLInputElement, value: string) {
-    const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-    act(() => {
-      setter?.call(input, value);
-      input.dispatchEvent(new Event('input', { bubbles: true }));
-    });
-  }
-
-  it('refuses a negative custom bitrate and sends a valid one', async () => {
-    const { requests } = stubFetch({
-      '/api/streamer/set_params': () => envelope(200, {}),
-    });
-    setConfig({});
-    view = await render(
-      <NotifyProvider>
-        <VideoGroup />
-      </NotifyProvider>,
-    );
-    expect(view.byTestId('settings-group-video')).not.toBeNull();
-    for (const id of [
-      'quality-LOW',
-      'quality-ULTRA_HIGH',
-      'video-mode-webrtc',
-      'video-mode-direct_h264',
-    ]) {
-      expect(view.byTestId(id), id).not.toBeNull();
-    }
-    const input = view.byTestId('custom-bitrate') as HTMLInputElement;
-    typeInto(input, '-5');
-    act(() => view?.byTestId('custom-bitrate-apply')?.click());
-    await flush();
-    expect(view.byTestId('custom-bitrate-error')?.textContent).toBe(
-      en.settings.video.mustBeNonNegative,
-    );
-    expect(requests).toHaveLength(0);
-
-    typeInto(input, '1500');
-    act(() => view?.byTestId('custom-bitrate-apply')?.click());
-    await flush();
-    expect(view.byTestId('custom-bitrate-error')).toBeNull();
-    expect(requests[0]?.path).toBe('/api/streamer/set_params');
-    expect(requests[0]?.query.get('h264_bitrate')).toBe('1500');
-    expect(requests[0]?.query.get('h264_gop')).toBe('30'); // MEDIUM's gop goes along
   });
 });

@@ -11,8 +11,8 @@ import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
 import { setStreamWanted } from '../connection/connection';
 import { useInputCapture } from '../input/input-capture';
-import { useConfig } from '../settings/config-store';
-import { computeGeometry, rotationTransform, type Size } from './geometry';
+import { useConfig } from '../config/config-store';
+import { computeGeometry, rotationTransform, type Size } from '../../lib/geometry';
 import { loadStreamer } from './streamer-store';
 import { useRequestedVideoMode, useVideo, videoController } from './video-session';
 

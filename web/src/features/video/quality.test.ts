@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { resetConfigForTests, useConfig } from '../settings/config-store';
+import { resetConfigForTests, useConfig } from '../config/config-store';
 import {
   QUALITY_POLL_COUNT,
   QUALITY_POLL_MS,

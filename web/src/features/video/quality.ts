@@ -9,7 +9,7 @@ import { STREAM_QUALITY_PRESETS, type StreamQuality } from '@kvm/protocol/enums'
 import type { StreamerParams, StreamerState } from '@kvm/protocol/streamer';
 import { api } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
-import { saveConfig, useConfig } from '../settings/config-store';
+import { saveConfig, useConfig } from '../config/config-store';
 import { applyStreamer, useStreamer } from './streamer-store';
 
 /** SPEC 4: up to about 10 polls, 300 ms apart. */

@@ -8,7 +8,8 @@ import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { useConfig } from '../settings/config-store';
+import { useConfig } from '../config/config-store';
+import { setInputChannelSource } from '../input/input-session';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
 import {
   applyStreamer,
@@ -35,6 +36,8 @@ export const videoController = new VideoController({
   },
   isSourceOnline: () => sourceOnline(useStreamer.getState().state),
 });
+
+setInputChannelSource(() => videoController.getSnapshot().webrtc?.inputChannel ?? null);
 
 eventSocket.on('streamer', (event) => applyStreamer(event));
 eventSocket.on('turn', (event) => applyTurn(event));

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Delta } from '@kvm/protocol/hid/codec';
 import type { MouseButton } from '@kvm/protocol/hid/keys';
-import { clientPointToAbsolute } from '../../features/video/geometry';
+import { clientPointToAbsolute } from '../geometry';
 import {
   domButton,
   MouseCapture,
