@@ -3,8 +3,8 @@
 // pre-compresses the console's assets so the server can send .br/.gz without work per request.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -12,14 +12,19 @@ const quiet = process.argv.includes('--quiet');
 const only = process.argv.find((a) => a === 'server' || a === 'web');
 
 async function buildServer() {
-  await build({
+  const outdir = join(root, 'server/dist');
+  const result = await build({
     // main.js is the server; launcher.js (what `npm start` runs) starts it and restarts it.
     entryPoints: {
       main: join(root, 'server/src/main.ts'),
       launcher: join(root, 'server/src/launcher.ts'),
     },
-    outdir: join(root, 'server/dist'),
+    outdir,
     bundle: true,
+    // Each dynamic import() becomes a chunk read only when it runs: werift (janus/webrtc.ts)
+    // stays out of an idle server's memory. Chunks sit beside main.js (paths.ts counts on
+    // its file being two levels below the checkout).
+    splitting: true,
     platform: 'node',
     format: 'esm',
     target: 'node20',
@@ -28,11 +33,29 @@ async function buildServer() {
     // class whose name another module also uses unless told to keep names.
     keepNames: true,
     logLevel: quiet ? 'error' : 'warning',
+    metafile: true,
     // CommonJS dependencies bundled into ESM still call require(): give them one.
     banner: {
       js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
     },
   });
+  removeStaleChunks(outdir, Object.keys(result.metafile.outputs));
+}
+
+/**
+ * Chunks are named by content hash, so every build that changes one leaves the old file
+ * behind. A server started from the last build may still import its chunks (werift comes with
+ * the first viewer): only chunks that this build did not write and that are an hour old go.
+ */
+function removeStaleChunks(outdir, written) {
+  // metafile paths are relative to the working directory
+  const keep = new Set(written.map((f) => resolve(f)));
+  const cutoff = Date.now() - 3_600_000;
+  for (const f of readdirSync(outdir)) {
+    const full = join(outdir, f);
+    if (!/-[A-Z0-9]{8}\.js(\.map)?$/.test(f) || keep.has(full)) continue;
+    if (statSync(full).mtimeMs < cutoff) rmSync(full);
+  }
 }
 
 function compressTree(dir) {

@@ -4,15 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   MAX_CANDIDATES_PER_TRICKLE,
   MAX_OPAQUE_ID_LENGTH,
-  MAX_PEERS_PER_SOCKET,
-  MAX_SESSIONS_PER_SOCKET,
   MAX_QUEUED_PER_HANDLE,
   MAX_TRANSACTION_LENGTH,
-  janusFeatures,
-  registerJanus,
-  type JanusDeps,
-  type JanusGateway,
-} from './gateway';
+} from './core';
+import { janusFeatures, registerJanus, type JanusDeps, type JanusGateway } from './gateway';
+import { MAX_SESSIONS_PER_SOCKET } from './session-registry';
+import { MAX_PEERS_PER_SOCKET } from './ustreamer-plugin';
 import {
   FakeFeed,
   JanusTestClient,

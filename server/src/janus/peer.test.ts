@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { janusFeatures } from './gateway';
+import { janusFeatures } from './ustreamer-plugin';
+import { JanusPeer } from './peer';
 import {
-  JanusPeer,
   MAX_REMOTE_CANDIDATES,
   offeredProfileLevelId,
   toWeriftIceServers,
   unusableCandidate,
-} from './peer';
+  withPlayoutDelay,
+} from './peer-params';
 import { SILENT_LOGGER as silent } from '../log';
 
 describe('peer helpers', () => {
@@ -72,8 +73,7 @@ describe('peer helpers', () => {
 });
 
 describe('withPlayoutDelay', () => {
-  it('inserts a one-byte-header playout-delay 0/0 extension after the fixed header', async () => {
-    const { withPlayoutDelay } = await import('./peer');
+  it('inserts a one-byte-header playout-delay 0/0 extension after the fixed header', () => {
     const pkt = Buffer.from([0x80, 0xe0, 0x00, 0x01, 0, 0, 0, 2, 0, 0, 0, 3, 0x65, 0xaa]);
     const out = withPlayoutDelay(pkt, 6);
     expect([...out]).toEqual([

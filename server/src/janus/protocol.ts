@@ -24,6 +24,20 @@ export const JanusErrorCode = {
   unexpectedAnswer: 469,
 } as const;
 
+/**
+ * A request the gateway refuses: answered as `{janus:"error", error:{code, reason}}` with the
+ * request's transaction. Janus's own wire error, not one of the HTTP API's errors.
+ */
+export class JanusRequestError extends Error {
+  constructor(
+    readonly code: number,
+    reason: string,
+  ) {
+    super(reason);
+    this.name = 'JanusRequestError';
+  }
+}
+
 export interface Jsep {
   type: 'offer' | 'answer';
   sdp: string;

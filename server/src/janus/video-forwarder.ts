@@ -12,7 +12,7 @@
  */
 import type { AccessUnit, VideoFeed } from '../media/types';
 import { H264Packetizer } from '../media/h264-packetizer';
-import { H264_PAYLOAD_TYPE } from './peer';
+import { H264_PAYLOAD_TYPE } from './peer-params';
 
 export interface VideoForwarderOptions {
   /** Holding more than this before the transport is up drops the GOP and asks for a new one. */

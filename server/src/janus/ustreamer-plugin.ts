@@ -1,0 +1,312 @@
+/**
+ * `janus.plugin.ustreamer` as kvmd's clients know it (wire-protocol.md 3.2, docs/webrtc.md):
+ * `features`, `watch` (the server offers), `start` (with the browser's answer), `stop` and
+ * `key_required`. Each handle has at most one viewer: a werift peer connection and the video
+ * forwarder that feeds it. werift loads with the first viewer (webrtc.ts).
+ *
+ * Viewers are counted from what `viewers` holds: one entry per handle from the start of its
+ * `watch` (the offer is being built) until its teardown, so concurrent watches are bounded too.
+ */
+import type { VideoFeed } from '../media/types';
+import type { Logger } from '../log';
+import { TokenBucket } from '../ws/socket-guard';
+import type { JanusPeer } from './peer';
+import { offeredProfileLevelId, type CandidateInit, type IceServerConfig } from './peer-params';
+import type { JanusPlugin, PluginHandle, PluginSocket } from './plugin';
+import {
+  JanusErrorCode,
+  JanusRequestError,
+  USTREAMER_PLUGIN,
+  UstreamerError,
+  isRecord,
+  type Jsep,
+  type UstreamerEventData,
+} from './protocol';
+import { VideoForwarder } from './video-forwarder';
+import { loadPeerModule } from './webrtc';
+
+export interface UstreamerPluginDeps {
+  feed: VideoFeed;
+  /** ICE servers for the server's side; `[]` offline and in tests. Read at each `watch`. */
+  iceServers: () => readonly IceServerConfig[];
+  /** `result.features` of the `features` status, e.g. `janusFeatures(iceServers())`. */
+  features: () => object;
+  /** A binary input frame `[op][payload]` (ops 1-5, wire-protocol.md 2.8) from a data channel. */
+  onInput: (sessionKey: string, data: Buffer) => void;
+  /** The peer behind `sessionKey` is gone: release whatever it holds pressed. */
+  onViewerGone: (sessionKey: string) => void;
+  log: Logger;
+  /** At most this many live peer connections over all sessions. */
+  maxPeers?: number;
+}
+
+const DEFAULT_MAX_PEERS = 16;
+/** Peer connections one socket may hold, so one client cannot take every viewer slot. */
+export const MAX_PEERS_PER_SOCKET = 4;
+/** `watch` requests per socket (each builds a werift peer: certificates, UDP sockets). */
+export const WATCHES_PER_SECOND = 1;
+export const WATCH_BURST = 4;
+
+/** `features` as the ustreamer plugin of kvmd reports them; `ice.url` only with a STUN url. */
+export function janusFeatures(
+  iceServers: readonly IceServerConfig[],
+  opts: { audio?: boolean; mic?: boolean } = {},
+): { audio: boolean; mic: boolean; ice?: { url: string } } {
+  const urls = iceServers.flatMap((s) => (Array.isArray(s.urls) ? s.urls : [s.urls]));
+  const stun = urls.find((u) => /^stuns?:/.test(u));
+  return {
+    audio: opts.audio ?? false,
+    mic: opts.mic ?? false,
+    ...(stun ? { ice: { url: stun } } : {}),
+  };
+}
+
+/** One handle's viewer: `peer` is null while the offer is being built. */
+interface Viewer {
+  /** The socket the viewer is counted against (a `claim` may move the session later). */
+  readonly socket: PluginSocket;
+  readonly watchAt: number;
+  peer: JanusPeer | null;
+  forwarder: VideoForwarder | null;
+  key: string;
+}
+
+export class UstreamerPlugin implements JanusPlugin {
+  readonly name = USTREAMER_PLUGIN;
+  readonly info = { name: 'ustreamer', version_string: 'kvm' } as const;
+  private readonly viewers = new Map<PluginHandle, Viewer>();
+  private readonly watchBuckets = new WeakMap<PluginSocket, TokenBucket>();
+  private readonly maxPeers: number;
+  private peerSeq = 0;
+  private closed = false;
+
+  constructor(private readonly deps: UstreamerPluginDeps) {
+    this.maxPeers = deps.maxPeers ?? DEFAULT_MAX_PEERS;
+  }
+
+  get peerCount(): number {
+    return this.viewers.size;
+  }
+
+  /** Viewers counted against `socket`. */
+  peersOf(socket: PluginSocket): number {
+    let n = 0;
+    for (const v of this.viewers.values()) if (v.socket === socket) n += 1;
+    return n;
+  }
+
+  attach(): void {
+    // Nothing until `watch`.
+  }
+
+  admit(handle: PluginHandle, body: Record<string, unknown>, jsep: Jsep | null): void {
+    // An answer needs our offer, or a `watch` still building it ahead in the queue.
+    if (jsep && !this.viewers.get(handle)?.peer && handle.pending === 0) {
+      throw new JanusRequestError(
+        JanusErrorCode.unexpectedAnswer,
+        'Unexpected ANSWER (did we offer?)',
+      );
+    }
+    if (body['request'] === 'watch' && !this.watchBucket(handle.socket).take()) {
+      throw new JanusRequestError(
+        JanusErrorCode.unknown,
+        'Too many watch requests, try again later',
+      );
+    }
+  }
+
+  async message(
+    handle: PluginHandle,
+    body: Record<string, unknown>,
+    jsep: Jsep | null,
+  ): Promise<void> {
+    const request = body['request'];
+    if (request === undefined) return pushError(handle, UstreamerError.requestMissing);
+    if (typeof request !== 'string') return pushError(handle, UstreamerError.requestNotString);
+    switch (request) {
+      case 'features':
+        return pushStatus(handle, 'features', { features: this.deps.features() });
+      case 'watch':
+        return this.watch(handle, isRecord(body['params']) ? body['params'] : {});
+      case 'start':
+        return this.start(handle, jsep);
+      case 'stop':
+        await this.teardown(handle, 'Stopped', true);
+        return pushStatus(handle, 'stopped');
+      case 'key_required': {
+        // No reply (wire-protocol.md 3.2).
+        const forwarder = this.viewers.get(handle)?.forwarder;
+        if (forwarder) forwarder.requestKeyFrame();
+        else this.deps.feed.requestKeyFrame();
+        return;
+      }
+      default:
+        return pushError(handle, UstreamerError.notImplemented);
+    }
+  }
+
+  trickle(handle: PluginHandle, candidates: readonly unknown[]): void {
+    const peer = this.viewers.get(handle)?.peer;
+    if (!peer) return;
+    for (const c of candidates) {
+      if (!isRecord(c) || c['completed'] === true) continue;
+      if (typeof c['candidate'] !== 'string') continue;
+      peer.addCandidate(c as CandidateInit);
+    }
+  }
+
+  hangup(handle: PluginHandle, reason: string): Promise<void> {
+    return this.teardown(handle, reason, true);
+  }
+
+  detach(handle: PluginHandle, notify: boolean): Promise<void> {
+    return this.teardown(handle, 'Detach', notify);
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private async watch(handle: PluginHandle, params: Record<string, unknown>): Promise<void> {
+    // A new watch replaces the handle's peer: janus.js cannot take a second offer on its PC.
+    await this.teardown(handle, 'Renegotiation', true);
+    if (this.viewers.size >= this.maxPeers) {
+      return pushError(handle, [503, 'Too many viewers']);
+    }
+    // Counted from the start of the offer: concurrent watches on several handles all wait here.
+    const socket = handle.socket;
+    if (this.peersOf(socket) >= MAX_PEERS_PER_SOCKET) {
+      return pushError(handle, [503, 'Too many viewers on this connection']);
+    }
+    // `orientation` (CVO) and `audio`/`mic` are accepted and ignored: no audio yet, and
+    // the picture is sent as captured. GL clients split audio off with `video: false`.
+    const video = params['video'] !== false;
+    const viewer: Viewer = {
+      socket,
+      watchAt: performance.now(),
+      peer: null,
+      forwarder: null,
+      key: `janus:${handle.sessionId}:${handle.id}:${++this.peerSeq}`,
+    };
+    this.viewers.set(handle, viewer);
+    let peer: JanusPeer;
+    try {
+      const { JanusPeer } = await loadPeerModule();
+      peer = await JanusPeer.create({
+        iceServers: this.deps.iceServers(),
+        video,
+        profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
+        log: this.deps.log,
+      });
+    } catch (err) {
+      this.viewers.delete(handle);
+      this.deps.log.warn({ err: String(err) }, 'janus: offer failed');
+      return pushError(handle, [503, "Can't create the offer"]);
+    }
+    if (handle.detached || this.closed) {
+      this.viewers.delete(handle);
+      await peer.close();
+      return;
+    }
+    const { key, watchAt } = viewer;
+    viewer.peer = peer;
+    const forwarder = video
+      ? new VideoForwarder(this.deps.feed, (pkt) => peer.sendRtp(pkt), peer.videoSsrc)
+      : null;
+    viewer.forwarder = forwarder;
+    peer.on('mediaReady', () => forwarder?.setReady());
+    peer.on('connected', () => {
+      this.deps.log.info(
+        { peer: key, ms: Math.round(performance.now() - watchAt) },
+        'janus: webrtc up',
+      );
+      handle.push({ janus: 'webrtcup' });
+    });
+    peer.on('gone', (reason) => {
+      if (this.viewers.get(handle) === viewer) void this.teardown(handle, reason, true);
+    });
+    // These run inside werift's SCTP/RTCP handling: never let a throw escape into it.
+    peer.on('input', (frame) => this.guard('onInput', () => this.deps.onInput(key, frame)));
+    peer.on('inputClosed', () => this.guard('onViewerGone', () => this.deps.onViewerGone(key)));
+    peer.on('keyFrameRequest', () =>
+      this.guard('requestKeyFrame', () => forwarder?.requestKeyFrame()),
+    );
+    this.deps.log.debug(
+      { peer: key, ms: Math.round(performance.now() - watchAt) },
+      'janus: offer sent',
+    );
+    pushStatus(handle, 'started', undefined, { type: 'offer', sdp: peer.offerSdp });
+  }
+
+  private async start(handle: PluginHandle, answer: Jsep | null): Promise<void> {
+    const viewer = this.viewers.get(handle);
+    const peer = viewer?.peer;
+    if (answer && viewer && peer && !peer.hasAnswer) {
+      try {
+        this.deps.log.debug(
+          { peer: viewer.key, ms: Math.round(performance.now() - viewer.watchAt) },
+          'janus: answer received',
+        );
+        await peer.applyAnswer(answer.sdp);
+      } catch (err) {
+        this.deps.log.warn({ err: String(err) }, 'janus: answer refused');
+        await this.teardown(handle, 'Bad answer', true);
+        return pushError(handle, [JanusErrorCode.jsepInvalidSdp, 'Invalid answer SDP']);
+      }
+      if (this.viewers.get(handle) !== viewer) return;
+      viewer.forwarder?.start();
+    }
+    pushStatus(handle, 'started');
+  }
+
+  /** Ends the handle's viewer, if it has a built one (an offer in progress ends itself). */
+  private async teardown(handle: PluginHandle, reason: string, notify: boolean): Promise<void> {
+    const viewer = this.viewers.get(handle);
+    const peer = viewer?.peer;
+    if (!viewer || !peer) return;
+    this.viewers.delete(handle);
+    viewer.forwarder?.stop();
+    peer.removeAllListeners();
+    const stats = viewer.forwarder?.stats;
+    this.deps.log.debug({ peer: viewer.key, reason, ...stats }, 'janus: peer closed');
+    this.guard('onViewerGone', () => this.deps.onViewerGone(viewer.key));
+    if (notify && !handle.detached) handle.push({ janus: 'hangup', reason });
+    await peer.close();
+  }
+
+  private watchBucket(socket: PluginSocket): TokenBucket {
+    let bucket = this.watchBuckets.get(socket);
+    if (!bucket) {
+      bucket = new TokenBucket(WATCHES_PER_SECOND, WATCH_BURST);
+      this.watchBuckets.set(socket, bucket);
+    }
+    return bucket;
+  }
+
+  private guard(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.deps.log.warn({ err: String(err) }, `janus: ${what} failed`);
+    }
+  }
+}
+
+function pushStatus(
+  handle: PluginHandle,
+  status: string,
+  extra?: Record<string, unknown>,
+  jsep?: Jsep,
+): void {
+  const data: UstreamerEventData = { ustreamer: 'event', result: { status, ...extra } };
+  handle.push({
+    janus: 'event',
+    plugindata: { plugin: USTREAMER_PLUGIN, data },
+    ...(jsep ? { jsep } : {}),
+  });
+}
+
+function pushError(handle: PluginHandle, [code, reason]: readonly [number, string]): void {
+  const data: UstreamerEventData = { ustreamer: 'event', error_code: code, error: reason };
+  handle.push({ janus: 'event', plugindata: { plugin: USTREAMER_PLUGIN, data } });
+}
