@@ -3,28 +3,43 @@
 // pre-compresses the console's assets so the server can send .br/.gz without work per request.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 const root = new URL('..', import.meta.url).pathname;
 const quiet = process.argv.includes('--quiet');
 const only = process.argv.find((a) => a === 'server' || a === 'web');
 
+/**
+ * janus/webrtc.ts imports peer.ts (and with it werift, ~1.7 MB of code) only for the first
+ * viewer: main.js keeps that import and webrtc-peer.js, an entry of its own, holds peer.ts,
+ * so an idle server never reads werift. (esbuild's `splitting` would do it too, but it turns
+ * every dynamic import of a CommonJS package, yaml's and @fastify/cookie's, into a namespace
+ * with only `default`.)
+ */
+const lazyWebrtcPeer = {
+  name: 'lazy-webrtc-peer',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/peer$/ }, (args) =>
+      args.kind === 'dynamic-import' && args.importer.endsWith(join('janus', 'webrtc.ts'))
+        ? { path: './webrtc-peer.js', external: true }
+        : undefined,
+    );
+  },
+};
+
 async function buildServer() {
-  const outdir = join(root, 'server/dist');
-  const result = await build({
+  await build({
     // main.js is the server; launcher.js (what `npm start` runs) starts it and restarts it.
     entryPoints: {
       main: join(root, 'server/src/main.ts'),
       launcher: join(root, 'server/src/launcher.ts'),
+      'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
     },
-    outdir,
+    outdir: join(root, 'server/dist'),
     bundle: true,
-    // Each dynamic import() becomes a chunk read only when it runs: werift (janus/webrtc.ts)
-    // stays out of an idle server's memory. Chunks sit beside main.js (paths.ts counts on
-    // its file being two levels below the checkout).
-    splitting: true,
+    plugins: [lazyWebrtcPeer],
     platform: 'node',
     format: 'esm',
     target: 'node20',
@@ -33,29 +48,11 @@ async function buildServer() {
     // class whose name another module also uses unless told to keep names.
     keepNames: true,
     logLevel: quiet ? 'error' : 'warning',
-    metafile: true,
     // CommonJS dependencies bundled into ESM still call require(): give them one.
     banner: {
       js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
     },
   });
-  removeStaleChunks(outdir, Object.keys(result.metafile.outputs));
-}
-
-/**
- * Chunks are named by content hash, so every build that changes one leaves the old file
- * behind. A server started from the last build may still import its chunks (werift comes with
- * the first viewer): only chunks that this build did not write and that are an hour old go.
- */
-function removeStaleChunks(outdir, written) {
-  // metafile paths are relative to the working directory
-  const keep = new Set(written.map((f) => resolve(f)));
-  const cutoff = Date.now() - 3_600_000;
-  for (const f of readdirSync(outdir)) {
-    const full = join(outdir, f);
-    if (!/-[A-Z0-9]{8}\.js(\.map)?$/.test(f) || keep.has(full)) continue;
-    if (statSync(full).mtimeMs < cutoff) rmSync(full);
-  }
 }
 
 function compressTree(dir) {
