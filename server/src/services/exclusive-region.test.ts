@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BusyError } from '../errors';
+import { IsBusyError } from '../errors';
 import { ExclusiveRegion } from './exclusive-region';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -8,7 +8,9 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-const busy = (): Error => new BusyError('TestIsBusyError', 'busy');
+class TestIsBusyError extends IsBusyError {}
+
+const busy = (): Error => new TestIsBusyError('busy');
 
 describe('ExclusiveRegion', () => {
   it('runs one verb at a time and refuses the others at once', async () => {
@@ -29,7 +31,7 @@ describe('ExclusiveRegion', () => {
       ),
     );
     expect(others.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    expect((others[0] as PromiseRejectedResult).reason).toBeInstanceOf(BusyError);
+    expect((others[0] as PromiseRejectedResult).reason).toBeInstanceOf(TestIsBusyError);
     gate.resolve();
     await expect(first).resolves.toBe('first');
     expect(ran).toBe(1);
@@ -49,7 +51,9 @@ describe('ExclusiveRegion', () => {
 
   it('refuses a nested enter from inside the verb', async () => {
     const region = new ExclusiveRegion(busy);
-    await expect(region.enter(() => region.enter(async () => 1))).rejects.toBeInstanceOf(BusyError);
+    await expect(region.enter(() => region.enter(async () => 1))).rejects.toBeInstanceOf(
+      TestIsBusyError,
+    );
   });
 
   it('hands the region to enterAfter without a gap, and reports each busy flip once', async () => {
@@ -66,7 +70,7 @@ describe('ExclusiveRegion', () => {
       order.push('reset');
       // nobody got in between the verb and the reset
       await expect(region.enter(async () => order.push('intruder'))).rejects.toBeInstanceOf(
-        BusyError,
+        TestIsBusyError,
       );
     });
     gate.resolve();
