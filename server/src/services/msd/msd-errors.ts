@@ -1,68 +1,75 @@
 /**
- * The MSD error classes (kvmd `plugins/msd/__init__.py` names, wire-protocol.md 1.6): 400
- * unless noted. `toHttp()` in errors.ts maps them through their status like every ApiError.
+ * The MSD error classes (kvmd `plugins/msd/__init__.py` names, wire-protocol.md 1.6). Each
+ * extends the category base that carries its status (errors.ts); the wire name is the class
+ * name, so these names are the wire and must not change.
  */
-import { ApiError, BusyError } from '../../errors';
+import {
+  BadRequestError,
+  ConflictError,
+  InsufficientStorageError,
+  InternalError,
+  IsBusyError,
+} from '../../errors';
 
 /** 409: the MSD region (a plug, a format, a remove) or the transfer slot is taken. */
-export class MsdIsBusyError extends BusyError {
+export class MsdIsBusyError extends IsBusyError {
   constructor() {
-    super('MsdIsBusyError', 'Performing another MSD operation, please try again later');
+    super('Performing another MSD operation, please try again later');
   }
 }
 
-export class MsdOfflineError extends ApiError {
+export class MsdOfflineError extends BadRequestError {
   constructor() {
-    super('MsdOfflineError', 400, 'MSD is not found');
+    super('MSD is not found');
   }
 }
 
-export class MsdDisabledError extends ApiError {
+export class MsdDisabledError extends BadRequestError {
   constructor() {
-    super('MsdDisabledError', 400, 'MSD is disabled');
+    super('MSD is disabled');
   }
 }
 
-export class MsdConnectedError extends ApiError {
+export class MsdConnectedError extends BadRequestError {
   constructor(message = "MSD is connected to Server, but shouldn't for this operation") {
-    super('MsdConnectedError', 400, message);
+    super(message);
   }
 }
 
-export class MsdDisconnectedError extends ApiError {
+export class MsdDisconnectedError extends BadRequestError {
   constructor(message = 'MSD is disconnected from Server, but should be for this operation') {
-    super('MsdDisconnectedError', 400, message);
+    super(message);
   }
 }
 
-export class MsdImageNotSelected extends ApiError {
+export class MsdImageNotSelected extends BadRequestError {
   constructor() {
-    super('MsdImageNotSelected', 400, 'The image is not selected');
+    super('The image is not selected');
   }
 }
 
-export class MsdUnknownImageError extends ApiError {
+export class MsdUnknownImageError extends BadRequestError {
   constructor(message = 'The image is not found in the storage') {
-    super('MsdUnknownImageError', 400, message);
+    super(message);
   }
 }
 
-export class MsdImageExistsError extends ApiError {
+export class MsdImageExistsError extends BadRequestError {
   constructor() {
-    super('MsdImageExistsError', 400, 'This image already exists');
+    super('This image already exists');
   }
 }
 
-export class MsdImageInUseError extends ApiError {
+export class MsdImageInUseError extends BadRequestError {
   constructor(message = 'The image is in use: disconnect it first') {
-    super('MsdImageInUseError', 400, message);
+    super(message);
   }
 }
 
 /** 507 (GL): the storage has less room than the image needs, or filled up while writing. */
-export class MsdNoSpaceError extends ApiError {
+export class MsdNoSpaceError extends InsufficientStorageError {
   constructor(message = 'The storage space is insufficient') {
-    super('MsdNoSpaceError', 507, message);
+    super(message);
   }
 }
 
@@ -70,33 +77,45 @@ export class MsdNoSpaceError extends ApiError {
  * 500: the driver could not lend the image (QEMU refused the file, the gadget refused a tiny
  * CD-ROM image). The console answers it with 'Ensure your file can be mounted as an iso format'.
  */
-export class MsdConnectError extends ApiError {
+export class MsdConnectError extends InternalError {
   constructor(reason: string) {
-    super('MsdConnectError', 500, `The image could not be connected: ${reason}`);
+    super(`The image could not be connected: ${reason}`);
   }
 }
 
 /** 500: the driver could not take the image (or the storage drive) back. */
-export class MsdDisconnectError extends ApiError {
+export class MsdDisconnectError extends InternalError {
   constructor(reason: string) {
-    super('MsdDisconnectError', 500, `The drive could not be disconnected: ${reason}`);
+    super(`The drive could not be disconnected: ${reason}`);
   }
 }
 
-/** Remote download failures before the stream began (aiohttp's class names, as kvmd shows them). */
-export class MsdRemoteError extends ApiError {
+/**
+ * 400: remote download failures, named as aiohttp names them (ClientConnectorError,
+ * ServerTimeoutError, ClientPayloadError...), which is what kvmd clients see from a real
+ * device: the one MSD error whose wire name is not its class name.
+ */
+export class MsdRemoteError extends BadRequestError {
+  override readonly wireName: string;
   constructor(wireName: string, message: string) {
-    super(wireName, 400, message);
+    super(message);
+    this.wireName = wireName;
+    this.name = wireName;
   }
 }
+
+/** 400: an upload's client stopped before its Content-Length (aiohttp's name, as kvmd says). */
+export class ClientPayloadError extends BadRequestError {}
 
 /**
  * A transfer stopped by the device, not by its client: 409 when `msd/reset` (or a cancel)
  * stopped it, 503 when the server is stopping. The partial file follows remove_incomplete.
  */
-export class MsdTransferAbortedError extends ApiError {
+export class MsdTransferAbortedError extends ConflictError {
+  override readonly status: number;
   constructor(message: string, status: 409 | 503 = 409) {
-    super('MsdTransferAbortedError', status, message);
+    super(message);
+    this.status = status;
   }
 }
 
@@ -105,29 +124,23 @@ export class MsdTransferAbortedError extends ApiError {
  * device does not fetch from: loopback, link-local, unspecified, multicast, broadcast, the
  * device's own addresses, and private LAN ranges unless `msd.remote.allow_lan` (docs/msd.md).
  */
-export class MsdRemoteRefusedError extends ApiError {
-  constructor(message: string) {
-    super('MsdRemoteRefusedError', 400, message);
-  }
-}
+export class MsdRemoteRefusedError extends BadRequestError {}
 
 /**
  * 400: the storage holds a symbolic link (or a device, a socket...): the partition drive,
  * which lends the folder whole, is refused until it is gone.
  */
-export class MsdStorageLinkError extends ApiError {
+export class MsdStorageLinkError extends BadRequestError {
   constructor(entry: string) {
     super(
-      'MsdStorageLinkError',
-      400,
       `The storage holds '${entry}', which is not a regular file or folder (a symbolic link?): remove it first`,
     );
   }
 }
 
 /** 500: the storage itself failed while an image was written (EIO, EROFS...): not the client. */
-export class MsdStorageError extends ApiError {
+export class MsdStorageError extends InternalError {
   constructor(reason: string) {
-    super('MsdStorageError', 500, `Writing the image failed: ${reason}`);
+    super(`Writing the image failed: ${reason}`);
   }
 }

@@ -14,6 +14,7 @@ import type { MsdDownloading, MsdUploading, MsdWriteResult } from '@kvm/protocol
 import { ApiError, ValidatorError } from '../../errors';
 import type { Logger } from '../../log';
 import {
+  ClientPayloadError,
   MsdConnectedError,
   MsdImageExistsError,
   MsdNoSpaceError,
@@ -56,13 +57,6 @@ class StorageWriteError extends Error {
     super(cause.message);
     this.name = 'StorageWriteError';
     this.code = (cause as NodeJS.ErrnoException).code;
-  }
-}
-
-/** The upload's client stopped early (kvmd answers aiohttp's ClientPayloadError, 400). */
-class UploadCutError extends ApiError {
-  constructor(reason: string) {
-    super('ClientPayloadError', 400, `The upload ended early: ${reason}`);
   }
 }
 
@@ -366,7 +360,7 @@ export class Transfers {
       t.kind === 'upload' &&
       (err instanceof SourceClosedError || err instanceof SourceIdleError)
     ) {
-      return new UploadCutError(err.message);
+      return new ClientPayloadError(`The upload ended early: ${err.message}`);
     }
     if (t.kind === 'download' && t.writer) {
       const e = err as Error;
