@@ -6,6 +6,10 @@
  *   child process (never allocated whole), so the server process runs only the server.
  * - upload_rss_growth_mb: the server process's peak RSS during that upload minus its RSS just
  *   before (sampled every 10 ms).
+ * - dd_mb_per_s: `dd if=/dev/zero bs=1MB conv=fsync` of the upload's size into the same folder,
+ *   run just before and just after the upload (the mean of the two; each is in the notes), spawn
+ *   to exit: what the disk takes at that moment. The machine may be shared, so the upload is
+ *   judged against it: upload_to_dd = upload_mb_per_s / dd_mb_per_s (1 = as fast as dd).
  * - write_remote_mb_per_s: POST /api/msd/write_remote of a 2.5 GB sparse file served by a plain
  *   node:http server in a child process, request start to the last ndjson record.
  *
@@ -130,6 +134,25 @@ async function upload(
   }
 }
 
+/** dd of `bytes` zeros into `dir`, fsynced; MB/s, or null when there is no dd. */
+async function ddMbPerS(dir: string, bytes: number): Promise<number | null> {
+  const file = join(dir, 'dd.img');
+  const started = performance.now();
+  const child = spawn(
+    'dd',
+    ['if=/dev/zero', `of=${file}`, 'bs=1000000', `count=${Math.ceil(bytes / 1e6)}`, 'conv=fsync'],
+    { stdio: 'ignore' },
+  );
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('error', () => resolve(null));
+    child.once('exit', resolve);
+  });
+  const ms = performance.now() - started;
+  await rm(file, { force: true });
+  if (code !== 0) return null;
+  return Math.ceil(bytes / 1e6) / (ms / 1000);
+}
+
 async function writeRemote(s: Served, dir: string, size: number): Promise<number> {
   const file = join(dir, 'remote-source.img');
   await writeFile(file, '');
@@ -173,13 +196,21 @@ const served = await serve(join(dir, 'data'));
 try {
   // warm-up: code paths, heap, the first file of the folder
   await upload(served, 'warm.img', 64e6);
+  const ddBefore = await ddMbPerS(dir, UPLOAD_BYTES);
   const up = await upload(served, 'upload.img', UPLOAD_BYTES);
   const uploadMbPerS = UPLOAD_BYTES / 1e6 / (up.ms / 1000);
+  await rm(join(dir, 'data', 'msd', 'images', 'upload.img'));
+  const ddAfter = await ddMbPerS(dir, UPLOAD_BYTES);
+  const ddMb = ddBefore !== null && ddAfter !== null ? (ddBefore + ddAfter) / 2 : null;
+  note(
+    ddMb === null
+      ? 'dd: not available, no dd_mb_per_s'
+      : `dd: ${round(ddBefore!)} MB/s before the upload, ${round(ddAfter!)} MB/s after`,
+  );
   note(
     `upload: ${round(UPLOAD_BYTES / 1e9, 2)} GB in ${round(up.ms / 1000, 2)} s, ` +
       `RSS +${round(up.rssGrowthMb)} MB`,
   );
-  await rm(join(dir, 'data', 'msd', 'images', 'upload.img'));
   const remoteMs = await writeRemote(served, dir, REMOTE_BYTES);
   const remoteMbPerS = REMOTE_BYTES / 1e6 / (remoteMs / 1000);
   note(`write_remote: ${round(REMOTE_BYTES / 1e9, 2)} GB in ${round(remoteMs / 1000, 2)} s`);
@@ -188,6 +219,8 @@ try {
       ...shortMark(),
       upload_mb_per_s: round(uploadMbPerS),
       upload_rss_growth_mb: round(up.rssGrowthMb),
+      dd_mb_per_s: ddMb === null ? null : round(ddMb),
+      upload_to_dd: ddMb === null ? null : round(uploadMbPerS / ddMb, 2),
       write_remote_mb_per_s: round(remoteMbPerS),
     })}\n`,
   );
