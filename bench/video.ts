@@ -9,13 +9,16 @@
  *
  * "Presented" is one end point for both modes: the frame time (the animation frame's
  * timestamp) of the rendering update that first puts the picture on screen.
- * - WebRTC: requestVideoFrameCallback's `expectedDisplayTime` of the frame read. In this
- *   headless Chromium it equals the update's frame time (the bench prints the difference in
- *   its notes; a headed, GPU Chromium would put it one vsync later). The element's current
+ * - WebRTC: the time of the rendering update whose requestVideoFrameCallback first reports
+ *   the frame (its `now`: the update's frame time). Not `expectedDisplayTime`: Chromium puts
+ *   that at the update's time in one run and a vsync later in another (the notes print the
+ *   difference), which the direct path has no counterpart for. The element's current
  *   frame is read as a VideoFrame and skipped when it is not the frame the callback
  *   describes (a newer one that arrived meanwhile), so no picture is dated too early.
  * - direct H.264: the console draws the decoded VideoFrame on its canvas inside an animation
- *   frame: that frame's timestamp (a draw outside one takes the next one's).
+ *   frame: that frame's timestamp (a draw outside one takes the next one's). The console does
+ *   this in a worker on an OffscreenCanvas (workerProbe reads it there, see
+ *   direct-worker-probe.ts) or, without one, on the page's main thread (the page's hooks).
  * A frame whose callback the page missed (a busy main thread) is read at the next one: late
  * by up to that gap, as a user would see it.
  *
@@ -47,7 +50,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
@@ -57,6 +61,7 @@ import { MARKER, MARKER_BITS } from '../server/src/drivers/testbed/screen';
 import { build as esbuild } from 'esbuild';
 import { Browser } from '../e2e/fixtures/browser';
 import { REPO_ROOT } from '../e2e/fixtures/server';
+import { directWorkerPrelude } from './direct-worker-probe';
 import { clockOffset, median, note, percentile, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';
@@ -174,6 +179,15 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
       });
     }
   };
+  // Direct H.264 in the console's worker (workerProbe): its frames, counts and times.
+  new BroadcastChannel('kvm-bench-direct').onmessage = (e: MessageEvent<WorkerReport>) => {
+    const m = e.data;
+    rec.chunks = m.chunks;
+    rec.decoded = m.decoded;
+    rec.presented = m.presented;
+    // an epoch time in the worker's clock: as the page's, both read the same kernel clock
+    if (m.v !== null) note(m.v, m.t - performance.timeOrigin);
+  };
   const probe = document.createElement('canvas');
   probe.width = marker.bits * (marker.block + marker.gap);
   probe.height = 1;
@@ -227,7 +241,7 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
       } finally {
         frame.close();
       }
-      note(decode(pctx.getImageData(0, 0, probe.width, 1).data, 1), meta.expectedDisplayTime);
+      note(decode(pctx.getImageData(0, 0, probe.width, 1).data, 1), now);
     };
     video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
   };
@@ -282,6 +296,86 @@ function harness(marker: { x: number; y: number; block: number; gap: number; bit
   } as typeof draw;
 }
 
+/** What workerProbe reports for each frame the worker draws. */
+interface WorkerReport {
+  /** the marker value drawn (null: counts only) */
+  v: number | null;
+  /** epoch ms: the worker's animation frame that drew it */
+  t: number;
+  chunks: number;
+  decoded: number;
+  presented: number;
+}
+
+/**
+ * Runs in the console's direct H.264 worker before the console's code (directWorkerPrelude):
+ * the same counts and marker reads as the page's hooks, for the OffscreenCanvas the worker
+ * draws on inside its own animation frames.
+ */
+function workerProbe(marker: { x: number; y: number; block: number; gap: number; bits: number }) {
+  const scope = self as unknown as {
+    requestAnimationFrame: (cb: (ts: number) => void) => number;
+    VideoDecoder?: typeof VideoDecoder;
+  };
+  const channel = new BroadcastChannel('kvm-bench-direct');
+  const counts = { chunks: 0, decoded: 0, presented: 0 };
+  const NativeDecoder = scope.VideoDecoder;
+  if (NativeDecoder) {
+    scope.VideoDecoder = class extends NativeDecoder {
+      constructor(init: VideoDecoderInit) {
+        super({
+          ...init,
+          output: (frame: VideoFrame) => {
+            counts.decoded += 1;
+            init.output(frame);
+          },
+        });
+      }
+      override decode(chunk: EncodedVideoChunk): void {
+        counts.chunks += 1;
+        super.decode(chunk);
+      }
+    };
+  }
+  let frameTs: number | null = null;
+  const nativeRaf = scope.requestAnimationFrame?.bind(self);
+  if (nativeRaf) {
+    scope.requestAnimationFrame = (cb) =>
+      nativeRaf((ts) => {
+        frameTs = ts;
+        try {
+          cb(ts);
+        } finally {
+          frameTs = null;
+        }
+      });
+  }
+  const proto = OffscreenCanvasRenderingContext2D.prototype;
+  const draw = proto.drawImage;
+  proto.drawImage = function (this: OffscreenCanvasRenderingContext2D, ...args: unknown[]) {
+    (draw as (...a: unknown[]) => void).apply(this, args);
+    if (!(args[0] instanceof VideoFrame)) return;
+    counts.presented += 1;
+    const scale = this.canvas.width / 1280 || 1;
+    const px = this.getImageData(
+      marker.x * scale,
+      (marker.y + marker.block / 2) * scale,
+      marker.bits * (marker.block + marker.gap) * scale,
+      1,
+    ).data;
+    let v = 0;
+    for (let b = 0; b < marker.bits; b += 1) {
+      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
+      v = (v << 1) | (px[x * 4]! > 128 ? 1 : 0);
+    }
+    const report = (ts: number): void =>
+      channel.postMessage({ v, t: performance.timeOrigin + ts, ...counts });
+    if (frameTs !== null) report(frameTs);
+    else if (nativeRaf) nativeRaf(report);
+    else report(performance.now());
+  } as typeof draw;
+}
+
 interface Ctx {
   app: FastifyInstance;
   base: string;
@@ -310,7 +404,12 @@ async function setParams(ctx: Ctx, query: string): Promise<void> {
 
 async function openConsole(browser: Browser, ctx: Ctx): Promise<Page> {
   const page = await browser.context.newPage();
-  await page.addInitScript(harness, { ...MARKER, bits: MARKER_BITS });
+  const marker = { ...MARKER, bits: MARKER_BITS };
+  await page.addInitScript(harness, marker);
+  await page.addInitScript(
+    directWorkerPrelude,
+    `(${workerProbe.toString()})(${JSON.stringify(marker)});`,
+  );
   await page.addInitScript((token: string) => localStorage.setItem('auth_token', token), ctx.token);
   await page.goto(`${ctx.base}/`);
   return page;
@@ -396,6 +495,10 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
   const picture = ctx.testbed.picture;
   // this run's changes: marker value -> epoch ms drawn (120 < 256: no value twice)
   const drawn = new Map<number, number>();
+  // the server's event loop (this process): a stalled loop delays the testbed's frames
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const load0 = loadavg()[0]!;
   for (let i = 0; i < CHANGES; i += 1) {
     const now = performance.now();
     const n = picture.markChange(now);
@@ -403,6 +506,7 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
     await new Promise((r) => setTimeout(r, 120 + Math.random() * 130));
   }
   await new Promise((r) => setTimeout(r, 500));
+  loop.disable();
   const after = await pageClock(page);
   const r = await rec(page);
   await page.close();
@@ -425,7 +529,9 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
     `g2g ${mode}: ${lat.length} of ${CHANGES} changes presented, ${drawn.size} never, ` +
       `${foreign} other marker values; outliers [${outliers.map((o) => round(o)).join(', ')}]; ` +
       `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
-      `${round(after.offset - clock.offset, 2)} ms drift over the run` +
+      `${round(after.offset - clock.offset, 2)} ms drift over the run; server event loop ` +
+      `delay p99 ${round(loop.percentile(99) / 1e6)} max ${round(loop.max / 1e6)} ms; ` +
+      `load average ${round(load0, 2)} -> ${round(loadavg()[0]!, 2)}` +
       (mode === 'webrtc' && r.displayLead.length
         ? `; expectedDisplayTime - callback time: median ${round(median(r.displayLead))} ms`
         : '') +
