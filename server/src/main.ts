@@ -2,6 +2,8 @@
  * The device server's entry point: command line and config file, data folder, certificate,
  * logs, then listen. Everything the process starts is stopped on SIGTERM/SIGINT.
  */
+// first: V8's heap settings apply to what the other modules allocate
+import './young-generation';
 import type { Server } from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';

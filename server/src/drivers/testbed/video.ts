@@ -15,10 +15,10 @@ export interface TestbedVideoOptions {
 }
 
 /**
- * Buffers kept for reuse: frames wait in the encoder's pipe one or two at a time; a burst
+ * Buffers kept for reuse: frames wait in the encoder's pipe one at a time, rarely two; a burst
  * beyond this allocates, and those buffers are left to the GC.
  */
-const SPARE_FRAMES = 4;
+const SPARE_FRAMES = 2;
 
 export class TestbedVideo implements VideoSource {
   readonly name = 'testbed';
