@@ -353,7 +353,7 @@ export class ImageStorage {
  * the same disk). With no write running, bytes go at once (a slow client's progress is exact).
  * Memory stays bounded by SINK_HIGH_WATER + WRITE_BATCH * (SINK_IN_FLIGHT + 1).
  */
-const SINK_HIGH_WATER = 4 * 1024 * 1024;
+const SINK_HIGH_WATER = 1024 * 1024;
 const SINK_IN_FLIGHT = 3;
 const WRITE_BATCH = 2 * 1024 * 1024;
 
