@@ -505,8 +505,16 @@ class FakeWorker implements DirectWorkerLike {
     queueMicrotask(() => this.workerListeners.forEach((l) => l({ data: message })));
   }
 
-  addEventListener(_type: 'message', listener: (event: { data: FromWorker }) => void): void {
-    this.pageListeners.push(listener);
+  private readonly errorListeners: Array<() => void> = [];
+
+  addEventListener(type: 'message' | 'error', listener: (event: { data: FromWorker }) => void) {
+    if (type === 'error') this.errorListeners.push(() => listener({} as { data: FromWorker }));
+    else this.pageListeners.push(listener);
+  }
+
+  /** The script did not load (a 404, a CSP without worker-src). */
+  fail(): void {
+    this.errorListeners.forEach((l) => l());
   }
 }
 
@@ -594,6 +602,23 @@ describe('H264DirectStream in a worker', () => {
     stream.stop();
     await vi.waitFor(() => expect(FakeWebSocket.instances[1]?.closed).toBe(true));
     expect(stream.getState()).toBe('stopped');
+  });
+
+  it('gives up with "unsupported" when the worker cannot run', () => {
+    const { worker, make } = workerSetup();
+    const stream = make();
+    const fatal = vi.fn();
+    stream.on('fatal', fatal);
+    stream.start();
+    worker.fail();
+    expect(fatal).toHaveBeenCalledWith('unsupported');
+    expect(stream.getState()).toBe('error');
+    // A later stream on the same worker says so at once.
+    const next = make();
+    next.on('fatal', fatal);
+    next.start();
+    expect(fatal).toHaveBeenCalledTimes(2);
+    expect(next.getState()).toBe('error');
   });
 
   it('hands a <canvas> to the worker once and keeps it for the next stream', async () => {

@@ -94,6 +94,7 @@ export interface TransferableCanvasLike {
 export interface DirectWorkerLike {
   postMessage(message: ToWorker, transfer?: Transferable[]): void;
   addEventListener(type: 'message', listener: (event: { data: FromWorker }) => void): void;
+  addEventListener(type: 'error', listener: () => void): void;
 }
 
 export interface H264DirectOptions {
@@ -115,6 +116,11 @@ export interface H264DirectOptions {
   worker?: DirectWorkerClient | null;
 }
 
+/** The worker's script failed to load or threw: it cannot show video. */
+interface WorkerFailed {
+  type: 'worker_failed';
+}
+
 /** One pipeline session, here or in the worker. */
 interface PipelineLink {
   connect(conn: number, url: string): void;
@@ -134,7 +140,9 @@ interface PipelineLink {
  * new stream for the same element).
  */
 export class DirectWorkerClient {
-  private readonly handlers = new Map<number, (event: PipelineEvent) => void>();
+  private readonly handlers = new Map<number, (event: PipelineEvent | WorkerFailed) => void>();
+  /** The worker's script failed (did not load, or threw): nothing it was asked will happen. */
+  failed = false;
   private readonly canvasIds = new Map<TransferableCanvasLike, number>();
   private nextSid = 1;
   private nextCanvasId = 1;
@@ -144,9 +152,13 @@ export class DirectWorkerClient {
       if ('closed' in data) this.handlers.delete(data.sid);
       else this.handlers.get(data.sid)?.(data.event);
     });
+    worker.addEventListener('error', () => {
+      this.failed = true;
+      for (const handler of [...this.handlers.values()]) handler({ type: 'worker_failed' });
+    });
   }
 
-  open(handler: (event: PipelineEvent) => void): PipelineLink {
+  open(handler: (event: PipelineEvent | WorkerFailed) => void): PipelineLink {
     const sid = this.nextSid++;
     this.handlers.set(sid, handler);
     const post = (message: ToWorker, transfer?: Transferable[]): void =>
@@ -272,6 +284,11 @@ export class H264DirectStream implements StreamClient {
       this.emitter.emit('fatal', 'unsupported');
       return;
     }
+    if (this.worker?.failed) {
+      this.setState('error');
+      this.emitter.emit('fatal', 'unsupported');
+      return;
+    }
     if (!this.link) this.link = this.openLink();
     this.connect();
   }
@@ -331,7 +348,7 @@ export class H264DirectStream implements StreamClient {
   private openLink(): PipelineLink {
     const index = this.sessionCounters.length;
     this.sessionCounters.push(emptyCounters());
-    const onEvent = (event: PipelineEvent): void => this.onPipeline(index, event);
+    const onEvent = (event: PipelineEvent | WorkerFailed): void => this.onPipeline(index, event);
     const link = this.worker ? this.worker.open(onEvent) : this.localLink(onEvent);
     if (this.canvas) link.attachCanvas(this.canvas);
     return link;
@@ -366,7 +383,7 @@ export class H264DirectStream implements StreamClient {
     this.link?.connect(this.conn, this.options.url());
   }
 
-  private onPipeline(session: number, event: PipelineEvent): void {
+  private onPipeline(session: number, event: PipelineEvent | WorkerFailed): void {
     if (event.type === 'counters') {
       this.sessionCounters[session] = event.counters;
       for (const resolve of this.counterWaiters.splice(0)) resolve();
@@ -391,6 +408,12 @@ export class H264DirectStream implements StreamClient {
       case 'info':
         this.info = event.info;
         this.emitter.emit('info', this.info);
+        break;
+      case 'worker_failed':
+        // Say so rather than wait in `connecting` for ever: the console shows its notice.
+        this.stop();
+        this.setState('error');
+        this.emitter.emit('fatal', 'unsupported');
         break;
     }
   }
