@@ -17,6 +17,7 @@ import type { Page } from 'playwright-core';
 import { Browser } from './fixtures/browser';
 import { REPO_ROOT } from './fixtures/server';
 import { janusFeatures, registerJanus, type JanusGateway } from '../server/src/janus/gateway';
+import { loadPeerModule } from '../server/src/janus/webrtc';
 import { NalType, nalType, splitNalUnits } from '../server/src/media/annexb';
 import type { AccessUnit, VideoFeed } from '../server/src/media/types';
 
@@ -237,6 +238,9 @@ beforeAll(async () => {
     onViewerGone: (key) => gone.push(key),
     log: { debug: note('debug'), info: note('info'), warn: note('warn'), error: note('error') },
   });
+  // The server loads werift at its first /janus/ws socket (janus/webrtc.ts): ~0.15 s from the
+  // bundle, ~1 s from source under vitest. Loaded here, the timeline below is the gateway's.
+  await (await loadPeerModule()).prewarmDtlsCertificate();
   app.get('/', async (_req, reply) => reply.type('text/html').send(PAGE));
   app.get('/janus.js', async (_req, reply) => reply.type('text/javascript').send(janusJs));
   await app.listen({ port: 0, host: '127.0.0.1' });
