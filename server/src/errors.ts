@@ -3,39 +3,28 @@
  * HTTP status, every error a client can see is its own small class extending one of them, and
  * its wire name (`result.error`) is its class name, as kvmd sends `type(err).__name__`.
  * `toHttp()` maps any thrown value to a status and the kvmd envelope, built in ONE place
- * (`errorBody`). docs/api.md, "Errors", lists the categories.
+ * (`errorBody`). docs/api.md lists the categories.
  *
  * The bundle keeps class names (`keepNames` in scripts/build.mjs): esbuild would otherwise
  * rename a class whose name another module also uses, and the wire name with it.
  */
 import type { ApiErrorResult } from '@kvm/protocol';
 
-export class ApiError extends Error {
+/** The root of the family; a category base below gives the status. */
+export abstract class ApiError extends Error {
   /** Wire name: the class name the client sees in `result.error`. */
   readonly wireName: string;
   /** The HTTP status: set by the category base. */
-  readonly status: number = 500;
+  abstract readonly status: number;
   /** Fields the envelope carries beside `error` and `error_msg` (e.g. `remaining_time`). */
   readonly extra: Record<string, unknown>;
 
-  constructor(message: string, extra?: Record<string, unknown>);
-  /**
-   * @deprecated The transition form: extend a category base instead (MSD and Janus errors
-   * still use it until they move).
-   */
-  constructor(wireName: string, status: number, message: string, extra?: Record<string, unknown>);
-  constructor(
-    first: string,
-    second?: number | Record<string, unknown>,
-    message?: string,
-    extra: Record<string, unknown> = {},
-  ) {
-    const legacy = typeof second === 'number';
-    super(legacy ? message : first);
-    this.wireName = legacy ? first : new.target.name;
+  constructor(message: string, extra: Record<string, unknown> = {}) {
+    super(message);
+    this.wireName = new.target.name;
+    // Logs and stacks then name the class too.
     this.name = this.wireName;
-    if (legacy) this.status = second;
-    this.extra = legacy ? extra : (second ?? {});
+    this.extra = extra;
   }
 }
 
@@ -120,17 +109,6 @@ export class InsufficientStorageError extends category(507) {}
 
 /** The wire name of bad requests in general (kvmd's `ValidatorError`). */
 export class ValidatorError extends BadRequestError {}
-
-/**
- * @deprecated The transition form `new BusyError(wireName, message)`: extend IsBusyError
- * instead (MSD still uses it until it moves).
- */
-export class BusyError extends ApiError {
-  override readonly status: number = 409;
-  constructor(wireName: string, message: string) {
-    super(wireName, 409, message);
-  }
-}
 
 export interface HttpErrorAnswer {
   status: number;
