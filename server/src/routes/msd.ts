@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MSD_NDJSON_EOL, checkImagePrefix, type MsdWriteRemoteRecord } from '@kvm/protocol';
-import { ApiError, ValidatorError, toHttp } from '../errors';
+import { ApiError, ValidatorError, errorBody, toHttp } from '../errors';
 import { bool, fail, str } from '../validators';
 import { imageNameOf, storedName } from '../services/msd/image-names';
 import type { MsdService } from '../services/msd/msd-service';
@@ -249,13 +249,11 @@ function streamDownload(request: FastifyRequest, reply: FastifyReply, job: Downl
   );
 }
 
+/** A failure that is no ApiError (the download's socket): named as aiohttp would name it. */
 function errorRecord(err: unknown): MsdWriteRemoteRecord {
   const e = err as Error;
-  return {
-    ok: false,
-    result: {
-      error: e?.name && e.name !== 'Error' ? e.name : 'ClientPayloadError',
-      error_msg: e?.message ?? String(err),
-    },
-  };
+  return errorBody(
+    e?.name && e.name !== 'Error' ? e.name : 'ClientPayloadError',
+    e?.message ?? String(err),
+  );
 }
