@@ -199,7 +199,8 @@ export type PipelineEvent =
   | { type: 'lost'; conn: number }
   | { type: 'resize'; width: number; height: number }
   | { type: 'info'; info: StreamInfo }
-  | { type: 'counters'; counters: DirectCounters };
+  /** `ask` answers the report asked for with that number (see flushCounters) */
+  | { type: 'counters'; counters: DirectCounters; ask?: number };
 
 export interface PipelineOptions {
   emit: (event: PipelineEvent) => void;
@@ -354,12 +355,15 @@ export class DirectPipeline {
     return { ...this.count, droppedBy: { ...this.count.droppedBy } };
   }
 
-  /** Reports the counters now if they changed since the last report (or always, forced). */
-  flushCounters(force = false): void {
-    if (!this.countersChanged && !force) return;
+  /**
+   * Reports the counters now if they changed since the last report; always when asked for
+   * (`ask` names the request the report answers).
+   */
+  flushCounters(ask?: number): void {
+    if (!this.countersChanged && ask === undefined) return;
     this.countersChanged = false;
     this.countersAt = this.now();
-    this.options.emit({ type: 'counters', counters: this.counters() });
+    this.options.emit({ type: 'counters', counters: this.counters(), ask });
   }
 
   // --- socket ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ export type ToWorker =
   | { op: 'release'; canvasId: number }
   | { op: 'key'; sid: number }
   /** report the counters now, changed or not */
-  | { op: 'counters'; sid: number }
+  | { op: 'counters'; sid: number; ask: number }
   /** the session ends: disconnect, report the last counters, then `closed` */
   | { op: 'close'; sid: number };
 
@@ -74,7 +74,7 @@ export function hostDirectPipelines(
         sessions.get(data.sid)?.requestKeyFrame();
         break;
       case 'counters':
-        session(data.sid).flushCounters(true);
+        session(data.sid).flushCounters(data.ask);
         break;
       case 'close': {
         const pipeline = sessions.get(data.sid);
@@ -82,7 +82,7 @@ export function hostDirectPipelines(
         if (pipeline) {
           pipeline.disconnect();
           pipeline.attachCanvas(null);
-          pipeline.flushCounters(true);
+          pipeline.flushCounters(0);
         }
         scope.postMessage({ sid: data.sid, closed: true });
         break;

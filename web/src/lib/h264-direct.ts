@@ -127,8 +127,8 @@ interface PipelineLink {
   disconnect(): void;
   attachCanvas(canvas: CanvasLike | null): void;
   requestKeyFrame(): void;
-  /** Asks for a counters report now (here: reported before this returns). */
-  reportCounters(): void;
+  /** Asks for a counters report now, answering `ask` (here: reported before this returns). */
+  reportCounters(ask: number): void;
   close(): void;
 }
 
@@ -192,7 +192,7 @@ export class DirectWorkerClient {
         ]);
       },
       requestKeyFrame: () => post({ op: 'key', sid }),
-      reportCounters: () => post({ op: 'counters', sid }),
+      reportCounters: (ask) => post({ op: 'counters', sid, ask }),
       close: () => post({ op: 'close', sid }),
     };
   }
@@ -249,7 +249,9 @@ export class H264DirectStream implements StreamClient {
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** The newest counters of every session this stream ran (one per start()). */
   private readonly sessionCounters: DirectCounters[] = [];
-  private readonly counterWaiters: Array<() => void> = [];
+  /** readCounters() calls waiting for the report they asked for, by request number. */
+  private readonly counterWaiters = new Map<number, () => void>();
+  private nextAsk = 1;
 
   constructor(options: H264DirectOptions) {
     this.options = options;
@@ -322,7 +324,7 @@ export class H264DirectStream implements StreamClient {
    * one): `readCounters()` waits for the exact figures.
    */
   counters(): DirectCounters {
-    this.link?.reportCounters();
+    this.link?.reportCounters(0);
     return this.sessionCounters.reduce(addCounters, emptyCounters());
   }
 
@@ -330,9 +332,10 @@ export class H264DirectStream implements StreamClient {
   readCounters(): Promise<DirectCounters> {
     const link = this.link;
     if (!link) return Promise.resolve(this.counters());
+    const ask = this.nextAsk++;
     return new Promise((resolve) => {
-      this.counterWaiters.push(() => resolve(this.counters()));
-      link.reportCounters();
+      this.counterWaiters.set(ask, () => resolve(this.counters()));
+      link.reportCounters(ask);
     });
   }
 
@@ -368,11 +371,11 @@ export class H264DirectStream implements StreamClient {
       disconnect: () => pipeline.disconnect(),
       attachCanvas: (canvas) => pipeline.attachCanvas(canvas),
       requestKeyFrame: () => pipeline.requestKeyFrame(),
-      reportCounters: () => pipeline.flushCounters(true),
+      reportCounters: (ask) => pipeline.flushCounters(ask),
       close: () => {
         pipeline.disconnect();
         pipeline.attachCanvas(null);
-        pipeline.flushCounters(true);
+        pipeline.flushCounters(0);
       },
     };
   }
@@ -386,7 +389,9 @@ export class H264DirectStream implements StreamClient {
   private onPipeline(session: number, event: PipelineEvent | WorkerFailed): void {
     if (event.type === 'counters') {
       this.sessionCounters[session] = event.counters;
-      for (const resolve of this.counterWaiters.splice(0)) resolve();
+      const waiter = event.ask ? this.counterWaiters.get(event.ask) : undefined;
+      if (event.ask) this.counterWaiters.delete(event.ask);
+      waiter?.();
       return;
     }
     // What a stopped or replaced session still says is void (its counters are kept above).
