@@ -47,6 +47,8 @@
  *   viewers (werift peers in a child process, see cpuPerViewer), the difference over the 3
  *   extra viewers, in % of a core, preset 2 at 30 fps with the noise band on; median of three
  *   alternations.
+ * - g2g_qemu_*: a change of the QEMU guest's screen (a key to the guest's shell) to the frame
+ *   presented, WebRTC, on the qemu target's own server process: see video-qemu.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -62,6 +64,7 @@ import { build as esbuild } from 'esbuild';
 import { Browser } from '../e2e/fixtures/browser';
 import { REPO_ROOT } from '../e2e/fixtures/server';
 import { directWorkerPrelude } from './direct-worker-probe';
+import { QemuVideoTarget, qemuFields, type QemuG2g } from './video-qemu';
 import { clockOffset, median, note, percentile, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';
@@ -732,12 +735,21 @@ try {
   const g2gDirect = await glassToGlass(browser, ctx, 'direct_h264');
   const s = await steady(browser, ctx);
   await s.page.close();
+  // after the testbed figures: the guest's boot (TCG) takes a core for ~10 s
+  const qemu = await QemuVideoTarget.start();
+  let g2gQemu: QemuG2g;
+  try {
+    await qemu.ready();
+    g2gQemu = await qemu.measure(browser);
+  } finally {
+    await qemu.dispose();
+  }
   await browser.close();
   browser = null;
   const perViewer = await cpuPerViewer(ctx);
   testbed.picture.setNoiseRows(0);
-  // the page's clock as the larger of the two g2g runs' offsets
-  const clock = [g2gWebrtc.clock, g2gDirect.clock].sort(
+  // the page's clock as the largest of the g2g runs' offsets
+  const clock = [g2gWebrtc.clock, g2gDirect.clock, g2gQemu.clock].sort(
     (x, y) => Math.abs(y.offset) - Math.abs(x.offset),
   )[0]!;
   process.stdout.write(
@@ -756,6 +768,7 @@ try {
       g2g_direct_samples: g2gDirect.samples,
       g2g_direct_outliers: g2gDirect.outliers,
       g2g_direct_missed: g2gDirect.missed,
+      ...qemuFields(g2gQemu),
       clock_offset_ms: round(clock.offset, 2),
       clock_offset_bound_ms: round(clock.bound, 2),
       dropped_frames_60s: s.dropped,

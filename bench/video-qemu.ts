@@ -1,0 +1,339 @@
+/**
+ * The QEMU part of `npm run bench -- video` (bench/video.ts runs it last; `npm run bench --
+ * video-qemu` runs it alone): g2g_qemu, a change of the QEMU guest's screen to the frame that
+ * shows it presented in the console, WebRTC.
+ *
+ * The server is the built one in a process of its own on the qemu target (ServerProcess, as
+ * the e2e specs run it), with video_mode webrtc and the testbed g2g's preset (5000 kbit/s, gop
+ * 60, 60 fps, low latency). Once the guest's USB keyboard is up, the bench types a loop into the
+ * guest's shell (tty1) that waits for one key and then clears the whole 1024x768 console with a
+ * grey background, or black again on the next key (the Linux console erases with the current
+ * background colour), and logs `flip <guest epoch s>` on the serial port.
+ *
+ * - g2g_qemu_*: the bench starts POST /api/hid/events/send_key?key=Space (t0, this process's
+ *   epoch ms; the serial port is write-only for the host, a file QEMU writes, so the trigger is
+ *   a key through the server's own HID path) to the first frame whose
+ *   requestVideoFrameCallback reports most of the screen in the new colour (its `now`, the page's
+ *   epoch ms corrected by the measured clock offset, as in video.ts). So it includes the whole
+ *   way round: HTTP and the HID driver, QMP input-send-event, the guest's USB keyboard poll, its
+ *   shell and console drawing, QEMU's display refresh and VNC, the server's RFB client, encoder
+ *   and WebRTC, and the page's decode and presentation. The frame's pixels are read from the
+ *   VideoFrame the callback describes (a newer frame is skipped, see video.ts). Each change waits
+ *   for the last one to be presented, then 500-1000 ms; all samples count in the percentiles,
+ *   `*_outliers` counts those outside 0-5000 ms, `*_missed` the changes never presented (10 s).
+ * - g2g_qemu_guest_p50_ms: the guest's own part, from its kernel's timestamp of the key press
+ *   (the input logger's evdev line) to `date` after the shell wrote the fill, both the guest's
+ *   clock. A lower bound of its reaction: the framebuffer's flush to the VGA memory follows.
+ *
+ * QEMU's VNC server slows its refresh while the screen is still (30 ms, +50 ms after every
+ * refresh without a change, up to 3 s), so a change after a longer pause waits longer: the notes
+ * print each sample with the pause before it.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { Browser } from '../e2e/fixtures/browser';
+import { ServerProcess } from '../e2e/fixtures/server';
+import { clockOffset, epochNow, median, note, percentile, round, shortMark, sized } from './lib';
+
+const PASSWORD = 'benchpass';
+const FLIPS = sized(20, 3);
+/** Latencies outside 0..this are counted as outliers. */
+const OUTLIER_MS = 5000;
+/** A change not presented within this is missed. */
+const MISSED_MS = 10_000;
+const KEY_SPACE = 57; // linux/input-event-codes.h
+
+/**
+ * Typed into the guest's shell: each key read flips the screen between a grey and a black
+ * clear, then logs the guest's time. `read -s -n 1` returns at the key press (no Enter).
+ */
+const FLIP_LOOP =
+  "echo flips armed >/dev/ttyS0; i=0; while read -s -n 1 k; do i=$((1-i)); if [ $i = 1 ]; then printf '\\033[47m\\033[2J'; else printf '\\033[0m\\033[2J'; fi; { echo flip; adjtimex; adjtimex; } >/dev/ttyS0; done\n";
+
+export interface QemuG2g {
+  p50: number;
+  p95: number;
+  samples: number;
+  outliers: number;
+  missed: number;
+  /** median of the guest's own part, NaN when its log had none */
+  guestP50: number;
+  clock: { offset: number; bound: number };
+}
+
+/** A presented frame whose screen state (mostly grey or not) differs from the one before. */
+interface Transition {
+  /** epoch ms, the page's clock: the update's frame time (rVFC `now`) */
+  t: number;
+  lit: boolean;
+  frac: number;
+}
+
+interface Probe {
+  frames: number;
+  lit: boolean | null;
+  transitions: Transition[];
+}
+
+/** Runs in the page before the console: the screen state of every frame the <video> presents. */
+function probe(): void {
+  const rec: Probe = { frames: 0, lit: null, transitions: [] };
+  (window as unknown as { __qemu: Probe }).__qemu = rec;
+  const W = 32;
+  const H = 24;
+  const canvas = document.createElement('canvas');
+  canvas.width = W;
+  canvas.height = H;
+  const ctx = canvas.getContext('2d', { willReadFrequently: true })!;
+  const watch = (video: HTMLVideoElement): void => {
+    const onFrame = (now: number, meta: { mediaTime: number }): void => {
+      video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+      // only the frame this callback describes (see video.ts's harness)
+      const frame = new VideoFrame(video);
+      try {
+        if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) return;
+        ctx.drawImage(frame, 0, 0, W, H);
+      } finally {
+        frame.close();
+      }
+      const d = ctx.getImageData(0, 0, W, H).data;
+      let lit = 0;
+      // the grey background is 0xaa; text on black is sparse
+      for (let i = 0; i < d.length; i += 4) if (d[i]! > 85) lit += 1;
+      const frac = lit / (W * H);
+      rec.frames += 1;
+      const state = frac > 0.5;
+      if (state === rec.lit) return;
+      rec.lit = state;
+      rec.transitions.push({ t: performance.timeOrigin + now, lit: state, frac });
+    };
+    video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+  };
+  const watched = new WeakSet<Element>();
+  new MutationObserver(() => {
+    for (const v of document.querySelectorAll('video')) {
+      if (!watched.has(v)) {
+        watched.add(v);
+        watch(v);
+      }
+    }
+  }).observe(document, { childList: true, subtree: true });
+}
+
+function probeOf(page: Page): Promise<Probe> {
+  return page.evaluate(() => (window as unknown as { __qemu: Probe }).__qemu);
+}
+
+/** The QEMU target's server process, initialised and logged in, its guest's shell up. */
+export class QemuVideoTarget {
+  private constructor(
+    private readonly server: ServerProcess,
+    private readonly token: string,
+  ) {}
+
+  /** Starts the server (QEMU boots meanwhile); `ready()` waits for the guest. */
+  static async start(): Promise<QemuVideoTarget> {
+    const server = await ServerProcess.start({ target: 'qemu' });
+    try {
+      await fetch(`${server.url}/api/init/init?password=${PASSWORD}`);
+      const login = await fetch(`${server.url}/api/auth/login`, {
+        method: 'POST',
+        body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
+      });
+      const token = ((await login.json()) as { result: { token: string } }).result.token;
+      const target = new QemuVideoTarget(server, token);
+      await target.post('/api/system/set_config', JSON.stringify({ video_mode: 'webrtc' }));
+      await target.post(
+        '/api/streamer/set_params?h264_bitrate=5000&h264_gop=60&desired_fps=60&video_processing=low_latency_first',
+      );
+      return target;
+    } catch (err) {
+      await server.dispose();
+      throw err;
+    }
+  }
+
+  private async post(path: string, body = '{}', type = 'application/json'): Promise<void> {
+    const res = await fetch(`${this.server.url}${path}`, {
+      method: 'POST',
+      headers: { token: this.token, 'content-type': type },
+      body,
+    });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  }
+
+  /** The guest's serial log ('' before QEMU made it), CR dropped. */
+  private async serial(): Promise<string> {
+    const log = await readFile(join(this.server.dataDir, 'run', 'serial.log'), 'utf8').catch(
+      () => '',
+    );
+    return log.replace(/\r/g, '');
+  }
+
+  /** Waits until the serial log after `from` (characters) matches `re`. */
+  private async serialMatch(from: number, re: RegExp, timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const log = await this.serial();
+      if (re.test(log.slice(from))) return;
+      if (performance.now() > deadline) {
+        throw new Error(`guest: no ${re} on the serial port:\n${log.slice(-1500)}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Waits for the guest's shell and types the flip loop into it. */
+  async ready(): Promise<void> {
+    const t0 = performance.now();
+    // the shell is up once its USB keyboard is (the e2e QEMU specs wait the same way)
+    await this.serialMatch(0, /add QEMU QEMU USB Keyboard/, 90_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const mark = (await this.serial()).length;
+    await this.post('/api/hid/print?limit=0&keymap=en-us', FLIP_LOOP, 'text/plain; charset=utf-8');
+    await this.serialMatch(mark, /flips armed/, 30_000);
+    note(`g2g qemu: guest shell ready ${round((performance.now() - t0) / 1000)} s after start`);
+  }
+
+  async measure(browser: Browser): Promise<QemuG2g> {
+    const page = await browser.context.newPage();
+    try {
+      return await this.measureOn(page);
+    } finally {
+      await page.close();
+    }
+  }
+
+  private async measureOn(page: Page): Promise<QemuG2g> {
+    await page.addInitScript(probe);
+    await page.addInitScript(
+      (token: string) => localStorage.setItem('auth_token', token),
+      this.token,
+    );
+    await page.goto(`${this.server.url}/`);
+    // the black screen with the prompt and the loop's command line
+    await page.waitForFunction(
+      () => (window as unknown as { __qemu: Probe }).__qemu.lit === false,
+      null,
+      { timeout: 30_000 },
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    const clock = await clockOffset(() =>
+      page.evaluate(() => performance.timeOrigin + performance.now()),
+    );
+    const mark = (await this.serial()).length;
+    const flips: Array<{ t0: number; request: number; pause: number; lit: boolean }> = [];
+    let lit = false;
+    for (let k = 0; k < FLIPS; k += 1) {
+      const pause = 500 + Math.random() * 500;
+      await new Promise((r) => setTimeout(r, pause));
+      lit = !lit;
+      const before = (await probeOf(page)).transitions.length;
+      const t0 = epochNow();
+      await this.post('/api/hid/events/send_key?key=Space');
+      flips.push({ t0, request: epochNow() - t0, pause, lit });
+      const deadline = performance.now() + MISSED_MS;
+      while (performance.now() < deadline) {
+        const p = await probeOf(page);
+        if (p.transitions.slice(before).some((x) => x.lit === lit)) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const after = await clockOffset(() =>
+      page.evaluate(() => performance.timeOrigin + performance.now()),
+    );
+    const p = await probeOf(page);
+    const lat: number[] = [];
+    let outliers = 0;
+    let missed = 0;
+    const lines: string[] = [];
+    for (const [k, f] of flips.entries()) {
+      const next = flips[k + 1]?.t0 ?? Infinity;
+      const shown = p.transitions.find(
+        (x) =>
+          x.lit === f.lit && x.t - clock.offset >= f.t0 - clock.bound && x.t - clock.offset < next,
+      );
+      if (!shown) {
+        missed += 1;
+        lines.push(`missed after ${round(f.pause)}`);
+        continue;
+      }
+      const l = shown.t - clock.offset - f.t0;
+      if (l < 0 || l > OUTLIER_MS) outliers += 1;
+      lat.push(Math.max(0, l));
+      lines.push(`${round(l)} (pause ${round(f.pause)})`);
+    }
+    // the guest's part: its key press (evdev time) to `date` after the fill, same clock
+    const log = (await this.serial()).slice(mark);
+    const presses = [
+      ...log.matchAll(new RegExp(`^input \\S+ (\\d+\\.\\d+) 1 ${KEY_SPACE} 1$`, 'gm')),
+    ].map((m) => Number(m[1]));
+    // each flip: `flip`, then two adjtimex readings (tv_sec, tv_usec) of the guest's clock;
+    // the second minus the first is what one such reading costs (a fork under TCG), taken
+    // off the first
+    const done = log
+      .split(/^flip$/m)
+      .slice(1)
+      .map((chunk) => {
+        const t = [...chunk.matchAll(/tv_sec: +(\d+)\n +time\.tv_usec: +(\d+)/g)].map(
+          (m) => Number(m[1]) * 1000 + Number(m[2]) / 1000,
+        );
+        return { at: t[0] ?? NaN, cost: (t[1] ?? NaN) - (t[0] ?? NaN) };
+      });
+    const guest = done
+      .slice(0, presses.length)
+      .map((d, i) => d.at - d.cost - presses[i]! * 1000)
+      .filter((g) => Number.isFinite(g));
+    note(
+      `g2g qemu: ${lat.length} of ${flips.length} changes presented: ${lines.join(', ')} ms; ` +
+        `send_key request ${round(median(flips.map((f) => f.request)), 2)} ms median; ` +
+        `guest key press -> fill written ${guest.map((g) => round(g)).join(', ')} ms ` +
+        `(one clock reading costs ${round(median(done.map((d) => d.cost)))} ms) ` +
+        `(${presses.length} presses, ${done.length} flips logged); page ${p.frames} frames; ` +
+        `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
+        `${round(after.offset - clock.offset, 2)} ms drift`,
+    );
+    return {
+      p50: percentile(lat, 50),
+      p95: percentile(lat, 95),
+      samples: lat.length,
+      outliers,
+      missed,
+      guestP50: guest.length ? median(guest) : NaN,
+      clock,
+    };
+  }
+
+  async dispose(): Promise<void> {
+    await this.server.dispose();
+  }
+}
+
+/** The JSON fields of a measurement. */
+export function qemuFields(g: QemuG2g): Record<string, number> {
+  return {
+    g2g_qemu_p50_ms: round(g.p50),
+    g2g_qemu_p95_ms: round(g.p95),
+    g2g_qemu_samples: g.samples,
+    g2g_qemu_outliers: g.outliers,
+    g2g_qemu_missed: g.missed,
+    ...(Number.isFinite(g.guestP50) ? { g2g_qemu_guest_p50_ms: round(g.guestP50) } : {}),
+  };
+}
+
+// `npm run bench -- video-qemu`: this part alone.
+if (process.argv[1]?.endsWith('video-qemu.mjs')) {
+  const target = await QemuVideoTarget.start();
+  let browser: Browser | null = null;
+  try {
+    await target.ready();
+    browser = await Browser.launch();
+    const g = await target.measure(browser);
+    process.stdout.write(`${JSON.stringify({ ...shortMark(), ...qemuFields(g) })}\n`);
+  } finally {
+    await browser?.close();
+    await target.dispose();
+  }
+}
