@@ -83,6 +83,9 @@ export class PayloadTooLargeError extends category(413) {}
 /** 415: a body the server does not take in this form. */
 export class UnsupportedMediaTypeError extends category(415) {}
 
+/** 416: a byte range outside the file (the console's static files). */
+export class RangeNotSatisfiableError extends category(416) {}
+
 /** 429: too many requests or sockets from this client. */
 export abstract class TooManyRequestsError extends category(429) {}
 

@@ -19,16 +19,12 @@ import { BadRequestError, ForbiddenError, UnauthorizedError } from '../errors';
 import type { AuthService, LoginFailure } from '../services/auth/auth-service';
 import { hashToken } from '../services/auth/sessions';
 import { clientIp } from './client-ip';
+import type { RequestAuth } from './request-auth';
 
 export const AUTH_COOKIE = 'auth_token';
 export const TRUSTED_DEVICE_COOKIE = 'kvm_trusted_device';
 
-export interface RequestAuth {
-  user: string;
-  /** The session token used, null for X-KVMD header credentials. */
-  token: string | null;
-  tokenHash: string | null;
-}
+export type { RequestAuth } from './request-auth';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -36,9 +32,6 @@ declare module 'fastify' {
     public?: boolean;
     /** A public route that changes state: refused when a browser sends it from another origin. */
     sameOrigin?: boolean;
-  }
-  interface FastifyRequest {
-    auth: RequestAuth | null;
   }
 }
 

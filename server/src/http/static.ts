@@ -16,7 +16,12 @@
 import { createReadStream, readdirSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, MethodNotAllowedError, NotFoundError, ServiceUnavailableError } from '../errors';
+import {
+  MethodNotAllowedError,
+  NotFoundError,
+  RangeNotSatisfiableError,
+  ServiceUnavailableError,
+} from '../errors';
 import type { AuthService } from '../services/auth/auth-service';
 import { authenticate } from './auth';
 
@@ -38,11 +43,6 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
   '.wasm': 'application/wasm',
 };
-
-/** 416: the Range starts past the end of the file (Content-Range says its size). */
-export class RangeNotSatisfiableError extends ApiError {
-  override readonly status: number = 416;
-}
 
 /** One stored representation of a file: the file itself or a pre-compressed sibling. */
 interface Representation {

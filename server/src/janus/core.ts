@@ -13,14 +13,14 @@
  * a transaction. Plugin calls of one handle run one after another (a `watch` builds its offer
  * asynchronously; `stop`, `start`, `hangup` and `detach` wait for it).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
-import type { RequestAuth } from '../http/request-auth';
 import type { Logger } from '../log';
 import {
   JANUS_SOCKET_LIMITS,
   SocketRegistry,
   notAWebSocket,
+  ownerOf,
   type GuardedSocket,
   type SocketOwner,
 } from '../ws/socket-guard';
@@ -61,27 +61,15 @@ type Reply = Record<string, unknown>;
 type Session = JanusSession<JanusConnection>;
 type Handle = JanusHandle<JanusConnection>;
 
-/** The owner of a `/janus/ws` socket: the login session the auth hook put on the request. */
-export function janusSocketOwner(request: FastifyRequest): SocketOwner {
-  // `auth` is null on a public route and absent on an app without the auth hook (unit tests).
-  const auth: RequestAuth | null | undefined = request.auth;
-  return {
-    kind: 'janus',
-    token: auth?.token ?? null,
-    tokenHash: auth?.tokenHash ?? null,
-    remote: request.socket.remoteAddress ?? '',
-  };
-}
-
 /** Serves `gateway` on `/janus/ws` of `app` and closes it with the app. */
 export function mountJanus(app: FastifyInstance, gateway: JanusGateway): JanusGateway {
   // Not public: the global onRequest hook has checked the cookie / ?auth_token= already.
   app.route({
     method: 'GET',
     url: '/janus/ws',
-    preValidation: async (request) => gateway.sockets.admitNew(janusSocketOwner(request)),
+    preValidation: async (request) => gateway.sockets.admitNew(ownerOf(request, 'janus')),
     handler: notAWebSocket,
-    wsHandler: (socket, request) => gateway.accept(socket, janusSocketOwner(request)),
+    wsHandler: (socket, request) => gateway.accept(socket, ownerOf(request, 'janus')),
   });
   app.addHook('onClose', async () => gateway.close());
   return gateway;

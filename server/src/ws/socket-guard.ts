@@ -20,6 +20,7 @@ import type { FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import { BadRequestError, TooManyRequestsError } from '../errors';
 import type { Logger } from '../log';
+import type { RequestAuth } from '../http/request-auth';
 
 /** Close codes (RFC 6455 7.4.1 and the private 4000-4999 range). */
 export const CLOSE_POLICY = 1008;
@@ -145,8 +146,8 @@ export interface SocketOwner {
 
 /** Who a socket belongs to, from the upgrade request (`request.auth` is set by http/auth.ts). */
 export function ownerOf(request: FastifyRequest, kind: SocketKind): SocketOwner {
-  const auth = (request as { auth?: { token: string | null; tokenHash: string | null } | null })
-    .auth;
+  // `auth` is null on a public route and absent on an app without the auth hook (unit tests).
+  const auth: RequestAuth | null | undefined = request.auth;
   return {
     kind,
     token: auth?.token ?? null,
