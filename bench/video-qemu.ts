@@ -8,11 +8,13 @@
  * 60, 60 fps, low latency). Once the guest's USB keyboard is up, the bench types a loop into the
  * guest's shell (tty1) that waits for one key and then clears the whole 1024x768 console with a
  * grey background, or black again on the next key (the Linux console erases with the current
- * background colour), and logs `flip <guest epoch s>` on the serial port.
+ * background colour), then logs `flip` and two readings of its clock on the serial port
+ * (busybox's adjtimex: its date has no sub-second format).
  *
  * - g2g_qemu_*: the bench starts POST /api/hid/events/send_key?key=Space (t0, this process's
  *   epoch ms; the serial port is write-only for the host, a file QEMU writes, so the trigger is
- *   a key through the server's own HID path) to the first frame whose
+ *   a key through the server's own HID path; the request's round trip, a few ms, is in the
+ *   notes: the server answers once the key is queued for QMP) to the first frame whose
  *   requestVideoFrameCallback reports most of the screen in the new colour (its `now`, the page's
  *   epoch ms corrected by the measured clock offset, as in video.ts). So it includes the whole
  *   way round: HTTP and the HID driver, QMP input-send-event, the guest's USB keyboard poll, its
@@ -22,12 +24,15 @@
  *   for the last one to be presented, then 500-1000 ms; all samples count in the percentiles,
  *   `*_outliers` counts those outside 0-5000 ms, `*_missed` the changes never presented (10 s).
  * - g2g_qemu_guest_p50_ms: the guest's own part, from its kernel's timestamp of the key press
- *   (the input logger's evdev line) to `date` after the shell wrote the fill, both the guest's
- *   clock. A lower bound of its reaction: the framebuffer's flush to the VGA memory follows.
+ *   (the input logger's evdev line) to the first clock reading after the shell wrote the fill,
+ *   less what one reading costs (the second minus the first: mostly a fork under TCG), all the
+ *   guest's clock. An estimate: the framebuffer's flush to VGA memory comes after it, and the
+ *   cost of a reading varies (one sample can come out below 0).
  *
  * QEMU's VNC server slows its refresh while the screen is still (30 ms, +50 ms after every
  * refresh without a change, up to 3 s), so a change after a longer pause waits longer: the notes
- * print each sample with the pause before it.
+ * print each sample with the pause before it; KVM_BENCH_QEMU_PAUSE_MS=<ms> makes every pause
+ * that long, to see it.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -43,6 +48,8 @@ const OUTLIER_MS = 5000;
 /** A change not presented within this is missed. */
 const MISSED_MS = 10_000;
 const KEY_SPACE = 57; // linux/input-event-codes.h
+/** KVM_BENCH_QEMU_PAUSE_MS fixes the pause before each change (see the header). */
+const PAUSE_MS = Number(process.env['KVM_BENCH_QEMU_PAUSE_MS'] ?? NaN);
 
 /**
  * Typed into the guest's shell: each key read flips the screen between a grey and a black
@@ -226,7 +233,7 @@ export class QemuVideoTarget {
     const flips: Array<{ t0: number; request: number; pause: number; lit: boolean }> = [];
     let lit = false;
     for (let k = 0; k < FLIPS; k += 1) {
-      const pause = 500 + Math.random() * 500;
+      const pause = Number.isFinite(PAUSE_MS) ? PAUSE_MS : 500 + Math.random() * 500;
       await new Promise((r) => setTimeout(r, pause));
       lit = !lit;
       const before = (await probeOf(page)).transitions.length;
@@ -277,8 +284,10 @@ export class QemuVideoTarget {
       .split(/^flip$/m)
       .slice(1)
       .map((chunk) => {
-        const t = [...chunk.matchAll(/tv_sec: +(\d+)\n +time\.tv_usec: +(\d+)/g)].map(
-          (m) => Number(m[1]) * 1000 + Number(m[2]) / 1000,
+        // other writers' lines (the input logger) can come between
+        const usec = [...chunk.matchAll(/time\.tv_usec: +(\d+)/g)];
+        const t = [...chunk.matchAll(/time\.tv_sec: +(\d+)/g)].map(
+          (m, i) => Number(m[1]) * 1000 + Number(usec[i]?.[1] ?? NaN) / 1000,
         );
         return { at: t[0] ?? NaN, cost: (t[1] ?? NaN) - (t[0] ?? NaN) };
       });
