@@ -8,8 +8,7 @@
  * 60, 60 fps, low latency). Once the guest's USB keyboard is up, the bench types a loop into the
  * guest's shell (tty1) that waits for one key and then clears the whole 1024x768 console with a
  * grey background, or black again on the next key (the Linux console erases with the current
- * background colour), then logs `flip` and two readings of its clock on the serial port
- * (busybox's adjtimex: its date has no sub-second format).
+ * background colour) and turns the Scroll Lock LED on, or off again.
  *
  * - g2g_qemu_*: the bench starts POST /api/hid/events/send_key?key=Space (t0, this process's
  *   epoch ms; the serial port is write-only for the host, a file QEMU writes, so the trigger is
@@ -24,10 +23,10 @@
  *   for the last one to be presented, then 500-1000 ms; all samples count in the percentiles,
  *   `*_outliers` counts those outside 0-5000 ms, `*_missed` the changes never presented (10 s).
  * - g2g_qemu_guest_p50_ms: the guest's own part, from its kernel's timestamp of the key press
- *   (the input logger's evdev line) to the first clock reading after the shell wrote the fill,
- *   less what one reading costs (the second minus the first: mostly a fork under TCG), all the
- *   guest's clock. An estimate: the framebuffer's flush to VGA memory comes after it, and the
- *   cost of a reading varies (one sample can come out below 0).
+ *   to its timestamp of the LED change that the fill's write makes right after the clear (the
+ *   input logger's evdev lines on the serial port, both the guest's clock, no process started
+ *   in between). Its reaction up to the console drawn; the framebuffer's flush to the VGA
+ *   memory comes after it.
  *
  * QEMU's VNC server slows its refresh while the screen is still (30 ms, +50 ms after every
  * refresh without a change, up to 3 s), so a change after a longer pause waits longer: the notes
@@ -47,16 +46,22 @@ const FLIPS = sized(20, 3);
 const OUTLIER_MS = 5000;
 /** A change not presented within this is missed. */
 const MISSED_MS = 10_000;
-const KEY_SPACE = 57; // linux/input-event-codes.h
+// linux/input-event-codes.h
+const EV_KEY = 1;
+const EV_LED = 17;
+const KEY_SPACE = 57;
+const LED_SCROLLL = 2;
 /** KVM_BENCH_QEMU_PAUSE_MS fixes the pause before each change (see the header). */
 const PAUSE_MS = Number(process.env['KVM_BENCH_QEMU_PAUSE_MS'] ?? NaN);
 
 /**
  * Typed into the guest's shell: each key read flips the screen between a grey and a black
- * clear, then logs the guest's time. `read -s -n 1` returns at the key press (no Enter).
+ * clear; the same write then sets the Scroll Lock LED, or clears it (`ESC [ n q`), which the
+ * guest's input logger stamps: its kernel's time of the fill. `read -s -n 1` returns at the key
+ * press (no Enter).
  */
 const FLIP_LOOP =
-  "echo flips armed >/dev/ttyS0; i=0; while read -s -n 1 k; do i=$((1-i)); if [ $i = 1 ]; then printf '\\033[47m\\033[2J'; else printf '\\033[0m\\033[2J'; fi; { echo flip; adjtimex; adjtimex; } >/dev/ttyS0; done\n";
+  "echo flips armed >/dev/ttyS0; i=0; while read -s -n 1 k; do i=$((1-i)); if [ $i = 1 ]; then printf '\\033[47m\\033[2J\\033[1q'; else printf '\\033[0m\\033[2J\\033[0q'; fi; done\n";
 
 export interface QemuG2g {
   p50: number;
@@ -272,35 +277,27 @@ export class QemuVideoTarget {
       lat.push(Math.max(0, l));
       lines.push(`${round(l)} (pause ${round(f.pause)})`);
     }
-    // the guest's part: its key press (evdev time) to `date` after the fill, same clock
+    // the guest's part, both its kernel's evdev times (the input logger's lines): the key
+    // press, and the Scroll Lock LED that the fill's write sets right after the clear
     const log = (await this.serial()).slice(mark);
-    const presses = [
-      ...log.matchAll(new RegExp(`^input \\S+ (\\d+\\.\\d+) 1 ${KEY_SPACE} 1$`, 'gm')),
-    ].map((m) => Number(m[1]));
-    // each flip: `flip`, then two adjtimex readings (tv_sec, tv_usec) of the guest's clock;
-    // the second minus the first is what one such reading costs (a fork under TCG), taken
-    // off the first
-    const done = log
-      .split(/^flip$/m)
-      .slice(1)
-      .map((chunk) => {
-        // other writers' lines (the input logger) can come between
-        const usec = [...chunk.matchAll(/time\.tv_usec: +(\d+)/g)];
-        const t = [...chunk.matchAll(/time\.tv_sec: +(\d+)/g)].map(
-          (m, i) => Number(m[1]) * 1000 + Number(usec[i]?.[1] ?? NaN) / 1000,
-        );
-        return { at: t[0] ?? NaN, cost: (t[1] ?? NaN) - (t[0] ?? NaN) };
-      });
-    const guest = done
-      .slice(0, presses.length)
-      .map((d, i) => d.at - d.cost - presses[i]! * 1000)
+    const times = (type: number, code: number, value: number): number[] =>
+      [
+        ...log.matchAll(new RegExp(`^input \\S+ (\\d+\\.\\d+) ${type} ${code} ${value}$`, 'gm')),
+      ].map((m) => Number(m[1]) * 1000);
+    const presses = times(EV_KEY, KEY_SPACE, 1);
+    const ledOn = times(EV_LED, LED_SCROLLL, 1);
+    const ledOff = times(EV_LED, LED_SCROLLL, 0);
+    const guest = presses
+      .map((t, k) => {
+        const next = presses[k + 1] ?? Infinity;
+        return ((k % 2 === 0 ? ledOn : ledOff).find((l) => l >= t && l < next) ?? NaN) - t;
+      })
       .filter((g) => Number.isFinite(g));
     note(
       `g2g qemu: ${lat.length} of ${flips.length} changes presented: ${lines.join(', ')} ms; ` +
         `send_key request ${round(median(flips.map((f) => f.request)), 2)} ms median; ` +
-        `guest key press -> fill written ${guest.map((g) => round(g)).join(', ')} ms ` +
-        `(one clock reading costs ${round(median(done.map((d) => d.cost)))} ms) ` +
-        `(${presses.length} presses, ${done.length} flips logged); page ${p.frames} frames; ` +
+        `guest key press -> LED set after the fill ${guest.map((g) => round(g)).join(', ')} ms ` +
+        `(${presses.length} presses); page ${p.frames} frames; ` +
         `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
         `${round(after.offset - clock.offset, 2)} ms drift`,
     );
