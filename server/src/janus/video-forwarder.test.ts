@@ -1,9 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { VideoForwarder } from './video-forwarder';
 import { FakeFeed, fakeDeltaUnit, fakeKeyUnit } from './test-support';
 
 /** Forwarder over a fake feed, recording the RTP timestamps of what it sends. */
-function setup(opts: { maxPendingBytes?: number } = {}) {
+function setup(
+  opts: { maxPendingBytes?: number; packetsPerTurn?: number; maxQueuedPackets?: number } = {},
+) {
   const feed = new FakeFeed();
   const sent: Buffer[] = [];
   let clock = 0;
@@ -103,5 +105,40 @@ describe('VideoForwarder', () => {
     expect(seqs.every((s, i) => i === 0 || s === ((seqs[i - 1]! + 1) & 0xffff))).toBe(true);
     const markers = sent.filter((p) => p[1]! & 0x80).map((p) => p.readUInt32BE(4) / 3000);
     expect(markers).toEqual([1, 2, 3]);
+  });
+
+  it('sends a big unit over several loop turns, in order, with other work in between', async () => {
+    const { feed, fwd, sent } = setup({ packetsPerTurn: 4 });
+    fwd.start();
+    fwd.setReady();
+    feed.push(fakeKeyUnit(1, 12_000)); // STAP-A + 11 FU-A
+    feed.push(fakeDeltaUnit(2));
+    expect(sent.length).toBe(4);
+    // what the loop does between two turns (a data channel message) runs before the rest
+    let ranBetween = -1;
+    setImmediate(() => (ranBetween = sent.length));
+    await vi.waitFor(() => expect(fwd.stats.packetsSent).toBe(13));
+    expect(ranBetween).toBeGreaterThanOrEqual(4);
+    expect(ranBetween).toBeLessThan(13);
+    expect(sent.length).toBe(13);
+    expect(fwd.stats.yields).toBeGreaterThan(0);
+    const seqs = sent.map((p) => p.readUInt16BE(2));
+    expect(seqs.every((s, i) => i === 0 || s === ((seqs[i - 1]! + 1) & 0xffff))).toBe(true);
+    const markers = sent.filter((p) => p[1]! & 0x80).map((p) => p.readUInt32BE(4) / 3000);
+    expect(markers).toEqual([1, 2]);
+  });
+
+  it('sends a backlog over the bound at once, and nothing queued after stop', async () => {
+    const { feed, fwd, sent } = setup({ packetsPerTurn: 2, maxQueuedPackets: 8 });
+    fwd.start();
+    fwd.setReady();
+    feed.push(fakeKeyUnit(1, 12_000)); // 12 packets > 8: all now
+    expect(sent.length).toBe(12);
+    feed.push(fakeKeyUnit(2, 6_000)); // 7 packets, no budget left this turn
+    expect(sent.length).toBe(12);
+    fwd.stop();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(sent.length).toBe(12);
   });
 });

@@ -9,6 +9,13 @@
  * - until the viewer has got a key frame, delta units are dropped and a key frame is asked
  *   for (throttled);
  * - PLI/FIR from the browser ask the feed for a key frame (throttled), deltas keep flowing.
+ *
+ * Sending yields: at most `packetsPerTurn` packets go out per event-loop turn, the rest (in
+ * order) on the next turns (setImmediate, after the loop has read its sockets). Each packet
+ * costs werift's SRTP and a UDP send (~30-60 us here), so a key frame sent in one loop held
+ * the data channel's input messages and the event socket behind it for milliseconds (input
+ * bench, issue 10). A backlog over `maxQueuedPackets` (a loop too busy to keep up) goes out at
+ * once, as before: memory and video delay stay bounded.
  */
 import type { AccessUnit, VideoFeed } from '../media/types';
 import { H264Packetizer } from '../media/h264-packetizer';
@@ -21,6 +28,10 @@ export interface VideoForwarderOptions {
   keyFrameRequestIntervalMs?: number;
   /** Payload budget per RTP packet. */
   maxPayload?: number;
+  /** Packets sent per event-loop turn before yielding (see the file comment). */
+  packetsPerTurn?: number;
+  /** Queued packets above which the whole queue is sent at once. */
+  maxQueuedPackets?: number;
   now?: () => number;
 }
 
@@ -29,6 +40,8 @@ export interface VideoForwarderStats {
   keyUnitsSent: number;
   unitsDropped: number;
   packetsSent: number;
+  /** Times sending stopped with packets left for a later loop turn. */
+  yields: number;
   /** ms from start() to the first key frame sent, null before. */
   firstKeyFrameMs: number | null;
 }
@@ -51,8 +64,17 @@ export class VideoForwarder {
     keyUnitsSent: 0,
     unitsDropped: 0,
     packetsSent: 0,
+    yields: 0,
     firstKeyFrameMs: null,
   };
+  /** Packets waiting for a later turn, oldest first, from `queueHead` on. */
+  private queue: Buffer[] = [];
+  private queueHead = 0;
+  /** Packets this turn may still send; reset by `nextTurn`. */
+  private budget: number;
+  private turn: NodeJS.Immediate | null = null;
+  private readonly packetsPerTurn: number;
+  private readonly maxQueuedPackets: number;
 
   constructor(
     private readonly feed: VideoFeed,
@@ -68,6 +90,10 @@ export class VideoForwarder {
     this.maxPendingBytes = opts.maxPendingBytes ?? 8 * 1024 * 1024;
     this.keyInterval = opts.keyFrameRequestIntervalMs ?? 500;
     this.now = opts.now ?? (() => performance.now());
+    // 16 x 1200 bytes: about 1 ms of werift's send path on the 2-core test machine
+    this.packetsPerTurn = Math.max(1, opts.packetsPerTurn ?? 16);
+    this.maxQueuedPackets = opts.maxQueuedPackets ?? 512;
+    this.budget = this.packetsPerTurn;
   }
 
   get running(): boolean {
@@ -108,6 +134,11 @@ export class VideoForwarder {
     this.unsubscribe = null;
     this.pending = [];
     this.pendingBytes = 0;
+    if (this.turn) clearImmediate(this.turn);
+    this.turn = null;
+    this.queue = [];
+    this.queueHead = 0;
+    this.budget = this.packetsPerTurn;
   }
 
   private onUnit(unit: AccessUnit): void {
@@ -146,9 +177,40 @@ export class VideoForwarder {
       this.stats.firstKeyFrameMs = this.now() - this.startedAt;
     }
     const packets = this.packetizer.packetizeAnnexB(unit.data, unit.pts90k);
-    for (const packet of packets) this.send(packet);
+    for (const packet of packets) this.queue.push(packet);
     this.stats.unitsSent += 1;
-    this.stats.packetsSent += packets.length;
     if (unit.key) this.stats.keyUnitsSent += 1;
+    this.pump();
   }
+
+  /** Sends what this turn's budget allows; a turn with a spent budget schedules the next. */
+  private pump(): void {
+    const queued = this.queue.length - this.queueHead;
+    // too far behind to yield: all at once (see maxQueuedPackets)
+    const n = queued > this.maxQueuedPackets ? queued : Math.min(queued, this.budget);
+    for (let i = 0; i < n; i += 1) {
+      const packet = this.queue[this.queueHead]!;
+      this.queueHead += 1;
+      this.budget -= 1;
+      this.send(packet);
+    }
+    this.stats.packetsSent += n;
+    if (this.queueHead === this.queue.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    const left = this.queue.length - this.queueHead;
+    if (left > 0) this.stats.yields += 1;
+    // The budget is per turn: any send this turn needs the next turn to give it back.
+    if (!this.turn && this.budget < this.packetsPerTurn) this.turn = setImmediate(this.nextTurn);
+  }
+
+  private readonly nextTurn = (): void => {
+    this.turn = null;
+    this.budget = this.packetsPerTurn;
+    if (this.active && this.queue.length > this.queueHead) this.pump();
+  };
 }
