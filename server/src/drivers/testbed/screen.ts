@@ -3,6 +3,13 @@
  * draws a frame counter, a "TEST TARGET" label, the text typed into it and an input marker, in
  * YUV 4:2:0 straight into a persistent buffer (only what changed is redrawn).
  *
+ * It runs in the server's event loop, between input messages, so text is cheap: a character
+ * cell is copied row by row from a pre-scaled bitmap, and a cell that already shows its
+ * character is not drawn again (the frame counter changes one digit a frame; the typed line
+ * keeps most of its characters), nor is a marker block that keeps its value. Every write to
+ * the luma plane forgets the cells it covers, so the picture is byte for byte the one a full
+ * redraw gives (at 640x480 the frame counter overlaps the marker).
+ *
  * The marker is what latency harnesses read: a row of 8 blocks at a fixed place, each white or
  * black, giving the low 8 bits of the change counter. Every `markChange()` (or input event)
  * increments the counter and records when; a harness that sees marker value v on a decoded
@@ -28,6 +35,13 @@ export class TestbedPicture {
   private changeCounter = 0;
   private readonly changeTimes = new Map<number, number>();
   private text = '';
+  /**
+   * Text cells and marker blocks on the picture now, by place: what each shows, so an
+   * unchanged one is kept.
+   */
+  private readonly cells = new Map<string, TextCell>();
+  /** Character bitmaps in luma, one per glyph and scale. */
+  private readonly bitmaps = new Map<number[], Map<number, Buffer>>();
 
   constructor(
     readonly width: number,
@@ -66,9 +80,17 @@ export class TestbedPicture {
   /** Text typed into the testbed (issue 4 feeds key presses here). */
   typeText(chars: string, now: number): void {
     this.text = (this.text + chars).slice(-40);
+    const x = 32;
     const y = 160;
-    this.fillY(32, y, this.width - 64, GLYPH_H * 4 + 8, Y_BG);
-    this.drawText(32, y, this.text, 4);
+    const scale = 4;
+    // The band behind the line is background: cleared here only where no character of the
+    // new line is drawn (its cells paint their own background), as a full clear would.
+    const bandW = this.width - 64;
+    const textH = GLYPH_H * scale;
+    const textW = this.text.length * (GLYPH_W + 1) * scale;
+    if (textW < bandW) this.fillY(x + textW, y, bandW - textW, textH, Y_BG);
+    this.fillY(x, y + textH, bandW, 8, Y_BG);
+    this.drawText(x, y, this.text, scale);
     this.markChange(now);
   }
 
@@ -85,7 +107,10 @@ export class TestbedPicture {
 
   /** Called once per frame by the video source. */
   animate(): void {
-    if (this.noiseRows > 0) randomFillSync(this.y, 224 * this.width, this.noiseRows * this.width);
+    if (this.noiseRows > 0) {
+      randomFillSync(this.y, 224 * this.width, this.noiseRows * this.width);
+      this.forgetCells(0, 224, this.width, this.noiseRows);
+    }
   }
 
   drawFrameNumber(n: number): void {
@@ -98,31 +123,81 @@ export class TestbedPicture {
     const { x, y, block, gap } = MARKER;
     for (let bit = 0; bit < MARKER_BITS; bit += 1) {
       const on = (this.changeCounter >> (MARKER_BITS - 1 - bit)) & 1;
-      this.fillY(x + bit * (block + gap), y, block, block, on ? Y_WHITE : Y_BLACK);
+      const value = on ? Y_WHITE : Y_BLACK;
+      // a block that shows its value already is kept, as a text cell is
+      const key = `marker${bit}`;
+      if (this.cells.get(key)?.shows === value) continue;
+      const bx = x + bit * (block + gap);
+      this.fillY(bx, y, block, block, value);
+      this.cells.set(key, { x: bx, y, w: block, h: block, shows: value });
     }
   }
 
   private fillY(x: number, y: number, w: number, h: number, value: number): void {
     const x0 = Math.max(0, x);
     const x1 = Math.min(this.width, x + w);
+    if (x1 <= x0) return;
     for (let row = Math.max(0, y); row < Math.min(this.height, y + h); row += 1) {
       this.y.fill(value, row * this.width + x0, row * this.width + x1);
     }
+    this.forgetCells(x, y, w, h);
+  }
+
+  /** Text cells under a rectangle written by something else must be drawn again. */
+  private forgetCells(x: number, y: number, w: number, h: number, except?: string): void {
+    for (const [key, c] of this.cells) {
+      if (key !== except && c.x < x + w && x < c.x + c.w && c.y < y + h && y < c.y + c.h) {
+        this.cells.delete(key);
+      }
+    }
+  }
+
+  /** A glyph's cell (its background included, one column of spacing) in luma, row by row. */
+  private bitmap(rows: number[], scale: number): Buffer {
+    let byScale = this.bitmaps.get(rows);
+    if (!byScale) this.bitmaps.set(rows, (byScale = new Map()));
+    let cell = byScale.get(scale);
+    if (cell) return cell;
+    const step = (GLYPH_W + 1) * scale;
+    cell = Buffer.alloc(step * GLYPH_H * scale, Y_BG);
+    for (let r = 0; r < GLYPH_H * scale; r += 1) {
+      const bits = rows[Math.floor(r / scale)]!;
+      for (let c = 0; c < GLYPH_W * scale; c += 1) {
+        if (bits & (1 << (GLYPH_W - 1 - Math.floor(c / scale)))) cell[r * step + c] = Y_FG;
+      }
+    }
+    byScale.set(scale, cell);
+    return cell;
   }
 
   private drawText(x: number, y: number, text: string, scale: number): void {
     const step = (GLYPH_W + 1) * scale;
+    const h = GLYPH_H * scale;
     for (let i = 0; i < text.length; i += 1) {
       const gx = x + i * step;
-      this.fillY(gx, y, step, GLYPH_H * scale, Y_BG);
       const rows = glyph(text[i]!);
-      for (let r = 0; r < GLYPH_H; r += 1) {
-        const bits = rows[r]!;
-        for (let c = 0; c < GLYPH_W; c += 1) {
-          if (bits & (1 << (GLYPH_W - 1 - c)))
-            this.fillY(gx + c * scale, y + r * scale, scale, scale, Y_FG);
+      const key = `${gx},${y},${scale}`;
+      if (this.cells.get(key)?.shows === rows) continue;
+      const cell = this.bitmap(rows, scale);
+      const x0 = Math.max(0, gx);
+      const x1 = Math.min(this.width, gx + step);
+      if (x1 > x0) {
+        for (let r = Math.max(0, -y); r < Math.min(h, this.height - y); r += 1) {
+          const from = r * step + (x0 - gx);
+          this.y.set(cell.subarray(from, from + (x1 - x0)), (y + r) * this.width + x0);
         }
       }
+      this.forgetCells(gx, y, step, h, key);
+      this.cells.set(key, { x: gx, y, w: step, h, shows: rows });
     }
   }
+}
+
+interface TextCell {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** What it shows: a glyph (glyph() hands out one array per character) or a marker's luma. */
+  shows: number[] | number;
 }
