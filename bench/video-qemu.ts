@@ -277,27 +277,33 @@ export class QemuVideoTarget {
       lat.push(Math.max(0, l));
       lines.push(`${round(l)} (pause ${round(f.pause)})`);
     }
-    // the guest's part, both its kernel's evdev times (the input logger's lines): the key
-    // press, and the Scroll Lock LED that the fill's write sets right after the clear
+    // the guest's part, both its kernel's evdev times (the input logger's lines) on the keyboard
+    // that got the key: the key press, and the Scroll Lock LED that the fill's write sets right
+    // after the clear (the PS/2 keyboard's own LED lines are left out: its logger repeats them
+    // with a stale time)
     const log = (await this.serial()).slice(mark);
-    const times = (type: number, code: number, value: number): number[] =>
+    const events = (type: number, code: number, value: number) =>
       [
-        ...log.matchAll(new RegExp(`^input \\S+ (\\d+\\.\\d+) ${type} ${code} ${value}$`, 'gm')),
-      ].map((m) => Number(m[1]) * 1000);
-    const presses = times(EV_KEY, KEY_SPACE, 1);
-    const ledOn = times(EV_LED, LED_SCROLLL, 1);
-    const ledOff = times(EV_LED, LED_SCROLLL, 0);
+        ...log.matchAll(new RegExp(`^input (\\S+) (\\d+\\.\\d+) ${type} ${code} ${value}$`, 'gm')),
+      ].map((m) => ({ dev: m[1]!, t: Number(m[2]) * 1000 }));
+    const presses = events(EV_KEY, KEY_SPACE, 1);
+    const ledOn = events(EV_LED, LED_SCROLLL, 1);
+    const ledOff = events(EV_LED, LED_SCROLLL, 0);
     const guest = presses
-      .map((t, k) => {
-        const next = presses[k + 1] ?? Infinity;
-        return ((k % 2 === 0 ? ledOn : ledOff).find((l) => l >= t && l < next) ?? NaN) - t;
+      .map((press, k) => {
+        // the LED's tasklet can run as late as the next key's interrupt (same time stamp)
+        const next = presses[k + 1]?.t ?? Infinity;
+        const led = (k % 2 === 0 ? ledOn : ledOff).find(
+          (l) => l.dev === press.dev && l.t >= press.t && l.t <= next,
+        );
+        return (led?.t ?? NaN) - press.t;
       })
       .filter((g) => Number.isFinite(g));
     note(
       `g2g qemu: ${lat.length} of ${flips.length} changes presented: ${lines.join(', ')} ms; ` +
         `send_key request ${round(median(flips.map((f) => f.request)), 2)} ms median; ` +
         `guest key press -> LED set after the fill ${guest.map((g) => round(g)).join(', ')} ms ` +
-        `(${presses.length} presses); page ${p.frames} frames; ` +
+        `(${guest.length} of ${presses.length} key presses); page ${p.frames} frames; ` +
         `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
         `${round(after.offset - clock.offset, 2)} ms drift`,
     );
