@@ -78,6 +78,8 @@ export class QemuHid implements HidDriver {
   constructor(
     private readonly machine: QemuMachine,
     private readonly log?: Logger,
+    /** Called after each report the guest took (the video source wakes QEMU's VNC refresh). */
+    private readonly onInput?: () => void,
   ) {}
 
   async init(): Promise<void> {
@@ -223,6 +225,7 @@ export class QemuHid implements HidDriver {
       async (key, pressed) => {
         const qcode = keyByCode(key)!.qcode;
         await this.machine.command('input-send-event', { events: [keyEvent(qcode, pressed)] });
+        this.onInput?.();
       },
     );
   }
@@ -372,6 +375,7 @@ export class QemuHid implements HidDriver {
         }
         try {
           await qmp.execute('input-send-event', { device: DISPLAY, events: item.events });
+          this.onInput?.();
         } catch (err) {
           this.onSendError(err, item);
         }

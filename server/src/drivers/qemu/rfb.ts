@@ -144,6 +144,21 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
     this.socket.write(msg);
   }
 
+  /**
+   * Tells QEMU's VNC server to look at the screen again soon. QEMU checks the guest's screen
+   * every 30 ms while it changes and 50 ms later after each check that found nothing, up to
+   * 3 s apart (ui/vnc.c, VNC_REFRESH_INTERVAL_BASE/INC/MAX); the first change after a still
+   * screen then waits up to 3 s. Any client message of type above 3 puts the interval back to
+   * 30 ms. Input reaches the guest through QMP, not VNC, so it never resets it by itself: we
+   * send an empty ClientCutText (type 6), which sets QEMU's clipboard to nothing (there is no
+   * clipboard agent in the guest to hand it to) and has no other effect.
+   */
+  wakeRefresh(): void {
+    if (this.phase !== 'normal') return;
+    // type 6, 3 bytes padding, u32 length 0
+    this.socket.write(Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]));
+  }
+
   close(): void {
     this.socket.destroy();
     this.fail(null);

@@ -34,7 +34,9 @@ export async function createQemuDrivers(config: AppConfig, log: Logger): Promise
   // media (boot priority 1) then boots instead after a reset. A direct kernel boot would be 3 s
   // faster but QEMU's kernel loader always wins over every boot device.
   const machine = new QemuMachine({ runDir: join(config.data_dir, 'run'), log, boot: 'iso' });
-  const hid = new QemuHid(machine, log);
+  // A key or a click usually changes the screen: the video source then asks QEMU's VNC server
+  // to look at once instead of after its idle back-off (up to 3 s).
+  const hid = new QemuHid(machine, log, () => video.wakeRefresh());
   const video = new QemuVideo(machine, { log, onLeds: (leds) => hid.setLeds(leds) });
   return {
     machine,

@@ -21,6 +21,11 @@ export interface QemuVideoOptions {
   onLeds?: (leds: { caps: boolean; num: boolean; scroll: boolean }) => void;
 }
 
+/** QEMU's own shortest refresh interval: waking it more often than this gains nothing. */
+const WAKE_MIN_MS = 30;
+/** Follow-up wakes after input, ms: cover the guest's drawing time (bench video-qemu). */
+const WAKE_FOLLOW_UP_MS = [40, 80, 160];
+
 /** A still screen still gets a frame this often (VideoSource contract). */
 const IDLE_FRAME_MS = 1000;
 
@@ -35,6 +40,8 @@ export class QemuVideo implements VideoSource {
   private onFrame: ((frame: RawFrame) => void) | null = null;
   private intervalMs = 1000 / 30;
   private lastDeliveredAt = 0;
+  private lastWakeAt = -Infinity;
+  private wakeTimers: NodeJS.Timeout[] = [];
   /** Arrival time of the newest update not delivered yet, or null. */
   private pendingSince: number | null = null;
   private deliverTimer: NodeJS.Timeout | null = null;
@@ -45,6 +52,31 @@ export class QemuVideo implements VideoSource {
     private readonly machine: QemuMachine,
     private readonly opts: QemuVideoOptions = {},
   ) {}
+
+  /**
+   * Input just reached the guest: a change on its screen should follow, so QEMU's VNC server is
+   * told to check soon (RfbClient.wakeRefresh), and again at WAKE_FOLLOW_UP_MS: the guest takes
+   * 10-30 ms to draw, and a check that finds nothing yet backs QEMU off again by 50 ms.
+   */
+  wakeRefresh(): void {
+    // Only while someone watches: an unwatched screen may back off as QEMU likes.
+    if (!this.onFrame || !this.rfb) return;
+    const now = performance.now();
+    if (now - this.lastWakeAt >= WAKE_MIN_MS) {
+      this.lastWakeAt = now;
+      this.rfb.wakeRefresh();
+    }
+    if (this.wakeTimers.length > 0) return;
+    for (const ms of WAKE_FOLLOW_UP_MS) {
+      const timer = setTimeout(() => {
+        this.wakeTimers = this.wakeTimers.filter((t) => t !== timer);
+        this.lastWakeAt = performance.now();
+        if (this.onFrame) this.rfb?.wakeRefresh();
+      }, ms);
+      timer.unref();
+      this.wakeTimers.push(timer);
+    }
+  }
 
   getState(): VideoSourceState {
     return { ...this.state };
@@ -76,6 +108,7 @@ export class QemuVideo implements VideoSource {
   async dispose(): Promise<void> {
     this.active = false;
     for (const off of this.unsubscribe.splice(0)) off();
+    for (const timer of this.wakeTimers.splice(0)) clearTimeout(timer);
     await this.stopCapture();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
