@@ -132,3 +132,20 @@ describe('the error categories', () => {
     });
   });
 });
+
+describe('default messages', () => {
+  class ThingBusyError extends IsBusyError {
+    static override readonly defaultMessage = 'The thing is busy';
+  }
+  class OtherThingBusyError extends ThingBusyError {}
+
+  it('a class with a fixed text answers it when thrown without one, and passes it down', () => {
+    expect(toHttp(new ThingBusyError()).body.result).toEqual({
+      error: 'ThingBusyError',
+      error_msg: 'The thing is busy',
+    });
+    expect(new OtherThingBusyError().message).toBe('The thing is busy');
+    expect(new ThingBusyError('Said otherwise').message).toBe('Said otherwise');
+    expect(new ForbiddenError().message).toBe('Forbidden');
+  });
+});

@@ -19,8 +19,11 @@ export abstract class ApiError extends Error {
   /** Fields the envelope carries beside `error` and `error_msg` (e.g. `remaining_time`). */
   readonly extra: Record<string, unknown>;
 
-  constructor(message: string, extra: Record<string, unknown> = {}) {
-    super(message);
+  /** The message when none is given: a class with a fixed text only sets this. */
+  static readonly defaultMessage: string = 'The request failed';
+
+  constructor(message?: string, extra: Record<string, unknown> = {}) {
+    super(message ?? (new.target as typeof ApiError).defaultMessage);
     this.wireName = new.target.name;
     // Logs and stacks then name the class too.
     this.name = this.wireName;
@@ -46,23 +49,17 @@ export class BadRequestError extends category(400) {}
 
 /** 401: no credentials at all. */
 export class UnauthorizedError extends category(401) {
-  constructor(message = 'Unauthorized') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'Unauthorized';
 }
 
 /** 403: credentials that do not allow this. */
 export class ForbiddenError extends category(403) {
-  constructor(message = 'Forbidden') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'Forbidden';
 }
 
 /** 404: no such thing. */
 export class NotFoundError extends category(404) {
-  constructor(message = 'Not found') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'Not found';
 }
 
 /** 405: the method is not allowed on this path. */

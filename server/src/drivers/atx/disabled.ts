@@ -3,9 +3,7 @@ import type { AtxDriver, AtxDriverState } from './types';
 
 /** kvmd's AtxDisabledError: ATX is off in the config (also refused before the region). */
 export class AtxDisabledError extends BadRequestError {
-  constructor() {
-    super('ATX is disabled');
-  }
+  static override readonly defaultMessage = 'ATX is disabled';
 }
 
 /** No ATX wiring: `enabled: false`, a click is kvmd's AtxDisabledError. */

@@ -2,9 +2,7 @@ import { BadRequestError } from '../../errors';
 import type { FingerbotDriver, FingerbotDriverState } from './types';
 
 export class FingerbotNotFoundError extends BadRequestError {
-  constructor() {
-    super('No fingerbot is connected');
-  }
+  static override readonly defaultMessage = 'No fingerbot is connected';
 }
 
 /** No fingerbot: `exist:false`; every action is FingerbotNotFoundError. */

@@ -12,9 +12,8 @@ import { watchedStateProvider, type StateProvider } from '../../ws/state-registr
 import type { Logger } from '../../log';
 
 export class AtxIsBusyError extends IsBusyError {
-  constructor() {
-    super('Performing another ATX operation, please try again later');
-  }
+  static override readonly defaultMessage =
+    'Performing another ATX operation, please try again later';
 }
 
 export class AtxService extends EventEmitter<{ state: [AtxState] }> {

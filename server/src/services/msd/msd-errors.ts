@@ -13,64 +13,47 @@ import {
 
 /** 409: the MSD region (a plug, a format, a remove) or the transfer slot is taken. */
 export class MsdIsBusyError extends IsBusyError {
-  constructor() {
-    super('Performing another MSD operation, please try again later');
-  }
+  static override readonly defaultMessage =
+    'Performing another MSD operation, please try again later';
 }
 
 export class MsdOfflineError extends BadRequestError {
-  constructor() {
-    super('MSD is not found');
-  }
+  static override readonly defaultMessage = 'MSD is not found';
 }
 
 export class MsdDisabledError extends BadRequestError {
-  constructor() {
-    super('MSD is disabled');
-  }
+  static override readonly defaultMessage = 'MSD is disabled';
 }
 
 export class MsdConnectedError extends BadRequestError {
-  constructor(message = "MSD is connected to Server, but shouldn't for this operation") {
-    super(message);
-  }
+  static override readonly defaultMessage =
+    "MSD is connected to Server, but shouldn't for this operation";
 }
 
 export class MsdDisconnectedError extends BadRequestError {
-  constructor(message = 'MSD is disconnected from Server, but should be for this operation') {
-    super(message);
-  }
+  static override readonly defaultMessage =
+    'MSD is disconnected from Server, but should be for this operation';
 }
 
 export class MsdImageNotSelected extends BadRequestError {
-  constructor() {
-    super('The image is not selected');
-  }
+  static override readonly defaultMessage = 'The image is not selected';
 }
 
 export class MsdUnknownImageError extends BadRequestError {
-  constructor(message = 'The image is not found in the storage') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'The image is not found in the storage';
 }
 
 export class MsdImageExistsError extends BadRequestError {
-  constructor() {
-    super('This image already exists');
-  }
+  static override readonly defaultMessage = 'This image already exists';
 }
 
 export class MsdImageInUseError extends BadRequestError {
-  constructor(message = 'The image is in use: disconnect it first') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'The image is in use: disconnect it first';
 }
 
 /** 507 (GL): the storage has less room than the image needs, or filled up while writing. */
 export class MsdNoSpaceError extends InsufficientStorageError {
-  constructor(message = 'The storage space is insufficient') {
-    super(message);
-  }
+  static override readonly defaultMessage = 'The storage space is insufficient';
 }
 
 /**
