@@ -28,6 +28,8 @@
  * KVM_BENCH_WEB_DIR serves a console built elsewhere (e.g. to compare two builds).
  * KVM_BENCH_SERVER_PROF=<dir> writes a CPU profile of the server process there.
  */
+// The server child runs with the young-generation setting the product's main.ts applies first.
+import '../server/src/young-generation';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
