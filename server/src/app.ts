@@ -287,11 +287,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.keymaps,
     ctx.atx,
     ctx.fingerbot,
+    ctx.msd,
   ]) {
     ctx.registry.register(service.provider());
   }
   attachHidInput(events, ctx.hid);
-  ctx.registry.register(ctx.msd.provider());
   events.on('streamClients', (count) => ctx.video.setWarmers(count));
 
   authRoutes(app, ctx);
