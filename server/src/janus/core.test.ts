@@ -113,16 +113,8 @@ async function client(r: Rig): Promise<JanusTestClient> {
   return c;
 }
 
-async function attach(c: JanusTestClient): Promise<{ session: number; handle: number }> {
-  const created = await c.request({ janus: 'create' });
-  const session = (created['data'] as { id: number }).id;
-  const attached = await c.request({
-    janus: 'attach',
-    session_id: session,
-    plugin: NAME,
-    opaque_id: 'oid-1',
-  });
-  return { session, handle: (attached['data'] as { id: number }).id };
+function attach(c: JanusTestClient): Promise<{ session: number; handle: number }> {
+  return c.attach(NAME, 'oid-1');
 }
 
 describe('janus core with a plugin', () => {

@@ -65,16 +65,8 @@ async function client(r: Rig): Promise<JanusTestClient> {
 }
 
 /** create + attach: the first steps of janus.js. */
-async function attach(c: JanusTestClient): Promise<{ session: number; handle: number }> {
-  const created = await c.request({ janus: 'create' });
-  const session = (created['data'] as { id: number }).id;
-  const attached = await c.request({
-    janus: 'attach',
-    session_id: session,
-    plugin: PLUGIN,
-    opaque_id: 'oid-test',
-  });
-  return { session, handle: (attached['data'] as { id: number }).id };
+function attach(c: JanusTestClient): Promise<{ session: number; handle: number }> {
+  return c.attach(PLUGIN, 'oid-test');
 }
 
 function message(

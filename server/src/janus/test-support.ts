@@ -80,6 +80,19 @@ export class JanusTestClient {
     });
   }
 
+  /** create + attach, the first steps of janus.js: the new session's and handle's ids. */
+  async attach(plugin: string, opaqueId: string): Promise<{ session: number; handle: number }> {
+    const created = await this.request({ janus: 'create' });
+    const session = (created['data'] as { id: number }).id;
+    const attached = await this.request({
+      janus: 'attach',
+      session_id: session,
+      plugin,
+      opaque_id: opaqueId,
+    });
+    return { session, handle: (attached['data'] as { id: number }).id };
+  }
+
   request(msg: Record<string, unknown>, timeoutMs = 5_000): Promise<JanusMessage> {
     const transaction = `t${++this.seq}`;
     return new Promise((resolve, reject) => {
