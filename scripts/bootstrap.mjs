@@ -30,9 +30,15 @@ const QEMU_TARGET = [
   'xkb-data',
   'x11proto-dev',
 ];
+/**
+ * Device administration on the developer targets (docs/system.md): iproute2 for the network
+ * namespaces, dnsmasq-base as the LAN's DHCP and DNS server, udhcpc as the device's DHCP client,
+ * tzdata for the time zones, hwdata for usb.ids (the device identity presets' vendors).
+ */
+const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata'];
 const PACKAGES = {
-  start: ['openssl', 'ca-certificates', ...QEMU_TARGET],
-  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk', ...QEMU_TARGET],
+  start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM],
+  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk', ...QEMU_TARGET, ...SYSTEM],
 };
 
 function run(cmd, args, opts = {}) {

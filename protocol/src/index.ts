@@ -14,3 +14,4 @@ export * from './wol';
 export * from './fingerbot';
 export * from './msd';
 export * from './merge';
+export * from './system';

@@ -162,6 +162,23 @@ const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  system: z
+    .strictObject({
+      /**
+       * Who manages the device's network: `target` (the target's choice: `netns` on qemu and
+       * testbed), `netns` (a namespace the server owns, docs/system.md), `nmcli`
+       * (NetworkManager on a real device), `disabled`.
+       */
+      network: z.enum(['target', 'netns', 'nmcli', 'disabled']).default('target'),
+      /** Seconds a risky network change waits for the console's confirmation (issue 11). */
+      confirm_timeout_s: z.number().int().min(5).max(600).default(60),
+      /**
+       * The root folder `/etc/localtime` and `/etc/hostname` live under when systemd does not
+       * run; null: `/` with nmcli, `<data_dir>/system-root` on the developer targets.
+       */
+      root: z.string().min(1).nullable().default(null),
+    })
+    .prefault({}),
   device: z
     .strictObject({
       model: z.enum(DEVICE_MODELS).default('RM1'),

@@ -16,6 +16,10 @@ import { TestbedVideo } from './drivers/testbed/video';
 import { DisabledVideo } from './drivers/video/disabled';
 import type { VideoSource } from './drivers/video/types';
 import type { Logger } from './log';
+import { NoDisplay, NoUsbIdentity, NoWifi, UnavailableNetwork } from './drivers/system/none';
+import type { SystemDrivers } from './drivers/system/types';
+import { LocalClock } from './drivers/clock/local-clock';
+import { join } from 'node:path';
 
 export interface Drivers {
   target: string;
@@ -24,6 +28,8 @@ export interface Drivers {
   atx: AtxDriver;
   msd: MsdDriver;
   fingerbot: FingerbotDriver;
+  /** The device's own administration: network, Wi-Fi, clock, EDID, USB identity (issue 11). */
+  system: SystemDrivers;
   /** Target-specific handles other subsystems and tests may need (the testbed picture, the VM). */
   testbed?: TestbedVideo;
   testbedHid?: TestbedHid;
@@ -55,7 +61,19 @@ function bundle(
   parts: Parts,
   extra: { init?: () => Promise<void>; dispose?: () => Promise<void> } = {},
 ): Drivers {
-  const all = [parts.video, parts.hid, parts.atx, parts.msd, parts.fingerbot];
+  const s = parts.system;
+  const all = [
+    parts.video,
+    parts.hid,
+    parts.atx,
+    parts.msd,
+    parts.fingerbot,
+    s.network,
+    s.wifi,
+    s.clock,
+    s.display,
+    s.usb,
+  ];
   return {
     target,
     ...parts,
@@ -69,6 +87,21 @@ function bundle(
       await Promise.allSettled(all.map((d) => d.dispose()));
       await extra.dispose?.();
     },
+  };
+}
+
+/**
+ * The developer targets' administration drivers. Each line is one subsystem; the issue-11 work
+ * replaces them one by one (network: netns, Wi-Fi: test radio on the testbed, display: the
+ * target's screen, USB identity: the VM's devices).
+ */
+function devSystemDrivers(config: AppConfig): SystemDrivers {
+  return {
+    network: new UnavailableNetwork('Network management is not available on this target'),
+    wifi: new NoWifi(),
+    clock: new LocalClock({ root: join(config.data_dir, 'system-root'), kind: 'offset' }),
+    display: new NoDisplay(),
+    usb: new NoUsbIdentity(),
   };
 }
 
@@ -89,6 +122,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: new DisabledAtx(),
           msd: new DisabledMsd(),
           fingerbot: new DisabledFingerbot(),
+          system: devSystemDrivers(config),
           testbed: video,
         }),
       );
@@ -104,6 +138,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
+          system: devSystemDrivers(config),
         }),
         { init: q.init, dispose: q.dispose },
       );
