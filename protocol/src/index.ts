@@ -15,3 +15,4 @@ export * from './fingerbot';
 export * from './msd';
 export * from './merge';
 export * from './system';
+export * from './network';
