@@ -16,3 +16,4 @@ export * from './msd';
 export * from './merge';
 export * from './system';
 export * from './network';
+export * from './identity';
