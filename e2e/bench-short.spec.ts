@@ -94,4 +94,19 @@ describe('benchmarks in short mode', () => {
     expectMeasured(json, ['upload_mb_per_s', 'write_remote_mb_per_s']);
     expect(json['upload_mb_per_s']).toBeGreaterThan(0);
   }, 70_000);
+
+  it('system', async () => {
+    // the testbed's network (two static/DHCP rounds, one revert in its 5 s window), then a VM
+    // booted twice (first start, reset with the new EDID)
+    const json = await runShort('system', 400_000);
+    expectMeasured(json, [
+      'dhcp_lease_ms',
+      'static_apply_ms',
+      'revert_after_s',
+      'confirm_timeout_s',
+      'edid_to_resolution_s',
+    ]);
+    expect(json['confirm_timeout_s']).toBe(5);
+    expect(json['revert_after_s']).toBeGreaterThan(0);
+  }, 410_000);
 });
