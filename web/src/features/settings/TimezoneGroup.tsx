@@ -1,0 +1,108 @@
+import { useEffect, useState } from 'react';
+import { Select, Typography } from 'antd';
+import { useTranslation } from 'react-i18next';
+import { useMessage } from '../../components/notify';
+import { errorMessage } from '../../lib/api';
+import { useStore } from '../system/store';
+import { TimeStore } from '../system/time-store';
+import {
+  deviceNowMs,
+  formatDeviceTime,
+  offsetHoursOf,
+  UTC_OFFSET_HOURS,
+  utcOffsetLabel,
+} from '../system/time-zone';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
+
+const OFFSET_OPTIONS = UTC_OFFSET_HOURS.map((hours) => ({
+  value: hours,
+  label: utcOffsetLabel(hours * 60),
+}));
+
+/** The device's clock, ticking here every second from its last reading. */
+function DeviceClock(props: { time: number; receivedAt: number; offsetMinutes: number }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  const at = deviceNowMs(props.time, props.receivedAt, now);
+  return (
+    <Typography.Text strong data-testid="timezone-current">
+      {formatDeviceTime(at, props.offsetMinutes)}
+    </Typography.Text>
+  );
+}
+
+/** SPEC 2/3 settings: time zone (UTC offset with the inverted sign, or a city zone). */
+export default function TimezoneGroup() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const [store] = useState(() => new TimeStore());
+  const state = useStore(store);
+  useEffect(() => {
+    void store.load();
+    return () => store.dispose();
+  }, [store]);
+
+  const change = (work: Promise<void>) => {
+    work.then(
+      () => void message.success(t('settings.timezone.changed')),
+      (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed'))),
+    );
+  };
+
+  const time = state.time;
+  const offset = time?.utc_offset_minutes ?? 0;
+  return (
+    <SettingsGroup title={t('settings.timezone.title')} testId="settings-group-timezone">
+      {state.loadFailed && !time && (
+        <Typography.Text type="danger">{t('settings.system.loadFailed')}</Typography.Text>
+      )}
+      {time && (
+        <Field label={t('settings.timezone.deviceTime')}>
+          <DeviceClock time={time.time} receivedAt={state.receivedAt} offsetMinutes={offset} />
+          <br />
+          <Typography.Text
+            type="secondary"
+            data-testid="timezone-zone"
+            data-zone={time.timezone_name}
+            data-offset={offset}
+          >
+            {t('settings.timezone.inForce', {
+              zone: time.timezone_name,
+              offset: utcOffsetLabel(offset),
+            })}
+          </Typography.Text>
+        </Field>
+      )}
+      <Field label={t('settings.timezone.offset')}>
+        <div data-testid="timezone-offset-field" data-value={offsetHoursOf(offset) ?? ''}>
+          <Select<number>
+            showSearch
+            optionFilterProp="label"
+            data-testid="timezone-offset"
+            style={{ width: '100%' }}
+            value={time ? offsetHoursOf(offset) : undefined}
+            options={OFFSET_OPTIONS}
+            disabled={!time || state.busy}
+            placeholder={t('settings.timezone.offsetPlaceholder')}
+            onChange={(hours) => change(store.setOffset(hours))}
+          />
+        </div>
+      </Field>
+      <Field label={t('settings.timezone.city')}>
+        <Select<string>
+          showSearch
+          data-testid="timezone-city"
+          style={{ width: '100%' }}
+          value={time && state.zones.includes(time.timezone_name) ? time.timezone_name : undefined}
+          options={state.zones.map((zone) => ({ value: zone, label: zone }))}
+          disabled={!time || state.busy || state.zones.length === 0}
+          placeholder={t('settings.timezone.cityPlaceholder')}
+          onChange={(zone) => change(store.setCity(zone))}
+        />
+      </Field>
+    </SettingsGroup>
+  );
+}

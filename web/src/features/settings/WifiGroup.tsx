@@ -1,0 +1,264 @@
+import { useEffect, useState } from 'react';
+import { LockOutlined } from '@ant-design/icons';
+import { Button, Space, Spin, Switch, Typography, theme } from 'antd';
+import { useTranslation } from 'react-i18next';
+import type { WifiNetwork, WifiState as WifiWireState } from '@kvm/protocol/system';
+import { useMessage } from '../../components/notify';
+import type { I18nKey } from '../../i18n/keys';
+import { errorMessage } from '../../lib/api';
+import { PendingChangeBanner } from '../system/PendingChangeBanner';
+import { useStore } from '../system/store';
+import type { WifiJoin } from '../system/system-api';
+import { WifiJoinDialog, type JoinTarget } from '../system/WifiJoinDialog';
+import { joinFailureReason, signalBars } from '../system/wifi-rules';
+import { WifiStore } from '../system/wifi-store';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
+
+const STATE_TEXT: Record<WifiWireState, I18nKey> = {
+  [-1]: 'settings.wifi.stateInit',
+  0: 'settings.wifi.stateIdle',
+  1: 'settings.wifi.stateConnecting',
+  2: 'settings.wifi.stateConnected',
+  3: 'settings.wifi.stateFailed',
+  4: 'settings.wifi.stateConnected',
+};
+
+function SignalBars({ bars }: { bars: number }) {
+  const { token } = theme.useToken();
+  return (
+    <span aria-label={`${bars}/4`} data-bars={bars} style={{ display: 'inline-flex', gap: 1 }}>
+      {[1, 2, 3, 4].map((n) => (
+        <span
+          key={n}
+          style={{
+            width: 3,
+            height: 3 + n * 3,
+            alignSelf: 'flex-end',
+            background: n <= bars ? token.colorText : token.colorBorder,
+          }}
+        />
+      ))}
+    </span>
+  );
+}
+
+function NetworkRow(props: {
+  network: Pick<WifiNetwork, 'ssid' | 'secure'> & Partial<WifiNetwork>;
+  testId: string;
+  disabled: boolean;
+  onJoin?: () => void;
+  onForget?: () => void;
+}) {
+  const { t } = useTranslation();
+  const { network } = props;
+  return (
+    <div
+      data-testid={props.testId}
+      style={{ display: 'flex', alignItems: 'center', gap: 8, padding: '2px 0' }}
+    >
+      {network.signal !== undefined && (
+        <SignalBars bars={signalBars(network.quality, network.signal)} />
+      )}
+      <Typography.Text ellipsis style={{ flex: 1 }}>
+        {network.ssid}
+      </Typography.Text>
+      {network.secure && <LockOutlined aria-label={t('settings.wifi.secure')} />}
+      {props.onJoin && (
+        <Button
+          size="small"
+          type="link"
+          disabled={props.disabled}
+          onClick={props.onJoin}
+          data-testid={`wifi-connect-${network.ssid}`}
+        >
+          {t('settings.wifi.join')}
+        </Button>
+      )}
+      {props.onForget && (
+        <Button
+          size="small"
+          type="link"
+          danger
+          disabled={props.disabled}
+          onClick={props.onForget}
+          data-testid={`wifi-forget-${network.ssid}`}
+        >
+          {t('settings.wifi.forget')}
+        </Button>
+      )}
+    </div>
+  );
+}
+
+/** SPEC 2 settings: Wi-Fi (scan, known and available networks, join, disconnect, forget). */
+export default function WifiGroup() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const [store] = useState(() => new WifiStore());
+  const state = useStore(store);
+  const [target, setTarget] = useState<JoinTarget | null>(null);
+  useEffect(() => {
+    void store.refresh();
+    return () => store.dispose();
+  }, [store]);
+
+  const fail = (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed')));
+  const run = (work: Promise<unknown>) => void work.catch(fail);
+
+  const join = async (request: WifiJoin): Promise<boolean> => {
+    try {
+      const result = await store.join(request);
+      if (result.result === 'success') return true;
+      const reason = joinFailureReason(result);
+      // SPEC 8: 'Wi-Fi join failed', with the reason when the device gives one.
+      void message.error(
+        reason ? `${t('settings.wifi.joinFailed')}: ${t(reason)}` : t('settings.wifi.joinFailed'),
+      );
+    } catch (err) {
+      void message.error(errorMessage(err, t('settings.wifi.joinFailed')));
+    }
+    return false;
+  };
+
+  const status = state.status;
+  const noAdapter = status?.adapter === 'none';
+  const enabled = status?.enabled ?? false;
+  const busy = state.operation !== null;
+  const usable = !!status && !noAdapter && enabled;
+  const connected = status && (status.state === 2 || status.state === 4) ? status.ssid : null;
+  const savedNames = new Set(state.saved.map((s) => s.ssid));
+  const scanned = new Map((state.networks ?? []).map((n) => [n.ssid, n]));
+
+  return (
+    <SettingsGroup title={t('settings.wifi.title')} testId="settings-group-wifi">
+      {state.loadFailed && !status && (
+        <Typography.Text type="danger">{t('settings.system.loadFailed')}</Typography.Text>
+      )}
+      {status && (
+        <Field label={t('settings.wifi.adapter')}>
+          <Space style={{ width: '100%', justifyContent: 'space-between' }}>
+            <Typography.Text data-testid="wifi-adapter" data-adapter={status.adapter}>
+              {status.adapter_label}
+            </Typography.Text>
+            <Switch
+              data-testid="wifi-enable"
+              checked={enabled}
+              disabled={noAdapter || busy}
+              onChange={(on) => run(store.enable(on))}
+            />
+          </Space>
+        </Field>
+      )}
+      {state.pending && (
+        <PendingChangeBanner
+          pending={state.pending}
+          busy={state.operation === 'confirm'}
+          onConfirm={() => run(store.confirm())}
+          onRevert={() => run(store.revert())}
+          testIdPrefix="wifi"
+        />
+      )}
+      {state.reverted && !state.pending && (
+        <Typography.Paragraph type="warning" data-testid="wifi-reverted">
+          {t('settings.pending.reverted')}
+        </Typography.Paragraph>
+      )}
+      {status && !noAdapter && (
+        <Field label={t('settings.wifi.status')}>
+          <Space style={{ width: '100%', justifyContent: 'space-between' }}>
+            <Typography.Text
+              data-testid="wifi-status"
+              data-state={status.state}
+              data-ssid={connected ?? ''}
+            >
+              {connected
+                ? t('settings.wifi.connectedTo', { ssid: connected })
+                : t(STATE_TEXT[status.state] ?? 'settings.wifi.stateIdle')}
+            </Typography.Text>
+            {connected && (
+              <Button
+                size="small"
+                disabled={busy}
+                loading={state.operation === 'disconnect'}
+                onClick={() => run(store.disconnect())}
+                data-testid="wifi-disconnect"
+              >
+                {t('settings.wifi.disconnect')}
+              </Button>
+            )}
+          </Space>
+        </Field>
+      )}
+      {status && !noAdapter && state.saved.length > 0 && (
+        <Field label={t('settings.wifi.known')}>
+          {state.saved.map((saved) => (
+            <NetworkRow
+              key={saved.ssid}
+              testId={`wifi-saved-${saved.ssid}`}
+              network={{
+                ...scanned.get(saved.ssid),
+                ssid: saved.ssid,
+                secure: saved.encryption !== 'none',
+              }}
+              disabled={!usable || busy}
+              onJoin={
+                saved.ssid === connected
+                  ? undefined
+                  : () =>
+                      setTarget({
+                        ssid: saved.ssid,
+                        secure: saved.encryption !== 'none',
+                        saved: true,
+                      })
+              }
+              onForget={() => run(store.forget(saved.ssid))}
+            />
+          ))}
+        </Field>
+      )}
+      {status && !noAdapter && (
+        <Field label={t('settings.wifi.available')}>
+          <Space style={{ marginBottom: 8 }}>
+            <Button
+              size="small"
+              data-testid="wifi-scan"
+              disabled={!usable || busy}
+              loading={state.operation === 'scan'}
+              onClick={() => run(store.scan())}
+            >
+              {t('settings.wifi.scan')}
+            </Button>
+            <Button
+              size="small"
+              type="link"
+              data-testid="wifi-join-other"
+              disabled={!usable || busy}
+              onClick={() => setTarget({ ssid: '', secure: false, saved: false })}
+            >
+              {t('settings.wifi.joinOther')}
+            </Button>
+          </Space>
+          <Spin spinning={state.operation === 'scan'}>
+            {state.networks?.length === 0 && (
+              <Typography.Text type="secondary">{t('settings.wifi.noneFound')}</Typography.Text>
+            )}
+            {state.networks
+              ?.filter((n) => !savedNames.has(n.ssid) && n.ssid !== connected)
+              .map((network) => (
+                <NetworkRow
+                  key={network.ssid}
+                  testId={`wifi-network-${network.ssid}`}
+                  network={network}
+                  disabled={!usable || busy}
+                  onJoin={() =>
+                    setTarget({ ssid: network.ssid, secure: network.secure, saved: false })
+                  }
+                />
+              ))}
+          </Spin>
+        </Field>
+      )}
+      <WifiJoinDialog target={target} onJoin={join} onClose={() => setTarget(null)} />
+    </SettingsGroup>
+  );
+}

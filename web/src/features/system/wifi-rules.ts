@@ -1,0 +1,43 @@
+/** Join-form rules (IEEE 802.11 SSID length, WPA passphrase 8..63 or 64 hex digits). */
+import { WIFI_KEY_MIN, WIFI_SSID_MAX_BYTES, type WifiConnectResult } from '@kvm/protocol/system';
+import type { I18nKey } from '../../i18n/keys';
+
+const WPA_PASSPHRASE_MAX = 63;
+
+export function ssidError(ssid: string): I18nKey | null {
+  if (ssid.length === 0) return 'settings.wifi.ssidRequired';
+  if (new TextEncoder().encode(ssid).length > WIFI_SSID_MAX_BYTES)
+    return 'settings.wifi.ssidTooLong';
+  return null;
+}
+
+/** A secure network needs a key; an open one takes none. */
+export function wifiKeyError(key: string, secure: boolean): I18nKey | null {
+  if (!secure) return null;
+  if (key.length === 0) return 'settings.wifi.passwordRequired';
+  if (/^[0-9a-fA-F]{64}$/.test(key)) return null; // a raw PSK
+  if (key.length < WIFI_KEY_MIN || key.length > WPA_PASSPHRASE_MAX) {
+    return 'settings.wifi.passwordLength';
+  }
+  return null;
+}
+
+/** SPEC 8 'Wi-Fi join failed', with why when the device says. */
+export function joinFailureReason(result: WifiConnectResult): I18nKey | null {
+  if (result.fail_type === 'key') return 'settings.wifi.failWrongPassword';
+  if (result.fail_type === 'not-found') return 'settings.wifi.failNotFound';
+  return null;
+}
+
+/** 0..4 bars from the 0-100 quality (or the dBm signal when quality is missing). */
+export function signalBars(quality: number | undefined, signalDbm: number): number {
+  const q =
+    typeof quality === 'number' && Number.isFinite(quality)
+      ? quality
+      : Math.min(100, Math.max(0, 2 * (signalDbm + 100)));
+  if (q >= 75) return 4;
+  if (q >= 50) return 3;
+  if (q >= 25) return 2;
+  if (q > 0) return 1;
+  return 0;
+}
