@@ -17,3 +17,4 @@ export * from './merge';
 export * from './system';
 export * from './network';
 export * from './identity';
+export * from './edid/index';
