@@ -50,6 +50,10 @@ import { authRoutes } from './routes/auth';
 import { infoRoutes } from './routes/info';
 import { initRoutes } from './routes/init';
 import { systemRoutes } from './routes/system';
+import { systemParamsRoutes } from './routes/system-params';
+import { timeRoutes } from './routes/time';
+import { IdentityService } from './services/system/identity-service';
+import { TimeService } from './services/system/time-service';
 import { twoFaRoutes } from './routes/twofa';
 import { wsRoutes } from './routes/ws';
 import { AuthService } from './services/auth/auth-service';
@@ -128,10 +132,21 @@ export async function createContext(
       allowHosts: config.msd.remote.allow_hosts,
     },
   });
+  const identity = await IdentityService.open({
+    dataDir: config.data_dir,
+    usb: drivers.system.usb,
+    hid,
+    msd,
+    defaultMsdPartition: msd.root,
+    log,
+  });
+  await identity.start();
   return {
     hid,
     keymaps,
     msd,
+    identity,
+    time: new TimeService({ clock: drivers.system.clock, log }),
     atx: new AtxService(drivers.atx, log),
     wol: await WolService.open(config.data_dir, config.wol),
     fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
@@ -299,6 +314,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   twoFaRoutes(app, ctx);
   infoRoutes(app, ctx);
   systemRoutes(app, ctx);
+  systemParamsRoutes(app, ctx.identity);
+  timeRoutes(app, ctx.time);
   wsRoutes(app, events, sockets);
   streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
   mediaRoutes(app, ctx.video, sockets);

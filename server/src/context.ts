@@ -14,6 +14,8 @@ import type { MsdService } from './services/msd/msd-service';
 import type { WolService } from './services/wol/wol-service';
 import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
+import type { IdentityService } from './services/system/identity-service';
+import type { TimeService } from './services/system/time-service';
 import type { StateRegistry } from './ws/state-registry';
 
 /**
@@ -39,6 +41,10 @@ export interface AppContext {
   wol: WolService;
   fingerbot: FingerbotService;
   msd: MsdService;
+  /** System params, USB identity, OTG functions (issue 11). */
+  identity: IdentityService;
+  /** Device clock and time zone (issue 11). */
+  time: TimeService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }
