@@ -17,6 +17,7 @@ import { DisabledVideo } from './drivers/video/disabled';
 import type { VideoSource } from './drivers/video/types';
 import type { Logger } from './log';
 import { NoDisplay, NoUsbIdentity, NoWifi, UnavailableNetwork } from './drivers/system/none';
+import { TestRadioWifi } from './drivers/testbed/wifi';
 import type { SystemDrivers } from './drivers/system/types';
 import { LocalClock } from './drivers/clock/local-clock';
 import { join } from 'node:path';
@@ -98,7 +99,7 @@ function bundle(
 function devSystemDrivers(config: AppConfig): SystemDrivers {
   return {
     network: new UnavailableNetwork('Network management is not available on this target'),
-    wifi: new NoWifi(),
+    wifi: config.target === 'testbed' ? new TestRadioWifi(config.data_dir) : new NoWifi(),
     clock: new LocalClock({ root: join(config.data_dir, 'system-root'), kind: 'offset' }),
     display: new NoDisplay(),
     usb: new NoUsbIdentity(),
