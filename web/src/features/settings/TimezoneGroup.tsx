@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Select, Typography } from 'antd';
+import { Button, Select, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
@@ -19,8 +19,13 @@ const OFFSET_OPTIONS = UTC_OFFSET_HOURS.map((hours) => ({
   label: utcOffsetLabel(hours * 60),
 }));
 
-/** The device's clock, ticking here every second from its last reading. */
-function DeviceClock(props: { time: number; receivedAt: number; offsetMinutes: number }) {
+/** The device's clock, ticking here every second from its last reading, and its zone. */
+function DeviceClock(props: {
+  time: number;
+  receivedAt: number;
+  offsetMinutes: number;
+  zone: string;
+}) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
@@ -28,8 +33,9 @@ function DeviceClock(props: { time: number; receivedAt: number; offsetMinutes: n
   }, []);
   const at = deviceNowMs(props.time, props.receivedAt, now);
   return (
-    <Typography.Text strong data-testid="timezone-current">
-      {formatDeviceTime(at, props.offsetMinutes)}
+    <Typography.Text data-testid="timezone-current" data-zone={props.zone}>
+      <Typography.Text strong>{formatDeviceTime(at, props.offsetMinutes)}</Typography.Text>{' '}
+      {props.zone} ({utcOffsetLabel(props.offsetMinutes)})
     </Typography.Text>
   );
 }
@@ -40,6 +46,9 @@ export default function TimezoneGroup() {
   const message = useMessage();
   const [store] = useState(() => new TimeStore());
   const state = useStore(store);
+  // The choice waits for Apply: a zone change moves the device clock's wall time.
+  const [offsetChoice, setOffsetChoice] = useState<number | undefined>();
+  const [cityChoice, setCityChoice] = useState<string | undefined>();
   useEffect(() => {
     void store.load();
     return () => store.dispose();
@@ -47,7 +56,11 @@ export default function TimezoneGroup() {
 
   const change = (work: Promise<void>) => {
     work.then(
-      () => void message.success(t('settings.timezone.changed')),
+      () => {
+        setOffsetChoice(undefined);
+        setCityChoice(undefined);
+        void message.success(t('settings.timezone.changed'));
+      },
       (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed'))),
     );
   };
@@ -61,47 +74,59 @@ export default function TimezoneGroup() {
       )}
       {time && (
         <Field label={t('settings.timezone.deviceTime')}>
-          <DeviceClock time={time.time} receivedAt={state.receivedAt} offsetMinutes={offset} />
-          <br />
-          <Typography.Text
-            type="secondary"
-            data-testid="timezone-zone"
-            data-zone={time.timezone_name}
-            data-offset={offset}
-          >
-            {t('settings.timezone.inForce', {
-              zone: time.timezone_name,
-              offset: utcOffsetLabel(offset),
-            })}
-          </Typography.Text>
+          <DeviceClock
+            time={time.time}
+            receivedAt={state.receivedAt}
+            offsetMinutes={offset}
+            zone={time.timezone_name}
+          />
         </Field>
       )}
       <Field label={t('settings.timezone.offset')}>
-        <div data-testid="timezone-offset-field" data-value={offsetHoursOf(offset) ?? ''}>
+        <Space.Compact style={{ width: '100%' }}>
           <Select<number>
             showSearch
             optionFilterProp="label"
             data-testid="timezone-offset"
             style={{ width: '100%' }}
-            value={time ? offsetHoursOf(offset) : undefined}
+            value={offsetChoice ?? (time ? offsetHoursOf(offset) : undefined)}
             options={OFFSET_OPTIONS}
             disabled={!time || state.busy}
             placeholder={t('settings.timezone.offsetPlaceholder')}
-            onChange={(hours) => change(store.setOffset(hours))}
+            onChange={setOffsetChoice}
           />
-        </div>
+          <Button
+            data-testid="timezone-offset-apply"
+            disabled={offsetChoice === undefined || state.busy}
+            onClick={() => offsetChoice !== undefined && change(store.setOffset(offsetChoice))}
+          >
+            {t('settings.timezone.apply')}
+          </Button>
+        </Space.Compact>
       </Field>
       <Field label={t('settings.timezone.city')}>
-        <Select<string>
-          showSearch
-          data-testid="timezone-city"
-          style={{ width: '100%' }}
-          value={time && state.zones.includes(time.timezone_name) ? time.timezone_name : undefined}
-          options={state.zones.map((zone) => ({ value: zone, label: zone }))}
-          disabled={!time || state.busy || state.zones.length === 0}
-          placeholder={t('settings.timezone.cityPlaceholder')}
-          onChange={(zone) => change(store.setCity(zone))}
-        />
+        <Space.Compact style={{ width: '100%' }}>
+          <Select<string>
+            showSearch
+            data-testid="timezone-city"
+            style={{ width: '100%' }}
+            value={
+              cityChoice ??
+              (time && state.zones.includes(time.timezone_name) ? time.timezone_name : undefined)
+            }
+            options={state.zones.map((zone) => ({ value: zone, label: zone }))}
+            disabled={!time || state.busy || state.zones.length === 0}
+            placeholder={t('settings.timezone.cityPlaceholder')}
+            onChange={setCityChoice}
+          />
+          <Button
+            data-testid="timezone-city-apply"
+            disabled={cityChoice === undefined || state.busy}
+            onClick={() => cityChoice !== undefined && change(store.setCity(cityChoice))}
+          >
+            {t('settings.timezone.apply')}
+          </Button>
+        </Space.Compact>
       </Field>
     </SettingsGroup>
   );

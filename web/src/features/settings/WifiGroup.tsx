@@ -54,7 +54,15 @@ function NetworkRow(props: {
   return (
     <div
       data-testid={props.testId}
-      style={{ display: 'flex', alignItems: 'center', gap: 8, padding: '2px 0' }}
+      // The whole row opens the join dialog; the button is there for the eye and the keyboard.
+      onClick={props.disabled ? undefined : props.onJoin}
+      style={{
+        display: 'flex',
+        alignItems: 'center',
+        gap: 8,
+        padding: '2px 0',
+        cursor: props.onJoin && !props.disabled ? 'pointer' : undefined,
+      }}
     >
       {network.signal !== undefined && (
         <SignalBars bars={signalBars(network.quality, network.signal)} />
@@ -68,7 +76,10 @@ function NetworkRow(props: {
           size="small"
           type="link"
           disabled={props.disabled}
-          onClick={props.onJoin}
+          onClick={(e) => {
+            e.stopPropagation();
+            props.onJoin?.();
+          }}
           data-testid={`wifi-connect-${network.ssid}`}
         >
           {t('settings.wifi.join')}
@@ -80,7 +91,10 @@ function NetworkRow(props: {
           type="link"
           danger
           disabled={props.disabled}
-          onClick={props.onForget}
+          onClick={(e) => {
+            e.stopPropagation();
+            props.onForget?.();
+          }}
           data-testid={`wifi-forget-${network.ssid}`}
         >
           {t('settings.wifi.forget')}
@@ -137,8 +151,23 @@ export default function WifiGroup() {
       {status && (
         <Field label={t('settings.wifi.adapter')}>
           <Space style={{ width: '100%', justifyContent: 'space-between' }}>
-            <Typography.Text data-testid="wifi-adapter" data-adapter={status.adapter}>
-              {status.adapter_label}
+            <Typography.Text
+              data-testid="wifi-status"
+              data-adapter={status.adapter}
+              data-state={status.state}
+              data-ssid={connected ?? ''}
+            >
+              <span data-testid="wifi-adapter">{status.adapter_label}</span>
+              {!noAdapter && (
+                <>
+                  {' · '}
+                  {connected
+                    ? t('settings.wifi.connectedTo', { ssid: connected })
+                    : enabled
+                      ? t(STATE_TEXT[status.state] ?? 'settings.wifi.stateIdle')
+                      : t('settings.wifi.off')}
+                </>
+              )}
             </Typography.Text>
             <Switch
               data-testid="wifi-enable"
@@ -147,6 +176,18 @@ export default function WifiGroup() {
               onChange={(on) => run(store.enable(on))}
             />
           </Space>
+          {connected && (
+            <Button
+              size="small"
+              style={{ marginTop: 6 }}
+              disabled={busy}
+              loading={state.operation === 'disconnect'}
+              onClick={() => run(store.disconnect())}
+              data-testid="wifi-disconnect"
+            >
+              {t('settings.wifi.disconnect')}
+            </Button>
+          )}
         </Field>
       )}
       {state.pending && (
@@ -162,32 +203,6 @@ export default function WifiGroup() {
         <Typography.Paragraph type="warning" data-testid="wifi-reverted">
           {t('settings.pending.reverted')}
         </Typography.Paragraph>
-      )}
-      {status && !noAdapter && (
-        <Field label={t('settings.wifi.status')}>
-          <Space style={{ width: '100%', justifyContent: 'space-between' }}>
-            <Typography.Text
-              data-testid="wifi-status"
-              data-state={status.state}
-              data-ssid={connected ?? ''}
-            >
-              {connected
-                ? t('settings.wifi.connectedTo', { ssid: connected })
-                : t(STATE_TEXT[status.state] ?? 'settings.wifi.stateIdle')}
-            </Typography.Text>
-            {connected && (
-              <Button
-                size="small"
-                disabled={busy}
-                loading={state.operation === 'disconnect'}
-                onClick={() => run(store.disconnect())}
-                data-testid="wifi-disconnect"
-              >
-                {t('settings.wifi.disconnect')}
-              </Button>
-            )}
-          </Space>
-        </Field>
       )}
       {status && !noAdapter && state.saved.length > 0 && (
         <Field label={t('settings.wifi.known')}>

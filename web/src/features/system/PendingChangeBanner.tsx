@@ -52,7 +52,7 @@ export function PendingChangeBanner(props: {
             </Typography.Text>
           )}
           <Typography.Text>
-            {t('settings.pending.countdown', { seconds })}{' '}
+            {t('settings.pending.countdown')}{' '}
             <Typography.Text strong data-testid={`${id}-countdown`} data-seconds={seconds}>
               {seconds}
             </Typography.Text>
