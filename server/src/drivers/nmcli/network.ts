@@ -1,0 +1,368 @@
+/**
+ * Ethernet and hostname through NetworkManager (`nmcli`), the default network stack of
+ * Raspberry Pi OS and Debian on SBCs. docs/system.md "NetworkManager" lists the commands.
+ *
+ * The settings live in the interface's connection profile (the active one, else the profile
+ * bound to the interface): `apply()` modifies its `ipv4.*` properties and re-activates it. A
+ * failing activation puts the captured previous properties back and activates again, so the
+ * previous settings stay in force, then throws naming the step and what nmcli said.
+ */
+import type { Logger } from '../../log';
+import { InternalError } from '../../errors';
+import { SystemFeatureUnavailableError } from '../system/none';
+import type {
+  Availability,
+  EthernetSettings,
+  EthernetStatus,
+  NetworkDriver,
+} from '../system/types';
+import { DeviceWatch, spawnMonitor, type MonitorSpawner } from './monitor';
+import { CommandFailedError, execRunner, type CommandRunner } from './runner';
+import {
+  deviceState,
+  field,
+  fields,
+  netmaskToPrefix,
+  NM_DEVICE_STATE,
+  parseRecords,
+  parseTable,
+  plain,
+  splitCidr,
+  splitList,
+} from './terse';
+
+/** An nmcli step failed (the device's fault, not the request's); the message names the step. */
+export class NmcliError extends InternalError {}
+
+export interface NmcliOptions {
+  /** The interface to manage; default: the first Ethernet device NetworkManager manages. */
+  interface?: string;
+  runner?: CommandRunner;
+  /** `nmcli device monitor` for `onChange`; null: none (tests). */
+  monitor?: MonitorSpawner | null;
+  /** Seconds `connection up` may take (a DHCP lease included). Default 30. */
+  upWaitS?: number;
+  log?: Logger;
+}
+
+/** The `ipv4.*` properties apply() changes, as `connection show` prints them. */
+export interface Ipv4Profile {
+  method: string;
+  addresses: string[];
+  gateway: string;
+  dns: string[];
+  ignoreAutoDns: boolean;
+}
+
+const PROFILE_FIELDS = [
+  'ipv4.method',
+  'ipv4.addresses',
+  'ipv4.gateway',
+  'ipv4.dns',
+  'ipv4.ignore-auto-dns',
+] as const;
+
+/** Why nmcli cannot be used here, from how listing devices failed. */
+export function unavailableReason(err: unknown): string {
+  if (err instanceof CommandFailedError) {
+    if (err.code === 'ENOENT') return 'NetworkManager (nmcli) is not installed';
+    if (/not running/i.test(err.said)) return 'NetworkManager is not running';
+    return `NetworkManager does not answer: ${err.said || err.message}`;
+  }
+  return `NetworkManager does not answer: ${String(err)}`;
+}
+
+/** `nmcli -t -f DEVICE,TYPE,STATE device` → managed devices of `type` (`ethernet`, `wifi`). */
+export async function findDevices(run: CommandRunner, type: string): Promise<string[]> {
+  const { stdout } = await run('nmcli', ['-t', '-f', 'DEVICE,TYPE,STATE', 'device']);
+  return parseTable(stdout, 3)
+    .filter(([, t, state]) => t === type && !/^unmanaged/.test(state ?? ''))
+    .map(([dev]) => dev ?? '')
+    .filter((d) => d !== '');
+}
+
+export class NmcliNetwork implements NetworkDriver {
+  readonly name = 'nmcli';
+  private readonly run: CommandRunner;
+  private readonly upWaitS: number;
+  private iface: string | null = null;
+  private reason: string | null = 'NetworkManager has not been asked yet';
+  private readonly watch: DeviceWatch;
+  /** Serialises apply and setHostname: one change at a time, whoever calls. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: NmcliOptions = {}) {
+    this.run = opts.runner ?? execRunner;
+    this.upWaitS = opts.upWaitS ?? 30;
+    const spawner = opts.monitor === undefined ? spawnMonitor(opts.log) : opts.monitor;
+    this.watch = new DeviceWatch(spawner, () =>
+      this.iface ? ['device', 'monitor', this.iface] : null,
+    );
+  }
+
+  availability(): Availability {
+    return { available: this.reason === null, reason: this.reason };
+  }
+
+  /** The interface managed (after init), or null. */
+  get interfaceName(): string | null {
+    return this.iface;
+  }
+
+  async init(): Promise<void> {
+    try {
+      const devices = await findDevices(this.run, 'ethernet');
+      const wanted = this.opts.interface;
+      if (wanted && !devices.includes(wanted)) {
+        this.reason = `NetworkManager does not manage the Ethernet interface ${wanted}`;
+        return;
+      }
+      const iface = wanted ?? devices[0];
+      if (!iface) {
+        this.reason = 'NetworkManager manages no Ethernet interface';
+        return;
+      }
+      this.iface = iface;
+      this.reason = null;
+    } catch (err) {
+      this.reason = unavailableReason(err);
+      this.opts.log?.warn({ reason: this.reason }, 'nmcli network unavailable');
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.watch.close();
+  }
+
+  onChange(listener: () => void): () => void {
+    return this.watch.add(listener);
+  }
+
+  private device(): string {
+    if (this.reason !== null || !this.iface) {
+      throw new SystemFeatureUnavailableError(this.reason ?? 'No Ethernet interface');
+    }
+    return this.iface;
+  }
+
+  async status(): Promise<EthernetStatus> {
+    const iface = this.device();
+    const { stdout } = await this.nmcli('device show', [
+      '-t',
+      '-f',
+      'GENERAL.HWADDR,GENERAL.STATE,GENERAL.CON-UUID,IP4.ADDRESS,IP4.GATEWAY,IP4.DNS',
+      'device',
+      'show',
+      iface,
+    ]);
+    const dev = parseRecords(stdout)[0];
+    const state = deviceState(field(dev, 'GENERAL.STATE'));
+    const uuid = plain(field(dev, 'GENERAL.CON-UUID'));
+    const profile = uuid ? await this.profile(uuid) : null;
+    const { ip, netmask } = splitCidr(fields(dev, 'IP4.ADDRESS')[0] ?? '');
+    return {
+      interface: iface,
+      mac_address: plain(field(dev, 'GENERAL.HWADDR')).toLowerCase(),
+      // unavailable (20) and below: no carrier or not ready; disconnected (30) has a cable
+      link: state >= NM_DEVICE_STATE.disconnected ? 'up' : 'down',
+      mode: profile?.method === 'manual' ? 'static' : 'dhcp',
+      ip_address: ip,
+      netmask,
+      gateway: plain(field(dev, 'IP4.GATEWAY')),
+      dns_servers: fields(dev, 'IP4.DNS').map(plain),
+      dns_manual: (profile?.dns.length ?? 0) > 0,
+    };
+  }
+
+  /** The profile's `ipv4.*` properties. */
+  async profile(uuid: string): Promise<Ipv4Profile> {
+    const { stdout } = await this.nmcli('connection show', [
+      '-t',
+      '-f',
+      PROFILE_FIELDS.join(','),
+      'connection',
+      'show',
+      'uuid',
+      uuid,
+    ]);
+    const rec = parseRecords(stdout)[0];
+    return {
+      method: field(rec, 'ipv4.method') || 'auto',
+      addresses: splitList(fields(rec, 'ipv4.addresses').join(',')),
+      gateway: plain(field(rec, 'ipv4.gateway')),
+      dns: splitList(fields(rec, 'ipv4.dns').join(',')),
+      ignoreAutoDns: field(rec, 'ipv4.ignore-auto-dns') === 'yes',
+    };
+  }
+
+  /** The profile to change: the active one, else one bound to the interface. */
+  private async connectionUuid(iface: string): Promise<string> {
+    const shown = await this.nmcli('device show', [
+      '-t',
+      '-f',
+      'GENERAL.CON-UUID',
+      'device',
+      'show',
+      iface,
+    ]);
+    const active = plain(field(parseRecords(shown.stdout)[0], 'GENERAL.CON-UUID'));
+    if (active) return active;
+    const { stdout } = await this.nmcli('connection show', [
+      '-t',
+      '-f',
+      'UUID,TYPE,DEVICE',
+      'connection',
+      'show',
+    ]);
+    const rows = parseTable(stdout, 3).filter(([, type]) => type === '802-3-ethernet');
+    const own = rows.find(([, , dev]) => dev === iface) ?? rows[0];
+    if (!own?.[0]) {
+      throw new NmcliError(`NetworkManager has no connection profile for ${iface}`);
+    }
+    return own[0];
+  }
+
+  apply(settings: EthernetSettings): Promise<void> {
+    return this.exclusive(() => this.applyNow(settings));
+  }
+
+  private async applyNow(settings: EthernetSettings): Promise<void> {
+    const iface = this.device();
+    const uuid = await this.connectionUuid(iface);
+    const previous = await this.profile(uuid);
+    try {
+      await this.nmcli('connection modify', modifyArgs(uuid, settings));
+    } catch (err) {
+      // NetworkManager commits a modify whole or not at all: nothing to restore
+      throw stepError('connection modify', err, null);
+    }
+    try {
+      await this.up(uuid);
+    } catch (err) {
+      let restored: string | null = 'the previous settings are back in force';
+      try {
+        await this.nmcli('connection modify', restoreArgs(uuid, previous));
+        await this.up(uuid);
+      } catch (restoreErr) {
+        restored = `restoring the previous settings failed too: ${said(restoreErr)}`;
+      }
+      this.watch.changed();
+      throw stepError('connection up', err, restored);
+    }
+    this.watch.changed();
+  }
+
+  private async up(uuid: string): Promise<void> {
+    await this.run('nmcli', ['--wait', String(this.upWaitS), 'connection', 'up', 'uuid', uuid], {
+      timeoutMs: (this.upWaitS + 5) * 1000,
+    });
+  }
+
+  async hostname(): Promise<string> {
+    this.device();
+    const { stdout } = await this.nmcli('general hostname', ['general', 'hostname']);
+    return stdout.trim();
+  }
+
+  setHostname(name: string): Promise<void> {
+    return this.exclusive(async () => {
+      this.device();
+      try {
+        await this.run('nmcli', ['general', 'hostname', name]);
+      } catch (err) {
+        throw stepError('general hostname', err, null);
+      }
+      this.watch.changed();
+    });
+  }
+
+  /** A read: a failure becomes an NmcliError naming the command. */
+  private async nmcli(step: string, args: string[]): Promise<{ stdout: string }> {
+    try {
+      return await this.run('nmcli', args);
+    } catch (err) {
+      throw stepError(step, err, null);
+    }
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+}
+
+/** `nmcli connection modify` argv for `settings`. */
+export function modifyArgs(uuid: string, s: EthernetSettings): string[] {
+  const dns = s.dns_servers && s.dns_servers.length > 0 ? s.dns_servers : null;
+  const dnsArgs = [
+    'ipv4.dns',
+    dns ? dns.join(',') : '',
+    'ipv4.ignore-auto-dns',
+    dns ? 'yes' : 'no',
+  ];
+  if (s.mode === 'static') {
+    const prefix = netmaskToPrefix(s.netmask ?? '');
+    if (!s.ip_address || prefix === null) {
+      // the service validates first; this is the driver refusing to guess
+      throw new NmcliError('A static address needs ip_address and a valid netmask');
+    }
+    return [
+      'connection',
+      'modify',
+      'uuid',
+      uuid,
+      'ipv4.method',
+      'manual',
+      'ipv4.addresses',
+      `${s.ip_address}/${prefix}`,
+      'ipv4.gateway',
+      s.gateway ?? '',
+      ...dnsArgs,
+    ];
+  }
+  return [
+    'connection',
+    'modify',
+    'uuid',
+    uuid,
+    'ipv4.method',
+    'auto',
+    'ipv4.addresses',
+    '',
+    'ipv4.gateway',
+    '',
+    ...dnsArgs,
+  ];
+}
+
+/** `nmcli connection modify` argv that puts a captured profile back. */
+export function restoreArgs(uuid: string, p: Ipv4Profile): string[] {
+  return [
+    'connection',
+    'modify',
+    'uuid',
+    uuid,
+    'ipv4.method',
+    p.method,
+    'ipv4.addresses',
+    p.addresses.join(','),
+    'ipv4.gateway',
+    p.gateway,
+    'ipv4.dns',
+    p.dns.join(','),
+    'ipv4.ignore-auto-dns',
+    p.ignoreAutoDns ? 'yes' : 'no',
+  ];
+}
+
+function said(err: unknown): string {
+  if (err instanceof CommandFailedError) return err.said || err.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function stepError(step: string, err: unknown, after: string | null): NmcliError {
+  if (err instanceof NmcliError) return err;
+  const tail = after ? ` (${after})` : '';
+  return new NmcliError(`nmcli ${step} failed: ${said(err)}${tail}`);
+}

@@ -1,0 +1,156 @@
+/**
+ * nmcli's terse output (`-t`), two shapes (NetworkManager clients/cli/utils.c):
+ *
+ * - Tabular (`device`, `device wifi list`, `connection show` without an id; also `-g`): one
+ *   object per line, fields joined by `:`, and inside a field `:` and `\` are escaped with `\`
+ *   (`-e yes`, the default). A BSSID therefore reads `AA\:BB\:CC\:DD\:EE\:FF`.
+ * - Multiline (`device show`, `connection show <id>`): one `NAME:value` line per field, NOT
+ *   escaped (only the first `:` separates), list fields numbered `IP4.DNS[1]`, `IP4.DNS[2]`,
+ *   objects separated by an empty line. Older versions print an unset value as `--`.
+ */
+
+/** Splits one tabular terse line at unescaped `:` and unescapes `\:` and `\\`. */
+export function splitTerse(line: string): string[] {
+  const fields: string[] = [];
+  let cur = '';
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === '\\' && i + 1 < line.length) {
+      const next = line[i + 1];
+      if (next === ':' || next === '\\') {
+        cur += next;
+        i++;
+        continue;
+      }
+    }
+    if (c === ':') {
+      fields.push(cur);
+      cur = '';
+      continue;
+    }
+    cur += c;
+  }
+  fields.push(cur);
+  return fields;
+}
+
+/** Tabular terse output: one array of `fieldCount` strings per non-empty line. */
+export function parseTable(stdout: string, fieldCount: number): string[][] {
+  const rows: string[][] = [];
+  for (const line of stdout.split('\n')) {
+    if (line.trim() === '') continue;
+    const fields = splitTerse(line.replace(/\r$/, ''));
+    while (fields.length < fieldCount) fields.push('');
+    rows.push(fields);
+  }
+  return rows;
+}
+
+/** One object of multiline output: field name (without `[n]`) → its values, in order. */
+export type TerseRecord = Map<string, string[]>;
+
+/** Multiline terse output: the objects it holds (several when several ids were asked). */
+export function parseRecords(stdout: string): TerseRecord[] {
+  const records: TerseRecord[] = [];
+  let cur: TerseRecord | null = null;
+  for (const raw of stdout.split('\n')) {
+    const line = raw.replace(/\r$/, '');
+    if (line.trim() === '') {
+      cur = null;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const key = line.slice(0, colon).replace(/\[\d+\]$/, '');
+    const value = line.slice(colon + 1);
+    if (!cur) {
+      cur = new Map();
+      records.push(cur);
+    }
+    const list = cur.get(key);
+    if (list) list.push(value);
+    else cur.set(key, [value]);
+  }
+  return records;
+}
+
+/** The first value of `key`, '' when absent or unset (`--`). */
+export function field(record: TerseRecord | undefined, key: string): string {
+  const v = record?.get(key)?.[0] ?? '';
+  return unset(v) ? '' : v;
+}
+
+/** Every set value of `key`. */
+export function fields(record: TerseRecord | undefined, key: string): string[] {
+  return (record?.get(key) ?? []).filter((v) => !unset(v));
+}
+
+function unset(v: string): boolean {
+  const t = v.trim();
+  return t === '' || t === '--';
+}
+
+/**
+ * A MAC or an IPv4 value from multiline output: tolerant of a version that escapes it anyway
+ * (`-g` does), since neither ever holds a backslash.
+ */
+export function plain(v: string): string {
+  return v.replace(/\\/g, '').trim();
+}
+
+/** `GENERAL.STATE` `100 (connected)` → 100 (NMDeviceState); NaN when unreadable. */
+export function deviceState(v: string): number {
+  return Number.parseInt(v, 10);
+}
+
+/** NMDeviceState values the drivers read. */
+export const NM_DEVICE_STATE = {
+  unavailable: 20,
+  disconnected: 30,
+  prepare: 40,
+  activated: 100,
+  deactivating: 110,
+  failed: 120,
+} as const;
+
+/** A CIDR prefix (0-32) → dotted netmask. */
+export function prefixToNetmask(prefix: number): string {
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > 32) return '';
+  const bits = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  return [24, 16, 8, 0].map((s) => (bits >>> s) & 0xff).join('.');
+}
+
+/** A dotted netmask → CIDR prefix, or null when it is not a contiguous mask. */
+export function netmaskToPrefix(mask: string): number | null {
+  const parts = mask.split('.');
+  if (parts.length !== 4) return null;
+  let n = 0;
+  for (const p of parts) {
+    if (!/^\d{1,3}$/.test(p)) return null;
+    const b = Number(p);
+    if (b > 255) return null;
+    n = (n << 8) | b;
+  }
+  n >>>= 0;
+  const inverted = ~n >>> 0;
+  // contiguous: the inverted mask plus one is a power of two
+  if ((inverted & (inverted + 1)) !== 0) return null;
+  let prefix = 0;
+  for (let bit = 31; bit >= 0 && (n >>> bit) & 1; bit--) prefix++;
+  return prefix;
+}
+
+/** `192.168.1.34/24` → address and netmask. */
+export function splitCidr(cidr: string): { ip: string; netmask: string } {
+  const [ip = '', prefix] = plain(cidr).split('/');
+  return { ip, netmask: prefix === undefined ? '' : prefixToNetmask(Number(prefix)) };
+}
+
+/** A property list as `connection show` prints it (`8.8.8.8,1.1.1.1` or `a, b`). */
+export function splitList(v: string): string[] {
+  return unset(v)
+    ? []
+    : plain(v)
+        .split(/[,\s]+/)
+        .filter((s) => s !== '');
+}
