@@ -1,0 +1,131 @@
+/**
+ * Pure parsers of what the system says: our lease script's lines, `ip -j` output and
+ * resolv.conf. Unit-tested with recorded output (parse.test.ts).
+ */
+
+export interface Lease {
+  ip: string;
+  prefix: number;
+  /** '' when the server sent no router. */
+  router: string;
+  dns: string[];
+  leaseS: number;
+}
+
+export type LeaseEvent =
+  | { kind: 'bound'; lease: Lease }
+  | { kind: 'deconfig' }
+  | { kind: 'leasefail' }
+  | { kind: 'nak' }
+  | { kind: 'error'; message: string };
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+export function isIpv4(text: string): boolean {
+  return IPV4.test(text);
+}
+
+const PREFIX = 'kvm-lease ';
+
+/** One line of udhcpc's stdout: a lease event of our script, or null (udhcpc's own chatter). */
+export function parseLeaseLine(line: string): LeaseEvent | null {
+  if (!line.startsWith(PREFIX)) return null;
+  const rest = line.slice(PREFIX.length).trim();
+  const [kind = '', ...fields] = rest.split(/\s+/);
+  switch (kind) {
+    case 'deconfig':
+    case 'leasefail':
+    case 'nak':
+      return { kind };
+    case 'error':
+      return { kind: 'error', message: rest.slice('error'.length).trim() };
+    case 'bound': {
+      const f = new Map<string, string>();
+      for (const field of fields) {
+        const eq = field.indexOf('=');
+        if (eq > 0) f.set(field.slice(0, eq), field.slice(eq + 1));
+      }
+      const ip = f.get('ip') ?? '';
+      const prefix = Number(f.get('mask'));
+      const router = f.get('router') ?? '';
+      const dns = (f.get('dns') ?? '').split(',').filter(isIpv4);
+      const leaseS = Number(f.get('lease') ?? 0);
+      if (!isIpv4(ip) || !Number.isInteger(prefix) || prefix < 0 || prefix > 32) return null;
+      if (router !== '' && !isIpv4(router)) return null;
+      return {
+        kind: 'bound',
+        lease: { ip, prefix, router, dns, leaseS: Number.isFinite(leaseS) ? leaseS : 0 },
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+export function prefixToNetmask(prefix: number): string {
+  const bits = prefix <= 0 ? 0 : (0xffffffff << (32 - Math.min(prefix, 32))) >>> 0;
+  return [24, 16, 8, 0].map((s) => (bits >>> s) & 0xff).join('.');
+}
+
+/** The prefix length of a contiguous dotted netmask, or null. */
+export function netmaskToPrefix(mask: string): number | null {
+  if (!isIpv4(mask)) return null;
+  const n = mask.split('.').reduce((acc, o) => ((acc << 8) | Number(o)) >>> 0, 0);
+  const inverted = ~n >>> 0;
+  // Contiguous: the host part + 1 is a power of two.
+  if ((inverted & (inverted + 1)) !== 0) return null;
+  return 32 - Math.log2(inverted + 1);
+}
+
+export interface InterfaceState {
+  mac: string;
+  link: 'up' | 'down';
+  /** The first IPv4 address, or ''. */
+  ip: string;
+  prefix: number | null;
+}
+
+interface IpAddrJson {
+  ifname?: string;
+  address?: string;
+  operstate?: string;
+  flags?: string[];
+  addr_info?: { family?: string; local?: string; prefixlen?: number }[];
+}
+
+/** `ip -j addr show dev X` → the interface's MAC, link and IPv4 address. */
+export function parseAddrShow(json: string): InterfaceState {
+  const list = JSON.parse(json || '[]') as IpAddrJson[];
+  const dev = list[0];
+  if (!dev) return { mac: '', link: 'down', ip: '', prefix: null };
+  const flags = dev.flags ?? [];
+  // Carrier: veth has it when both ends are up (LOWER_UP); operstate says the same.
+  const up = flags.includes('LOWER_UP') || dev.operstate === 'UP';
+  const inet = (dev.addr_info ?? []).find((a) => a.family === 'inet' && a.local);
+  return {
+    mac: dev.address ?? '',
+    link: up ? 'up' : 'down',
+    ip: inet?.local ?? '',
+    prefix: inet?.prefixlen ?? null,
+  };
+}
+
+/** `ip -j route show default` → the default gateway, or ''. */
+export function parseDefaultGateway(json: string): string {
+  const list = JSON.parse(json || '[]') as { dst?: string; gateway?: string }[];
+  return list.find((r) => r.dst === 'default' && r.gateway)?.gateway ?? '';
+}
+
+/** The `nameserver` lines of a resolv.conf. */
+export function parseResolvConf(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\s*nameserver\s+(\S+)/.exec(line);
+    if (m?.[1]) out.push(m[1]);
+  }
+  return out;
+}
+
+export function resolvConf(servers: readonly string[]): string {
+  return `# Written by the KVM server's netns driver.\n${servers.map((s) => `nameserver ${s}\n`).join('')}`;
+}
