@@ -52,8 +52,14 @@ import { initRoutes } from './routes/init';
 import { systemRoutes } from './routes/system';
 import { systemParamsRoutes } from './routes/system-params';
 import { timeRoutes } from './routes/time';
+import { edidRoutes } from './routes/edid';
+import { EdidService } from './services/system/edid-service';
 import { IdentityService } from './services/system/identity-service';
 import { TimeService } from './services/system/time-service';
+import { NetworkService } from './services/system/network-service';
+import { WifiService } from './services/system/wifi-service';
+import { networkRoutes } from './routes/network';
+import { repeaterRoutes } from './routes/repeater';
 import { twoFaRoutes } from './routes/twofa';
 import { wsRoutes } from './routes/ws';
 import { AuthService } from './services/auth/auth-service';
@@ -141,12 +147,24 @@ export async function createContext(
     log,
   });
   await identity.start();
+  const edid = new EdidService({ dataDir: config.data_dir, display: drivers.system.display, log });
+  await edid.start();
+  const network = new NetworkService(drivers.system.network, {
+    dataDir: config.data_dir,
+    confirmTimeoutS: config.system.confirm_timeout_s,
+    log,
+  });
+  const wifi = new WifiService(drivers.system.wifi, network.safe, log);
+  await network.start((previous) => wifi.recover(previous));
   return {
+    network,
+    wifi,
     hid,
     keymaps,
     msd,
     identity,
     time: new TimeService({ clock: drivers.system.clock, log }),
+    edid,
     atx: new AtxService(drivers.atx, log),
     wol: await WolService.open(config.data_dir, config.wol),
     fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
@@ -316,6 +334,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   systemRoutes(app, ctx);
   systemParamsRoutes(app, ctx.identity);
   timeRoutes(app, ctx.time);
+  edidRoutes(app, ctx.edid);
+  networkRoutes(app, ctx.network);
+  repeaterRoutes(app, ctx.wifi);
   wsRoutes(app, events, sockets);
   streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
   mediaRoutes(app, ctx.video, sockets);
@@ -347,6 +368,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.atx.dispose();
     ctx.fingerbot.dispose();
     ctx.msd.dispose();
+    ctx.network.dispose();
     await ctx.video.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

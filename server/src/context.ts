@@ -16,6 +16,9 @@ import type { KeymapStore } from './services/hid/keymap-store';
 import type { Drivers } from './targets';
 import type { IdentityService } from './services/system/identity-service';
 import type { TimeService } from './services/system/time-service';
+import type { EdidService } from './services/system/edid-service';
+import type { NetworkService } from './services/system/network-service';
+import type { WifiService } from './services/system/wifi-service';
 import type { StateRegistry } from './ws/state-registry';
 
 /**
@@ -45,6 +48,12 @@ export interface AppContext {
   identity: IdentityService;
   /** Device clock and time zone (issue 11). */
   time: TimeService;
+  /** Display identity (EDID) of the remote computer's monitor (issue 11). */
+  edid: EdidService;
+  /** Ethernet, host name and safe network changes (issue 11). */
+  network: NetworkService;
+  /** The Wi-Fi client (issue 11). */
+  wifi: WifiService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }

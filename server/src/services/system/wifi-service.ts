@@ -1,0 +1,232 @@
+/**
+ * Wi-Fi client (GL `/api/repeater/*`, wire-protocol §5.8 and §5.13) in front of the target's
+ * WifiDriver: one scan at a time (others share it), SSID and key rules, joins only to networks
+ * seen or saved (or declared hidden), and a switch made over Wi-Fi itself kept only once
+ * confirmed (safe-change.ts).
+ */
+import {
+  WIFI_KEY_MAX,
+  WIFI_KEY_MIN,
+  WIFI_SSID_MAX_BYTES,
+  type SavedWifiNetwork,
+  type WifiConnectResult,
+  type WifiNetwork,
+  type WifiStatus,
+} from '@kvm/protocol';
+import { BadRequestError, IsBusyError } from '../../errors';
+import type { Logger } from '../../log';
+import type { WifiDriver } from '../../drivers/system/types';
+import type { SafeChanges } from './safe-change';
+
+/** A join while another runs. */
+export class WifiIsBusyError extends IsBusyError {
+  static override readonly defaultMessage: string = 'Another Wi-Fi operation is in progress';
+}
+
+/** Scans remembered for the "seen" rule; a bound on what one client can make us hold. */
+const SCAN_LIST_MAX = 256;
+
+function ssidOf(body: Record<string, unknown>): string {
+  const ssid = body['ssid'];
+  if (ssid === undefined || ssid === null || ssid === '') throw new BadRequestError('Missing SSID');
+  if (typeof ssid !== 'string') throw new BadRequestError('ssid must be a string');
+  if (Buffer.byteLength(ssid, 'utf8') > WIFI_SSID_MAX_BYTES) {
+    throw new BadRequestError(`ssid is longer than ${WIFI_SSID_MAX_BYTES} bytes`);
+  }
+  return ssid;
+}
+
+/** WPA: 8 to 63 characters, or 64 hex digits (the raw PSK). */
+function keyOf(body: Record<string, unknown>): string | undefined {
+  const key = body['key'];
+  if (key === undefined || key === null || key === '') return undefined;
+  if (typeof key !== 'string') throw new BadRequestError('key must be a string');
+  const ok =
+    (key.length >= WIFI_KEY_MIN && key.length < WIFI_KEY_MAX) ||
+    (key.length === WIFI_KEY_MAX && /^[0-9a-fA-F]+$/.test(key));
+  if (!ok) {
+    throw new BadRequestError(
+      `key must be ${WIFI_KEY_MIN} to ${WIFI_KEY_MAX - 1} characters or ${WIFI_KEY_MAX} hex digits`,
+    );
+  }
+  return key;
+}
+
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new BadRequestError('Configuration data must be in JSON object format');
+  }
+  return body as Record<string, unknown>;
+}
+
+export class WifiService {
+  private scanning: Promise<WifiNetwork[]> | null = null;
+  /** SSIDs of the last scan. */
+  private seen = new Set<string>();
+  private joining = false;
+
+  constructor(
+    readonly driver: WifiDriver,
+    private readonly safe: SafeChanges,
+    private readonly log: Logger,
+  ) {}
+
+  status(): Promise<WifiStatus> {
+    return this.driver.status();
+  }
+
+  /** At most one scan runs; callers meanwhile get its answer. */
+  scan(): Promise<WifiNetwork[]> {
+    if (!this.scanning) {
+      this.scanning = this.doScan().finally(() => {
+        this.scanning = null;
+      });
+    }
+    return this.scanning;
+  }
+
+  async saved(): Promise<SavedWifiNetwork[]> {
+    return this.driver.saved();
+  }
+
+  /**
+   * `connect` with GL's JSON object body. When the console itself is reached over the Wi-Fi
+   * (`localAddress` is the Wi-Fi address), the switch is a safe change: kept only if confirmed.
+   */
+  async connect(raw: unknown, localAddress?: string): Promise<WifiConnectResult> {
+    const body = requireObject(raw);
+    const ssid = ssidOf(body);
+    const key = keyOf(body);
+    const hidden = body['hidden'] === true;
+    const bssid = typeof body['bssid'] === 'string' ? body['bssid'] : undefined;
+    if (bssid !== undefined && !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(bssid)) {
+      throw new BadRequestError('bssid must be six pairs of hex digits separated by colons');
+    }
+    const remember = body['remember'] !== false && body['remember'] !== 0;
+    if (!hidden && !this.seen.has(ssid)) {
+      const saved = await this.driver.saved();
+      if (!saved.some((s) => s.ssid === ssid)) {
+        throw new BadRequestError(
+          `ssid '${ssid}' was not found by the last scan and is not saved (scan first, or join it as hidden)`,
+        );
+      }
+    }
+    if (this.joining) throw new WifiIsBusyError();
+    const before = await this.driver.status();
+    const overWifi =
+      localAddress !== undefined &&
+      before.ipv4.ip !== '' &&
+      stripMapped(localAddress) === before.ipv4.ip;
+    const request = {
+      ssid,
+      ...(key !== undefined ? { key } : {}),
+      ...(bssid !== undefined ? { bssid } : {}),
+      remember,
+    };
+    this.joining = true;
+    try {
+      if (!overWifi) {
+        const outcome = await this.safe.exclusive(() => this.driver.connect(request));
+        this.log.info({ ssid, ok: outcome.ok, fail_type: outcome.fail_type }, outcome.message);
+        return outcome.ok
+          ? { result: 'success', fail_type: null, pending: null }
+          : { result: 'failed', fail_type: outcome.fail_type, pending: null };
+      }
+      let outcome = { ok: false, fail_type: null, message: '' } as Awaited<
+        ReturnType<WifiDriver['connect']>
+      >;
+      const previousSsid = before.state === 2 ? before.ssid : null;
+      const pending = await this.safe
+        .run({
+          kind: 'wifi',
+          previous: { ssid: previousSsid },
+          previous_address: null,
+          apply: async () => {
+            outcome = await this.driver.connect(request);
+            if (!outcome.ok) {
+              // A join that failed changes nothing to keep: back to the previous network now.
+              await this.restore(previousSsid);
+              throw new JoinFailed();
+            }
+          },
+          newAddress: async () => {
+            const ip = (await this.driver.status()).ipv4.ip;
+            return ip ? `https://${ip}/` : null;
+          },
+          keep: async () => undefined,
+          revert: () => this.restore(previousSsid),
+        })
+        .catch((err: unknown) => {
+          if (err instanceof JoinFailed) return null;
+          throw err;
+        });
+      this.log.info({ ssid, ok: outcome.ok, fail_type: outcome.fail_type }, outcome.message);
+      return outcome.ok
+        ? { result: 'success', fail_type: null, pending }
+        : { result: 'failed', fail_type: outcome.fail_type, pending: null };
+    } finally {
+      this.joining = false;
+    }
+  }
+
+  async disconnect(): Promise<void> {
+    await this.driver.disconnect();
+  }
+
+  async setEnabled(enabled: boolean): Promise<void> {
+    await this.driver.setEnabled(enabled);
+  }
+
+  async forget(raw: unknown, query: Record<string, unknown>): Promise<boolean> {
+    const body = raw === undefined || raw === null ? {} : requireObject(raw);
+    const ssid = ssidOf(body['ssid'] !== undefined ? body : query);
+    return this.driver.forget(ssid);
+  }
+
+  /** After a restart inside a Wi-Fi switch's window: back to the network it left. */
+  async recover(previous: unknown): Promise<void> {
+    const ssid = (previous as { ssid?: unknown } | null)?.ssid;
+    await this.restore(typeof ssid === 'string' ? ssid : null);
+  }
+
+  private async restore(ssid: string | null): Promise<void> {
+    if (ssid === null) {
+      await this.driver.disconnect();
+      return;
+    }
+    const outcome = await this.driver.connect({ ssid, remember: true });
+    if (!outcome.ok) throw new Error(`could not rejoin ${ssid}: ${outcome.message}`);
+  }
+
+  private async doScan(): Promise<WifiNetwork[]> {
+    const [found, saved, status] = await Promise.all([
+      this.driver.scan(),
+      this.driver.saved(),
+      this.driver.status(),
+    ]);
+    const savedSsids = new Set(saved.map((s) => s.ssid));
+    // One entry per SSID: the strongest access point.
+    const best = new Map<string, (typeof found)[number]>();
+    for (const ap of found) {
+      if (!ap.ssid) continue;
+      const have = best.get(ap.ssid);
+      if (!have || ap.signal > have.signal) best.set(ap.ssid, ap);
+    }
+    const list = [...best.values()]
+      .sort((a, b) => b.signal - a.signal)
+      .slice(0, SCAN_LIST_MAX)
+      .map((ap) => ({
+        ...ap,
+        saved: savedSsids.has(ap.ssid),
+        connected: status.state === 2 && status.ssid === ap.ssid,
+      }));
+    this.seen = new Set(list.map((ap) => ap.ssid));
+    return list;
+  }
+}
+
+class JoinFailed extends Error {}
+
+function stripMapped(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
