@@ -21,6 +21,7 @@ import { TestRadioWifi } from './drivers/testbed/wifi';
 import type { SystemDrivers } from './drivers/system/types';
 import { LocalClock } from './drivers/clock/local-clock';
 import { join } from 'node:path';
+import { qemuUsbIdentity } from './drivers/qemu/usb-identity';
 
 export interface Drivers {
   target: string;
@@ -139,7 +140,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
-          system: devSystemDrivers(config),
+          system: { ...devSystemDrivers(config), usb: qemuUsbIdentity(q.hid) },
         }),
         { init: q.init, dispose: q.dispose },
       );

@@ -74,6 +74,8 @@ export class QemuHid implements HidDriver {
   private horizontalWheel = true;
   private leds = { caps: false, num: false, scroll: false };
   private readonly offMachine: Array<() => void> = [];
+  /** The USB serial of the keyboard and pointer (usb-identity.ts); '' = QEMU's none. */
+  private usbSerial = '';
 
   constructor(
     private readonly machine: QemuMachine,
@@ -261,11 +263,7 @@ export class QemuHid implements HidDriver {
     this.clearQueue();
     try {
       if (connected) {
-        await this.machine.command('device_add', {
-          driver: 'usb-kbd',
-          id: 'kbd',
-          display: DISPLAY,
-        });
+        await this.plugKeyboard();
         await this.plug(this.output);
       } else {
         await this.unplug('kbd');
@@ -276,7 +274,39 @@ export class QemuHid implements HidDriver {
     }
   }
 
+  /**
+   * USB identity (usb-identity.ts): QEMU's devices take only a serial, and only when added, so
+   * the keyboard and pointer are re-plugged with it, like a gadget that re-enumerates. With
+   * `replug: false` only later plugs carry it (the command line's devices already match).
+   */
+  async setUsbSerial(serial: string, replug = true): Promise<void> {
+    this.usbSerial = serial;
+    if (!replug || !this.connected) return;
+    this.clearQueue();
+    try {
+      await this.unplug('kbd');
+      await this.unplug(POINTER_IDS[this.output]);
+      await this.plugKeyboard();
+      await this.plug(this.output);
+    } finally {
+      this.notify();
+    }
+  }
+
   // ---- internals ----
+
+  private serialProp(): { serial?: string } {
+    return this.usbSerial ? { serial: this.usbSerial } : {};
+  }
+
+  private async plugKeyboard(): Promise<void> {
+    await this.machine.command('device_add', {
+      driver: 'usb-kbd',
+      id: 'kbd',
+      display: DISPLAY,
+      ...this.serialProp(),
+    });
+  }
 
   private async plug(output: 'usb' | 'usb_rel'): Promise<void> {
     // usb-mouse has no `display` property: unbound, it takes the display's relative events
@@ -285,6 +315,7 @@ export class QemuHid implements HidDriver {
       driver: POINTER_DRIVERS[output],
       id: POINTER_IDS[output],
       ...(output === OUTPUTS.absolute ? { display: DISPLAY } : {}),
+      ...this.serialProp(),
     });
   }
 
@@ -315,12 +346,17 @@ export class QemuHid implements HidDriver {
     await gone;
   }
 
-  /** After a QEMU restart: the command line has the keyboard and the tablet. */
+  /** After a QEMU restart: the command line has the keyboard and the tablet, without a serial. */
   private async reapply(): Promise<void> {
     try {
       if (!this.connected) {
         await this.unplug('kbd');
         await this.unplug('tablet');
+      } else if (this.usbSerial) {
+        await this.unplug('kbd');
+        await this.unplug('tablet');
+        await this.plugKeyboard();
+        await this.plug(this.output);
       } else if (this.output === OUTPUTS.relative) {
         await this.unplug('tablet');
         await this.plug(OUTPUTS.relative);
