@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { AppConfig } from '../../config';
 import type { Logger } from '../../log';
 import { NetnsNetwork } from '../netns/netns-network';
+import { nmcliNetwork } from '../nmcli';
 import { UnavailableNetwork } from './none';
 import type { NetworkDriver } from './types';
 
@@ -29,7 +30,6 @@ export function networkDriver(
     case 'disabled':
       return new UnavailableNetwork(NETWORK_DISABLED);
     case 'nmcli':
-      // NMCLI-DRIVER: the nmcli helper replaces this line with its driver.
-      throw new Error('nmcli driver not built yet');
+      return nmcliNetwork(config, log);
   }
 }
