@@ -99,8 +99,8 @@ export default function NetworkGroup() {
   const errorText = useErrorText();
   const [store] = useState(() => new NetworkStore());
   const state = useStore(store);
-  const [form, setForm] = useState<Form | null>(null);
-  const [dirty, setDirty] = useState(false);
+  // The user's edits; until there are some, the form shows the device's settings.
+  const [edits, setEdits] = useState<Form | null>(null);
   const [errors, setErrors] = useState<NetworkFormError[]>([]);
   const [hostname, setHostname] = useState<string | null>(null);
   const [hostnameError, setHostnameError] = useState(false);
@@ -110,16 +110,13 @@ export default function NetworkGroup() {
   }, [store]);
 
   const config = state.config;
-  // The form follows the device until the user edits it.
-  useEffect(() => {
-    if (config && !dirty) setForm(formOf(config));
-  }, [config, dirty]);
+  const form = edits ?? (config ? formOf(config) : null);
+  const dirty = edits !== null;
 
   const fail = (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed')));
   const edit = (patch: Partial<Form>) => {
     if (!form) return;
-    setForm({ ...form, ...patch });
-    setDirty(true);
+    setEdits({ ...form, ...patch });
     setErrors([]);
   };
 
@@ -140,7 +137,7 @@ export default function NetworkGroup() {
           }
         : { mode: form.mode, dns_servers: dns };
     store.apply(settings).then(() => {
-      setDirty(false);
+      setEdits(null);
       if (!store.getState().pending) void message.success(t('settings.network.applied'));
     }, fail);
   };

@@ -1,4 +1,5 @@
-import { Typography } from 'antd';
+import { lazy, Suspense, type ReactNode } from 'react';
+import { Skeleton, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { ColorModeGroup } from './ColorModeGroup';
 import { KeyboardGroup } from './KeyboardGroup';
@@ -7,9 +8,25 @@ import { MouseGroup } from './MouseGroup';
 import { SecurityGroup } from './SecurityGroup';
 import { VideoGroup } from './VideoGroup';
 
+// Device administration (issue 11): loaded when the sidebar opens, each on its own.
+const SystemGroup = lazy(() => import('./SystemGroup'));
+const NetworkGroup = lazy(() => import('./NetworkGroup'));
+const WifiGroup = lazy(() => import('./WifiGroup'));
+const EdidGroup = lazy(() => import('./EdidGroup'));
+const TimezoneGroup = lazy(() => import('./TimezoneGroup'));
+
+function Lazy({ children }: { children: ReactNode }) {
+  return (
+    <Suspense fallback={<Skeleton active paragraph={{ rows: 2 }} style={{ padding: 16 }} />}>
+      {children}
+    </Suspense>
+  );
+}
+
 /**
- * SPEC 2 settings sidebar. Each group arrives with the issue that owns it; today: video,
- * security, language and color mode.
+ * SPEC 2 settings sidebar, in SPEC 2's order: video, keyboard, mouse, (audio: later), system,
+ * security, network with Ethernet, Wi-Fi, device identity (EDID; its USB half is in system),
+ * time zone, language, color mode.
  */
 export default function SettingsSidebar() {
   const { t } = useTranslation();
@@ -21,7 +38,22 @@ export default function SettingsSidebar() {
       <VideoGroup />
       <KeyboardGroup />
       <MouseGroup />
+      <Lazy>
+        <SystemGroup />
+      </Lazy>
       <SecurityGroup />
+      <Lazy>
+        <NetworkGroup />
+      </Lazy>
+      <Lazy>
+        <WifiGroup />
+      </Lazy>
+      <Lazy>
+        <EdidGroup />
+      </Lazy>
+      <Lazy>
+        <TimezoneGroup />
+      </Lazy>
       <LanguageGroup />
       <ColorModeGroup />
     </div>

@@ -119,19 +119,24 @@ export default function WifiGroup() {
   const fail = (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed')));
   const run = (work: Promise<unknown>) => void work.catch(fail);
 
+  /** The dialog closes once the device answered; a failure says why in the toast. */
   const join = async (request: WifiJoin): Promise<boolean> => {
     try {
       const result = await store.join(request);
-      if (result.result === 'success') return true;
+      if (result.result === 'success') {
+        if (!result.pending) void message.success(t('settings.wifi.joined'));
+        return true;
+      }
       const reason = joinFailureReason(result);
       // SPEC 8: 'Wi-Fi join failed', with the reason when the device gives one.
       void message.error(
         reason ? `${t('settings.wifi.joinFailed')}: ${t(reason)}` : t('settings.wifi.joinFailed'),
       );
+      return true;
     } catch (err) {
       void message.error(errorMessage(err, t('settings.wifi.joinFailed')));
+      return false;
     }
-    return false;
   };
 
   const status = state.status;
@@ -273,7 +278,14 @@ export default function WifiGroup() {
           </Spin>
         </Field>
       )}
-      <WifiJoinDialog target={target} onJoin={join} onClose={() => setTarget(null)} />
+      {target && (
+        <WifiJoinDialog
+          key={`${target.ssid}/${String(target.saved)}`}
+          target={target}
+          onJoin={join}
+          onClose={() => setTarget(null)}
+        />
+      )}
     </SettingsGroup>
   );
 }

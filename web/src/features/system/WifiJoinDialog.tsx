@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { Input, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { PlainModal } from '../../components/PlainModal';
@@ -13,26 +13,24 @@ export interface JoinTarget {
   saved: boolean;
 }
 
-/** The join dialog: password for secure networks, SSID too for a hidden one. */
+/**
+ * The join dialog: password for secure networks, SSID too for a hidden one. Rendered per target
+ * (keyed by the caller), so every opening starts empty.
+ */
 export function WifiJoinDialog(props: {
-  target: JoinTarget | null;
+  target: JoinTarget;
   onJoin: (join: WifiJoin) => Promise<boolean>;
   onClose: () => void;
 }) {
   const { t } = useTranslation();
   const { target } = props;
-  const [ssid, setSsid] = useState('');
+  const [ssid, setSsid] = useState(target.ssid);
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    setSsid(target?.ssid ?? '');
-    setKey('');
-    setError(null);
-  }, [target]);
 
-  const hidden = target !== null && target.ssid === '';
+  const hidden = target.ssid === '';
   // A hidden network's security is unknown: a key is optional there, checked when given.
-  const keyNeeded = target !== null && target.secure && !target.saved;
+  const keyNeeded = target.secure && !target.saved;
 
   const beforeOk = async (): Promise<boolean> => {
     const problem =
@@ -43,7 +41,7 @@ export function WifiJoinDialog(props: {
       return false;
     }
     setError(null);
-    const join: WifiJoin = { ssid: hidden ? ssid : (target?.ssid ?? '') };
+    const join: WifiJoin = { ssid: hidden ? ssid : target.ssid };
     if (key) join.key = key;
     if (hidden) join.hidden = true;
     return props.onJoin(join);
@@ -51,7 +49,7 @@ export function WifiJoinDialog(props: {
 
   return (
     <PlainModal
-      open={target !== null}
+      open
       title={hidden ? t('settings.wifi.joinOther') : t('settings.wifi.joinTitle', { ssid })}
       okText={t('settings.wifi.join')}
       okTestId="wifi-join"
@@ -69,11 +67,11 @@ export function WifiJoinDialog(props: {
           style={{ marginBottom: 8 }}
         />
       )}
-      {(target?.secure || hidden) && (
+      {(target.secure || hidden) && (
         <Input.Password
           data-testid="wifi-password"
           placeholder={
-            target?.saved ? t('settings.wifi.passwordSaved') : t('settings.wifi.password')
+            target.saved ? t('settings.wifi.passwordSaved') : t('settings.wifi.password')
           }
           value={key}
           maxLength={64}

@@ -3,6 +3,7 @@
  * routes in docs/api.md). Thin: one function per route, typed answers, no state.
  */
 import {
+  type DeviceIdentityPreset,
   type EdidPreset,
   type EdidState,
   type HostnameResult,
@@ -141,8 +142,15 @@ export function setUsbIdentity(identity: UsbIdentity): Promise<SystemParams> {
   return api.post<SystemParams>('/system/set_param', { query: { ...identity } });
 }
 
-export function setIdentityPreset(preset: string): Promise<SystemParams> {
-  return api.post<SystemParams>('/system/set_identity_preset', { query: { preset } });
+export interface IdentityPresetResult {
+  success: true;
+  preset: DeviceIdentityPreset;
+  params: SystemParams;
+}
+
+/** Ours: sets a device identity preset's USB fields; the console then posts its EDID. */
+export function setIdentityPreset(preset: string): Promise<IdentityPresetResult> {
+  return api.post<IdentityPresetResult>('/system/set_identity_preset', { query: { preset } });
 }
 
 // ---- Time (GL §5.5, 5.13) ----

@@ -1,0 +1,129 @@
+import { useEffect, useState } from 'react';
+import { Alert, Button, Input, Select, Typography } from 'antd';
+import { useTranslation } from 'react-i18next';
+import { useMessage } from '../../components/notify';
+import { errorMessage } from '../../lib/api';
+import { EdidFormatError, EdidStore } from '../system/edid-store';
+import { useStore } from '../system/store';
+import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
+
+const CUSTOM = 'custom';
+/** 512 hex characters plus generous whitespace: a bound on what the textarea holds. */
+const CUSTOM_MAX_CHARS = 2048;
+
+/** SPEC 2/3 settings: display identity (EDID presets or custom hex, SPEC 5's check). */
+export default function EdidGroup() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const [store] = useState(() => new EdidStore());
+  const state = useStore(store);
+  const [choice, setChoice] = useState<string | undefined>();
+  const [custom, setCustom] = useState<string | null>(null);
+  const [invalid, setInvalid] = useState(false);
+  useEffect(() => {
+    void store.load();
+    return () => store.dispose();
+  }, [store]);
+
+  const edid = state.edid;
+  const current = edid ? (edid.preset ?? (edid.edid ? CUSTOM : undefined)) : undefined;
+  const selected = choice ?? current;
+  const noDisplay = edid?.applies === 'none';
+
+  const apply = () => {
+    const preset = state.presets.find((p) => p.key === selected);
+    const hex = selected === CUSTOM ? (custom ?? edid?.edid ?? '') : (preset?.content ?? '');
+    setInvalid(false);
+    store.apply(hex).then(
+      () => {
+        setChoice(undefined);
+        setCustom(null);
+        void message.success(t('settings.edid.applied'));
+      },
+      (err: unknown) => {
+        if (err instanceof EdidFormatError) setInvalid(true);
+        // SPEC 8 'EDID invalid': the server's own message when it refuses.
+        else void message.error(errorMessage(err, t('settings.edid.invalid')));
+      },
+    );
+  };
+
+  return (
+    <SettingsGroup title={t('settings.edid.title')} testId="settings-group-edid">
+      {state.loadFailed && !edid && (
+        <Typography.Text type="danger">{t('settings.system.loadFailed')}</Typography.Text>
+      )}
+      {noDisplay && (
+        <Typography.Paragraph type="secondary" data-testid="edid-no-display">
+          {t('settings.edid.noDisplay')}
+        </Typography.Paragraph>
+      )}
+      {edid?.preferred && (
+        <Typography.Paragraph data-testid="edid-in-force">
+          {t('settings.edid.inForce', {
+            mode: `${edid.preferred.width}x${edid.preferred.height} ${edid.preferred.hz} Hz`,
+          })}
+        </Typography.Paragraph>
+      )}
+      {edid?.pending && edid.applies === 'power_cycle' && (
+        <Alert
+          type="info"
+          showIcon
+          data-testid="edid-power-cycle"
+          style={{ marginBottom: 12 }}
+          message={t('settings.edid.powerCycle')}
+        />
+      )}
+      <Field label={t('settings.edid.preset')}>
+        <div data-testid="edid-preset-field" data-value={selected ?? ''}>
+          <Select<string>
+            data-testid="edid-preset"
+            style={{ width: '100%' }}
+            value={selected}
+            disabled={!edid || noDisplay || state.busy}
+            options={[
+              ...state.presets.map((p) => ({ value: p.key, label: p.label })),
+              { value: CUSTOM, label: t('settings.edid.custom') },
+            ]}
+            onChange={(value) => {
+              setChoice(value);
+              setInvalid(false);
+            }}
+          />
+        </div>
+      </Field>
+      {selected === CUSTOM && (
+        <Field label={t('settings.edid.customHex')}>
+          <Input.TextArea
+            data-testid="edid-custom"
+            rows={5}
+            maxLength={CUSTOM_MAX_CHARS}
+            spellCheck={false}
+            style={{ fontFamily: 'monospace', fontSize: 11 }}
+            value={custom ?? edid?.edid ?? ''}
+            status={invalid ? 'error' : undefined}
+            onChange={(e) => {
+              setCustom(e.target.value);
+              setInvalid(false);
+            }}
+          />
+        </Field>
+      )}
+      {invalid && (
+        <Typography.Paragraph type="danger" data-testid="edid-error">
+          {t('settings.edid.invalid')}
+        </Typography.Paragraph>
+      )}
+      <Button
+        type="primary"
+        size="small"
+        data-testid="edid-apply"
+        disabled={!edid || noDisplay || selected === undefined}
+        loading={state.busy}
+        onClick={apply}
+      >
+        {t('settings.edid.apply')}
+      </Button>
+    </SettingsGroup>
+  );
+}
