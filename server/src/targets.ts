@@ -16,7 +16,8 @@ import { TestbedVideo } from './drivers/testbed/video';
 import { DisabledVideo } from './drivers/video/disabled';
 import type { VideoSource } from './drivers/video/types';
 import type { Logger } from './log';
-import { NoDisplay, NoUsbIdentity, NoWifi, UnavailableNetwork } from './drivers/system/none';
+import { NoDisplay, NoUsbIdentity, NoWifi } from './drivers/system/none';
+import { networkDriver } from './drivers/system/select';
 import { TestRadioWifi } from './drivers/testbed/wifi';
 import type { SystemDrivers } from './drivers/system/types';
 import { LocalClock } from './drivers/clock/local-clock';
@@ -97,9 +98,10 @@ function bundle(
  * replaces them one by one (network: netns, Wi-Fi: test radio on the testbed, display: the
  * target's screen, USB identity: the VM's devices).
  */
-function devSystemDrivers(config: AppConfig): SystemDrivers {
+function devSystemDrivers(config: AppConfig, log: Logger): SystemDrivers {
   return {
-    network: new UnavailableNetwork('Network management is not available on this target'),
+    // qemu starts its namespaces at once; the testbed's many short-lived apps at first use
+    network: networkDriver(config, log, { eager: config.target === 'qemu' }),
     wifi: config.target === 'testbed' ? new TestRadioWifi(config.data_dir) : new NoWifi(),
     clock: new LocalClock({ root: join(config.data_dir, 'system-root'), kind: 'offset' }),
     display: new NoDisplay(),
@@ -124,7 +126,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: new DisabledAtx(),
           msd: new DisabledMsd(),
           fingerbot: new DisabledFingerbot(),
-          system: devSystemDrivers(config),
+          system: devSystemDrivers(config, log),
           testbed: video,
         }),
       );
@@ -140,7 +142,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
-          system: { ...devSystemDrivers(config), usb: qemuUsbIdentity(q.hid) },
+          system: { ...devSystemDrivers(config, log), usb: qemuUsbIdentity(q.hid) },
         }),
         { init: q.init, dispose: q.dispose },
       );

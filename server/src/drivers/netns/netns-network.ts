@@ -295,6 +295,8 @@ export class NetnsNetwork implements NetworkDriver {
         `--dhcp-option=option:router,${LAN.router}`,
         `--dhcp-option=option:dns-server,${LAN.router}`,
         `--dhcp-leasefile=${p.leases}`, '--dhcp-authoritative',
+        // Its ping of a new address before offering it blocks for 3 s; nobody else is here.
+        '--no-ping',
         // DHCP clients' names register as <name>.lan; the router answers as router.lan.
         `--domain=${LAN.domain}`, `--local=/${LAN.domain}/`,
         `--host-record=${LAN.routerName},router,${LAN.router}`,
