@@ -45,8 +45,9 @@ const scriptHash = createHash('sha256')
 /**
  * The kernel command line, the same for direct boot and the ISO.
  * - console=ttyS0 console=tty1: kernel errors on both; the last one (tty1) is /dev/console.
- * - video=1024x768: the bochs DRM driver (QEMU's `VGA`) switches the screen from the BIOS's
- *   720x400 text mode to a 1024x768 framebuffer when init loads it.
+ * - no `video=`: the bochs DRM driver (QEMU's `VGA`) switches the screen from the BIOS's
+ *   720x400 text mode to the preferred mode of the VGA's EDID (`xres`/`yres`, 1024x768 unless
+ *   an EDID was applied: server drivers/qemu/display.ts) when init loads it.
  * - consoleblank=0: the screen never blanks (the e2e reads it at any time).
  */
 const CMDLINE = [
@@ -55,7 +56,6 @@ const CMDLINE = [
   'quiet',
   'loglevel=3',
   'consoleblank=0',
-  'video=1024x768',
 ].join(' ');
 
 /** Modules loaded at boot (with their dependencies from the modules' own `depends=`). */

@@ -19,7 +19,8 @@ import type { Logger } from './log';
 import { NoDisplay, NoUsbIdentity, NoWifi } from './drivers/system/none';
 import { networkDriver } from './drivers/system/select';
 import { TestRadioWifi } from './drivers/testbed/wifi';
-import type { SystemDrivers } from './drivers/system/types';
+import type { DisplayDriver, SystemDrivers } from './drivers/system/types';
+import { TestbedDisplay } from './drivers/testbed/display';
 import { LocalClock } from './drivers/clock/local-clock';
 import { join } from 'node:path';
 import { qemuUsbIdentity } from './drivers/qemu/usb-identity';
@@ -98,13 +99,14 @@ function bundle(
  * replaces them one by one (network: netns, Wi-Fi: test radio on the testbed, display: the
  * target's screen, USB identity: the VM's devices).
  */
-function devSystemDrivers(config: AppConfig, log: Logger): SystemDrivers {
+function devSystemDrivers(config: AppConfig, log: Logger, display?: DisplayDriver): SystemDrivers {
   return {
     // qemu starts its namespaces at once; the testbed's many short-lived apps at first use
     network: networkDriver(config, log, { eager: config.target === 'qemu' }),
     wifi: config.target === 'testbed' ? new TestRadioWifi(config.data_dir) : new NoWifi(),
     clock: new LocalClock({ root: join(config.data_dir, 'system-root'), kind: 'offset' }),
-    display: new NoDisplay(),
+    // no video (`video.type: disabled`): no monitor to identify
+    display: config.video.type === 'disabled' || !display ? new NoDisplay() : display,
     usb: new NoUsbIdentity(),
   };
 }
@@ -126,7 +128,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: new DisabledAtx(),
           msd: new DisabledMsd(),
           fingerbot: new DisabledFingerbot(),
-          system: devSystemDrivers(config, log),
+          system: devSystemDrivers(config, log, new TestbedDisplay(video)),
           testbed: video,
         }),
       );
@@ -134,6 +136,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
     case 'qemu': {
       const { createQemuDrivers } = await import('./drivers/qemu/target');
       const q = await createQemuDrivers(config, log);
+      const { QemuDisplay } = await import('./drivers/qemu/display');
       return bundle(
         'qemu',
         withDisabled(config, {
@@ -142,7 +145,10 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
-          system: { ...devSystemDrivers(config, log), usb: qemuUsbIdentity(q.hid) },
+          system: {
+            ...devSystemDrivers(config, log, new QemuDisplay(q.machine, config.data_dir, log)),
+            usb: qemuUsbIdentity(q.hid),
+          },
         }),
         { init: q.init, dispose: q.dispose },
       );

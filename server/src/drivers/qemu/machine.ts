@@ -125,8 +125,31 @@ export function runPaths(dir: string): RunPaths {
   };
 }
 
+/** The VGA's monitor mode: QEMU's own EDID offers it as the preferred (native) mode. */
+export interface VgaMode {
+  width: number;
+  height: number;
+}
+
+/** The VM's monitor before any EDID was applied: the guest's console at 1024x768. */
+export const DEFAULT_VGA_MODE: VgaMode = { width: 1024, height: 768 };
+
+/**
+ * std VGA with an id (input-send-event's `device` names a display; the USB keyboard and tablet
+ * are bound to it) and an EDID whose preferred mode is `mode`: the guest's bochs DRM driver
+ * sets it at boot. VGA memory holds two 32-bit frames (the DRM driver's framebuffer and room to
+ * flip), a power of two of at least 16 MiB (4K: 64).
+ */
+export function vgaDevice(mode: VgaMode | null | undefined): string {
+  const m = mode ?? DEFAULT_VGA_MODE;
+  const mb = Math.max(16, 2 ** Math.ceil(Math.log2((m.width * m.height * 4 * 2) / 2 ** 20)));
+  return `VGA,id=video0,edid=on,xres=${m.width},yres=${m.height},vgamem_mb=${mb}`;
+}
+
 export interface CommandLineInput {
   paths: RunPaths;
+  /** The monitor mode (null: DEFAULT_VGA_MODE). */
+  display?: VgaMode | null;
   guest: GuestImage;
   cmdline: string;
   boot: GuestBoot;
@@ -143,9 +166,8 @@ export function qemuArgs(c: CommandLineInput): string[] {
     // `accel=` inside -machine would break `-accel tcg,...` options (architecture.md).
     ...['-machine', 'pc', '-accel', c.accel, '-m', String(c.memoryMb), '-smp', '1'],
     ...['-nic', 'none', '-no-shutdown', '-display', 'none'],
-    // std VGA with an id: input-send-event's `device` names a display, and the USB keyboard
-    // and tablet are bound to it (-vga std cannot carry an id).
-    ...['-vga', 'none', '-device', 'VGA,id=video0'],
+    // -vga std cannot carry an id nor the EDID's mode: vgaDevice().
+    ...['-vga', 'none', '-device', vgaDevice(c.display)],
     ...['-vnc', `unix:${c.paths.vnc}`],
     ...(c.spice ? ['-spice', `unix=on,addr=${c.paths.spice},disable-ticketing=on`] : []),
     ...['-qmp', `unix:${c.paths.qmp},server=on,wait=off`],
@@ -184,6 +206,15 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
   private generation = 0;
   private readyWaiters: Array<{ resolve: (qmp: QmpClient) => void; reject: (e: Error) => void }> =
     [];
+  /** The command line without the display; set by init. */
+  private launch: Omit<CommandLineInput, 'display'> | null = null;
+  /** The Supervisor's own args array: rebuilt in place before a power cycle. */
+  private readonly args: string[] = [];
+  /** The mode the next QEMU start gets (the display driver sets it). */
+  private wantedDisplay: VgaMode | null = null;
+  /** The mode `args` carry, and the one the running QEMU was started with. */
+  private argsDisplay: VgaMode | null = null;
+  private runningDisplay: VgaMode | null = null;
 
   constructor(opts: QemuMachineOptions) {
     super();
@@ -219,7 +250,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     await mkdir(this.paths.dir, { recursive: true, mode: 0o700 });
     const binary = this.opts.qemuBinary ?? 'qemu-system-x86_64';
     const spice = this.opts.spice ?? (await hasSpice(binary));
-    const args = qemuArgs({
+    this.launch = {
       paths: this.paths,
       guest,
       cmdline: manifest.cmdline,
@@ -228,11 +259,13 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
       accel: this.opts.accel ?? 'tcg',
       spice,
       extraArgs: this.opts.extraArgs,
-    });
+    };
+    this.rebuildArgs();
     const sup = new Supervisor({
       name: 'qemu',
       command: binary,
-      args,
+      // Read at every spawn: a power cycle rebuilds it in place (a crash restart reuses it).
+      args: this.args,
       cwd: this.paths.dir,
       pidfile: this.paths.pidfile,
       stopTimeoutMs: 3000,
@@ -242,6 +275,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     });
     this.supervisor = sup;
     sup.on('started', (pid) => {
+      this.runningDisplay = this.argsDisplay;
       this.emit('started', pid);
       void this.connect(pid);
     });
@@ -275,6 +309,58 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     this.log?.info({ pid: sup.pid, spice, boot: this.opts.boot ?? 'kernel' }, 'qemu started');
   }
 
+  /**
+   * The monitor mode for the next QEMU start (the EDID's preferred mode; null: the default).
+   * QEMU cannot change a VGA's EDID while it runs: it takes effect at `powerCycle()`.
+   */
+  setDisplay(mode: VgaMode | null): void {
+    this.wantedDisplay = mode ? { width: mode.width, height: mode.height } : null;
+  }
+
+  /** The monitor mode the running QEMU offers (the default before any was set). */
+  get display(): VgaMode {
+    return this.runningDisplay ?? this.wantedDisplay ?? DEFAULT_VGA_MODE;
+  }
+
+  /** True while a set display mode waits for the next QEMU start. */
+  get displayPending(): boolean {
+    if (!this.supervisor) return false;
+    const want = this.wantedDisplay ?? DEFAULT_VGA_MODE;
+    const run = this.runningDisplay ?? DEFAULT_VGA_MODE;
+    return want.width !== run.width || want.height !== run.height;
+  }
+
+  /**
+   * A real power cycle: QEMU stops and starts again with the current command line (the new
+   * monitor mode), as a PC reads its monitor's EDID at boot. Resolves once QMP answers; the
+   * other drivers re-attach on `ready` as after a crash.
+   */
+  async powerCycle(): Promise<void> {
+    const sup = this.supervisor;
+    if (!sup) throw new Error('The VM is not running');
+    this.rebuildArgs();
+    await sup.ensureStopped();
+    const ready = this.waitReady(this.opts.startTimeoutMs ?? 15_000);
+    try {
+      await sup.ensureStarted();
+      await ready;
+    } catch (err) {
+      ready.catch(() => undefined);
+      throw err;
+    }
+    this.log?.info({ pid: sup.pid, display: this.runningDisplay }, 'qemu power-cycled');
+  }
+
+  private rebuildArgs(): void {
+    if (!this.launch) return;
+    this.argsDisplay = this.wantedDisplay;
+    this.args.splice(
+      0,
+      this.args.length,
+      ...qemuArgs({ ...this.launch, display: this.argsDisplay }),
+    );
+  }
+
   /** Stops QEMU (SIGTERM, then SIGKILL) and closes QMP. */
   async dispose(): Promise<void> {
     this.disposed = true;
@@ -286,6 +372,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
       sup.removeAllListeners();
     }
     this.setPower('unavailable');
+    this.runningDisplay = null;
     for (const w of this.readyWaiters.splice(0)) w.reject(new Error('machine disposed'));
     await Promise.all(
       [this.paths.qmp, this.paths.vnc, this.paths.spice].map((p) => rm(p, { force: true })),

@@ -6,6 +6,8 @@
  *   ACPI button     system_powerdown (the guest decides; ours powers off at once)
  *   hard off        stop + system_reset (the CPU halts where it is, like pulling the plug)
  *   reset           system_reset
+ * With a new monitor mode waiting (EDID, drivers/qemu/display.ts) power on and reset restart
+ * QEMU itself instead: the guest then boots with the new monitor, as a PC reads EDID at boot.
  */
 import type { QemuMachine } from './machine';
 
@@ -37,16 +39,27 @@ export class QemuPowerButton {
     await sleepUntil(started + holdMs);
   }
 
-  /** The reset button: restarts a running machine; on an off machine it does nothing. */
+  /**
+   * The reset button: restarts a running machine; on an off machine it does nothing. With a new
+   * monitor (EDID) waiting, QEMU itself restarts: its VGA's EDID is fixed while it runs.
+   */
   async reset(holdMs: number): Promise<void> {
     const started = performance.now();
-    if (this.isOn) await this.machine.command('system_reset');
+    if (this.isOn) {
+      if (this.machine.displayPending) await this.machine.powerCycle();
+      else await this.machine.command('system_reset');
+    }
     await sleepUntil(started + holdMs);
   }
 
   async powerOn(): Promise<void> {
-    await this.machine.command('system_reset');
-    await this.machine.command('cont');
+    if (this.machine.displayPending) {
+      // a fresh QEMU runs at once (no -S): the guest boots with the new monitor
+      await this.machine.powerCycle();
+    } else {
+      await this.machine.command('system_reset');
+      await this.machine.command('cont');
+    }
     await this.machine.refreshPower();
   }
 

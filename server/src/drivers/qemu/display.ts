@@ -1,0 +1,75 @@
+/**
+ * The VM's monitor identity (EDID) on the `qemu` target. QEMU's std VGA offers its own EDID
+ * built from `xres`/`yres`, fixed while QEMU runs (no run-time property, and the guest reads it
+ * once at boot): applying an EDID records its preferred mode, persisted so every later QEMU start
+ * uses it, and the VM's next power-on or reset restarts QEMU with it (`applies: 'power_cycle'`,
+ * machine.ts `powerCycle`). The guest sees QEMU's EDID with our mode, not our bytes.
+ * Why not virtio-gpu display hotplug: docs/system.md.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../../log';
+import { atomicWriteFile } from '../../storage/atomic';
+import type { DisplayDriver, DisplayMode } from '../system/types';
+import type { QemuMachine, VgaMode } from './machine';
+
+/** Largest mode a DTD can carry (12 bits each): 4095x4095 needs 64 MiB of VGA memory. */
+const MAX_SIDE = 4095;
+
+export class QemuDisplay implements DisplayDriver {
+  readonly name = 'qemu';
+  readonly applies = 'power_cycle' as const;
+  private readonly file: string;
+  private hz = 60;
+
+  constructor(
+    private readonly machine: QemuMachine,
+    dataDir: string,
+    private readonly log?: Logger,
+  ) {
+    this.file = join(dataDir, 'system', 'qemu-display.json');
+  }
+
+  /** Before the machine starts (drivers init first): the VM boots with the saved mode. */
+  async init(): Promise<void> {
+    const saved = await this.read();
+    if (saved) {
+      this.machine.setDisplay(saved);
+      this.hz = saved.hz;
+    }
+  }
+
+  async apply(_edid: Buffer, mode: DisplayMode): Promise<void> {
+    if (mode.width < 1 || mode.height < 1 || mode.width > MAX_SIDE || mode.height > MAX_SIDE) {
+      throw new RangeError(`display mode ${mode.width}x${mode.height} out of range`);
+    }
+    const want: DisplayMode = { width: mode.width, height: mode.height, hz: mode.hz };
+    await atomicWriteFile(this.file, JSON.stringify(want), 0o644);
+    this.machine.setDisplay(want);
+    this.hz = want.hz;
+    this.log?.info({ mode: want, pending: this.pending() }, 'VM monitor mode set');
+  }
+
+  pending(): boolean {
+    return this.machine.displayPending;
+  }
+
+  current(): DisplayMode | null {
+    const m: VgaMode = this.machine.display;
+    return { width: m.width, height: m.height, hz: this.hz };
+  }
+
+  async dispose(): Promise<void> {}
+
+  private async read(): Promise<DisplayMode | null> {
+    try {
+      const v = JSON.parse(await readFile(this.file, 'utf8')) as Partial<DisplayMode>;
+      const ok = (n: unknown): n is number =>
+        typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= MAX_SIDE;
+      if (!ok(v.width) || !ok(v.height)) return null;
+      return { width: v.width, height: v.height, hz: typeof v.hz === 'number' ? v.hz : 60 };
+    } catch {
+      return null;
+    }
+  }
+}
