@@ -161,6 +161,19 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     await expect.poll(() => resolveInDevice(d.names, 'kvm-desk.lan')).toBe(ip);
   });
 
+  it('a pulled cable (lan0 down) shows as link down and fires onChange', async () => {
+    const d = make();
+    await d.init();
+    await leased(d);
+    let changes = 0;
+    d.onChange(() => changes++);
+    await runInLan(d.names, ['ip', 'link', 'set', 'lan0', 'down']);
+    await expect.poll(async () => (await d.status()).link).toBe('down');
+    await expect.poll(() => changes).toBeGreaterThan(0);
+    await runInLan(d.names, ['ip', 'link', 'set', 'lan0', 'up']);
+    await expect.poll(async () => (await d.status()).link).toBe('up');
+  });
+
   it('a refused gateway leaves the previous static address and says which step failed', async () => {
     const d = make();
     await d.init();
