@@ -217,7 +217,7 @@ describe('NmcliWifi', () => {
     await expect(d.scan()).rejects.toBeInstanceOf(SystemFeatureUnavailableError);
     expect(await d.status()).toMatchObject({
       state: 0,
-      adapter: 'nmcli',
+      adapter: 'none',
       adapter_label: 'No Wi-Fi adapter',
     });
     expect(await d.saved()).toEqual([]);

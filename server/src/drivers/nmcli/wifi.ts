@@ -181,9 +181,12 @@ export class NmcliWifi implements WifiDriver {
       ipv4: { ip: '', dns: [], gateway: '' },
       enabled: false,
       adapter: 'nmcli',
-      adapter_label: iface ?? this.reason ?? NO_WIFI_DEVICE,
+      adapter_label: iface ?? NO_WIFI_DEVICE,
     };
-    if (this.reason !== null || !iface) return base;
+    if (this.reason !== null || !iface) {
+      // no radio to speak of: the console shows the reason, not an interface name
+      return { ...base, adapter: 'none', adapter_label: this.reason ?? NO_WIFI_DEVICE };
+    }
     const radio = await this.nmcli('radio wifi', ['radio', 'wifi']);
     base.enabled = radio.stdout.trim() === 'enabled';
     const shown = await this.nmcli('device show', [
