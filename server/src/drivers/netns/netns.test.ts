@@ -7,11 +7,13 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SILENT_LOGGER } from '../../log';
 import { findExecutable, readProcArgv } from '../../process/supervisor';
 import type { EthernetSettings } from '../system/types';
+import { SystemFeatureUnavailableError } from '../system/none';
 import {
+  NEEDS_ROOT,
   NETNS_ETC,
   NetnsNetwork,
   NetworkApplyError,
@@ -259,5 +261,34 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     await d.init();
     await d.dispose();
     expect(await listNamespaces()).not.toContain(d.names.dev);
+  });
+});
+
+describe('NetnsNetwork without root', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('says why, reads empty and refuses every change, touching nothing', async () => {
+    vi.spyOn(process, 'getuid').mockReturnValue(1000);
+    const calls: string[] = [];
+    const d = new NetnsNetwork({
+      dataDir: '/nonexistent/kvm-data',
+      root: '/nonexistent/kvm-data/system-root',
+      log: SILENT_LOGGER,
+      eager: true,
+      runner: async (file, args) => {
+        calls.push([file, ...args].join(' '));
+        return { stdout: '', stderr: '' };
+      },
+    });
+    await d.init();
+    expect(d.availability()).toEqual({ available: false, reason: NEEDS_ROOT });
+    expect(await d.status()).toMatchObject({ ip_address: '', link: 'down', interface: '' });
+    await expect(d.apply(DHCP)).rejects.toBeInstanceOf(SystemFeatureUnavailableError);
+    await expect(d.setHostname('x')).rejects.toThrow(NEEDS_ROOT);
+    expect(await d.hostname()).toBe('glkvm');
+    await d.dispose();
+    expect(calls).toEqual([]);
   });
 });
