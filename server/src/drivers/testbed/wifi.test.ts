@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SILENT_LOGGER } from '../../log';
 import { SafeChanges } from '../../services/system/safe-change';
 import { WifiService } from '../../services/system/wifi-service';
+import { NoWifi } from '../system/none';
 import { TestRadioWifi } from './wifi';
 
 let dataDir: string;
@@ -115,5 +116,29 @@ describe('a Wi-Fi switch made over the Wi-Fi itself', () => {
     expect(answer).toEqual({ result: 'failed', fail_type: 'not-found', pending: null });
     expect(await r.status()).toMatchObject({ state: 2, ssid: 'KVM-Lab' });
     expect(safe.pending()).toBeNull();
+  });
+});
+
+describe('no Wi-Fi adapter (qemu)', () => {
+  it('says so on scan and join, and answers a status', async () => {
+    const safe = new SafeChanges({
+      pendingPath: join(dataDir, 'system', 'network.pending.json'),
+      timeoutS: 60,
+      log: SILENT_LOGGER,
+    });
+    const wifi = new WifiService(new NoWifi(), safe, SILENT_LOGGER);
+    await expect(wifi.scan()).rejects.toMatchObject({ status: 400, message: 'No Wi-Fi adapter' });
+    await expect(wifi.connect({ ssid: 'KVM-Lab' })).rejects.toMatchObject({
+      wireName: 'SystemFeatureUnavailableError',
+      message: 'No Wi-Fi adapter',
+    });
+    await expect(wifi.connect([])).rejects.toThrow(
+      'Configuration data must be in JSON object format',
+    );
+    expect(await wifi.status()).toMatchObject({
+      adapter: 'none',
+      adapter_label: 'No Wi-Fi adapter',
+      state: 0,
+    });
   });
 });

@@ -15,6 +15,7 @@ import {
 } from '@kvm/protocol';
 import { BadRequestError, IsBusyError } from '../../errors';
 import type { Logger } from '../../log';
+import { SystemFeatureUnavailableError } from '../../drivers/system/none';
 import type { WifiDriver } from '../../drivers/system/types';
 import type { SafeChanges } from './safe-change';
 
@@ -77,6 +78,11 @@ export class WifiService {
 
   /** At most one scan runs; callers meanwhile get its answer. */
   scan(): Promise<WifiNetwork[]> {
+    try {
+      this.requireAdapter();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (!this.scanning) {
       this.scanning = this.doScan().finally(() => {
         this.scanning = null;
@@ -97,6 +103,7 @@ export class WifiService {
     const body = requireObject(raw);
     const ssid = ssidOf(body);
     const key = keyOf(body);
+    this.requireAdapter();
     const hidden = body['hidden'] === true;
     const bssid = typeof body['bssid'] === 'string' ? body['bssid'] : undefined;
     if (bssid !== undefined && !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(bssid)) {
@@ -187,6 +194,14 @@ export class WifiService {
   async recover(previous: unknown): Promise<void> {
     const ssid = (previous as { ssid?: unknown } | null)?.ssid;
     await this.restore(typeof ssid === 'string' ? ssid : null);
+  }
+
+  /** No radio here (qemu): say so before anything else is looked at. */
+  private requireAdapter(): void {
+    const availability = this.driver.availability();
+    if (!availability.available) {
+      throw new SystemFeatureUnavailableError(availability.reason ?? 'No Wi-Fi adapter');
+    }
   }
 
   private async restore(ssid: string | null): Promise<void> {
