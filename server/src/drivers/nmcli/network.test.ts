@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SystemFeatureUnavailableError } from '../system/none';
-import { NmcliError, NmcliNetwork } from './network';
+import { NetworkApplyError } from '../netns/netns-network';
+import { NmcliNetwork } from './network';
 import { fail, fakeRunner, fixture, type Reply } from './test-support';
 
 const UUID = '7f43423d-bd9c-38ca-ada1-efe4923c7c5b';
@@ -160,7 +161,7 @@ describe('NmcliNetwork', () => {
       () => null,
       (e: unknown) => e,
     );
-    expect(err).toBeInstanceOf(NmcliError);
+    expect(err).toBeInstanceOf(NetworkApplyError);
     expect((err as Error).message).toBe(
       'nmcli connection up failed: Error: Connection activation failed: IP configuration could not be reserved (no available address, timeout, etc.) (the previous settings are back in force)',
     );

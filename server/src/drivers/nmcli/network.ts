@@ -9,6 +9,7 @@
  */
 import type { Logger } from '../../log';
 import { InternalError } from '../../errors';
+import { NetworkApplyError } from '../netns/netns-network';
 import { SystemFeatureUnavailableError } from '../system/none';
 import type {
   Availability,
@@ -231,10 +232,10 @@ export class NmcliNetwork implements NetworkDriver {
     const uuid = await this.connectionUuid(iface);
     const previous = await this.profile(uuid);
     try {
-      await this.nmcli('connection modify', modifyArgs(uuid, settings));
+      await this.run('nmcli', modifyArgs(uuid, settings));
     } catch (err) {
       // NetworkManager commits a modify whole or not at all: nothing to restore
-      throw stepError('connection modify', err, null);
+      throw applyError('connection modify', err, null);
     }
     try {
       await this.up(uuid);
@@ -247,7 +248,7 @@ export class NmcliNetwork implements NetworkDriver {
         restored = `restoring the previous settings failed too: ${said(restoreErr)}`;
       }
       this.watch.changed();
-      throw stepError('connection up', err, restored);
+      throw applyError('connection up', err, restored);
     }
     this.watch.changed();
   }
@@ -359,6 +360,12 @@ export function restoreArgs(uuid: string, p: Ipv4Profile): string[] {
 function said(err: unknown): string {
   if (err instanceof CommandFailedError) return err.said || err.message;
   return err instanceof Error ? err.message : String(err);
+}
+
+/** A failed apply: the wire name netns uses too, so the console reads one error for both. */
+function applyError(step: string, err: unknown, after: string | null): NetworkApplyError {
+  const tail = after ? ` (${after})` : '';
+  return new NetworkApplyError(`nmcli ${step} failed: ${said(err)}${tail}`);
 }
 
 function stepError(step: string, err: unknown, after: string | null): NmcliError {
