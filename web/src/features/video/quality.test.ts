@@ -7,6 +7,7 @@ import {
   changeStreamQuality,
   parseNonNegativeNumber,
   qualityParams,
+  resetEdid4kForTests,
   setStreamerParams,
   waitForStreamOnline,
 } from './quality';
@@ -29,7 +30,10 @@ function streamerState(online: boolean) {
 }
 
 /** A device whose stream comes back online at the given poll (0 = never). */
-function device(onlineFromPoll: number) {
+function device(
+  onlineFromPoll: number,
+  edidPreferred: { width: number; height: number } | null = null,
+) {
   let polls = 0;
   let config: Record<string, unknown> = {};
   const stub = stubFetch({
@@ -38,6 +42,14 @@ function device(onlineFromPoll: number) {
       return envelope(200, streamerState(onlineFromPoll > 0 && polls >= onlineFromPoll));
     },
     '/api/streamer/set_params': () => envelope(200, {}),
+    '/api/upgrade/get_edid': () =>
+      envelope(200, {
+        edid: '',
+        preset: null,
+        preferred: edidPreferred && { ...edidPreferred, hz: 30 },
+        applies: 'now',
+        pending: false,
+      }),
     '/api/system/get_config': () => envelope(200, { success: true, config }),
     '/api/system/set_config': (req: RecordedRequest) => {
       config = JSON.parse(req.body ?? '{}') as Record<string, unknown>;
@@ -73,6 +85,7 @@ describe('quality change', () => {
     vi.useFakeTimers();
     resetConfigForTests();
     resetStreamerForTests();
+    resetEdid4kForTests();
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -99,6 +112,18 @@ describe('quality change', () => {
     expect(dev.config()['stream_quality']).toBe('HIGH');
     expect(useConfig.getState().config?.stream_quality).toBe('HIGH');
     expect(localStorage.getItem('kvm_stream_quality')).toBe('HIGH');
+  });
+
+  it('halves the gop while the device holds a 4K EDID (SPEC 3)', async () => {
+    const dev = device(1, { width: 3840, height: 2160 });
+    void changeStreamQuality('HIGH');
+    await vi.advanceTimersByTimeAsync(0);
+    const setParams = dev.requests.find((r) => r.path === '/api/streamer/set_params');
+    expect(Object.fromEntries(setParams?.query ?? [])).toEqual({
+      h264_bitrate: '5000',
+      h264_gop: '30',
+    });
+    await vi.advanceTimersByTimeAsync(QUALITY_POLL_MS * 2);
   });
 
   it('gives up after 10 polls of 300 ms and carries on', async () => {

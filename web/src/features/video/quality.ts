@@ -5,8 +5,11 @@
  * back online.
  */
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
-import { STREAM_QUALITY_PRESETS, type StreamQuality } from '@kvm/protocol/enums';
+import { isEdid4k } from '@kvm/protocol/edid/edid';
+import { qualityPresetParams } from '@kvm/protocol/edid/presets';
+import { STREAM_QUALITIES, type StreamQuality } from '@kvm/protocol/enums';
 import type { StreamerParams, StreamerState } from '@kvm/protocol/streamer';
+import type { EdidState } from '@kvm/protocol/system';
 import { api } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { saveConfig, useConfig } from '../config/config-store';
@@ -16,18 +19,30 @@ import { applyStreamer, useStreamer } from './streamer-store';
 export const QUALITY_POLL_MS = 300;
 export const QUALITY_POLL_COUNT = 10;
 
-/** SPEC 3: the gop is halved while the 4K EDID is active. No EDID support yet: never. */
-export const is4kEdidActive = (): boolean => false;
+/** SPEC 3: the gop is halved while the 4K EDID is active (the device's, last read). */
+let fourKEdid = false;
+export const is4kEdidActive = (): boolean => fourKEdid;
+
+/** Reads the EDID in force (GET /api/upgrade/get_edid); on failure the last answer stays. */
+export async function refreshEdid4k(): Promise<boolean> {
+  try {
+    const state = await api.get<EdidState>('/upgrade/get_edid', { timeoutMs: 3000 });
+    fourKEdid = isEdid4k(state.preferred);
+  } catch {
+    // no answer: keep what was known
+  }
+  return fourKEdid;
+}
+
+export function resetEdid4kForTests(): void {
+  fourKEdid = false;
+}
 
 export function qualityParams(
   quality: StreamQuality,
   fourK: boolean = is4kEdidActive(),
 ): Pick<StreamerParams, 'h264_bitrate' | 'h264_gop'> {
-  const preset = STREAM_QUALITY_PRESETS[quality];
-  return {
-    h264_bitrate: preset.h264_bitrate,
-    h264_gop: fourK ? Math.floor(preset.h264_gop / 2) : preset.h264_gop,
-  };
+  return qualityPresetParams(STREAM_QUALITIES.indexOf(quality), fourK);
 }
 
 /**
@@ -89,7 +104,7 @@ export async function waitForStreamOnline(
  * when set_params or the config write failed (the caller toasts).
  */
 export async function changeStreamQuality(quality: StreamQuality): Promise<boolean> {
-  await api.post('/streamer/set_params', { query: qualityParams(quality) });
+  await api.post('/streamer/set_params', { query: qualityParams(quality, await refreshEdid4k()) });
   writeStorage(STORAGE_KEYS.streamQuality, quality);
   const saved = saveConfig({ stream_quality: quality });
   const [online] = await Promise.all([waitForStreamOnline(), saved]);
