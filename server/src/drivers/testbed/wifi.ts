@@ -205,7 +205,11 @@ export class TestRadioWifi implements WifiDriver {
     }
     let outcome: WifiConnectOutcome;
     if (!net || net.broken) {
-      outcome = { ok: false, fail_type: 'not-found', message: `${request.ssid}: no answer from the access point` };
+      outcome = {
+        ok: false,
+        fail_type: 'not-found',
+        message: `${request.ssid}: no answer from the access point`,
+      };
     } else if (net.key !== null && key !== net.key) {
       outcome = { ok: false, fail_type: 'key', message: `${request.ssid}: wrong key` };
     } else {
