@@ -1,0 +1,135 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { EDID_PRESETS } from '@kvm/protocol/edid/presets';
+import { deviceIdentityPreset } from '@kvm/protocol/identity';
+import type { SystemParams } from '@kvm/protocol/system';
+import { NotifyProvider } from '../../components/notify';
+import en from '../../i18n/en.json';
+import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import { chooseOption, click, typeInto } from '../system/test-utils';
+import SystemGroup from './SystemGroup';
+
+const PARAMS: SystemParams = {
+  success: true,
+  absolute_mouse: true,
+  msd_partition: '',
+  otg_manufacturer: 'Linux Foundation',
+  otg_product: 'Multifunction Composite Gadget',
+  otg_vendor_id: '0x1D6B',
+  otg_product_id: '0x0104',
+  otg_serial: '',
+  cdrom_vendor: '',
+  flash_vendor: '',
+  mic_name: '',
+  default_product_id: '0x0104',
+  default_vendor_id: '0x1D6B',
+  privacy_enable: false,
+  privacy_restore: false,
+  msd_type: 'disabled',
+  enable_mic: false,
+  identity_preset: 'default',
+  usb_applies: ['otg_serial'],
+};
+
+function routes(posts: RecordedRequest[]) {
+  let params = PARAMS;
+  return {
+    '/api/system/get_param': () => envelope(200, params),
+    '/api/system/set_param': (req: RecordedRequest) => {
+      posts.push(req);
+      return envelope(200, params);
+    },
+    '/api/system/set_identity_preset': (req: RecordedRequest) => {
+      posts.push(req);
+      const preset = deviceIdentityPreset(req.query.get('preset') ?? '')!;
+      params = { ...params, ...preset, identity_preset: preset.key };
+      return envelope(200, { success: true, preset, params });
+    },
+    '/api/upgrade/edid_list': () =>
+      new Response(JSON.stringify(EDID_PRESETS), {
+        headers: { 'Content-Type': 'application/json' },
+      }),
+    '/api/upgrade/edid': (req: RecordedRequest) => {
+      posts.push(req);
+      return envelope(200, { status: 'success' });
+    },
+  };
+}
+
+async function renderGroup(): Promise<Rendered> {
+  const view = await render(
+    <NotifyProvider>
+      <SystemGroup />
+    </NotifyProvider>,
+  );
+  await flush();
+  return view;
+}
+
+describe('SystemGroup', () => {
+  let view: Rendered | undefined;
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    vi.unstubAllGlobals();
+  });
+
+  it('marks the fields that take effect on hardware only', async () => {
+    stubFetch(routes([]));
+    view = await renderGroup();
+    expect((view.byTestId('usb-manufacturer') as HTMLInputElement).value).toBe('Linux Foundation');
+    expect(view.byTestId('usb-vendor-id-hardware-only')?.textContent).toBe(
+      en.settings.system.hardwareOnly,
+    );
+    expect(view.byTestId('usb-serial-hardware-only')).toBeNull();
+  });
+
+  it('refuses a vendor id that is not 16-bit hex and a missing product, then sends set_param', async () => {
+    const posts: RecordedRequest[] = [];
+    stubFetch(routes(posts));
+    view = await renderGroup();
+    typeInto(view.byTestId('usb-vendor-id'), '0x12345');
+    click(view, 'usb-apply');
+    await flush();
+    expect(view.byTestId('usb-vendor-id-error')?.textContent).toBe(
+      en.settings.system.vendorIdInvalid,
+    );
+    typeInto(view.byTestId('usb-vendor-id'), '0x046D');
+    typeInto(view.byTestId('usb-product'), '');
+    click(view, 'usb-apply');
+    await flush();
+    expect(view.byTestId('usb-product-error')?.textContent).toBe('Product is required');
+    expect(posts).toHaveLength(0);
+
+    typeInto(view.byTestId('usb-product'), 'Unifying Receiver');
+    typeInto(view.byTestId('usb-serial'), 'CAFEBABE');
+    click(view, 'usb-apply');
+    await flush();
+    expect(posts[0]?.path).toBe('/api/system/set_param');
+    expect(Object.fromEntries(posts[0]?.query ?? [])).toEqual({
+      otg_manufacturer: 'Linux Foundation',
+      otg_product: 'Unifying Receiver',
+      otg_vendor_id: '0x046D',
+      otg_product_id: '0x0104',
+      otg_serial: 'CAFEBABE',
+    });
+  });
+
+  it("applies a device identity preset, then posts the preset's EDID", async () => {
+    const posts: RecordedRequest[] = [];
+    stubFetch(routes(posts));
+    view = await renderGroup();
+    const preset = deviceIdentityPreset('monitor_4k_holtek')!;
+    await chooseOption(view, 'identity-preset', preset.label);
+    await flush();
+    expect(posts[0]?.path).toBe('/api/system/set_identity_preset');
+    expect(posts[0]?.query.get('preset')).toBe('monitor_4k_holtek');
+    expect(posts[1]?.path).toBe('/api/upgrade/edid');
+    const edid = EDID_PRESETS.find((p) => p.key === preset.edid)!;
+    expect(new URLSearchParams(posts[1]?.body).get('edid')).toBe(edid.content);
+    await vi.waitFor(() =>
+      expect(view?.byTestId('identity-preset-field')?.dataset['value']).toBe('monitor_4k_holtek'),
+    );
+    expect((view.byTestId('usb-vendor-id') as HTMLInputElement).value).toBe(preset.otg_vendor_id);
+  });
+});
