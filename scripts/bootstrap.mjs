@@ -35,7 +35,8 @@ const QEMU_TARGET = [
  * namespaces, dnsmasq-base as the LAN's DHCP and DNS server, udhcpc as the device's DHCP client,
  * tzdata for the time zones, hwdata for usb.ids (the device identity presets' vendors).
  */
-const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata'];
+// edid-decode: the EDID presets' conformity test (server edid-service.test.ts).
+const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata', 'edid-decode'];
 const PACKAGES = {
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM],
   test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk', ...QEMU_TARGET, ...SYSTEM],
