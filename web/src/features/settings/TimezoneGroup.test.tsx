@@ -83,4 +83,24 @@ describe('TimezoneGroup', () => {
     expect(post?.path).toBe('/api/system/timezone');
     expect(post?.query.get('timezone')).toBe('Asia/Kolkata');
   });
+
+  it('ticks the device clock every second from its last reading', async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    stubFetch({
+      '/api/system/time': () => envelope(200, TIME),
+      '/api/system/timezone/list': () => envelope(200, { success: true, timezones: [], count: 0 }),
+    });
+    view = await render(
+      <NotifyProvider>
+        <TimezoneGroup />
+      </NotifyProvider>,
+    );
+    await flush();
+    const clock = () => view?.byTestId('timezone-current')?.textContent ?? '';
+    expect(clock()).toMatch(/22:13:2[01]/);
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(3000);
+    });
+    expect(clock()).toMatch(/22:13:2[34]/);
+  });
 });
