@@ -128,7 +128,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: new DisabledAtx(),
           msd: new DisabledMsd(),
           fingerbot: new DisabledFingerbot(),
-          system: devSystemDrivers(config, log, new TestbedDisplay(video)),
+          system: devSystemDrivers(config, log, new TestbedDisplay(video, log)),
           testbed: video,
         }),
       );

@@ -27,11 +27,31 @@ const Y_FG = 235;
 const Y_BLACK = 16;
 const Y_WHITE = 235;
 
+/**
+ * Sizes the picture can take: widths in 16-pixel steps (text cells, marker), heights in 8 (so
+ * 1080 lines fit), up to 4K.
+ */
+export function testbedSizeOk(width: number, height: number): boolean {
+  return (
+    Number.isInteger(width) &&
+    Number.isInteger(height) &&
+    width >= 64 &&
+    height >= 64 &&
+    width <= 3840 &&
+    height <= 2160 &&
+    width % 16 === 0 &&
+    height % 8 === 0
+  );
+}
+
 export class TestbedPicture {
-  readonly y: Buffer;
-  readonly u: Buffer;
-  readonly v: Buffer;
-  readonly frame: Buffer;
+  // Replaced together by resize() (an EDID's mode): the same object stays shared with the HID.
+  y!: Buffer;
+  u!: Buffer;
+  v!: Buffer;
+  frame!: Buffer;
+  width: number;
+  height: number;
   private changeCounter = 0;
   private readonly changeTimes = new Map<number, number>();
   private text = '';
@@ -43,12 +63,29 @@ export class TestbedPicture {
   /** Character bitmaps in luma, one per glyph and scale. */
   private readonly bitmaps = new Map<number[], Map<number, Buffer>>();
 
-  constructor(
-    readonly width: number,
-    readonly height: number,
-  ) {
+  constructor(width: number, height: number) {
     if (width % 16 || height % 16) throw new Error('testbed size must be a multiple of 16');
-    const ySize = width * height;
+    this.width = width;
+    this.height = height;
+    this.allocate();
+  }
+
+  /**
+   * A new size (the testbed's monitor took an EDID): fresh buffers, the label, the marker and
+   * the typed line drawn again. The change counter and its times carry on.
+   */
+  resize(width: number, height: number): void {
+    if (!testbedSizeOk(width, height)) throw new RangeError(`testbed size ${width}x${height}`);
+    this.width = width;
+    this.height = height;
+    this.cells.clear();
+    this.allocate();
+    if (this.text) this.drawText(32, 160, this.text, 4);
+    this.noiseRows = Math.max(0, Math.min(this.noiseRows, this.height - 256)) & ~15;
+  }
+
+  private allocate(): void {
+    const ySize = this.width * this.height;
     this.frame = Buffer.alloc(ySize + ySize / 2);
     this.y = this.frame.subarray(0, ySize);
     this.u = this.frame.subarray(ySize, ySize + ySize / 4);

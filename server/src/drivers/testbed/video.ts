@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { RawFrame, VideoSource, VideoSourceState } from '../video/types';
-import { TestbedPicture } from './screen';
+import { TestbedPicture, testbedSizeOk } from './screen';
 
 export interface TestbedVideoOptions {
   width?: number;
@@ -56,6 +56,19 @@ export class TestbedVideo implements VideoSource {
     this.setState({ online: true, signal: true });
   }
 
+  /**
+   * The test screen's new mode (its monitor took an EDID): the next frame has the new size.
+   * False, size kept, when the picture cannot take it (testbedSizeOk).
+   */
+  resize(width: number, height: number): boolean {
+    if (!testbedSizeOk(width, height)) return false;
+    if (width === this.picture.width && height === this.picture.height) return true;
+    this.picture.resize(width, height);
+    this.spare.length = 0; // old size; lent ones are dropped on release below
+    this.setState({ width, height });
+    return true;
+  }
+
   /** The testbed's "power": off shows no signal (used by the no-signal display and ATX later). */
   setSignal(signal: boolean): void {
     this.setState({ signal });
@@ -97,7 +110,9 @@ export class TestbedVideo implements VideoSource {
           // once only: a second release must not put one buffer in two frames
           if (!lent) return;
           lent = false;
-          if (this.spare.length < SPARE_FRAMES) this.spare.push(data);
+          if (this.spare.length < SPARE_FRAMES && data.length === this.picture.frame.length) {
+            this.spare.push(data);
+          }
         },
       });
     }
