@@ -13,6 +13,11 @@ import { QmpClosedError, type QmpInputEvent } from './qmp';
 import type { Logger } from '../../log';
 
 const DISPLAY = 'video0';
+/**
+ * The bus of `-usb` (UHCI), where the command line puts the keyboard and tablet: without it,
+ * device_add picks the USB 3 controller of the virtual media drives.
+ */
+const USB_BUS = 'usb-bus.0';
 /** usb-kbd queues 16 reports and the guest polls every 10 ms: one key transition per slot. */
 export const USB_KEY_GAP_MS = 10;
 /**
@@ -303,6 +308,7 @@ export class QemuHid implements HidDriver {
     await this.machine.command('device_add', {
       driver: 'usb-kbd',
       id: 'kbd',
+      bus: USB_BUS,
       display: DISPLAY,
       ...this.serialProp(),
     });
@@ -314,6 +320,7 @@ export class QemuHid implements HidDriver {
     await this.machine.command('device_add', {
       driver: POINTER_DRIVERS[output],
       id: POINTER_IDS[output],
+      bus: USB_BUS,
       ...(output === OUTPUTS.absolute ? { display: DISPLAY } : {}),
       ...this.serialProp(),
     });
