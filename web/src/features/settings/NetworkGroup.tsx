@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Alert, Button, Descriptions, Input, Radio, Space, Typography } from 'antd';
+import { Alert, Button, Input, Radio, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import {
   isValidHostname,
@@ -13,6 +13,7 @@ import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
 import { NetworkStore } from '../system/network-store';
+import { NetworkStateView } from '../system/NetworkStateView';
 import { PendingChangeBanner } from '../system/PendingChangeBanner';
 import { useStore } from '../system/store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
@@ -59,37 +60,6 @@ function useErrorText() {
     if (error.field === 'netmask') return t('settings.network.errNetmask');
     return t('settings.network.errInvalid', { field });
   };
-}
-
-function NetworkState({ config }: { config: NetworkConfigWire }) {
-  const { t } = useTranslation();
-  const none = t('settings.network.none');
-  return (
-    <Descriptions size="small" column={1} data-testid="network-state" style={{ marginBottom: 12 }}>
-      <Descriptions.Item label={t('settings.network.link')}>
-        <span data-testid="network-link" data-link={config.link}>
-          {config.link === 'up' ? t('settings.network.linkUp') : t('settings.network.linkDown')}
-        </span>
-      </Descriptions.Item>
-      <Descriptions.Item label={t('settings.network.address')}>
-        <span data-testid="network-address">{config.ip_address || none}</span>
-        {config.ip_address && config.netmask ? ` / ${config.netmask}` : ''}
-        {` (${config.is_dhcp ? 'DHCP' : t('settings.network.static')})`}
-      </Descriptions.Item>
-      <Descriptions.Item label={t('settings.network.gateway')}>
-        {config.gateway || none}
-      </Descriptions.Item>
-      <Descriptions.Item label={t('settings.network.dns')}>
-        {config.dns_servers.join(', ') || none}
-      </Descriptions.Item>
-      <Descriptions.Item label={t('settings.network.interface')}>
-        {config.interface || none}
-      </Descriptions.Item>
-      <Descriptions.Item label={t('settings.network.mac')}>
-        <span data-testid="network-mac">{config.mac_address || none}</span>
-      </Descriptions.Item>
-    </Descriptions>
-  );
 }
 
 /** SPEC 2 settings: network (Ethernet state, DHCP or static, host name); changes are confirmed. */
@@ -187,7 +157,7 @@ export default function NetworkGroup() {
           {t('settings.pending.reverted')}
         </Typography.Paragraph>
       )}
-      {config && <NetworkState config={config} />}
+      {config && <NetworkStateView config={config} />}
       {form && (
         <Field label={t('settings.network.mode')}>
           <Radio.Group

@@ -1,8 +1,7 @@
 import { useEffect, useState } from 'react';
-import { LockOutlined } from '@ant-design/icons';
-import { Button, Space, Spin, Switch, Typography, theme } from 'antd';
+import { Button, Space, Spin, Switch, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
-import type { WifiNetwork, WifiState as WifiWireState } from '@kvm/protocol/system';
+import type { WifiState as WifiWireState } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
@@ -10,7 +9,8 @@ import { PendingChangeBanner } from '../system/PendingChangeBanner';
 import { useStore } from '../system/store';
 import type { WifiJoin } from '../system/system-api';
 import { WifiJoinDialog, type JoinTarget } from '../system/WifiJoinDialog';
-import { joinFailureReason, signalBars } from '../system/wifi-rules';
+import { joinFailureReason } from '../system/wifi-rules';
+import { WifiNetworkRow } from '../system/WifiNetworkRow';
 import { WifiStore } from '../system/wifi-store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
@@ -22,87 +22,6 @@ const STATE_TEXT: Record<WifiWireState, I18nKey> = {
   3: 'settings.wifi.stateFailed',
   4: 'settings.wifi.stateConnected',
 };
-
-function SignalBars({ bars }: { bars: number }) {
-  const { token } = theme.useToken();
-  return (
-    <span aria-label={`${bars}/4`} data-bars={bars} style={{ display: 'inline-flex', gap: 1 }}>
-      {[1, 2, 3, 4].map((n) => (
-        <span
-          key={n}
-          style={{
-            width: 3,
-            height: 3 + n * 3,
-            alignSelf: 'flex-end',
-            background: n <= bars ? token.colorText : token.colorBorder,
-          }}
-        />
-      ))}
-    </span>
-  );
-}
-
-function NetworkRow(props: {
-  network: Pick<WifiNetwork, 'ssid' | 'secure'> & Partial<WifiNetwork>;
-  testId: string;
-  disabled: boolean;
-  onJoin?: () => void;
-  onForget?: () => void;
-}) {
-  const { t } = useTranslation();
-  const { network } = props;
-  return (
-    <div
-      data-testid={props.testId}
-      // The whole row opens the join dialog; the button is there for the eye and the keyboard.
-      onClick={props.disabled ? undefined : props.onJoin}
-      style={{
-        display: 'flex',
-        alignItems: 'center',
-        gap: 8,
-        padding: '2px 0',
-        cursor: props.onJoin && !props.disabled ? 'pointer' : undefined,
-      }}
-    >
-      {network.signal !== undefined && (
-        <SignalBars bars={signalBars(network.quality, network.signal)} />
-      )}
-      <Typography.Text ellipsis style={{ flex: 1 }}>
-        {network.ssid}
-      </Typography.Text>
-      {network.secure && <LockOutlined aria-label={t('settings.wifi.secure')} />}
-      {props.onJoin && (
-        <Button
-          size="small"
-          type="link"
-          disabled={props.disabled}
-          onClick={(e) => {
-            e.stopPropagation();
-            props.onJoin?.();
-          }}
-          data-testid={`wifi-connect-${network.ssid}`}
-        >
-          {t('settings.wifi.join')}
-        </Button>
-      )}
-      {props.onForget && (
-        <Button
-          size="small"
-          type="link"
-          danger
-          disabled={props.disabled}
-          onClick={(e) => {
-            e.stopPropagation();
-            props.onForget?.();
-          }}
-          data-testid={`wifi-forget-${network.ssid}`}
-        >
-          {t('settings.wifi.forget')}
-        </Button>
-      )}
-    </div>
-  );
-}
 
 /** SPEC 2 settings: Wi-Fi (scan, known and available networks, join, disconnect, forget). */
 export default function WifiGroup() {
@@ -212,7 +131,7 @@ export default function WifiGroup() {
       {status && !noAdapter && state.saved.length > 0 && (
         <Field label={t('settings.wifi.known')}>
           {state.saved.map((saved) => (
-            <NetworkRow
+            <WifiNetworkRow
               key={saved.ssid}
               testId={`wifi-saved-${saved.ssid}`}
               network={{
@@ -265,7 +184,7 @@ export default function WifiGroup() {
             {state.networks
               ?.filter((n) => !savedNames.has(n.ssid) && n.ssid !== connected)
               .map((network) => (
-                <NetworkRow
+                <WifiNetworkRow
                   key={network.ssid}
                   testId={`wifi-network-${network.ssid}`}
                   network={network}
