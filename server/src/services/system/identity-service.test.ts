@@ -160,7 +160,11 @@ describe('IdentityService', () => {
     const { service } = await open(usb);
     const before = service.get();
     usb.fail = true;
-    await expect(service.set({ otg_vendor_id: '0x1234' })).rejects.toThrow('re-plug failed');
+    await expect(service.set({ otg_vendor_id: '0x1234' })).rejects.toMatchObject({
+      status: 500,
+      wireName: 'UsbIdentityApplyError',
+      message: 'USB identity not applied: re-plug failed',
+    });
     expect(service.get()).toEqual(before);
     const file = JSON.parse(await readFile(join(dir, 'system', 'params.json'), 'utf8'));
     expect(file.otg_vendor_id).toBe(0x1d6b);

@@ -24,7 +24,7 @@ import {
   type SystemParams,
   type UsbIdentityField,
 } from '@kvm/protocol';
-import { BadRequestError, IsBusyError } from '../../errors';
+import { ApiError, BadRequestError, InternalError, IsBusyError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import { CorruptFileError, JsonFile } from '../../storage/json-store';
 import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/system/types';
@@ -44,6 +44,18 @@ export const PARAMS_QUEUE_MAX = 4;
 /** 409: too many parameter changes at once (one runs, a few wait). */
 export class SystemParamsBusyError extends IsBusyError {
   static override readonly defaultMessage = 'Another system parameter change is in progress';
+}
+
+/** 500: the USB devices could not be re-enumerated (the previous identity stays). */
+export class UsbIdentityApplyError extends InternalError {}
+
+async function applyUsb(usb: UsbIdentityDriver, identity: UsbIdentity): Promise<void> {
+  try {
+    await usb.apply(identity);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new UsbIdentityApplyError(`USB identity not applied: ${(err as Error).message}`);
+  }
 }
 
 export interface StoredParams {
@@ -326,7 +338,7 @@ export class IdentityService {
 
   /** `POST /api/system/reinit_udc`: the USB devices re-enumerate with the stored identity. */
   async reinit(): Promise<void> {
-    await this.exclusive(() => this.opts.usb.apply(this.usbIdentity(this.params)));
+    await this.exclusive(() => applyUsb(this.opts.usb, this.usbIdentity(this.params)));
   }
 
   // ---- internals ----
@@ -397,7 +409,7 @@ export class IdentityService {
     this.params = next;
     try {
       await this.file.save(next);
-      if (usbChanged) await this.opts.usb.apply(this.usbIdentity(next));
+      if (usbChanged) await applyUsb(this.opts.usb, this.usbIdentity(next));
     } catch (err) {
       this.params = previous;
       await this.file.save(previous).catch(() => undefined);
