@@ -98,6 +98,8 @@ describe('EDID on the QEMU guest', () => {
     }
     const before = await sourceResolution(page);
     expect(before).not.toBe('1920x1080');
+    // the page's <video> shows that mode too
+    await expect.poll(() => videoSize(page), { timeout: 30_000 }).toBe(before);
 
     await openSettings(page);
     await byTestId(page, 'edid-preset').click();
@@ -118,6 +120,8 @@ describe('EDID on the QEMU guest', () => {
         { timeout: 10_000 },
       )
       .toBe('E1920x1080');
+    // the console says when the VM sees it
+    await byTestId(page, 'edid-power-cycle').waitFor({ state: 'visible', timeout: 10_000 });
     await page.keyboard.press('Escape');
 
     await reset(page);
