@@ -98,7 +98,7 @@ describe('benchmarks in short mode', () => {
   it('system', async () => {
     // the testbed's network (two static/DHCP rounds, one revert in its 5 s window), then a VM
     // booted twice (first start, reset with the new EDID)
-    const json = await runShort('system', 400_000);
+    const json = await runShort('system', 240_000);
     expectMeasured(json, [
       'dhcp_lease_ms',
       'static_apply_ms',
@@ -108,5 +108,5 @@ describe('benchmarks in short mode', () => {
     ]);
     expect(json['confirm_timeout_s']).toBe(5);
     expect(json['revert_after_s']).toBeGreaterThan(0);
-  }, 410_000);
+  }, 250_000);
 });
