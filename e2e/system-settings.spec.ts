@@ -130,15 +130,21 @@ describe('Wi-Fi (test radio)', () => {
     const lab = byTestId(page, 'wifi-network-KVM-Lab');
     await lab.waitFor({ state: 'visible', timeout: 30_000 });
 
+    // the row's Join button: enabled once no other Wi-Fi operation (the scan) runs
+    const join = byTestId(page, 'wifi-connect-KVM-Lab');
+    const password = byTestId(page, 'wifi-password');
+
     // a wrong key first
-    await lab.click();
-    await byTestId(page, 'wifi-password').fill('not-the-key');
+    await join.click();
+    await password.fill('not-the-key');
     await byTestId(page, 'wifi-join').click();
     await expectText(page, 'Wi-Fi join failed', 15_000);
+    await password.waitFor({ state: 'hidden', timeout: 10_000 });
 
-    await lab.click();
-    await byTestId(page, 'wifi-password').fill('kvm-lab-pass');
+    await join.click();
+    await password.fill('kvm-lab-pass');
     await byTestId(page, 'wifi-join').click();
+    await password.waitFor({ state: 'hidden', timeout: 15_000 });
     await expect.poll(() => status.getAttribute('data-ssid'), { timeout: 15_000 }).toBe('KVM-Lab');
     const wire = await apiGet<{ state: number; ssid: string }>(page, '/api/repeater/get_status');
     expect(wire).toMatchObject({ state: 2, ssid: 'KVM-Lab' });
