@@ -6,13 +6,18 @@
  * When the VM already runs at 1920x1080 it is first moved to 1600x1200 through the API, so the
  * change the console makes is visible.
  */
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { Browser } from './fixtures/browser';
 import { byTestId, loginViaUi, openSettings, startConsole, stopConsole } from './fixtures/console';
 import type { ServerProcess } from './fixtures/server';
+import { netnsNames } from '../server/src/drivers/netns/netns-network';
+
+const run = promisify(execFile);
 
 let server: ServerProcess;
 let browser: Browser;
@@ -71,7 +76,17 @@ beforeAll(async () => {
   await until('guest ready', async () => (await serial()).includes('guest ready'), 120_000);
   await byTestId(page, 'video-webrtc').waitFor({ state: 'visible', timeout: 30_000 });
 }, 180_000);
-afterAll(() => stopConsole(browser, server));
+afterAll(async () => {
+  const dataDir = server?.dataDir;
+  await stopConsole(browser, server);
+  // the qemu target starts its network namespaces at once; its shutdown removes them
+  if (dataDir) {
+    const { dev, lan } = netnsNames(dataDir);
+    const { stdout } = await run('ip', ['netns', 'list'], { timeout: 5_000 });
+    const left = stdout.split('\n').filter((l) => [dev, lan].includes(l.split(' ')[0] ?? ''));
+    expect(left).toEqual([]);
+  }
+}, 60_000);
 
 describe('EDID on the QEMU guest', () => {
   it('the 1920x1080 preset makes the stream 1920x1080 after a reset', async () => {
