@@ -33,10 +33,12 @@ afterAll(async () => {
 });
 
 describe('vgaDevice', () => {
-  it('sizes VGA memory for one 32-bit frame, at least 16 MiB', () => {
+  it('sizes VGA memory for three 32-bit frames, at least 16 MiB', () => {
     expect(vgaDevice(null)).toBe('VGA,id=video0,edid=on,xres=1024,yres=768,vgamem_mb=16');
-    expect(vgaDevice({ width: 1920, height: 1080 })).toContain('vgamem_mb=16');
-    expect(vgaDevice({ width: 3840, height: 2160 })).toContain('vgamem_mb=64');
+    expect(vgaDevice({ width: 1920, height: 1080, hz: 60 })).toBe(
+      'VGA,id=video0,edid=on,xres=1920,yres=1080,refresh_rate=60000,vgamem_mb=32',
+    );
+    expect(vgaDevice({ width: 3840, height: 2160, hz: 30 })).toContain('vgamem_mb=128');
   });
 });
 

@@ -20,7 +20,6 @@ export class QemuDisplay implements DisplayDriver {
   readonly name = 'qemu';
   readonly applies = 'power_cycle' as const;
   private readonly file: string;
-  private hz = 60;
 
   constructor(
     private readonly machine: QemuMachine,
@@ -35,7 +34,6 @@ export class QemuDisplay implements DisplayDriver {
     const saved = await this.read();
     if (saved) {
       this.machine.setDisplay(saved);
-      this.hz = saved.hz;
     }
   }
 
@@ -46,7 +44,6 @@ export class QemuDisplay implements DisplayDriver {
     const want: DisplayMode = { width: mode.width, height: mode.height, hz: mode.hz };
     await atomicWriteFile(this.file, JSON.stringify(want), 0o644);
     this.machine.setDisplay(want);
-    this.hz = want.hz;
     this.log?.info({ mode: want, pending: this.pending() }, 'VM monitor mode set');
   }
 
@@ -56,7 +53,7 @@ export class QemuDisplay implements DisplayDriver {
 
   current(): DisplayMode | null {
     const m: VgaMode = this.machine.display;
-    return { width: m.width, height: m.height, hz: this.hz };
+    return { width: m.width, height: m.height, hz: m.hz ?? 60 };
   }
 
   async dispose(): Promise<void> {}

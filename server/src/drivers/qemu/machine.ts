@@ -129,6 +129,8 @@ export function runPaths(dir: string): RunPaths {
 export interface VgaMode {
   width: number;
   height: number;
+  /** Refresh rate of the EDID's mode; QEMU's default is 75 Hz. */
+  hz?: number;
 }
 
 /** The VM's monitor before any EDID was applied: the guest's console at 1024x768. */
@@ -137,13 +139,15 @@ export const DEFAULT_VGA_MODE: VgaMode = { width: 1024, height: 768 };
 /**
  * std VGA with an id (input-send-event's `device` names a display; the USB keyboard and tablet
  * are bound to it) and an EDID whose preferred mode is `mode`: the guest's bochs DRM driver
- * sets it at boot. VGA memory holds two 32-bit frames (the DRM driver's framebuffer and room to
- * flip), a power of two of at least 16 MiB (4K: 64).
+ * sets it at boot. VGA memory: the guest's DRM VRAM helper refuses a mode larger than half of
+ * it, so three 32-bit frames rounded up to a power of two, at least 16 MiB (1080p: 32, 4K: 128). `refresh_rate` (mHz) keeps QEMU's timing
+ * within a DTD's 655 MHz pixel clock: 4K at its default 75 Hz would not fit.
  */
 export function vgaDevice(mode: VgaMode | null | undefined): string {
   const m = mode ?? DEFAULT_VGA_MODE;
-  const mb = Math.max(16, 2 ** Math.ceil(Math.log2((m.width * m.height * 4 * 2) / 2 ** 20)));
-  return `VGA,id=video0,edid=on,xres=${m.width},yres=${m.height},vgamem_mb=${mb}`;
+  const mb = Math.max(16, 2 ** Math.ceil(Math.log2((m.width * m.height * 4 * 3) / 2 ** 20)));
+  const refresh = m.hz ? `,refresh_rate=${Math.round(m.hz * 1000)}` : '';
+  return `VGA,id=video0,edid=on,xres=${m.width},yres=${m.height}${refresh},vgamem_mb=${mb}`;
 }
 
 export interface CommandLineInput {
@@ -314,7 +318,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
    * QEMU cannot change a VGA's EDID while it runs: it takes effect at `powerCycle()`.
    */
   setDisplay(mode: VgaMode | null): void {
-    this.wantedDisplay = mode ? { width: mode.width, height: mode.height } : null;
+    this.wantedDisplay = mode ? { width: mode.width, height: mode.height, hz: mode.hz } : null;
   }
 
   /** The monitor mode the running QEMU offers (the default before any was set). */
@@ -327,7 +331,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     if (!this.supervisor) return false;
     const want = this.wantedDisplay ?? DEFAULT_VGA_MODE;
     const run = this.runningDisplay ?? DEFAULT_VGA_MODE;
-    return want.width !== run.width || want.height !== run.height;
+    return want.width !== run.width || want.height !== run.height || want.hz !== run.hz;
   }
 
   /**
