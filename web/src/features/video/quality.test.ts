@@ -5,6 +5,7 @@ import {
   QUALITY_POLL_COUNT,
   QUALITY_POLL_MS,
   changeStreamQuality,
+  followEdidGop,
   parseNonNegativeNumber,
   qualityParams,
   resetEdid4kForTests,
@@ -124,6 +125,28 @@ describe('quality change', () => {
       h264_gop: '30',
     });
     await vi.advanceTimersByTimeAsync(QUALITY_POLL_MS * 2);
+  });
+
+  it('re-sends the running preset with the gop halved when the EDID turns 4K, and back', async () => {
+    const dev = device(1);
+    useConfig.setState({ config: { stream_quality: 'HIGH' } } as never);
+    applyStreamer({
+      ...streamerState(true),
+      params: { ...streamerState(true).params, h264_bitrate: 5000, h264_gop: 60 },
+    } as never);
+    await followEdidGop({ width: 3840, height: 2160, hz: 30 });
+    let sent = dev.requests.filter((r) => r.path === '/api/streamer/set_params');
+    expect(sent.map((r) => r.query.get('h264_gop'))).toEqual(['30']);
+    await followEdidGop({ width: 3840, height: 2160, hz: 30 }); // no flip: nothing sent
+    expect(dev.requests.filter((r) => r.path === '/api/streamer/set_params')).toHaveLength(1);
+    // custom values running: left alone
+    applyStreamer({
+      ...streamerState(true),
+      params: { ...streamerState(true).params, h264_bitrate: 1234, h264_gop: 30 },
+    } as never);
+    await followEdidGop({ width: 1920, height: 1080, hz: 60 });
+    sent = dev.requests.filter((r) => r.path === '/api/streamer/set_params');
+    expect(sent).toHaveLength(1);
   });
 
   it('gives up after 10 polls of 300 ms and carries on', async () => {

@@ -34,6 +34,23 @@ export async function refreshEdid4k(): Promise<boolean> {
   return fourKEdid;
 }
 
+/**
+ * After the EDID in force changed (the EDID group calls it with `get_edid`'s `preferred`): when
+ * the 4K rule flips and the stream runs the stored preset, the preset is sent again with its gop
+ * halved or restored. Custom bitrate or gop values are left alone.
+ */
+export async function followEdidGop(preferred: EdidState['preferred']): Promise<void> {
+  const was = fourKEdid;
+  fourKEdid = isEdid4k(preferred);
+  if (was === fourKEdid) return;
+  const quality = useConfig.getState().config?.stream_quality;
+  if (!quality) return;
+  const running = currentEncoderParams();
+  const before = qualityParams(quality, was);
+  if (running.h264_bitrate !== before.h264_bitrate || running.h264_gop !== before.h264_gop) return;
+  await api.post('/streamer/set_params', { query: qualityParams(quality, fourKEdid) });
+}
+
 export function resetEdid4kForTests(): void {
   fourKEdid = false;
 }
