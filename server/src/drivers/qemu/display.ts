@@ -16,6 +16,21 @@ import type { QemuMachine, VgaMode } from './machine';
 /** Largest mode a DTD can carry (12 bits each): 4095x4095 needs 64 MiB of VGA memory. */
 const MAX_SIDE = 4095;
 
+/**
+ * QEMU's VNC server (our capture) shows at most 2560x2048 and crops anything larger: a guest at
+ * 3840x2160 would stream its top-left corner. The VM then runs the largest mode of the same
+ * shape that fits (3840x2160 → 2560x1440), whole on the stream; docs/system.md says so.
+ */
+export const VNC_MAX = { width: 2560, height: 2048 } as const;
+
+/** `mode` scaled down to fit VNC_MAX with its aspect ratio, sides multiples of 8. */
+export function fitVnc(mode: DisplayMode): DisplayMode {
+  const scale = Math.min(1, VNC_MAX.width / mode.width, VNC_MAX.height / mode.height);
+  if (scale === 1) return { ...mode };
+  const side = (n: number) => Math.max(8, Math.floor((n * scale) / 8) * 8);
+  return { width: side(mode.width), height: side(mode.height), hz: mode.hz };
+}
+
 export class QemuDisplay implements DisplayDriver {
   readonly name = 'qemu';
   readonly applies = 'power_cycle' as const;
@@ -41,10 +56,13 @@ export class QemuDisplay implements DisplayDriver {
     if (mode.width < 1 || mode.height < 1 || mode.width > MAX_SIDE || mode.height > MAX_SIDE) {
       throw new RangeError(`display mode ${mode.width}x${mode.height} out of range`);
     }
-    const want: DisplayMode = { width: mode.width, height: mode.height, hz: mode.hz };
+    const want = fitVnc({ width: mode.width, height: mode.height, hz: mode.hz });
     await atomicWriteFile(this.file, JSON.stringify(want), 0o644);
     this.machine.setDisplay(want);
-    this.log?.info({ mode: want, pending: this.pending() }, 'VM monitor mode set');
+    this.log?.info(
+      { mode: want, asked: want.width === mode.width ? undefined : mode, pending: this.pending() },
+      'VM monitor mode set',
+    );
   }
 
   pending(): boolean {
@@ -64,7 +82,7 @@ export class QemuDisplay implements DisplayDriver {
       const ok = (n: unknown): n is number =>
         typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= MAX_SIDE;
       if (!ok(v.width) || !ok(v.height)) return null;
-      return { width: v.width, height: v.height, hz: typeof v.hz === 'number' ? v.hz : 60 };
+      return fitVnc({ width: v.width, height: v.height, hz: typeof v.hz === 'number' ? v.hz : 60 });
     } catch {
       return null;
     }
