@@ -4,6 +4,7 @@ import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
 import { EdidFormatError, EdidStore } from '../system/edid-store';
+import { followEdidGop } from '../video/quality';
 import { useStore } from '../system/store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
@@ -35,10 +36,12 @@ export default function EdidGroup() {
     const hex = selected === CUSTOM ? (custom ?? edid?.edid ?? '') : (preset?.content ?? '');
     setInvalid(false);
     store.apply(hex).then(
-      () => {
+      (state) => {
         setChoice(undefined);
         setCustom(null);
         void message.success(t('settings.edid.applied'));
+        // SPEC 3: the gop is halved while the 4K EDID is active.
+        followEdidGop(state.preferred).catch(() => undefined);
       },
       (err: unknown) => {
         if (err instanceof EdidFormatError) setInvalid(true);

@@ -4,7 +4,9 @@
  */
 import type { SystemParams } from '@kvm/protocol/system';
 import { deviceIdentityPreset } from '@kvm/protocol/identity';
+import { followEdidGop } from '../video/quality';
 import {
+  getEdid,
   getEdidPresets,
   getSystemParams,
   setEdid,
@@ -45,7 +47,10 @@ export class IdentityStore extends Store<IdentityState> {
       if (edidKey) {
         const presets = await getEdidPresets(this.controller.signal);
         const edid = presets.find((p) => p.key === edidKey);
-        if (edid) await setEdid(edid.content);
+        // The USB identity is already applied: say plainly that the display part is missing.
+        if (!edid) throw new Error(`The device has no EDID preset ${edidKey}`);
+        await setEdid(edid.content);
+        await followEdidGop((await getEdid(this.controller.signal)).preferred);
       }
       await this.load();
     });
