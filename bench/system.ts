@@ -17,8 +17,8 @@
  * - revert_after_s: one unconfirmed change (DHCP → static 192.168.8.60): seconds from the
  *   set_network_config answer until get_network_config shows the previous settings again (DHCP,
  *   an address in the range, no change pending), polled every 100 ms. The window is the server's
- *   `system.confirm_timeout_s`, printed as `confirm_timeout_s` beside it: the default 60 s, 5 s
- *   in `--short` mode (read the figure against its window).
+ *   `system.confirm_timeout_s`, printed as `confirm_timeout_s` beside it (the pending change's
+ *   `timeout_s`): the default 60 s, 5 s in `--short` mode (read the figure against its window).
  * - edid_to_resolution_s: the qemu target's server (a fresh VM). Once the guest is up and the
  *   stream's source reports its resolution, POST /api/upgrade/edid with a preset of another
  *   mode (1920x1080, or 1600x1200 when the VM already shows 1920x1080), then press the VM's
@@ -26,7 +26,7 @@
  *   cycle, docs/system.md), then poll GET /api/streamer (every 100 ms) until
  *   `streamer.source.resolution` is the preset's mode. Seconds from the EDID's POST to that
  *   answer: QEMU restarted with the new display, the BIOS and the guest's kernel up to its
- *   framebuffer driver's mode set, the VNC resize seen by the server. `edid_preset` says which.
+ *   framebuffer driver's mode set, the VNC resize seen by the server. The notes say which preset.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -149,7 +149,6 @@ interface NetworkFigures {
 }
 
 async function networkFigures(): Promise<NetworkFigures> {
-  const confirmS = SHORT ? SHORT_CONFIRM_S : 60;
   const server = await ServerProcess.start({
     target: 'testbed',
     ...(SHORT ? { config: `system:\n  confirm_timeout_s: ${SHORT_CONFIRM_S}\n` } : {}),
@@ -192,25 +191,31 @@ async function networkFigures(): Promise<NetworkFigures> {
 
     // unconfirmed: the previous settings (DHCP) come back by themselves
     const before = await until('a DHCP lease', () => api.network(), leaseHeld, 15_000);
-    await api.setNetwork(STATIC('192.168.8.60'));
+    const change = await api.setNetwork(STATIC('192.168.8.60'));
     const t0 = performance.now();
+    if (!change) throw new Error('a change of address answered without a pending change');
+    const applied = await api.network();
+    if (applied.is_dhcp || applied.ip_address !== '192.168.8.60') {
+      throw new Error(`the static address was not in force: ${JSON.stringify(applied)}`);
+    }
     const back = await until(
       'the unconfirmed change reverted',
       () => api.network(),
       (c) => leaseHeld(c) && c.pending === null,
-      (confirmS + 30) * 1000,
+      (change.timeout_s + 30) * 1000,
       100,
     );
     const revertS = (back.at - t0) / 1000;
     note(
-      `revert: ${round(revertS, 2)} s after the answer (window ${confirmS} s), ` +
+      `revert: ${round(revertS, 2)} s after the answer (window ${change.timeout_s} s), ` +
         `lease ${before.value.ip_address} -> ${back.value.ip_address}`,
     );
     return {
       dhcp_lease_ms: round(median(leases)),
       static_apply_ms: round(median(statics)),
       revert_after_s: round(revertS, 2),
-      confirm_timeout_s: confirmS,
+      // the window the server reported for this change
+      confirm_timeout_s: change.timeout_s,
     };
   } catch (err) {
     note(`server log:\n${server.log.slice(-3000)}`);
