@@ -12,18 +12,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { Browser } from './fixtures/browser';
-import { byTestId, loginViaUi, openSettings, startConsole, stopConsole } from './fixtures/console';
-import type { ServerProcess } from './fixtures/server';
+import { Browser } from './fixtures/browser';
+import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
+import { ServerProcess } from './fixtures/server';
 import { netnsNames } from '../server/src/drivers/netns/netns-network';
 
 const run = promisify(execFile);
 
-let server: ServerProcess;
-let browser: Browser;
+let server: ServerProcess | undefined;
+let browser: Browser | undefined;
 let page: Page;
 
 async function serial(): Promise<string> {
+  if (!server) return '';
   return (
     await readFile(join(server.dataDir, 'run', 'serial.log'), 'utf8').catch(() => '')
   ).replace(/\r/g, '');
@@ -71,14 +72,22 @@ async function reset(p: Page): Promise<void> {
 }
 
 beforeAll(async () => {
-  ({ server, browser, page } = await startConsole({ target: 'qemu' }));
+  // each part kept as soon as it exists, so that afterAll stops it whatever failed after
+  server = await ServerProcess.start({ target: 'qemu' });
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
   await loginViaUi(page, server);
   await until('guest ready', async () => (await serial()).includes('guest ready'), 120_000);
   await byTestId(page, 'video-webrtc').waitFor({ state: 'visible', timeout: 30_000 });
 }, 180_000);
 afterAll(async () => {
   const dataDir = server?.dataDir;
-  await stopConsole(browser, server);
+  try {
+    await browser?.close();
+  } finally {
+    await server?.dispose();
+  }
   // the qemu target starts its network namespaces at once; its shutdown removes them
   if (dataDir) {
     const { dev, lan } = netnsNames(dataDir);

@@ -11,9 +11,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { Browser } from './fixtures/browser';
-import { byTestId, expectText, loginViaUi, openSettings, startConsole } from './fixtures/console';
-import type { ServerProcess } from './fixtures/server';
+import { Browser } from './fixtures/browser';
+import { byTestId, expectText, initDevice, loginViaUi, openSettings } from './fixtures/console';
+import { ServerProcess } from './fixtures/server';
 import { netnsNames } from '../server/src/drivers/netns/netns-network';
 
 const run = promisify(execFile);
@@ -52,18 +52,23 @@ const network = async (): Promise<NetworkConfig> =>
   (await apiGet<{ config: NetworkConfig }>(page, '/api/system/get_network_config')).config;
 
 beforeAll(async () => {
-  ({ server, browser, page } = await startConsole({
-    config: `system:\n  confirm_timeout_s: ${CONFIRM_S}\n`,
-  }));
+  // each part kept as soon as it exists, so that afterAll stops it whatever failed after
+  server = await ServerProcess.start({ config: `system:\n  confirm_timeout_s: ${CONFIRM_S}\n` });
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
   await loginViaUi(page, server);
   await openSettings(page);
 }, 60_000);
 
 afterAll(async () => {
   const dataDir = server?.dataDir;
-  await browser?.close();
-  // the server's shutdown removes the namespaces it made
-  await server?.dispose();
+  try {
+    await browser?.close();
+  } finally {
+    // the server's shutdown removes the namespaces it made
+    await server?.dispose();
+  }
   if (dataDir) {
     const names = netnsNames(dataDir);
     const left = (await namespaces()).filter((n) => n === names.dev || n === names.lan);
