@@ -8,7 +8,7 @@
  * local − UTC (Asia/Kolkata is +330). POST `time_zone` takes the former and sets
  * `Etc/GMT±(minutes // 60)` (floor: half-hour offsets lose their half hour, as on GL).
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   TIME_ZONE_MAX_MINUTES,
@@ -174,10 +174,30 @@ export class TimeService {
 
   // ---- internals ----
 
+  /**
+   * The city zones under their current names: tzdata's own `zone.tab` (Asia/Kolkata,
+   * Europe/Kyiv), not Intl's list, which still says Asia/Calcutta and Europe/Kiev. Intl's list
+   * is the fallback where the table is missing.
+   */
   private cityZones(): string[] {
     if (!this.cities) {
-      this.cities = Intl.supportedValuesOf('timeZone')
-        .filter((z) => z.includes('/') && !z.startsWith('Etc/') && this.zoneFileExists(z))
+      let names: string[];
+      try {
+        names = readFileSync(join(this.zoneinfo, 'zone.tab'), 'utf8')
+          .split('\n')
+          .filter((line) => line !== '' && !line.startsWith('#'))
+          .map((line) => line.split('\t')[2] ?? '');
+      } catch {
+        names = Intl.supportedValuesOf('timeZone');
+      }
+      this.cities = [...new Set(names)]
+        .filter(
+          (z) =>
+            ZONE_NAME.test(z) &&
+            !z.startsWith('Etc/') &&
+            utcOffsetMinutes(z, Date.now()) !== null &&
+            this.zoneFileExists(z),
+        )
         .sort();
     }
     return this.cities;
