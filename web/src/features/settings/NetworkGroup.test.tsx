@@ -6,6 +6,7 @@ import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import NetworkGroup from './NetworkGroup';
+import { NETWORK_REFRESH_MS } from '../system/network-store';
 import { click, typeInto } from '../system/test-utils';
 
 const DHCP: NetworkConfigWire = {
@@ -151,6 +152,22 @@ describe('NetworkGroup', () => {
     expect(posts[1]?.query.get('id')).toBe('c1');
     expect(view.byTestId('network-pending')).toBeNull();
     expect(view.byTestId('network-reverted')).toBeNull();
+  });
+
+  it('keeps reading while open: a lease that arrives later shows without a reload', async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    let config: NetworkConfigWire = { ...DHCP, ip_address: '', state: 'offline' };
+    stubFetch({
+      '/api/system/get_network_config': () => envelope(200, { success: true, config }),
+    });
+    view = await renderGroup();
+    config = DHCP;
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(NETWORK_REFRESH_MS + 100);
+    });
+    await vi.waitFor(() =>
+      expect(view?.byTestId('network-address')?.textContent).toBe('192.168.8.123'),
+    );
   });
 
   it('says the previous settings came back when the change expires unconfirmed', async () => {

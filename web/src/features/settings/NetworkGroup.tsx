@@ -75,7 +75,7 @@ export default function NetworkGroup() {
   const [hostname, setHostname] = useState<string | null>(null);
   const [hostnameError, setHostnameError] = useState(false);
   useEffect(() => {
-    void store.load();
+    store.follow();
     return () => store.dispose();
   }, [store]);
 

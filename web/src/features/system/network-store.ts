@@ -3,7 +3,7 @@
  * happened to the last one. After an unconfirmed change expires the device reverts by itself;
  * the store re-reads until the device no longer reports that change.
  */
-import type { NetworkConfigWire } from '@kvm/protocol/system';
+import type { NetworkConfigWire, PendingNetworkChange } from '@kvm/protocol/system';
 import { PendingWatch, type TrackedPending } from './pending-change';
 import {
   confirmNetworkConfig,
@@ -18,6 +18,11 @@ import { Store } from './store';
 /** Re-reads after an expiry: the device may need a moment to put the old settings back. */
 const REREAD_INTERVAL_MS = 1000;
 const REREAD_TRIES = 10;
+/**
+ * While the group is open the state is read again this often: a DHCP lease, a cable plugged in
+ * or the device's own network starting after the page opened all show without a reload.
+ */
+export const NETWORK_REFRESH_MS = 3000;
 
 export interface NetworkState {
   config: NetworkConfigWire | null;
@@ -35,6 +40,7 @@ export class NetworkBusyError extends Error {
 export class NetworkStore extends Store<NetworkState> {
   private readonly controller = new AbortController();
   private rereadTimer: ReturnType<typeof setTimeout> | undefined;
+  private refreshTimer: ReturnType<typeof setInterval> | undefined;
   /** The change that expired here: not shown again while the device still reports it. */
   private expiredId: string | null = null;
   private readonly watch = new PendingWatch((expired) => {
@@ -56,6 +62,15 @@ export class NetworkStore extends Store<NetworkState> {
       if (!this.controller.signal.aborted) this.setState({ loadFailed: true });
       return null;
     }
+  }
+
+  /** Reads now, then every NETWORK_REFRESH_MS until `dispose` (skipped while a change runs). */
+  follow(): void {
+    void this.load();
+    if (this.refreshTimer !== undefined) return;
+    this.refreshTimer = setInterval(() => {
+      if (!this.getState().busy) void this.load();
+    }, NETWORK_REFRESH_MS);
   }
 
   apply(settings: NetworkSettings): Promise<void> {
@@ -100,6 +115,8 @@ export class NetworkStore extends Store<NetworkState> {
     this.controller.abort();
     this.watch.clear();
     if (this.rereadTimer !== undefined) clearTimeout(this.rereadTimer);
+    if (this.refreshTimer !== undefined) clearInterval(this.refreshTimer);
+    this.refreshTimer = undefined;
   }
 
   /** A pending change the device reports (after a reload of the page too) is tracked here. */
@@ -107,13 +124,17 @@ export class NetworkStore extends Store<NetworkState> {
     const reported = config.pending?.id === this.expiredId ? null : config.pending;
     const current = this.getState().pending;
     let pending = current;
+    let reverted = this.getState().reverted;
     if (!reported) {
+      // Gone without us: kept (confirmed elsewhere, or implicitly on the new address) or put
+      // back (reverted elsewhere, or the window ended): the address in force tells which.
+      if (current) reverted = isBackToPrevious(config, current.change);
       this.watch.clear();
       pending = null;
     } else if (reported.id !== current?.change.id) {
       pending = this.watch.track(reported);
     }
-    this.setState({ config, loadFailed: false, pending });
+    this.setState({ config, loadFailed: false, pending, reverted });
   }
 
   private rereadUntilGone(id: string, tries: number): void {
@@ -134,5 +155,17 @@ export class NetworkStore extends Store<NetworkState> {
     } finally {
       this.setState({ busy: false });
     }
+  }
+}
+
+/** Whether the device holds its address from before `change` again (and not the new one). */
+function isBackToPrevious(config: NetworkConfigWire, change: PendingNetworkChange): boolean {
+  if (!change.previous_address || config.ip_address !== change.previous_address) return false;
+  try {
+    return (
+      change.new_address === null || new URL(change.new_address).hostname !== config.ip_address
+    );
+  } catch {
+    return true;
   }
 }
