@@ -14,9 +14,13 @@ export function NetworkStateView({ config }: { config: NetworkConfigWire }) {
         </span>
       </Descriptions.Item>
       <Descriptions.Item label={t('settings.network.address')}>
-        <span data-testid="network-address">{config.ip_address || none}</span>
-        {config.ip_address && config.netmask ? ` / ${config.netmask}` : ''}
-        {` (${config.is_dhcp ? 'DHCP' : t('settings.network.static')})`}
+        <span style={{ whiteSpace: 'nowrap' }}>
+          <span data-testid="network-address">{config.ip_address || none}</span>
+          {` (${config.is_dhcp ? 'DHCP' : t('settings.network.static')})`}
+        </span>
+      </Descriptions.Item>
+      <Descriptions.Item label={t('settings.network.netmask')}>
+        {config.netmask || none}
       </Descriptions.Item>
       <Descriptions.Item label={t('settings.network.gateway')}>
         {config.gateway || none}
