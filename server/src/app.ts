@@ -14,6 +14,7 @@ import { SILENT_LOGGER, type Logger } from './log';
 import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
+import { rebootRoutes } from './routes/reboot';
 import { msdRoutes } from './routes/msd';
 import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
@@ -345,6 +346,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   wolRoutes(app, ctx.wol);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
+  rebootRoutes(app, { requestRestart: ctx.requestRestart, log: app.log });
   registerJanus(app, {
     feed: ctx.video,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip

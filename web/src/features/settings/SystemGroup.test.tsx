@@ -53,6 +53,18 @@ function routes(posts: RecordedRequest[]) {
       posts.push(req);
       return envelope(200, { status: 'success' });
     },
+    '/api/upgrade/get_edid': () =>
+      envelope(200, {
+        edid: EDID_PRESETS[0]!.content,
+        preset: EDID_PRESETS[0]!.key,
+        preferred: { width: 1920, height: 1080, hz: 60 },
+        applies: 'now',
+        pending: false,
+      }),
+    '/api/upgrade/reboot': (req: RecordedRequest) => {
+      posts.push(req);
+      return envelope(200, { status: 'Reboot started' });
+    },
   };
 }
 
@@ -131,5 +143,16 @@ describe('SystemGroup', () => {
       expect(view?.byTestId('identity-preset-field')?.dataset['value']).toBe('monitor_4k_holtek'),
     );
     expect((view.byTestId('usb-vendor-id') as HTMLInputElement).value).toBe(preset.otg_vendor_id);
+  });
+
+  it('reboots the device only after the confirm dialog', async () => {
+    const posts: RecordedRequest[] = [];
+    stubFetch(routes(posts));
+    view = await renderGroup();
+    click(view, 'system-reboot');
+    await flush();
+    expect(posts).toEqual([]);
+    click(view, 'confirm-ok');
+    await vi.waitFor(() => expect(posts.map((p) => p.path)).toEqual(['/api/upgrade/reboot']));
   });
 });

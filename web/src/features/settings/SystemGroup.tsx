@@ -10,12 +10,13 @@ import {
   type UsbIdentityError,
 } from '@kvm/protocol/identity';
 import type { SystemParams, UsbIdentityField } from '@kvm/protocol/system';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
 import { IdentityStore } from '../system/identity-store';
 import { useStore } from '../system/store';
-import type { UsbIdentity } from '../system/system-api';
+import { rebootDevice, type UsbIdentity } from '../system/system-api';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 /** The USB identity form's fields: wire name, test id, label. */
@@ -159,6 +160,38 @@ export default function SystemGroup() {
           </Button>
         </Field>
       )}
+      <RebootControl />
     </SettingsGroup>
+  );
+}
+
+/** Reboot the device, after SPEC 2's confirm dialog; 'reboot failed' (SPEC 8) if refused. */
+function RebootControl() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const [open, setOpen] = useState(false);
+  return (
+    <Field label={t('settings.system.rebootTitle')}>
+      <Button danger size="small" data-testid="system-reboot" onClick={() => setOpen(true)}>
+        {t('settings.system.reboot')}
+      </Button>
+      <ConfirmDialog
+        open={open}
+        okText={t('settings.system.reboot')}
+        onCancel={() => setOpen(false)}
+        onConfirm={async () => {
+          try {
+            await rebootDevice();
+          } catch (err) {
+            void message.error(errorMessage(err, t('settings.system.rebootFailed')));
+            throw err;
+          }
+          setOpen(false);
+          void message.success(t('settings.system.rebooting'));
+        }}
+      >
+        {t('settings.system.rebootConfirm')}
+      </ConfirmDialog>
+    </Field>
   );
 }

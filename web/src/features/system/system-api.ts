@@ -132,6 +132,11 @@ export function setEdid(hex: string): Promise<unknown> {
 
 // ---- System params and USB identity (GL §5.3, 5.13) ----
 
+/** GL `GET /api/upgrade/reboot`: the device restarts (the console's heartbeat sees it go and come back). */
+export function rebootDevice(): Promise<unknown> {
+  return api.get('/upgrade/reboot');
+}
+
 export function getSystemParams(signal?: AbortSignal): Promise<SystemParams> {
   return api.get<SystemParams>('/system/get_param', { signal });
 }
