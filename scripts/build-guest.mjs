@@ -50,13 +50,9 @@ const scriptHash = createHash('sha256')
  *   an EDID was applied: server drivers/qemu/display.ts) when init loads it.
  * - consoleblank=0: the screen never blanks (the e2e reads it at any time).
  */
-const CMDLINE = [
-  'console=ttyS0',
-  'console=tty1',
-  'quiet',
-  'loglevel=3',
-  'consoleblank=0',
-].join(' ');
+const CMDLINE = ['console=ttyS0', 'console=tty1', 'quiet', 'loglevel=3', 'consoleblank=0'].join(
+  ' ',
+);
 
 /** Modules loaded at boot (with their dependencies from the modules' own `depends=`). */
 const MODULES = [
