@@ -35,6 +35,9 @@ export default defineConfig({
           hookTimeout: 60_000,
           fileParallelism: false,
           maxWorkers: 1,
+          // Alone, after every other project: the QEMU guest and Chromium specs time input and
+          // frames, and a server test booting its own VM beside them starves both of CPU.
+          sequence: { groupOrder: 1 },
         },
       },
     ],
