@@ -18,3 +18,4 @@ export * from './system';
 export * from './network';
 export * from './identity';
 export * from './edid/index';
+export * from './upgrade';
