@@ -2,6 +2,7 @@ import { useEffect } from 'react';
 import { Descriptions, Modal } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { fetchInfo, selectFirmwareVersion, useInfo } from '../device-info/info-store';
+import UpgradeControl from '../upgrade/UpgradeControl';
 
 /**
  * SPEC 2 help/about: the firmware version (from the `info` event, else GET /api/info).
@@ -22,6 +23,7 @@ export default function HelpDialog({ onClose }: { onClose: () => void }) {
           <span data-testid="about-version">{version ?? '—'}</span>
         </Descriptions.Item>
       </Descriptions>
+      <UpgradeControl />
     </Modal>
   );
 }

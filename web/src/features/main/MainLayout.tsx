@@ -4,6 +4,7 @@ import { Outlet } from 'react-router';
 import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
 import { useViewport } from '../../components/hooks';
 import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
+import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
@@ -65,6 +66,7 @@ export default function MainLayout() {
         </main>
       </div>
       <VirtualKeyboardHost />
+      <UpgradeHost />
       <StatusBar />
     </div>
   );

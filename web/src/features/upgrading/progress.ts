@@ -15,3 +15,10 @@ export function upgradeProgress(elapsedMs: number): number {
     Math.floor((elapsedMs / UPGRADE_EXPECTED_MS) * UPGRADE_PROGRESS_CAP),
   );
 }
+
+/** The device's version is asked every second once polling runs. */
+export const UPGRADE_POLL_MS = 1_000;
+/** SPEC 2: the reload to the root follows the success message after 1 s. */
+export const UPGRADE_DONE_RELOAD_MS = 1_000;
+/** No answer either way by then: the upgrade is reported failed (the device may need a hand). */
+export const UPGRADE_GIVE_UP_MS = 10 * 60_000;

@@ -1,0 +1,140 @@
+import { useEffect, useState } from 'react';
+import { Alert, Button, Checkbox, Space, Typography } from 'antd';
+import { useTranslation } from 'react-i18next';
+import { useNavigate } from 'react-router';
+import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { useMessage } from '../../components/notify';
+import {
+  answerCancelDownload,
+  beginDownload,
+  checkVersion,
+  dismissConfirm,
+  dismissTip,
+  offeredVersion,
+  resumeDownload,
+  runUpgrade,
+  tipVersion,
+  useUpgrade,
+} from './upgrade-store';
+
+/** What the console does with the answer of start (SPEC 4 step 4). */
+export function useUpgradeOutcome(): (saveConfig: boolean) => Promise<void> {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const navigate = useNavigate();
+  return async (saveConfig) => {
+    const outcome = await runUpgrade(saveConfig);
+    if (outcome.kind === 'started') {
+      void message.success(t('upgrade.started'));
+      void navigate('/upgrading');
+      return;
+    }
+    void message.error(t(outcome.verification ? 'upgrade.verifyFailed' : 'upgrade.failed'));
+  };
+}
+
+/** The confirm of SPEC 4 step 3, with the save-config option (checked by default). */
+function ConfirmUpgrade() {
+  const source = useUpgrade((s) => s.confirm);
+  // Keyed by the source: every opening starts with save-config checked again.
+  return <ConfirmUpgradeDialog key={source ?? 'closed'} source={source} />;
+}
+
+function ConfirmUpgradeDialog({ source }: { source: 'download' | 'upload' | null }) {
+  const { t } = useTranslation();
+  const version = useUpgrade((s) => offeredVersion(s.compare));
+  const [saveConfig, setSaveConfig] = useState(true);
+  const upgrade = useUpgradeOutcome();
+
+  return (
+    <ConfirmDialog
+      open={source !== null}
+      okText={t('upgrade.upgradeNow')}
+      onConfirm={() => upgrade(saveConfig)}
+      onCancel={dismissConfirm}
+    >
+      <Space direction="vertical" data-testid="upgrade-confirm">
+        <Typography.Text>
+          {source === 'download' && version
+            ? t('upgrade.confirmDownloaded', { version })
+            : t('upgrade.confirmUploaded')}
+        </Typography.Text>
+        <Typography.Text type="warning">{t('upgrade.confirmWarning')}</Typography.Text>
+        <Checkbox
+          checked={saveConfig}
+          onChange={(event) => setSaveConfig(event.target.checked)}
+          data-testid="upgrade-save-config"
+        >
+          {t('upgrade.saveConfig')}
+        </Checkbox>
+      </Space>
+    </ConfirmDialog>
+  );
+}
+
+function AskCancelDownload() {
+  const { t } = useTranslation();
+  const open = useUpgrade((s) => s.askCancelDownload);
+  return (
+    <ConfirmDialog
+      open={open}
+      okText={t('upgrade.cancelDownload')}
+      onConfirm={() => answerCancelDownload(true)}
+      onCancel={() => void answerCancelDownload(false)}
+    >
+      <span data-testid="upgrade-ask-cancel-download">{t('upgrade.askCancelDownload')}</span>
+    </ConfirmDialog>
+  );
+}
+
+/** SPEC 4 step 1: the new-version tip, remembered per server version. */
+function NewVersionTip() {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const version = useUpgrade(tipVersion);
+  const downloading = useUpgrade((s) => s.download.status !== 'none');
+  if (!version) return null;
+  return (
+    <Alert
+      data-testid="upgrade-tip"
+      type="info"
+      showIcon
+      closable
+      onClose={dismissTip}
+      style={{ position: 'fixed', top: 56, right: 16, zIndex: 1000, maxWidth: 360 }}
+      message={t('upgrade.tip', { version })}
+      action={
+        <Button
+          size="small"
+          type="primary"
+          disabled={downloading}
+          data-testid="upgrade-tip-download"
+          onClick={() => {
+            dismissTip();
+            beginDownload().catch(() => void message.error(t('upgrade.downloadFailed')));
+          }}
+        >
+          {t('upgrade.download')}
+        </Button>
+      }
+    />
+  );
+}
+
+/**
+ * Mounted once in the main layout: the version check on load, the tip, and the dialogs of a
+ * download that finishes in the background or an uploaded package.
+ */
+export default function UpgradeHost() {
+  useEffect(() => {
+    void checkVersion();
+    void resumeDownload();
+  }, []);
+  return (
+    <>
+      <NewVersionTip />
+      <ConfirmUpgrade />
+      <AskCancelDownload />
+    </>
+  );
+}

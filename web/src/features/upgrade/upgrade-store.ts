@@ -1,0 +1,259 @@
+/**
+ * The console's firmware upgrade state (SPEC 4 "Upgrade flow"): the version check and its tip,
+ * the online download polled every second (kept running while the upgrade control is closed),
+ * the package upload and the confirm step. One module-level store, so the download and the
+ * upload outlive the dialog that started them.
+ */
+import { useSyncExternalStore } from 'react';
+import { isNewer } from './version-order';
+import { readStorage, writeStorage } from '../../lib/storage';
+import { UploadController } from '../storage/upload';
+import {
+  cancelDownload,
+  compareVersion,
+  getDownloadInfo,
+  getVersion,
+  startDownload,
+  startUpgrade,
+  uploadPackage,
+  type StartResult,
+  type UpgradeCompare,
+} from './upgrade-api';
+
+/** SPEC 4: download progress is polled every second. */
+export const DOWNLOAD_POLL_MS = 1_000;
+/** Local storage: the server version whose new-version tip was dismissed. */
+export const TIP_DISMISSED_KEY = 'upgrade_tip_dismissed_version';
+/** Session storage: what /upgrading compares the device's answers with. */
+export const UPGRADE_FROM_KEY = 'upgrade_from_version';
+export const UPGRADE_SAVE_CONFIG_KEY = 'upgrade_save_config';
+
+export type DownloadStatus = 'none' | 'downloading' | 'downloaded';
+
+export interface UpgradeState {
+  compare: UpgradeCompare | null;
+  checking: boolean;
+  /** The server version whose tip was dismissed (local storage). */
+  tipDismissed: string | null;
+  download: { status: DownloadStatus; size: number; total: number; failed: boolean };
+  /** The upgrade control (help dialog) is open: no confirm pops up by itself then. */
+  controlOpen: boolean;
+  /** The confirm dialog is showing, for this source. */
+  confirm: 'download' | 'upload' | null;
+  /** Cancelling the confirm of a download asks whether to cancel the download too. */
+  askCancelDownload: boolean;
+}
+
+export type UpgradeOutcome =
+  { kind: 'started' } | { kind: 'failed'; verification: boolean; message: string };
+
+function initialState(): UpgradeState {
+  return {
+    compare: null,
+    checking: false,
+    tipDismissed: readStorage(TIP_DISMISSED_KEY),
+    download: { status: 'none', size: 0, total: 0, failed: false },
+    controlOpen: false,
+    confirm: null,
+    askCancelDownload: false,
+  };
+}
+
+let state: UpgradeState = initialState();
+const listeners = new Set<() => void>();
+let pollTimer: ReturnType<typeof setInterval> | null = null;
+let polling = false;
+
+function set(patch: Partial<UpgradeState>): void {
+  state = { ...state, ...patch };
+  for (const listener of [...listeners]) listener();
+}
+
+function subscribe(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+export function getUpgradeState(): UpgradeState {
+  return state;
+}
+
+export function useUpgrade<T>(select: (s: UpgradeState) => T): T {
+  return useSyncExternalStore(subscribe, () => select(state));
+}
+
+/** The console's one firmware upload, kept while the control is closed. */
+export const firmwareUploader = new UploadController();
+
+/** The release the device offers when it is newer than the running one, else null. */
+export function offeredVersion(compare: UpgradeCompare | null): string | null {
+  if (!compare?.server_version || compare.error) return null;
+  return isNewer(compare.server_version, compare.local_version) ? compare.server_version : null;
+}
+
+/** SPEC 4: the tip shows for a newer server version until that version's tip is dismissed. */
+export function tipVersion(s: UpgradeState): string | null {
+  const offered = offeredVersion(s.compare);
+  return offered && offered !== s.tipDismissed ? offered : null;
+}
+
+export function dismissTip(): void {
+  const offered = offeredVersion(state.compare);
+  if (!offered) return;
+  writeStorage(TIP_DISMISSED_KEY, offered);
+  set({ tipDismissed: offered });
+}
+
+export async function checkVersion(): Promise<UpgradeCompare | null> {
+  set({ checking: true });
+  try {
+    const compare = await compareVersion();
+    set({ compare, checking: false });
+    return compare;
+  } catch {
+    set({ checking: false });
+    return null;
+  }
+}
+
+function stopPolling(): void {
+  if (pollTimer !== null) clearInterval(pollTimer);
+  pollTimer = null;
+}
+
+async function pollOnce(): Promise<void> {
+  if (polling) return;
+  polling = true;
+  try {
+    const info = await getDownloadInfo();
+    if (state.download.status !== 'downloading') return;
+    if (info.total_size <= 0) {
+      // Cancelled, replaced by an upload, or lost by a restart of the device.
+      stopPolling();
+      set({ download: { status: 'none', size: 0, total: 0, failed: true } });
+      return;
+    }
+    if (info.size >= info.total_size) {
+      stopPolling();
+      set({
+        download: { status: 'downloaded', size: info.size, total: info.total_size, failed: false },
+        confirm: state.controlOpen ? state.confirm : 'download',
+      });
+      return;
+    }
+    set({ download: { ...state.download, size: info.size, total: info.total_size } });
+  } catch {
+    // The next tick asks again; a busy device is not a failed download.
+  } finally {
+    polling = false;
+  }
+}
+
+function startPolling(): void {
+  stopPolling();
+  pollTimer = setInterval(() => void pollOnce(), DOWNLOAD_POLL_MS);
+}
+
+/** Starts the online download (GL answers with the size at once and keeps going). */
+export async function beginDownload(beta = false): Promise<void> {
+  if (state.download.status === 'downloading') return;
+  set({ download: { status: 'downloading', size: 0, total: 0, failed: false } });
+  try {
+    const { size } = await startDownload(beta);
+    set({ download: { ...state.download, total: size } });
+    startPolling();
+  } catch (err) {
+    set({ download: { status: 'none', size: 0, total: 0, failed: true } });
+    throw err;
+  }
+}
+
+/** On load: a download the device is still running (another tab, a reload) is followed again. */
+export async function resumeDownload(): Promise<void> {
+  if (state.download.status !== 'none') return;
+  try {
+    const info = await getDownloadInfo();
+    if (info.total_size > 0 && info.size < info.total_size) {
+      set({
+        download: { status: 'downloading', size: info.size, total: info.total_size, failed: false },
+      });
+      startPolling();
+    }
+  } catch {
+    // Nothing to follow.
+  }
+}
+
+export function setControlOpen(open: boolean): void {
+  if (state.controlOpen !== open) set({ controlOpen: open });
+}
+
+export function requestConfirm(source: 'download' | 'upload'): void {
+  set({ confirm: source, askCancelDownload: false });
+}
+
+/** The confirm dialog was cancelled: a download's asks whether to cancel the download. */
+export function dismissConfirm(): void {
+  set({ confirm: null, askCancelDownload: state.confirm === 'download' });
+}
+
+export async function answerCancelDownload(cancel: boolean): Promise<void> {
+  set({ askCancelDownload: false });
+  if (!cancel) return;
+  stopPolling();
+  await cancelDownload();
+  set({ download: { status: 'none', size: 0, total: 0, failed: false } });
+}
+
+/** Uploads a package; on success the confirm dialog follows (SPEC 4). */
+export async function uploadFirmware(file: File): Promise<void> {
+  // GL's upload resets the download (total_size 0): stop following it.
+  stopPolling();
+  set({ download: { status: 'none', size: 0, total: 0, failed: false } });
+  await uploadPackage(firmwareUploader, file);
+  requestConfirm('upload');
+}
+
+function describeFailure(result: StartResult): UpgradeOutcome {
+  const verification = result.signature_valid === false || result.firmware_valid === false;
+  return { kind: 'failed', verification, message: result.message ?? '' };
+}
+
+/**
+ * Starts the upgrade. The version before it goes to session storage for /upgrading, which
+ * tells success (another version answers) from a rollback (the same one answers again).
+ */
+export async function runUpgrade(saveConfig: boolean): Promise<UpgradeOutcome> {
+  let from = state.compare?.local_version;
+  if (!from)
+    from = await getVersion().then(
+      (v) => v.version,
+      () => undefined,
+    );
+  try {
+    if (from) sessionStorage.setItem(UPGRADE_FROM_KEY, from);
+    sessionStorage.setItem(UPGRADE_SAVE_CONFIG_KEY, saveConfig ? '1' : '0');
+  } catch {
+    // Without session storage /upgrading asks the device for its version first.
+  }
+  set({ confirm: null, askCancelDownload: false });
+  try {
+    const result = await startUpgrade(saveConfig);
+    if (result.status === 'Upgrade started') return { kind: 'started' };
+    return describeFailure(result);
+  } catch (err) {
+    return {
+      kind: 'failed',
+      verification: false,
+      message: err instanceof Error ? err.message : '',
+    };
+  }
+}
+
+/** Tests: back to a fresh console. */
+export function resetUpgradeStore(): void {
+  stopPolling();
+  polling = false;
+  state = initialState();
+  for (const listener of [...listeners]) listener();
+}
