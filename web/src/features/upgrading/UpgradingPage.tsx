@@ -122,6 +122,7 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
     <div
       data-testid="upgrading-page"
       data-phase={phase}
+      data-percent={percent}
       style={{
         minHeight: '100%',
         display: 'flex',

@@ -1,0 +1,200 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act } from 'react';
+import { MemoryRouter, Route, Routes } from 'react-router';
+import { NotifyProvider } from '../../components/notify';
+import en from '../../i18n/en.json';
+import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import UpgradeControl from './UpgradeControl';
+import UpgradeHost from './UpgradeHost';
+import {
+  getUpgradeState,
+  requestConfirm,
+  resetUpgradeStore,
+  TIP_DISMISSED_KEY,
+} from './upgrade-store';
+
+const COMPARE = {
+  local_version: 'V1.2.0 release1',
+  server_version: 'V1.3.0 release1',
+  release_note: 'Faster video',
+  release_note_cn: '视频更快',
+  error: null,
+};
+
+let view: Rendered | undefined;
+let requests: RecordedRequest[];
+let startAnswer: () => Response;
+let downloaded: number;
+let total: number;
+
+const count = (path: string) => requests.filter((r) => r.path === path).length;
+
+async function until(check: () => unknown, timeout = 3_000) {
+  await vi.waitFor(
+    async () => {
+      await flush(1);
+      if (!check()) throw new Error('not yet');
+    },
+    { timeout, interval: 20 },
+  );
+}
+
+async function click(el: Element | null | undefined) {
+  if (!(el instanceof HTMLElement)) throw new Error('no element');
+  await act(async () => el.click());
+  await flush();
+}
+
+/** The OK or cancel button of the open dialog that holds this test id. */
+function dialogButton(testId: string, which: 'confirm-ok' | 'confirm-cancel') {
+  const body = document.querySelector(`[data-testid="${testId}"]`);
+  return body?.closest('.ant-modal')?.querySelector(`[data-testid="${which}"]`);
+}
+
+function saveConfigBox(): HTMLInputElement | null {
+  const el = view?.byTestId('upgrade-save-config');
+  return el instanceof HTMLInputElement ? el : (el?.querySelector('input') ?? null);
+}
+
+async function mount(withControl = false) {
+  view = await render(
+    <NotifyProvider>
+      <MemoryRouter initialEntries={['/']}>
+        <Routes>
+          <Route
+            path="/"
+            element={
+              <>
+                <UpgradeHost />
+                {withControl && <UpgradeControl />}
+              </>
+            }
+          />
+          <Route path="/upgrading" element={<div data-testid="at-upgrading" />} />
+        </Routes>
+      </MemoryRouter>
+    </NotifyProvider>,
+  );
+  await until(() => getUpgradeState().compare);
+}
+
+beforeEach(() => {
+  localStorage.clear();
+  sessionStorage.clear();
+  resetUpgradeStore();
+  downloaded = 0;
+  total = 0;
+  startAnswer = () => envelope(200, { status: 'Upgrade started', stdout: '', stderr: '' });
+  ({ requests } = stubFetch({
+    '/api/upgrade/compare': () => envelope(200, COMPARE),
+    '/api/upgrade/download': () => {
+      total = 1000;
+      return envelope(200, { size: 1000 });
+    },
+    '/api/upgrade/download_info': () => envelope(200, { size: downloaded, total_size: total }),
+    '/api/upgrade/download_cancel': () => envelope(200, { status: 'success', message: '' }),
+    '/api/upgrade/start': () => startAnswer(),
+  }));
+});
+
+afterEach(() => {
+  view?.unmount();
+  view = undefined;
+  resetUpgradeStore();
+  vi.unstubAllGlobals();
+  localStorage.clear();
+  document.body.innerHTML = '';
+});
+
+describe('UpgradeHost (SPEC 4)', () => {
+  it('checks the version on load and shows the tip until that version is dismissed', async () => {
+    await mount();
+    expect(count('/api/upgrade/compare')).toBe(1);
+    expect(count('/api/upgrade/download_info')).toBe(1);
+    const tip = view?.byTestId('upgrade-tip');
+    expect(tip?.textContent).toContain('V1.3.0 release1');
+    await click(tip?.querySelector('.ant-alert-close-icon'));
+    await until(() => !view?.byTestId('upgrade-tip'));
+    expect(localStorage.getItem(TIP_DISMISSED_KEY)).toBe('V1.3.0 release1');
+
+    // The next visit shows no tip for the same version.
+    view?.unmount();
+    resetUpgradeStore();
+    await mount();
+    expect(view?.byTestId('upgrade-tip')).toBeNull();
+  });
+
+  it('the tip downloads; the finished background download opens the confirm', async () => {
+    await mount();
+    await click(view?.byTestId('upgrade-tip-download'));
+    expect(count('/api/upgrade/download')).toBe(1);
+    downloaded = 1000;
+    await until(() => view?.byTestId('upgrade-confirm'), 3_000);
+    expect(view?.byTestId('upgrade-confirm')?.textContent).toContain('V1.3.0 release1');
+  });
+
+  it('confirm starts with save_config (checked by default), toasts and opens /upgrading', async () => {
+    await mount();
+    requestConfirm('download');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    const box = saveConfigBox();
+    expect(box?.checked).toBe(true);
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => view?.byTestId('at-upgrading'));
+    const start = requests.find((r) => r.path === '/api/upgrade/start');
+    expect(start?.method).toBe('POST');
+    expect(start?.query.get('save_config')).toBe('1');
+    expect(document.body.textContent).toContain(en.upgrade.started);
+  });
+
+  it('unchecked save-config sends save_config=0; a failed check shows verification failed', async () => {
+    startAnswer = () =>
+      envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: true });
+    await mount();
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(saveConfigBox());
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => document.body.textContent?.includes(en.upgrade.verifyFailed));
+    expect(requests.find((r) => r.path === '/api/upgrade/start')?.query.get('save_config')).toBe(
+      '0',
+    );
+    expect(view?.byTestId('at-upgrading')).toBeNull();
+  });
+
+  it('any other failure shows Upgrade failed (try again or upload a new package)', async () => {
+    startAnswer = () => envelope(200, { status: 'Upgrade failed', message: 'broken' });
+    await mount();
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => document.body.textContent?.includes(en.upgrade.failed));
+  });
+
+  it('cancelling the confirm of a download asks whether to cancel the download', async () => {
+    await mount();
+    requestConfirm('download');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-cancel'));
+    await until(() => view?.byTestId('upgrade-ask-cancel-download'));
+    await click(dialogButton('upgrade-ask-cancel-download', 'confirm-ok'));
+    await until(() => count('/api/upgrade/download_cancel') === 1);
+    expect(count('/api/upgrade/start')).toBe(0);
+  });
+});
+
+describe('UpgradeControl', () => {
+  it('while open, a finished download waits for its Upgrade button instead of popping up', async () => {
+    await mount(true);
+    expect(view?.byTestId('upgrade-latest')?.textContent).toBe('V1.3.0 release1');
+    expect(view?.byTestId('upgrade-control')?.textContent).toContain('Faster video');
+    await click(view?.byTestId('upgrade-download'));
+    await until(() => view?.byTestId('upgrade-download-progress'));
+    downloaded = 1000;
+    await until(() => view?.byTestId('upgrade-now'), 3_000);
+    expect(view?.byTestId('upgrade-confirm')).toBeNull();
+    await click(view?.byTestId('upgrade-now'));
+    await until(() => view?.byTestId('upgrade-confirm'));
+  });
+});
