@@ -197,4 +197,47 @@ describe('UpgradeControl', () => {
     await click(view?.byTestId('upgrade-now'));
     await until(() => view?.byTestId('upgrade-confirm'));
   });
+
+  it('uploads a package with progress and speed, then asks to confirm', async () => {
+    const sent: Array<{ url: string; body: unknown; xhr: Record<string, unknown> }> = [];
+    class FakeXhr {
+      upload: { onprogress: ((e: ProgressEvent) => void) | null } = { onprogress: null };
+      onload: (() => void) | null = null;
+      onerror = null;
+      onabort = null;
+      ontimeout = null;
+      timeout = -1;
+      status = 0;
+      responseText = '';
+      url = '';
+      open(_m: string, url: string) {
+        this.url = url;
+      }
+      setRequestHeader() {}
+      send(body: unknown) {
+        sent.push({ url: this.url, body, xhr: this as unknown as Record<string, unknown> });
+      }
+      abort() {}
+    }
+    vi.stubGlobal('XMLHttpRequest', FakeXhr);
+    await mount(true);
+    const input = view?.byTestId('upgrade-file') as HTMLInputElement;
+    const file = new File([new Uint8Array(2048)], 'kvm.pkg');
+    Object.defineProperty(input, 'files', { value: [file], configurable: true });
+    await act(async () => input.dispatchEvent(new Event('change', { bubbles: true })));
+    expect(sent[0]?.url).toBe('/api/upgrade/upload');
+    const xhr = sent[0]?.xhr as unknown as FakeXhr;
+    await act(async () =>
+      xhr.upload.onprogress?.(
+        new ProgressEvent('progress', { loaded: 1024, total: 2048, lengthComputable: true }),
+      ),
+    );
+    await until(() => view?.byTestId('upgrade-upload-progress'));
+    expect(view?.byTestId('upgrade-upload-progress')?.textContent).toContain('50%');
+    xhr.status = 200;
+    xhr.responseText = JSON.stringify({ ok: true, result: { filename: 'kvm.pkg', size: 2048 } });
+    await act(async () => xhr.onload?.());
+    await until(() => view?.byTestId('upgrade-confirm'));
+    expect(view?.byTestId('upgrade-confirm')?.textContent).toContain(en.upgrade.confirmUploaded);
+  });
 });

@@ -254,6 +254,8 @@ export async function runUpgrade(saveConfig: boolean): Promise<UpgradeOutcome> {
 export function resetUpgradeStore(): void {
   stopPolling();
   polling = false;
+  firmwareUploader.cancel();
+  firmwareUploader.clear();
   state = initialState();
   for (const listener of [...listeners]) listener();
 }
