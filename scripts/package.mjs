@@ -198,7 +198,7 @@ async function main() {
   const manifestData = Buffer.from(`${JSON.stringify(manifest, null, 1)}\n`);
   const sig = Buffer.from(`${sign(null, manifestData, key).toString('base64')}\n`);
 
-  const outDir = resolve(args.out ?? join(root, 'release'));
+  const outDir = resolve(args.out ?? join(root, 'dist'));
   mkdirSync(outDir, { recursive: true });
   const name = `kvm-${model}-${version.npm}.pkg`;
   const outFile = join(outDir, name);

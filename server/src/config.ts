@@ -188,6 +188,39 @@ const configSchema = z.strictObject({
         .default('US'),
     })
     .prefault({}),
+  /** Firmware upgrade (issue 12, docs/upgrade.md): channels and the keys packages are signed with. */
+  upgrade: z
+    .strictObject({
+      /** Release channel base URL (GL layout: list-sha256.txt, metadata_<version>); null = none. */
+      channel_url: z
+        .string()
+        .regex(/^https?:\/\//)
+        .max(2000)
+        .nullable()
+        .default(null),
+      beta_channel_url: z
+        .string()
+        .regex(/^https?:\/\//)
+        .max(2000)
+        .nullable()
+        .default(null),
+      /** ed25519 public keys packages must be signed by: PEM text or a PEM file's path. */
+      trusted_keys: z.array(z.string().min(1).max(10_000)).max(16).default([]),
+      /** Whether `start?skip_verify=true` may install an unverified package. */
+      allow_skip_verify: z.boolean().default(false),
+    })
+    .prefault({}),
+  support: z
+    .strictObject({
+      /** Where contact-support requests are POSTed (multipart); null keeps them as bundles. */
+      url: z
+        .string()
+        .regex(/^https?:\/\//)
+        .max(2000)
+        .nullable()
+        .default(null),
+    })
+    .prefault({}),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

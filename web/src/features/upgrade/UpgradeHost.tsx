@@ -46,6 +46,11 @@ function ConfirmUpgradeDialog({ source }: { source: 'download' | 'upload' | null
   const [saveConfig, setSaveConfig] = useState(true);
   const upgrade = useUpgradeOutcome();
 
+  useEffect(() => {
+    // The device restarts 1 s after start answers: /upgrading must not need the server then.
+    if (source) void import('../upgrading/UpgradingPage').catch(() => undefined);
+  }, [source]);
+
   return (
     <ConfirmDialog
       open={source !== null}
