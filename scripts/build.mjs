@@ -40,6 +40,8 @@ async function buildServer() {
     outdir: join(root, 'server/dist'),
     bundle: true,
     plugins: [lazyWebrtcPeer],
+    // A native addon cannot be bundled: main.js requires it from node_modules at run time.
+    external: ['node-pty'],
     platform: 'node',
     format: 'esm',
     target: 'node20',

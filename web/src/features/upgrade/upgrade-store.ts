@@ -5,7 +5,7 @@
  * upload outlive the dialog that started them.
  */
 import { useSyncExternalStore } from 'react';
-import { isNewer } from './version-order';
+import { isNewer } from '@kvm/protocol/upgrade';
 import { readStorage, writeStorage } from '../../lib/storage';
 import { UploadController } from '../storage/upload';
 import {
@@ -88,7 +88,7 @@ export const firmwareUploader = new UploadController();
 /** The release the device offers when it is newer than the running one, else null. */
 export function offeredVersion(compare: UpgradeCompare | null): string | null {
   if (!compare?.server_version || compare.error) return null;
-  return isNewer(compare.server_version, compare.local_version) ? compare.server_version : null;
+  return isNewer(compare.local_version, compare.server_version) ? compare.server_version : null;
 }
 
 /** SPEC 4: the tip shows for a newer server version until that version's tip is dismissed. */

@@ -1,0 +1,174 @@
+/**
+ * The terminal sockets against a real pty: ttyd's handshake, echo, resize, the per-session
+ * bound, the session's end; and the serial line over a unix socket of the test's own.
+ */
+import { rm } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import WebSocket from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { UnixSocketSerial } from '../terminal/backends';
+
+let app: FastifyInstance | null = null;
+let dir: string | null = null;
+const clients: WebSocket[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.terminate();
+  await app?.close();
+  app = null;
+  if (dir) await rm(dir, { recursive: true, force: true });
+  dir = null;
+});
+
+async function start(): Promise<{ base: string; token: string }> {
+  dir = await tempDataDir();
+  app = await newApp(dir);
+  const token = await initAndLogin(app);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no address');
+  return { base: `ws://127.0.0.1:${addr.port}`, token };
+}
+
+/** A ttyd client: collects OUTPUT text and the other frames. */
+function term(url: string, token: string | null, hello = true) {
+  const ws = new WebSocket(
+    url,
+    ['tty'],
+    token ? { headers: { cookie: `auth_token=${token}` } } : {},
+  );
+  clients.push(ws);
+  const state = { out: '', frames: [] as Buffer[], close: 0, status: 0, opened: false };
+  ws.on('message', (d: Buffer) => {
+    state.frames.push(d);
+    if (d[0] === 0x30) state.out += d.subarray(1).toString('utf8');
+  });
+  ws.on('open', () => {
+    state.opened = true;
+    if (hello) ws.send(JSON.stringify({ AuthToken: '', columns: 80, rows: 24 }));
+  });
+  ws.on('close', (code) => (state.close = code));
+  ws.on('unexpected-response', (_req, res) => (state.status = res.statusCode ?? 0));
+  ws.on('error', () => undefined);
+  const input = (text: string) => ws.send(Buffer.from(`0${text}`));
+  return { ws, state, input };
+}
+
+const rand = () => 10_000 + Math.floor(Math.random() * 80_000);
+
+describe('terminal sockets', () => {
+  it('needs a session', async () => {
+    const { base } = await start();
+    const t = term(`${base}/extras/webterm/ttyd/ws`, null);
+    await expect.poll(() => t.state.status).toBeGreaterThanOrEqual(400);
+    expect(t.state.opened).toBe(false);
+  });
+
+  it('speaks ttyd: title, preferences, echo through the shell, resize reaches the pty', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/extras/webterm/ttyd/ws`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThanOrEqual(2);
+    expect(t.ws.protocol).toBe('tty');
+    expect(t.state.frames[0]![0]).toBe(0x31); // SET_WINDOW_TITLE
+    expect(t.state.frames[1]!.toString()).toBe('2{}'); // SET_PREFERENCES
+    const n = rand();
+    t.input(`echo hi-$((${n}+1))\r`);
+    await expect.poll(() => t.state.out, { timeout: 10_000 }).toContain(`hi-${n + 1}`);
+    t.ws.send(Buffer.from('1' + JSON.stringify({ columns: 101, rows: 33 })));
+    t.input('stty size\r');
+    await expect.poll(() => t.state.out, { timeout: 10_000 }).toContain('33 101');
+  });
+
+  it('answers a bad target with 400 and a fifth terminal of a session with 429', async () => {
+    const { base, token } = await start();
+    const bad = term(`${base}/api/terminal/ws?target=nope`, token);
+    await expect.poll(() => bad.state.status).toBe(400);
+    const four = [1, 2, 3, 4].map(() => term(`${base}/api/terminal/ws?target=device`, token));
+    for (const t of four) await expect.poll(() => t.state.frames.length).toBeGreaterThan(0);
+    const fifth = term(`${base}/api/terminal/ws`, token);
+    await expect.poll(() => fifth.state.status).toBe(429);
+    // one closes: room for another
+    four[0]!.ws.close();
+    await expect
+      .poll(async () => {
+        const again = term(`${base}/api/terminal/ws`, token, false);
+        await expect.poll(() => again.state.opened || again.state.status > 0).toBe(true);
+        again.ws.terminate();
+        return again.state.opened;
+      })
+      .toBe(true);
+  });
+
+  it('closes with 4001 and ends the shell when the session ends', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    t.input('echo pid-$$-end\r');
+    await expect.poll(() => /pid-(\d+)-end/.exec(t.state.out), { timeout: 10_000 }).toBeTruthy();
+    const pid = Number(/pid-(\d+)-end/.exec(t.state.out)![1]);
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    await app!.inject({ method: 'POST', url: '/api/auth/logout', headers: { token } });
+    await expect.poll(() => t.state.close).toBe(4001);
+    await expect
+      .poll(() => {
+        try {
+          process.kill(pid, 0);
+          return 'alive';
+        } catch {
+          return 'gone';
+        }
+      })
+      .toBe('gone');
+  });
+
+  it('says so on the testbed, which has no serial line', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/api/terminal/ws?target=serial`, token);
+    await expect.poll(() => t.state.out).toContain('no serial line');
+    await expect.poll(() => t.state.close).toBe(1000);
+  });
+});
+
+describe('UnixSocketSerial', () => {
+  let server: Server | null = null;
+  let sockDir: string | null = null;
+  afterEach(async () => {
+    await new Promise((r) => (server ? server.close(r) : r(null)));
+    server = null;
+    if (sockDir) await rm(sockDir, { recursive: true, force: true });
+  });
+
+  it('carries bytes both ways, one terminal at a time', async () => {
+    sockDir = await tempDataDir();
+    const path = join(sockDir, 'serial.sock');
+    const peers: Socket[] = [];
+    let got = '';
+    server = createServer((s) => {
+      peers.push(s);
+      s.on('data', (d) => (got += d.toString()));
+    });
+    await new Promise<void>((r) => server!.listen(path, r));
+    const serial = new UnixSocketSerial(path);
+    const line = await serial.open();
+    if (typeof line === 'string') throw new Error(line);
+    let out = '';
+    line.onData((d) => (out += d.toString()));
+    line.write(Buffer.from('root\r'));
+    await expect.poll(() => got).toBe('root\r');
+    await expect.poll(() => peers.length).toBe(1);
+    peers[0]!.write('login: ');
+    await expect.poll(() => out).toBe('login: ');
+    expect(await serial.open()).toMatch(/in use/);
+    line.kill();
+    const again = await serial.open();
+    expect(typeof again).toBe('object');
+    if (typeof again !== 'string') again.kill();
+    for (const p of peers) p.destroy();
+  });
+
+  it('reports a missing socket', async () => {
+    expect(await new UnixSocketSerial('/nonexistent/serial.sock').open()).toMatch(/not available/);
+  });
+});
