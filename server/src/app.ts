@@ -63,6 +63,9 @@ import { networkRoutes } from './routes/network';
 import { repeaterRoutes } from './routes/repeater';
 import { twoFaRoutes } from './routes/twofa';
 import { wsRoutes } from './routes/ws';
+import { terminalRoutes } from './routes/terminal';
+import { TerminalService } from './terminal/terminal-service';
+import { serialConsoleFor } from './terminal/backends';
 import { AuthService } from './services/auth/auth-service';
 import { SettingsStore } from './services/settings-store';
 import { removeStaleTemps } from './storage/atomic';
@@ -339,6 +342,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   networkRoutes(app, ctx.network);
   repeaterRoutes(app, ctx.wifi);
   wsRoutes(app, events, sockets);
+  terminalRoutes(
+    app,
+    new TerminalService({
+      serial: serialConsoleFor(ctx.drivers.target, config.data_dir),
+      log: app.log,
+    }),
+    sockets,
+  );
   streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
   mediaRoutes(app, ctx.video, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });

@@ -134,7 +134,7 @@ export class TokenBucket {
   }
 }
 
-export type SocketKind = 'event' | 'media' | 'janus';
+export type SocketKind = 'event' | 'media' | 'janus' | 'terminal';
 
 export interface SocketOwner {
   kind: SocketKind;

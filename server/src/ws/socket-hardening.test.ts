@@ -42,7 +42,7 @@ afterEach(async () => {
 });
 
 interface Kind {
-  kind: SocketKind;
+  kind: Exclude<SocketKind, 'terminal'>;
   path: string;
   protocol?: string;
   ping: (ws: WebSocket) => void;
