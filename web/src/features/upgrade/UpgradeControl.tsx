@@ -7,6 +7,7 @@ import {
   beginDownload,
   checkVersion,
   firmwareUploader,
+  offeredBeta,
   offeredVersion,
   requestConfirm,
   setControlOpen,
@@ -30,6 +31,7 @@ export default function UpgradeControl() {
   const upload = useSyncExternalStore(firmwareUploader.subscribe, firmwareUploader.getSnapshot);
   const fileInput = useRef<HTMLInputElement>(null);
   const offered = offeredVersion(compare);
+  const beta = offeredBeta(compare);
 
   useEffect(() => {
     setControlOpen(true);
@@ -103,6 +105,17 @@ export default function UpgradeControl() {
             }
           >
             {t('upgrade.download')}
+          </Button>
+        )}
+        {beta && download.status === 'none' && (
+          <Button
+            disabled={uploading}
+            data-testid="upgrade-download-beta"
+            onClick={() =>
+              beginDownload(true).catch(() => void message.error(t('upgrade.downloadFailed')))
+            }
+          >
+            {t('upgrade.downloadBeta', { version: beta })}
           </Button>
         )}
         {download.status === 'downloaded' && (

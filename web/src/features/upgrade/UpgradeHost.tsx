@@ -42,7 +42,7 @@ function ConfirmUpgrade() {
 
 function ConfirmUpgradeDialog({ source }: { source: 'download' | 'upload' | null }) {
   const { t } = useTranslation();
-  const version = useUpgrade((s) => offeredVersion(s.compare));
+  const version = useUpgrade((s) => s.downloadVersion ?? offeredVersion(s.compare));
   const [saveConfig, setSaveConfig] = useState(true);
   const upgrade = useUpgradeOutcome();
 

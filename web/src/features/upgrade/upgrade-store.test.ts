@@ -10,6 +10,7 @@ import {
   dismissTip,
   firmwareUploader,
   getUpgradeState,
+  offeredBeta,
   requestConfirm,
   resetUpgradeStore,
   runUpgrade,
@@ -58,6 +59,10 @@ beforeEach(() => {
     '/api/upgrade/compare': () => envelope(200, compare),
     '/api/upgrade/version': () => envelope(200, { version: 'V1.2.0 release1', model: 'RM1' }),
     '/api/upgrade/download': () => {
+      total = TOTAL;
+      return envelope(200, { size: TOTAL });
+    },
+    '/api/upgrade/beta/download': () => {
       total = TOTAL;
       return envelope(200, { size: TOTAL });
     },
@@ -155,6 +160,18 @@ describe('online download (SPEC 4 step 2)', () => {
     await advance(1_000);
     expect(getUpgradeState().download.status).toBe('downloaded');
     expect(getUpgradeState().confirm).toBeNull();
+  });
+
+  it('downloads the beta from beta/download and remembers which version it is', async () => {
+    compare = { ...COMPARE, beta_version: 'V1.4.0 beta2', beta_error: null };
+    await checkVersion();
+    expect(offeredBeta(getUpgradeState().compare)).toBe('V1.4.0 beta2');
+    await beginDownload(true);
+    expect(count('/api/upgrade/beta/download')).toBe(1);
+    expect(getUpgradeState().downloadVersion).toBe('V1.4.0 beta2');
+    compare = { ...COMPARE, beta_version: 'V1.1.0 beta1', beta_error: null };
+    await checkVersion();
+    expect(offeredBeta(getUpgradeState().compare)).toBeNull();
   });
 
   it('stops when the device drops the download (total_size 0)', async () => {

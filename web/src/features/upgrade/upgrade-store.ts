@@ -36,6 +36,8 @@ export interface UpgradeState {
   /** The server version whose tip was dismissed (local storage). */
   tipDismissed: string | null;
   download: { status: DownloadStatus; size: number; total: number; failed: boolean };
+  /** The version being (or last) downloaded: the release or the beta. */
+  downloadVersion: string | null;
   /** The upgrade control (help dialog) is open: no confirm pops up by itself then. */
   controlOpen: boolean;
   /** The confirm dialog is showing, for this source. */
@@ -53,6 +55,7 @@ function initialState(): UpgradeState {
     checking: false,
     tipDismissed: readStorage(TIP_DISMISSED_KEY),
     download: { status: 'none', size: 0, total: 0, failed: false },
+    downloadVersion: null,
     controlOpen: false,
     confirm: null,
     askCancelDownload: false,
@@ -89,6 +92,12 @@ export const firmwareUploader = new UploadController();
 export function offeredVersion(compare: UpgradeCompare | null): string | null {
   if (!compare?.server_version || compare.error) return null;
   return isNewer(compare.local_version, compare.server_version) ? compare.server_version : null;
+}
+
+/** The beta the device offers when it is newer than the running version, else null. */
+export function offeredBeta(compare: UpgradeCompare | null): string | null {
+  if (!compare?.beta_version || compare.beta_error) return null;
+  return isNewer(compare.local_version, compare.beta_version) ? compare.beta_version : null;
 }
 
 /** SPEC 4: the tip shows for a newer server version until that version's tip is dismissed. */
@@ -157,7 +166,10 @@ function startPolling(): void {
 /** Starts the online download (GL answers with the size at once and keeps going). */
 export async function beginDownload(beta = false): Promise<void> {
   if (state.download.status === 'downloading') return;
-  set({ download: { status: 'downloading', size: 0, total: 0, failed: false } });
+  set({
+    download: { status: 'downloading', size: 0, total: 0, failed: false },
+    downloadVersion: beta ? offeredBeta(state.compare) : offeredVersion(state.compare),
+  });
   try {
     const { size } = await startDownload(beta);
     set({ download: { ...state.download, total: size } });
