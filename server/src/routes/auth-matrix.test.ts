@@ -30,7 +30,13 @@ const SAME_ORIGIN_PUBLIC = [
   'POST /api/auth/login',
   'POST /api/auth/login_with_2fa',
 ];
-const SOCKETS = ['/api/ws', '/api/media/ws', '/janus/ws'];
+const SOCKETS = [
+  '/api/ws',
+  '/api/media/ws',
+  '/janus/ws',
+  '/api/terminal/ws',
+  '/extras/webterm/ttyd/ws',
+];
 
 const OLD_PASSWORD = 'first password';
 const NEW_PASSWORD = 'second password';
