@@ -30,7 +30,7 @@ let total: number;
 
 const count = (path: string) => requests.filter((r) => r.path === path).length;
 
-async function until(check: () => unknown, timeout = 3_000) {
+async function until(check: () => unknown, timeout = 8_000) {
   await vi.waitFor(
     async () => {
       await flush(1);
@@ -130,7 +130,7 @@ describe('UpgradeHost (SPEC 4)', () => {
     await click(view?.byTestId('upgrade-tip-download'));
     expect(count('/api/upgrade/download')).toBe(1);
     downloaded = 1000;
-    await until(() => view?.byTestId('upgrade-confirm'), 3_000);
+    await until(() => view?.byTestId('upgrade-confirm'), 8_000);
     expect(view?.byTestId('upgrade-confirm')?.textContent).toContain('V1.3.0 release1');
   });
 
@@ -192,7 +192,7 @@ describe('UpgradeControl', () => {
     await click(view?.byTestId('upgrade-download'));
     await until(() => view?.byTestId('upgrade-download-progress'));
     downloaded = 1000;
-    await until(() => view?.byTestId('upgrade-now'), 3_000);
+    await until(() => view?.byTestId('upgrade-now'), 8_000);
     expect(view?.byTestId('upgrade-confirm')).toBeNull();
     await click(view?.byTestId('upgrade-now'));
     await until(() => view?.byTestId('upgrade-confirm'));
