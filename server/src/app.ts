@@ -2,6 +2,7 @@
  * buildApp: the Fastify instance with every route, hook and socket. It never listens; main.ts
  * (and the tests, through inject or an ephemeral port) decide where it is served.
  */
+import { readFile } from 'node:fs/promises';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import fastifyMultipart from '@fastify/multipart';
@@ -15,6 +16,12 @@ import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
 import { rebootRoutes } from './routes/reboot';
+import { resetRoutes } from './routes/reset';
+import { supportRoutes } from './routes/support';
+import { LogBundle } from './services/support/log-bundle';
+import { finishPendingReset } from './services/support/reset';
+import { SupportService } from './services/support/support-service';
+import { guestImagePaths } from './drivers/qemu/guest';
 import { msdRoutes } from './routes/msd';
 import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
@@ -101,6 +108,8 @@ export async function createContext(
   log: Logger = SILENT_LOGGER,
   opts: { requestRestart?: () => void } = {},
 ): Promise<AppContext> {
+  // A reset to defaults asked for before the restart (or interrupted by a crash) ends here.
+  if (await finishPendingReset(config.data_dir)) log.warn({}, 'reset to defaults: data wiped');
   await removeStaleTemps(config.data_dir);
   const auth = await AuthService.open(config.data_dir, {
     sessionExpireS: config.auth.session_expire_s,
@@ -160,7 +169,32 @@ export async function createContext(
   });
   const wifi = new WifiService(drivers.system.wifi, network.safe, log);
   await network.start((previous) => wifi.recover(previous));
+  const registry = new StateRegistry();
+  const bundle = new LogBundle({
+    dataDir: config.data_dir,
+    config,
+    versions: async () => ({
+      firmware: version,
+      node: process.versions,
+      target: config.target,
+      model: config.device.model,
+      guest:
+        config.target === 'qemu'
+          ? await readFile(guestImagePaths().manifest, 'utf8')
+              .then((t) => JSON.parse(t) as unknown)
+              .catch(() => null)
+          : null,
+    }),
+    parts: async () => ({
+      state: await registry.snapshot(() => undefined),
+      network: await network.config().catch((err: Error) => ({ error: err.message })),
+      hostname: await network.hostname().catch((err: Error) => ({ error: err.message })),
+      system: identity.get(),
+    }),
+  });
   return {
+    bundle,
+    support: new SupportService({ dataDir: config.data_dir, url: config.support.url, bundle, log }),
     network,
     wifi,
     hid,
@@ -177,7 +211,7 @@ export async function createContext(
     version,
     auth,
     settings,
-    registry: new StateRegistry(),
+    registry,
     drivers,
     video,
     streamer,
@@ -358,6 +392,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
   rebootRoutes(app, { requestRestart: ctx.requestRestart, log: app.log });
+  resetRoutes(app, { dataDir: config.data_dir, requestRestart: ctx.requestRestart, log: app.log });
+  supportRoutes(app, { bundle: ctx.bundle, support: ctx.support });
   registerJanus(app, {
     feed: ctx.video,
     // The device's own peer gathers host candidates and TURN relays only: a STUN round trip

@@ -20,6 +20,8 @@ import type { EdidService } from './services/system/edid-service';
 import type { NetworkService } from './services/system/network-service';
 import type { WifiService } from './services/system/wifi-service';
 import type { StateRegistry } from './ws/state-registry';
+import type { LogBundle } from './services/support/log-bundle';
+import type { SupportService } from './services/support/support-service';
 
 /**
  * The composition root's product: every service, each exposing its own `provider()` for the
@@ -54,6 +56,10 @@ export interface AppContext {
   network: NetworkService;
   /** The Wi-Fi client (issue 11). */
   wifi: WifiService;
+  /** The masked log bundle (`/api/upgrade/log`, issue 12). */
+  bundle: LogBundle;
+  /** Contact support: sent or kept as bundles (issue 12). */
+  support: SupportService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }
