@@ -11,6 +11,7 @@ const ProtectedShell = lazy(() => import('../features/connection/ProtectedShell'
 const MainLayout = lazy(() => import('../features/main/MainLayout'));
 const MainPage = lazy(() => import('../features/main/MainPage'));
 const UpgradingPage = lazy(() => import('../features/upgrading/UpgradingPage'));
+const TerminalPage = lazy(() => import('../features/terminal/TerminalPage'));
 const NoPermissionPage = lazy(() => import('../features/no-permission/NoPermissionPage'));
 
 /** SPEC 2 routes, all behind the navigation guard. */
@@ -29,6 +30,7 @@ export function AppRoutes() {
             <Route index element={<MainPage />} />
           </Route>
           <Route path="/upgrading" element={<UpgradingPage />} />
+          <Route path="/webterm" element={<TerminalPage />} />
         </Route>
         <Route path="*" element={<NoPermissionPage />} />
       </Route>

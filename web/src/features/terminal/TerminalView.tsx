@@ -1,0 +1,140 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { Alert, Button, Space } from 'antd';
+import { useTranslation } from 'react-i18next';
+import { Terminal } from '@xterm/xterm';
+import { FitAddon } from '@xterm/addon-fit';
+import '@xterm/xterm/css/xterm.css';
+import { SESSION_ENDED_CLOSE_CODE } from '../../lib/event-socket';
+import {
+  decodeServer,
+  helloFrame,
+  inputFrame,
+  resizeFrame,
+  terminalUrl,
+  TTYD_SUBPROTOCOL,
+  type TerminalTarget,
+} from './ttyd-codec';
+
+/** Window and pane resizes settle before the terminal is refitted (one resize per burst). */
+const FIT_DEBOUNCE_MS = 150;
+
+type Status = 'connecting' | 'open' | 'closed' | 'sessionEnded';
+
+/** One xterm.js terminal over one ttyd socket; a new socket (and shell) on reconnect. */
+export function TerminalView({ target }: { target: TerminalTarget }) {
+  const { t } = useTranslation();
+  const box = useRef<HTMLDivElement>(null);
+  const term = useRef<Terminal | null>(null);
+  const fit = useRef<FitAddon | null>(null);
+  const socket = useRef<WebSocket | null>(null);
+  const [status, setStatus] = useState<Status>('connecting');
+  const [generation, setGeneration] = useState(0);
+
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const xterm = new Terminal({
+      cursorBlink: true,
+      scrollback: 5000,
+      fontFamily: 'ui-monospace, Menlo, Consolas, "DejaVu Sans Mono", monospace',
+      fontSize: 14,
+    });
+    const fitter = new FitAddon();
+    xterm.loadAddon(fitter);
+    xterm.open(el);
+    term.current = xterm;
+    fit.current = fitter;
+    try {
+      fitter.fit();
+    } catch {
+      /* not laid out yet: the observer fits later */
+    }
+    const send = (frame: Uint8Array) => {
+      const ws = socket.current;
+      if (ws && ws.readyState === WebSocket.OPEN) ws.send(frame);
+    };
+    const onData = xterm.onData((d) => send(inputFrame(d)));
+    const onBinary = xterm.onBinary((d) =>
+      send(inputFrame(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff))),
+    );
+    const onResize = xterm.onResize(({ cols, rows }) => send(resizeFrame({ columns: cols, rows })));
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const observer = new ResizeObserver(() => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = null;
+        // hidden tab: nothing to measure
+        if (el.offsetWidth > 0 && el.offsetHeight > 0) fitter.fit();
+      }, FIT_DEBOUNCE_MS);
+    });
+    observer.observe(el);
+    return () => {
+      if (timer) clearTimeout(timer);
+      observer.disconnect();
+      onData.dispose();
+      onBinary.dispose();
+      onResize.dispose();
+      xterm.dispose();
+      term.current = null;
+      fit.current = null;
+    };
+  }, []);
+
+  useEffect(() => {
+    const xterm = term.current;
+    if (!xterm) return;
+    setStatus('connecting');
+    const ws = new WebSocket(terminalUrl(target), [TTYD_SUBPROTOCOL]);
+    ws.binaryType = 'arraybuffer';
+    socket.current = ws;
+    ws.onopen = () => {
+      ws.send(helloFrame({ columns: xterm.cols, rows: xterm.rows }));
+      setStatus('open');
+      xterm.focus();
+    };
+    ws.onmessage = (e: MessageEvent<ArrayBuffer | string>) => {
+      const msg = decodeServer(e.data);
+      if (msg.type === 'output') xterm.write(msg.data);
+    };
+    ws.onclose = (e) => {
+      if (socket.current === ws) socket.current = null;
+      setStatus(e.code === SESSION_ENDED_CLOSE_CODE ? 'sessionEnded' : 'closed');
+    };
+    return () => {
+      ws.onclose = null;
+      ws.close();
+      if (socket.current === ws) socket.current = null;
+    };
+  }, [target, generation]);
+
+  const reconnect = useCallback(() => {
+    term.current?.reset();
+    setGeneration((g) => g + 1);
+  }, []);
+
+  return (
+    <div style={{ display: 'flex', flexDirection: 'column', height: 'calc(100vh - 80px)' }}>
+      {status === 'closed' || status === 'sessionEnded' ? (
+        <Alert
+          type={status === 'sessionEnded' ? 'error' : 'warning'}
+          showIcon
+          style={{ marginBottom: 8 }}
+          message={status === 'sessionEnded' ? t('terminal.sessionEnded') : t('terminal.closed')}
+          action={
+            <Space>
+              <Button size="small" onClick={reconnect} data-testid={`terminal-reconnect-${target}`}>
+                {t('terminal.reconnect')}
+              </Button>
+            </Space>
+          }
+        />
+      ) : null}
+      <div
+        ref={box}
+        data-testid={`terminal-${target}`}
+        data-status={status}
+        style={{ flex: 1, minHeight: 0, background: '#000', padding: 4 }}
+      />
+    </div>
+  );
+}
