@@ -16,6 +16,8 @@ import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
 import { rebootRoutes } from './routes/reboot';
+import { upgradeRoutes } from './routes/upgrade';
+import { UpgradeService } from './services/upgrade/upgrade-service';
 import { resetRoutes } from './routes/reset';
 import { supportRoutes } from './routes/support';
 import { LogBundle } from './services/support/log-bundle';
@@ -197,6 +199,13 @@ export async function createContext(
     support: new SupportService({ dataDir: config.data_dir, url: config.support.url, bundle, log }),
     network,
     wifi,
+    upgrade: new UpgradeService({
+      dataDir: config.data_dir,
+      config: config.upgrade,
+      model: config.device.model,
+      version,
+      log,
+    }),
     hid,
     keymaps,
     msd,
@@ -392,6 +401,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
   rebootRoutes(app, { requestRestart: ctx.requestRestart, log: app.log });
+  upgradeRoutes(app, ctx.upgrade);
   resetRoutes(app, { dataDir: config.data_dir, requestRestart: ctx.requestRestart, log: app.log });
   supportRoutes(app, { bundle: ctx.bundle, support: ctx.support });
   registerJanus(app, {
@@ -418,6 +428,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.fingerbot.dispose();
     ctx.msd.dispose();
     ctx.network.dispose();
+    await ctx.upgrade.dispose();
     await ctx.video.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

@@ -19,6 +19,7 @@ import type { TimeService } from './services/system/time-service';
 import type { EdidService } from './services/system/edid-service';
 import type { NetworkService } from './services/system/network-service';
 import type { WifiService } from './services/system/wifi-service';
+import type { UpgradeService } from './services/upgrade/upgrade-service';
 import type { StateRegistry } from './ws/state-registry';
 import type { LogBundle } from './services/support/log-bundle';
 import type { SupportService } from './services/support/support-service';
@@ -56,6 +57,8 @@ export interface AppContext {
   network: NetworkService;
   /** The Wi-Fi client (issue 11). */
   wifi: WifiService;
+  /** Firmware packages: version, channels, download and upload (issue 12). */
+  upgrade: UpgradeService;
   /** The masked log bundle (`/api/upgrade/log`, issue 12). */
   bundle: LogBundle;
   /** Contact support: sent or kept as bundles (issue 12). */
