@@ -1,0 +1,171 @@
+import { act } from 'react';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { NotifyProvider } from '../../components/notify';
+import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
+import { flush, render, type Rendered } from '../../test/render';
+import { useInfo } from '../device-info/info-store';
+import { click, typeInto } from '../system/test-utils';
+import SystemGroup from '../settings/SystemGroup';
+import HelpDialog from './HelpDialog';
+import SupportForm from './SupportForm';
+
+function setFiles(view: Rendered, files: File[]): void {
+  const input = view.byTestId('support-images') as HTMLInputElement;
+  Object.defineProperty(input, 'files', { configurable: true, value: files });
+  act(() => {
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+}
+
+const png = (name: string, size = 16) =>
+  new File(
+    [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), new Uint8Array(size)],
+    name,
+    {
+      type: 'image/png',
+    },
+  );
+
+describe('HelpDialog', () => {
+  let view: Rendered | undefined;
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    vi.unstubAllGlobals();
+    vi.restoreAllMocks();
+    useInfo.setState({}, true);
+  });
+
+  it('shows version, model and device id, and exports the log zip', async () => {
+    useInfo.setState({
+      system: {
+        product: { name: 'KVM console', version: '1.2.3', model: 'RM1', target: 'testbed' },
+      },
+      meta: { kvm: {}, server: { host: 'kvm-host' } },
+    } as never);
+    const { requests } = stubFetch({
+      '/api/upgrade/version': () => envelope(200, { model: 'RM1', firmware: '1.2.3' }),
+      '/api/upgrade/log': () =>
+        new Response(new Uint8Array([0x50, 0x4b, 5, 6]), {
+          headers: {
+            'content-type': 'application/zip',
+            'content-disposition': 'attachment; filename=system_logs_20260101_000000.zip',
+          },
+        }),
+    });
+    const created = vi.fn(() => 'blob:x');
+    vi.stubGlobal(
+      'URL',
+      Object.assign(URL, { createObjectURL: created, revokeObjectURL: vi.fn() }),
+    );
+    const clicked: string[] = [];
+    vi.spyOn(HTMLAnchorElement.prototype, 'click').mockImplementation(function (
+      this: HTMLAnchorElement,
+    ) {
+      clicked.push(this.download);
+    });
+    view = await render(
+      <NotifyProvider>
+        <HelpDialog onClose={() => undefined} />
+      </NotifyProvider>,
+    );
+    await flush();
+    expect(view.byTestId('about-version')?.textContent).toBe('1.2.3');
+    expect(view.byTestId('about-model')?.textContent).toBe('RM1');
+    expect(view.byTestId('about-device-id')?.textContent).toBe('kvm-host');
+    click(view, 'export-logs');
+    await vi.waitFor(() => expect(clicked).toEqual(['system_logs_20260101_000000.zip']));
+    expect(requests.some((r: RecordedRequest) => r.path === '/api/upgrade/log')).toBe(true);
+    expect(created).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('SupportForm', () => {
+  let view: Rendered | undefined;
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    vi.unstubAllGlobals();
+  });
+
+  it('requires a message and applies the image rules before sending anything', async () => {
+    const { requests } = stubFetch({});
+    view = await render(<SupportForm />);
+    click(view, 'support-submit');
+    await flush();
+    expect(view.byTestId('support-error')?.textContent).toContain('Please enter a message');
+    setFiles(view, [new File(['x'], 'a.bmp')]);
+    await flush();
+    expect(view.byTestId('support-error')?.textContent).toContain(
+      'Only JPG, JPEG, GIF or PNG images can be uploaded',
+    );
+    const big = png('big.png');
+    Object.defineProperty(big, 'size', { value: 10 * 1024 * 1024 + 1 });
+    setFiles(view, [big]);
+    await flush();
+    expect(view.byTestId('support-error')?.textContent).toContain('at most 10 MB');
+    setFiles(
+      view,
+      Array.from({ length: 9 }, (_, i) => png(`${i}.png`)),
+    );
+    await flush();
+    expect(view.byTestId('support-error')?.textContent).toContain('At most 8 images');
+    expect(requests).toEqual([]);
+  });
+
+  it('sends message, contact and images, and says where the request went', async () => {
+    const { fetchFake } = stubFetch({
+      '/api/support/submit': () =>
+        envelope(200, { delivered: 'saved', bundle: 'support_20260101_000000.zip' }),
+    });
+    view = await render(<SupportForm />);
+    typeInto(view.byTestId('support-message'), 'No video');
+    typeInto(view.byTestId('support-contact'), 'me@example.com');
+    setFiles(view, [png('a.png'), png('b.png')]);
+    await flush();
+    expect(view.byTestId('support-image-count')?.textContent).toBe('2 of 8 images');
+    click(view, 'support-submit');
+    await vi.waitFor(() =>
+      expect(view!.byTestId('support-result')?.textContent).toContain(
+        'support_20260101_000000.zip',
+      ),
+    );
+    const [url, init] = fetchFake.mock.calls[0]!;
+    expect(String(url)).toBe('/api/support/submit');
+    const body = init!.body as FormData;
+    expect(body.get('message')).toBe('No video');
+    expect(body.get('contact')).toBe('me@example.com');
+    expect((body.get('image1') as File).name).toBe('a.png');
+    expect((body.get('image2') as File).name).toBe('b.png');
+  });
+});
+
+describe('Reset to defaults (system group)', () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it('resets only after the confirm dialog, which says what is lost', async () => {
+    const paths: string[] = [];
+    stubFetch({
+      '/api/upgrade/reset_default': (req) => {
+        paths.push(req.path);
+        return envelope(200, { status: 'Reset to factory default started' });
+      },
+    });
+    const view = await render(
+      <NotifyProvider>
+        <SystemGroup />
+      </NotifyProvider>,
+    );
+    try {
+      await flush();
+      click(view, 'system-reset');
+      await flush();
+      expect(document.body.textContent).toContain('the TLS certificate and the logs are kept');
+      expect(paths).toEqual([]);
+      click(view, 'confirm-ok');
+      await vi.waitFor(() => expect(paths).toEqual(['/api/upgrade/reset_default']));
+    } finally {
+      view.unmount();
+    }
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Help and logs (issue 12): log export, contact support, reset to defaults. The log zip and
+ * the support form are not JSON, so these use fetch with the session token themselves.
+ */
+import { api, ApiError, buildApiUrl } from '../../lib/api';
+import { getEmbed } from '../../lib/embed';
+import { getAuthToken } from '../../lib/storage';
+
+/** SPEC 5 help form rules. */
+export const SUPPORT_MAX_IMAGES = 8;
+export const SUPPORT_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+export const SUPPORT_IMAGE_EXTENSIONS = /\.(jpe?g|gif|png)$/i;
+
+export type SupportResult =
+  { delivered: 'sent'; url: string } | { delivered: 'saved'; bundle: string };
+
+async function send(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  const token = getAuthToken();
+  if (token) headers.set('Token', token);
+  const res = await fetch(buildApiUrl(path), { ...init, headers, credentials: 'same-origin' });
+  if (!res.ok) {
+    const body = (await res.json().catch(() => null)) as { result?: object } | null;
+    throw new ApiError(res.status, (body?.result ?? {}) as Record<string, never>);
+  }
+  return res;
+}
+
+function fileNameOf(res: Response, fallback: string): string {
+  const m = /filename=([^;]+)/.exec(res.headers.get('content-disposition') ?? '');
+  return m?.[1]?.trim() ?? fallback;
+}
+
+/**
+ * "Export log files": embedded, the host downloads `/api/upgrade/log` itself (SPEC 1);
+ * otherwise the zip is fetched with the session and saved through a link.
+ */
+export async function exportLogs(): Promise<void> {
+  const url = new URL(buildApiUrl('/upgrade/log'), window.location.href).toString();
+  if (getEmbed().requestDownload(url)) return;
+  const res = await send('/upgrade/log');
+  const blob = await res.blob();
+  const href = URL.createObjectURL(blob);
+  try {
+    const a = document.createElement('a');
+    a.href = href;
+    a.download = fileNameOf(res, 'system_logs.zip');
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+  } finally {
+    setTimeout(() => URL.revokeObjectURL(href), 10_000);
+  }
+}
+
+export async function submitSupport(
+  message: string,
+  contact: string,
+  images: readonly File[],
+): Promise<SupportResult> {
+  const form = new FormData();
+  form.set('message', message);
+  form.set('contact', contact);
+  images.forEach((file, i) => form.set(`image${i + 1}`, file, file.name));
+  const res = await send('/support/submit', { method: 'POST', body: form });
+  const body = (await res.json()) as { result: SupportResult };
+  return body.result;
+}
+
+/** GL's reset: the device wipes its settings at the restart and comes back not initialised. */
+export function resetToDefaults(): Promise<unknown> {
+  return api.get('/upgrade/reset_default');
+}
+
+/** Whether the device answers and is back in first-run state (after a reset). */
+export async function isFirstRun(): Promise<boolean> {
+  const status = await api.get<{ is_inited: boolean }>('/init/is_inited', { timeoutMs: 3000 });
+  return status.is_inited === false;
+}
