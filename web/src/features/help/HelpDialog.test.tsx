@@ -6,6 +6,8 @@ import { flush, render, type Rendered } from '../../test/render';
 import { useInfo } from '../device-info/info-store';
 import { click, typeInto } from '../system/test-utils';
 import SystemGroup from '../settings/SystemGroup';
+import { getEmbed } from '../../lib/embed';
+import { exportLogs, waitForFirstRun } from './help-api';
 import HelpDialog from './HelpDialog';
 import SupportForm from './SupportForm';
 
@@ -167,5 +169,44 @@ describe('Reset to defaults (system group)', () => {
     } finally {
       view.unmount();
     }
+  });
+});
+
+describe('help-api', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    vi.restoreAllMocks();
+  });
+
+  it('embedded, asks the host to download the log zip instead of fetching it', async () => {
+    const { requests } = stubFetch({});
+    const asked = vi.spyOn(getEmbed(), 'requestDownload').mockReturnValue(true);
+    await exportLogs();
+    expect(asked).toHaveBeenCalledTimes(1);
+    expect(asked.mock.calls[0]![0]).toMatch(/^https?:\/\/[^/]+\/api\/upgrade\/log$/);
+    expect(requests).toEqual([]);
+  });
+
+  it('after a reset, goes to /init once the device answers not initialised', async () => {
+    let answers = 0;
+    stubFetch({
+      '/api/init/is_inited': () => {
+        answers += 1;
+        // gone twice (restarting), then back in first-run state
+        if (answers <= 2) return envelope(503, { error: 'ServiceUnavailableError', error_msg: '' });
+        return envelope(200, { is_inited: false, country_code: 'US' });
+      },
+    });
+    const go = vi.fn();
+    expect(await waitForFirstRun({ go, pollMs: 5, waitMs: 5000 })).toBe(true);
+    expect(go).toHaveBeenCalledWith('/init');
+    expect(answers).toBe(3);
+  });
+
+  it('gives up after its time without navigating', async () => {
+    stubFetch({ '/api/init/is_inited': () => envelope(200, { is_inited: true }) });
+    const go = vi.fn();
+    expect(await waitForFirstRun({ go, pollMs: 5, waitMs: 30 })).toBe(false);
+    expect(go).not.toHaveBeenCalled();
   });
 });

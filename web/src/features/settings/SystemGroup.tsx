@@ -17,7 +17,7 @@ import { errorMessage } from '../../lib/api';
 import { IdentityStore } from '../system/identity-store';
 import { useStore } from '../system/store';
 import { rebootDevice, type UsbIdentity } from '../system/system-api';
-import { isFirstRun, resetToDefaults } from '../help/help-api';
+import { resetToDefaults, waitForFirstRun } from '../help/help-api';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 /** The USB identity form's fields: wire name, test id, label. */
@@ -198,10 +198,6 @@ function RebootControl() {
   );
 }
 
-/** How often, and how long, the console looks for the device back in first-run state. */
-const RESET_POLL_MS = 2000;
-const RESET_WAIT_MS = 5 * 60_000;
-
 /**
  * Reset to defaults (issue 12), after the confirm dialog saying what is lost. The device wipes
  * its data at the restart; once it answers again, not initialised, the console opens /init.
@@ -228,23 +224,14 @@ function ResetControl() {
           }
           setOpen(false);
           void message.success(t('settings.system.resetting'));
-          void waitForFirstRun();
+          // A full load once the device is back: every store starts over at first-run setup.
+          void waitForFirstRun({
+            go: (path) => window.location.assign(`${path}${window.location.search}`),
+          });
         }}
       >
         {t('settings.system.resetConfirm')}
       </ConfirmDialog>
     </Field>
   );
-}
-
-async function waitForFirstRun(): Promise<void> {
-  const until = Date.now() + RESET_WAIT_MS;
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, RESET_POLL_MS));
-    if (await isFirstRun().catch(() => false)) {
-      // A full load: every store starts over, and the route guard sends it to first-run setup.
-      window.location.assign(`/init${window.location.search}`);
-      return;
-    }
-  }
 }
