@@ -202,6 +202,29 @@ describe('/api/upgrade download', () => {
     await expect(stat(join(dir, 'upgrade', 'update.pkg.part'))).rejects.toThrow();
   });
 
+  it('two downloads at once run one after the other and end in one whole package', async () => {
+    const { get } = await start({ channel_url: `${base}/ch` });
+    const pkg = await readFile(join(work, 'out', 'kvm-RM1-0.2.0.pkg'));
+    throttle = 64 * 1024;
+    const answers = await Promise.all([
+      get('/api/upgrade/download'),
+      get('/api/upgrade/beta/download'),
+      get('/api/upgrade/download'),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 400, 200]);
+    await expect
+      .poll(async () => (await get('/api/upgrade/download_info')).body.result, { timeout: 15_000 })
+      .toEqual({ size: pkg.length, total_size: pkg.length });
+    await expect
+      .poll(() =>
+        readFile(ctx!.upgrade.packagePath).then(
+          (b) => b.equals(pkg),
+          () => false,
+        ),
+      )
+      .toBe(true);
+  });
+
   it('a second download cancels the first; a sha256 mismatch leaves no package', async () => {
     const { get } = await start({ channel_url: `${base}/bad` });
     // A channel whose list names the right file with a wrong sha256.

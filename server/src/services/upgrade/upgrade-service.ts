@@ -80,6 +80,8 @@ export class UpgradeService {
   /** What download_info reports as total_size; upload and download_cancel reset it (5.13). */
   private totalSize = 0;
   private uploading = false;
+  /** Download starts and the upload's start run one at a time (they share the part file). */
+  private starting: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: UpgradeDeps) {
     this.dir = join(deps.dataDir, 'upgrade');
@@ -127,7 +129,17 @@ export class UpgradeService {
    * Starts the download of the channel's current package and answers its size once the remote
    * sent it; the rest goes on in the background. A second download cancels the first.
    */
-  async startDownload(beta: boolean): Promise<{ size: number }> {
+  startDownload(beta: boolean): Promise<{ size: number }> {
+    return this.serial(() => this.downloadNow(beta));
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.starting.then(fn, fn);
+    this.starting = run.catch(() => {});
+    return run;
+  }
+
+  private async downloadNow(beta: boolean): Promise<{ size: number }> {
     const base = beta ? this.deps.config.beta_channel_url : this.deps.config.channel_url;
     let release: ChannelRelease;
     try {
@@ -212,10 +224,12 @@ export class UpgradeService {
     if (this.uploading) throw new UpgradeUploadBusyError('An upload is in progress');
     this.uploading = true;
     try {
-      await this.cancelRunning();
-      this.totalSize = 0;
-      await mkdir(this.dir, { recursive: true });
-      await rm(this.partPath, { force: true });
+      await this.serial(async () => {
+        await this.cancelRunning();
+        this.totalSize = 0;
+        await mkdir(this.dir, { recursive: true });
+        await rm(this.partPath, { force: true });
+      });
       let size = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {
@@ -332,7 +346,7 @@ export class UpgradeService {
       !file ||
       !sha256 ||
       !/^[0-9a-f]{64}$/i.test(sha256) ||
-      !/^[\w.+-]+$/.test(file) ||
+      !/^[\w+-][\w.+-]*$/.test(file) ||
       !/^[\w.+-]+$/.test(version)
     ) {
       throw new Error(`The ${kind} channel's list-sha256.txt is malformed`);
