@@ -103,6 +103,36 @@ describe('release package round trip', () => {
     expect(junk.reason).toMatch(/unreadable/);
   });
 
+  it('writes the GL channel layout; --beta wants a beta version; a bad version is refused', async () => {
+    const common = ['--from', join(dir, 'tree'), '--key', join(dir, 'k.key'), '--out', dir];
+    const { sha } = await makePackage(dir, [
+      ...common,
+      '--version',
+      'V0.3.0 beta2',
+      '--beta',
+      '--channel',
+      join(dir, 'testing'),
+      '--release-note',
+      'note',
+    ]);
+    expect(await readFile(join(dir, 'testing', 'list-sha256.txt'), 'utf8')).toBe(
+      `0.3.0 kvm-RM1-0.3.0-beta2.pkg ${sha}\n`,
+    );
+    expect(
+      JSON.parse(await readFile(join(dir, 'testing', 'metadata_0.3.0'), 'utf8')),
+    ).toMatchObject({
+      version: { release: '0.3.0', firmware_type: 'beta2' },
+      release_note: 'note',
+      release_note_cn: '',
+    });
+    await expect(makePackage(dir, [...common, '--version', 'V0.3.0', '--beta'])).rejects.toThrow(
+      /--beta needs a beta version/,
+    );
+    await expect(makePackage(dir, [...common, '--version', '1.2'])).rejects.toThrow(
+      /--version must look like/,
+    );
+  });
+
   it('validates paths: no .., no absolute, no empty segment', () => {
     for (const bad of ['../x', '/etc/passwd', 'a/../b', 'a//b', './a', 'a\\b', '']) {
       expect(safePackagePath(bad)).toBe(false);
