@@ -38,6 +38,9 @@ describe('qemuArgs', () => {
     expect(args).toContain('usb-kbd,id=kbd,display=video0');
     expect(args).toContain('usb-tablet,id=tablet,display=video0');
     expect(args).toContain('-vnc unix:/run/x/vnc.sock');
+    expect(args).toContain(
+      '-chardev socket,id=serial0,path=/run/x/serial.sock,server=on,wait=off,logfile=/run/x/serial.log,logappend=off -serial chardev:serial0',
+    );
     expect(args).toContain('-spice unix=on,addr=/run/x/spice.sock,disable-ticketing=on');
     expect(args).toContain('-kernel /g/vmlinux -initrd /g/initrd.img -append console=ttyS0');
   });

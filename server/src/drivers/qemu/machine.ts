@@ -4,7 +4,8 @@
  * connection re-made after every start, and the run state kept current from QMP events. The
  * other QEMU drivers (video, hid, atx, msd) share this machine's QMP through `command()`.
  *
- * Run folder (`<data_dir>/run/`): qmp.sock, vnc.sock, spice.sock, qemu.pid, serial.log.
+ * Run folder (`<data_dir>/run/`): qmp.sock, vnc.sock, spice.sock, qemu.pid, serial.sock,
+ * serial.log.
  * The command line and what each device is for: docs/drivers.md, QEMU target.
  *
  * Power state table (from query-status, refreshed on every run-state event):
@@ -68,7 +69,10 @@ export interface RunPaths {
   vnc: string;
   spice: string;
   pidfile: string;
+  /** The guest's serial output, from each start (QEMU truncates it). */
   serial: string;
+  /** The serial line itself, one client at a time (the device's terminal, terminal/backends.ts). */
+  serialSock: string;
 }
 
 export interface QemuMachineEvents {
@@ -122,6 +126,7 @@ export function runPaths(dir: string): RunPaths {
     spice: join(dir, 'spice.sock'),
     pidfile: join(dir, 'qemu.pid'),
     serial: join(dir, 'serial.log'),
+    serialSock: join(dir, 'serial.sock'),
   };
 }
 
@@ -175,7 +180,14 @@ export function qemuArgs(c: CommandLineInput): string[] {
     ...['-vnc', `unix:${c.paths.vnc}`],
     ...(c.spice ? ['-spice', `unix=on,addr=${c.paths.spice},disable-ticketing=on`] : []),
     ...['-qmp', `unix:${c.paths.qmp},server=on,wait=off`],
-    ...['-serial', `file:${c.paths.serial}`],
+    // The serial line on a socket for the terminal; its log is the file `-serial file:` wrote
+    // before, truncated at each start as that was (logappend=off).
+    ...[
+      '-chardev',
+      `socket,id=serial0,path=${c.paths.serialSock},server=on,wait=off,` +
+        `logfile=${c.paths.serial},logappend=off`,
+    ],
+    ...['-serial', 'chardev:serial0'],
     // USB keyboard and tablet bound to the display; the PS/2 keyboard and mouse of the pc
     // machine stay for `input-send-event` without a device and relative moves.
     ...['-usb', '-device', 'usb-kbd,id=kbd,display=video0'],
