@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { access, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, createContext } from '../app';
@@ -119,4 +121,54 @@ describe('finishPendingReset (crash safety)', () => {
     const next = await boot(restarts);
     expect(next.ctx.auth.isInited()).toBe(false);
   });
+});
+
+describe('reset killed with SIGKILL in the middle of the wipe', () => {
+  it('the next start finishes it', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvm-reset-kill-'));
+    const data = join(dir, 'data');
+    await mkdir(join(data, 'tls'), { recursive: true });
+    await writeFile(join(data, 'tls', 'cert.pem'), 'CERT');
+    // enough state that the wipe takes a while
+    const FILES = 4000;
+    for (let i = 0; i < FILES; i += 500) {
+      await Promise.all(
+        Array.from({ length: 500 }, (_, j) => writeFile(join(data, `state-${i + j}.json`), '{}')),
+      );
+    }
+    await requestReset(data);
+    const bundle = join(dir, 'reset.mjs');
+    await build({
+      stdin: {
+        contents: `import { finishPendingReset } from ${JSON.stringify(
+          join(import.meta.dirname, '..', 'services', 'support', 'reset.ts'),
+        )};\nawait finishPendingReset(process.argv[2]);\n`,
+        resolveDir: import.meta.dirname,
+        loader: 'ts',
+      },
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: bundle,
+      logLevel: 'silent',
+    });
+    const child = spawn(process.execPath, [bundle, data], { stdio: 'ignore' });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      // kill it as soon as the wipe has begun, well before it can end
+      await expect
+        .poll(async () => (await readdir(data)).length, { timeout: 20_000, interval: 2 })
+        .toBeLessThan(FILES + 2);
+      child.kill('SIGKILL');
+      await exited;
+    } finally {
+      child.kill('SIGKILL');
+    }
+    const left = await readdir(data);
+    // interrupted: the marker is still there (the whole point), so the next start goes on
+    expect(left).toContain(RESET_MARKER);
+    expect(await finishPendingReset(data)).toBe(true);
+    expect(await readdir(data)).toEqual(['tls']);
+    expect(await exists(join(data, 'tls', 'cert.pem'))).toBe(true);
+  }, 60_000);
 });
