@@ -115,11 +115,42 @@ describe('SupportForm', () => {
     expect(requests).toEqual([]);
   });
 
-  it('sends message, contact and images, and says where the request went', async () => {
-    const { fetchFake } = stubFetch({
-      '/api/support/submit': () =>
-        envelope(200, { delivered: 'saved', bundle: 'support_20260101_000000.zip' }),
-    });
+  it('sends message, contact and images with progress, and says where the request went', async () => {
+    const sent: FormData[] = [];
+    let release: () => void = () => undefined;
+    class FakeXhr {
+      status = 0;
+      responseText = '';
+      headers: Record<string, string> = {};
+      upload: { onprogress: ((e: ProgressEvent) => void) | null } = { onprogress: null };
+      onload: (() => void) | null = null;
+      onerror: (() => void) | null = null;
+      ontimeout: (() => void) | null = null;
+      url = '';
+      open(_method: string, url: string) {
+        this.url = url;
+      }
+      setRequestHeader(k: string, v: string) {
+        this.headers[k] = v;
+      }
+      send(body: FormData) {
+        sent.push(body);
+        this.upload.onprogress?.({
+          lengthComputable: true,
+          loaded: 50,
+          total: 100,
+        } as ProgressEvent);
+        release = () => {
+          this.status = 200;
+          this.responseText = JSON.stringify({
+            ok: true,
+            result: { delivered: 'saved', bundle: 'support_20260101_000000.zip' },
+          });
+          this.onload?.();
+        };
+      }
+    }
+    vi.stubGlobal('XMLHttpRequest', FakeXhr);
     view = await render(<SupportForm />);
     typeInto(view.byTestId('support-message'), 'No video');
     typeInto(view.byTestId('support-contact'), 'me@example.com');
@@ -127,18 +158,50 @@ describe('SupportForm', () => {
     await flush();
     expect(view.byTestId('support-image-count')?.textContent).toBe('2 of 8 images');
     click(view, 'support-submit');
+    await flush();
+    expect(view.byTestId('support-progress')?.textContent).toContain('50%');
+    act(() => release());
     await vi.waitFor(() =>
       expect(view!.byTestId('support-result')?.textContent).toContain(
         'support_20260101_000000.zip',
       ),
     );
-    const [url, init] = fetchFake.mock.calls[0]!;
-    expect(String(url)).toBe('/api/support/submit');
-    const body = init!.body as FormData;
+    expect(view.byTestId('support-progress')).toBeNull();
+    expect(sent).toHaveLength(1);
+    const body = sent[0]!;
     expect(body.get('message')).toBe('No video');
     expect(body.get('contact')).toBe('me@example.com');
     expect((body.get('image1') as File).name).toBe('a.png');
     expect((body.get('image2') as File).name).toBe('b.png');
+  });
+
+  it('shows the server refusal', async () => {
+    class FakeXhr {
+      status = 0;
+      responseText = '';
+      upload = { onprogress: null };
+      onload: (() => void) | null = null;
+      open() {}
+      setRequestHeader() {}
+      send() {
+        this.status = 400;
+        this.responseText = JSON.stringify({
+          ok: false,
+          result: {
+            error: 'ValidatorError',
+            error_msg: 'image1: only JPG, JPEG, GIF or PNG images',
+          },
+        });
+        queueMicrotask(() => this.onload?.());
+      }
+    }
+    vi.stubGlobal('XMLHttpRequest', FakeXhr);
+    view = await render(<SupportForm />);
+    typeInto(view.byTestId('support-message'), 'm');
+    click(view, 'support-submit');
+    await vi.waitFor(() =>
+      expect(view!.byTestId('support-error')?.textContent).toContain('image1: only JPG'),
+    );
   });
 });
 

@@ -21,6 +21,7 @@ export default function SupportForm() {
   const [images, setImages] = useState<File[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [sending, setSending] = useState(false);
+  const [percent, setPercent] = useState(0);
   const [result, setResult] = useState<SupportResult | null>(null);
 
   const addFiles = (list: FileList | null) => {
@@ -39,8 +40,9 @@ export default function SupportForm() {
     if (message.trim() === '') return setError(t('help.messageRequired'));
     setError(null);
     setSending(true);
+    setPercent(0);
     try {
-      setResult(await submitSupport(message, contact, images));
+      setResult(await submitSupport(message, contact, images, setPercent));
       setMessage('');
       setImages([]);
     } catch (err) {
@@ -93,9 +95,7 @@ export default function SupportForm() {
           </Button>
         </Space>
       ))}
-      {sending && (
-        <Progress percent={100} status="active" showInfo={false} data-testid="support-progress" />
-      )}
+      {sending && <Progress percent={percent} status="active" data-testid="support-progress" />}
       {error && <Alert type="error" showIcon message={error} data-testid="support-error" />}
       {result && (
         <Alert

@@ -53,18 +53,42 @@ export async function exportLogs(): Promise<void> {
   }
 }
 
-export async function submitSupport(
+/**
+ * Sends the support form with XMLHttpRequest, whose upload events give the progress (fetch has
+ * none); `onProgress` gets 0..100.
+ */
+export function submitSupport(
   message: string,
   contact: string,
   images: readonly File[],
+  onProgress: (percent: number) => void = () => undefined,
 ): Promise<SupportResult> {
   const form = new FormData();
   form.set('message', message);
   form.set('contact', contact);
   images.forEach((file, i) => form.set(`image${i + 1}`, file, file.name));
-  const res = await send('/support/submit', { method: 'POST', body: form });
-  const body = (await res.json()) as { result: SupportResult };
-  return body.result;
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', buildApiUrl('/support/submit'));
+    const token = getAuthToken();
+    if (token) xhr.setRequestHeader('Token', token);
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress(Math.round((e.loaded / e.total) * 100));
+    };
+    xhr.onerror = () => reject(new Error('network'));
+    xhr.ontimeout = () => reject(new Error('timeout'));
+    xhr.onload = () => {
+      let body: { result?: unknown } | null = null;
+      try {
+        body = JSON.parse(String(xhr.responseText)) as { result?: unknown };
+      } catch {
+        body = null;
+      }
+      if (xhr.status === 200 && body?.result) return resolve(body.result as SupportResult);
+      reject(new ApiError(xhr.status, (body?.result ?? {}) as Record<string, never>));
+    };
+    xhr.send(form);
+  });
 }
 
 /** GL's reset: the device wipes its settings at the restart and comes back not initialised. */
