@@ -123,6 +123,38 @@ describe('terminal sockets', () => {
       .toBe('gone');
   });
 
+  it('closes a socket whose input frame is over 64 KiB', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/api/terminal/ws`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    t.ws.send(Buffer.alloc(64 * 1024 + 1, 0x30));
+    await expect.poll(() => t.state.close).toBe(1009);
+  });
+
+  it('pauses the shell while the client does not read, and goes on when it does', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/api/terminal/ws`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    const raw = (t.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    raw.pause();
+    // ~200 MB of output if nothing stopped it
+    t.input('yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 200000000; echo done-$((40+2))\r');
+    let max = 0;
+    const deadline = Date.now() + 2_000;
+    while (Date.now() < deadline) {
+      max = Math.max(max, app!.sockets.heldBytes('terminal'));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(max).toBeGreaterThan(0);
+    // paused at 256 KiB: what is held stays far under the socket's 4 MiB bound
+    expect(max).toBeLessThan(2 * 1024 * 1024);
+    expect(t.state.close).toBe(0);
+    raw.resume();
+    t.state.out = '';
+    const got = () => t.state.out.length;
+    await expect.poll(got, { timeout: 10_000 }).toBeGreaterThan(1024 * 1024);
+  }, 30_000);
+
   it('says so on the testbed, which has no serial line', async () => {
     const { base, token } = await start();
     const t = term(`${base}/api/terminal/ws?target=serial`, token);
