@@ -112,7 +112,7 @@ describe('SupportForm', () => {
     );
     await flush();
     expect(view.byTestId('support-error')?.textContent).toContain('At most 8 images');
-    expect(requests).toEqual([]);
+    expect(requests.map((r) => r.path)).toEqual(['/api/support/bundles']);
   });
 
   it('sends message, contact and images with progress, and says where the request went', async () => {
@@ -151,7 +151,11 @@ describe('SupportForm', () => {
       }
     }
     vi.stubGlobal('XMLHttpRequest', FakeXhr);
+    let saved: Array<{ name: string; size: number }> = [];
+    stubFetch({ '/api/support/bundles': () => envelope(200, { bundles: saved }) });
     view = await render(<SupportForm />);
+    expect(view.byTestId('support-bundles')).toBeNull();
+    saved = [{ name: 'support_20260101_000000.zip', size: 1000 }];
     typeInto(view.byTestId('support-message'), 'No video');
     typeInto(view.byTestId('support-contact'), 'me@example.com');
     setFiles(view, [png('a.png'), png('b.png')]);
@@ -167,6 +171,11 @@ describe('SupportForm', () => {
       ),
     );
     expect(view.byTestId('support-progress')).toBeNull();
+    await vi.waitFor(() =>
+      expect(view!.byTestId('support-bundles')?.textContent).toContain(
+        'support_20260101_000000.zip',
+      ),
+    );
     expect(sent).toHaveLength(1);
     const body = sent[0]!;
     expect(body.get('message')).toBe('No video');
@@ -196,6 +205,7 @@ describe('SupportForm', () => {
       }
     }
     vi.stubGlobal('XMLHttpRequest', FakeXhr);
+    stubFetch({ '/api/support/bundles': () => envelope(200, { bundles: [] }) });
     view = await render(<SupportForm />);
     typeInto(view.byTestId('support-message'), 'm');
     click(view, 'support-submit');

@@ -1,8 +1,10 @@
-import { useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { Alert, Button, Input, Progress, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { errorMessage } from '../../lib/api';
 import {
+  downloadSupportBundle,
+  listSupportBundles,
   SUPPORT_IMAGE_EXTENSIONS,
   SUPPORT_IMAGE_MAX_BYTES,
   SUPPORT_MAX_IMAGES,
@@ -23,6 +25,13 @@ export default function SupportForm() {
   const [sending, setSending] = useState(false);
   const [percent, setPercent] = useState(0);
   const [result, setResult] = useState<SupportResult | null>(null);
+  const [bundles, setBundles] = useState<Array<{ name: string; size: number }>>([]);
+  const refreshBundles = useCallback(() => {
+    listSupportBundles()
+      .then(setBundles)
+      .catch(() => undefined);
+  }, []);
+  useEffect(refreshBundles, [refreshBundles]);
 
   const addFiles = (list: FileList | null) => {
     setError(null);
@@ -43,6 +52,7 @@ export default function SupportForm() {
     setPercent(0);
     try {
       setResult(await submitSupport(message, contact, images, setPercent));
+      refreshBundles();
       setMessage('');
       setImages([]);
     } catch (err) {
@@ -110,6 +120,26 @@ export default function SupportForm() {
       <Button type="primary" loading={sending} onClick={submit} data-testid="support-submit">
         {t('help.submit')}
       </Button>
+      {bundles.length > 0 && (
+        <div data-testid="support-bundles">
+          <Typography.Text type="secondary">{t('help.savedRequests')}</Typography.Text>
+          {bundles.map((b) => (
+            <div key={b.name}>
+              <Button
+                size="small"
+                type="link"
+                onClick={() =>
+                  downloadSupportBundle(b.name).catch((err: unknown) =>
+                    setError(errorMessage(err, t('help.exportFailed'))),
+                  )
+                }
+              >
+                {b.name}
+              </Button>
+            </div>
+          ))}
+        </div>
+      )}
     </Space>
   );
 }

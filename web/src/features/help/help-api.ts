@@ -32,25 +32,42 @@ function fileNameOf(res: Response, fallback: string): string {
 }
 
 /**
- * "Export log files": embedded, the host downloads `/api/upgrade/log` itself (SPEC 1);
- * otherwise the zip is fetched with the session and saved through a link.
+ * Downloads a file of the API: embedded, the host does it itself (SPEC 1 `download_file`);
+ * otherwise it is fetched with the session and saved through a link.
  */
-export async function exportLogs(): Promise<void> {
-  const url = new URL(buildApiUrl('/upgrade/log'), window.location.href).toString();
+async function downloadApiFile(path: string, fallbackName: string): Promise<void> {
+  const url = new URL(buildApiUrl(path), window.location.href).toString();
   if (getEmbed().requestDownload(url)) return;
-  const res = await send('/upgrade/log');
+  const res = await send(path);
   const blob = await res.blob();
   const href = URL.createObjectURL(blob);
   try {
     const a = document.createElement('a');
     a.href = href;
-    a.download = fileNameOf(res, 'system_logs.zip');
+    a.download = fileNameOf(res, fallbackName);
     document.body.appendChild(a);
     a.click();
     a.remove();
   } finally {
     setTimeout(() => URL.revokeObjectURL(href), 10_000);
   }
+}
+
+/** "Export log files": `/api/upgrade/log`, the masked log zip. */
+export function exportLogs(): Promise<void> {
+  return downloadApiFile('/upgrade/log', 'system_logs.zip');
+}
+
+/** Support requests kept on the device (no support URL configured), newest first. */
+export async function listSupportBundles(): Promise<Array<{ name: string; size: number }>> {
+  const answer = await api.get<{ bundles: Array<{ name: string; size: number }> }>(
+    '/support/bundles',
+  );
+  return answer.bundles;
+}
+
+export function downloadSupportBundle(name: string): Promise<void> {
+  return downloadApiFile(`/support/bundles/${encodeURIComponent(name)}`, name);
 }
 
 /**
