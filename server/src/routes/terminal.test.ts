@@ -5,11 +5,16 @@
 import { rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import fastifyWebsocket from '@fastify/websocket';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
-import { UnixSocketSerial } from '../terminal/backends';
+import { NoSerialConsole, UnixSocketSerial } from '../terminal/backends';
+import { TerminalService } from '../terminal/terminal-service';
+import { SocketRegistry } from '../ws/socket-guard';
+import { SILENT_LOGGER } from '../log';
+import { terminalRoutes } from './terminal';
 
 let app: FastifyInstance | null = null;
 let dir: string | null = null;
@@ -160,6 +165,28 @@ describe('terminal sockets', () => {
     const t = term(`${base}/api/terminal/ws?target=serial`, token);
     await expect.poll(() => t.state.out).toContain('no serial line');
     await expect.poll(() => t.state.close).toBe(1000);
+  });
+});
+
+describe('the device-wide bound', () => {
+  it('refuses a terminal over it with 429, before the upgrade', async () => {
+    app = Fastify();
+    await app.register(fastifyWebsocket);
+    const service = new TerminalService({
+      serial: new NoSerialConsole('none'),
+      log: SILENT_LOGGER,
+      total: 2,
+    });
+    terminalRoutes(app, service, new SocketRegistry(SILENT_LOGGER));
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const addr = app.server.address();
+    if (!addr || typeof addr === 'string') throw new Error('no address');
+    const base = `ws://127.0.0.1:${addr.port}`;
+    const two = [1, 2].map(() => term(`${base}/api/terminal/ws`, null));
+    for (const t of two) await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    expect(service.count).toBe(2);
+    const third = term(`${base}/api/terminal/ws`, null);
+    await expect.poll(() => third.state.status).toBe(429);
   });
 });
 
