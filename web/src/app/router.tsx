@@ -1,5 +1,6 @@
 import { lazy } from 'react';
 import { Route, Routes } from 'react-router';
+import { registerPreload } from '../lib/preload';
 import { RouteGuard } from './RouteGuard';
 
 // Every page is its own chunk: /login must stay small (size budget), and the main layout pulls
@@ -10,7 +11,9 @@ const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
 const ProtectedShell = lazy(() => import('../features/connection/ProtectedShell'));
 const MainLayout = lazy(() => import('../features/main/MainLayout'));
 const MainPage = lazy(() => import('../features/main/MainPage'));
-const UpgradingPage = lazy(() => import('../features/upgrading/UpgradingPage'));
+const loadUpgradingPage = () => import('../features/upgrading/UpgradingPage');
+const UpgradingPage = lazy(loadUpgradingPage);
+registerPreload('upgrading', loadUpgradingPage);
 const TerminalPage = lazy(() => import('../features/terminal/TerminalPage'));
 const NoPermissionPage = lazy(() => import('../features/no-permission/NoPermissionPage'));
 

@@ -7,7 +7,8 @@ import { useInfo } from '../device-info/info-store';
 import { click, typeInto } from '../system/test-utils';
 import SystemGroup from '../settings/SystemGroup';
 import { getEmbed } from '../../lib/embed';
-import { exportLogs, waitForFirstRun } from './help-api';
+import { exportLogs } from './help-api';
+import { waitForFirstRun } from '../system/reset-api';
 import HelpDialog from './HelpDialog';
 import SupportForm from './SupportForm';
 

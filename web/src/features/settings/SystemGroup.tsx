@@ -17,7 +17,7 @@ import { errorMessage } from '../../lib/api';
 import { IdentityStore } from '../system/identity-store';
 import { useStore } from '../system/store';
 import { rebootDevice, type UsbIdentity } from '../system/system-api';
-import { resetToDefaults, waitForFirstRun } from '../help/help-api';
+import { resetToDefaults, waitForFirstRun } from '../system/reset-api';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 /** The USB identity form's fields: wire name, test id, label. */

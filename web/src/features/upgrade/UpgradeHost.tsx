@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import { preload } from '../../lib/preload';
 import { Alert, Button, Checkbox, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router';
@@ -48,7 +49,7 @@ function ConfirmUpgradeDialog({ source }: { source: 'download' | 'upload' | null
 
   useEffect(() => {
     // The device restarts 1 s after start answers: /upgrading must not need the server then.
-    if (source) void import('../upgrading/UpgradingPage').catch(() => undefined);
+    if (source) preload('upgrading');
   }, [source]);
 
   return (
