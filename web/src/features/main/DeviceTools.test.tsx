@@ -82,6 +82,18 @@ describe('DeviceTools', () => {
     expect(useAtx.getState().state?.enabled).toBe(true);
   });
 
+  it('opens the terminal at /webterm in a new window', async () => {
+    const opened = vi.spyOn(window, 'open').mockImplementation(() => null);
+    const v = await open();
+    await click(v.byTestId('toolbar-terminal'));
+    expect(opened).toHaveBeenCalledWith(
+      new URL('/webterm', window.location.href).href,
+      '_blank',
+      'noopener',
+    );
+    opened.mockRestore();
+  });
+
   it('opens the storage and wake-on-LAN panels in a drawer', async () => {
     const v = await open();
     await click(v.byTestId('toolbar-storage'));

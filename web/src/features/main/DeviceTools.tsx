@@ -1,11 +1,12 @@
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Drawer, Spin } from 'antd';
-import { AimOutlined, HddOutlined, LaptopOutlined } from '@ant-design/icons';
+import { AimOutlined, CodeOutlined, HddOutlined, LaptopOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
 import { PowerMenu } from '../power/PowerMenu';
 import { ToolButton } from '../../components/ToolButton';
+import { getEmbed } from '../../lib/embed';
 
 // Most visits never open these: each panel is its own chunk (house-style: lazy-load).
 const StoragePanel = lazy(() => import('../storage/StoragePanel'));
@@ -34,8 +35,8 @@ function PanelContent({ panel }: { panel: Panel }) {
 }
 
 /**
- * The toolbar's device group (SPEC 2 main screen): ATX power menu, virtual media, wake-on-LAN
- * and, when one is paired, the fingerbot. Each panel opens in a drawer, loaded on first use;
+ * The toolbar's device group (SPEC 2 main screen): ATX power menu, virtual media, wake-on-LAN,
+ * terminal access and, when one is paired, the fingerbot. Each panel opens in a drawer, loaded on first use;
  * uploads and downloads keep running while a drawer is closed.
  */
 export function DeviceTools() {
@@ -72,6 +73,14 @@ export function DeviceTools() {
         onClick={() => toggle('wol')}
         testId="toolbar-wol"
         active={shown === 'wol'}
+      />
+      <ToolButton
+        title={t('terminal.title')}
+        icon={<CodeOutlined />}
+        // SPEC 2: the terminal entry opens /webterm on the same origin (the host app's window
+        // when embedded).
+        onClick={() => getEmbed().openWindowUrl(new URL('/webterm', window.location.href).href)}
+        testId="toolbar-terminal"
       />
       {fingerbot && (
         <ToolButton
