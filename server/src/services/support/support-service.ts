@@ -108,8 +108,11 @@ export class SupportService {
     const form = new FormData();
     form.set('message', req.message);
     form.set('contact', req.contact);
-    form.set('log', new Blob([logs.zip], { type: 'application/zip' }), logs.name);
-    for (const image of req.images) form.set(image.field, new Blob([image.data]), image.filename);
+    // Blob parts must be ArrayBuffer-backed views (a Buffer may sit on a shared pool).
+    form.set('log', new Blob([new Uint8Array(logs.zip)], { type: 'application/zip' }), logs.name);
+    for (const image of req.images) {
+      form.set(image.field, new Blob([new Uint8Array(image.data)]), image.filename);
+    }
     let res: Response;
     try {
       res = await fetch(url, {
