@@ -18,7 +18,7 @@ import { InternalError } from '../../errors';
 import type { Logger } from '../../log';
 import { Supervisor, findExecutable, waitForExit } from '../../process/supervisor';
 import { atomicWriteFile } from '../../storage/atomic';
-import { SystemFeatureUnavailableError } from '../system/none';
+import { emptyEthernetStatus, SystemFeatureUnavailableError } from '../system/none';
 import type {
   Availability,
   EthernetSettings,
@@ -444,7 +444,7 @@ export class NetnsNetwork implements NetworkDriver {
   // --- verbs --------------------------------------------------------------------------------
 
   async status(): Promise<EthernetStatus> {
-    if (this.unavailable) return emptyStatus();
+    if (this.unavailable) return emptyEthernetStatus();
     await this.ensureUp();
     return this.readStatus();
   }
@@ -660,18 +660,4 @@ export class NetnsNetwork implements NetworkDriver {
 
 function isManual(dns: string[] | null): dns is string[] {
   return dns !== null && dns.length > 0;
-}
-
-function emptyStatus(): EthernetStatus {
-  return {
-    interface: '',
-    mac_address: '',
-    link: 'down',
-    mode: 'dhcp',
-    ip_address: '',
-    netmask: '',
-    gateway: '',
-    dns_servers: [],
-    dns_manual: false,
-  };
 }

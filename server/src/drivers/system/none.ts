@@ -22,6 +22,21 @@ const noop = (): (() => void) => () => undefined;
 
 export const NO_WIFI_ADAPTER = 'No Wi-Fi adapter';
 
+/** What a network that cannot be managed here reports: no interface, no address. */
+export function emptyEthernetStatus(): EthernetStatus {
+  return {
+    interface: '',
+    mac_address: '',
+    link: 'down',
+    mode: 'dhcp',
+    ip_address: '',
+    netmask: '',
+    gateway: '',
+    dns_servers: [],
+    dns_manual: false,
+  };
+}
+
 /** The `qemu` target's Wi-Fi: this machine has no radio (architecture.md), and says so. */
 export class NoWifi implements WifiDriver {
   readonly name = 'none';
@@ -72,17 +87,7 @@ export class UnavailableNetwork implements NetworkDriver {
     return { available: false, reason: this.reason };
   }
   async status(): Promise<EthernetStatus> {
-    return {
-      interface: '',
-      mac_address: '',
-      link: 'down',
-      mode: 'dhcp',
-      ip_address: '',
-      netmask: '',
-      gateway: '',
-      dns_servers: [],
-      dns_manual: false,
-    };
+    return emptyEthernetStatus();
   }
   async apply(): Promise<never> {
     throw new SystemFeatureUnavailableError(this.reason);
