@@ -206,8 +206,6 @@ const configSchema = z.strictObject({
         .default(null),
       /** ed25519 public keys packages must be signed by: PEM text or a PEM file's path. */
       trusted_keys: z.array(z.string().min(1).max(10_000)).max(16).default([]),
-      /** Whether `start?skip_verify=true` may install an unverified package. */
-      allow_skip_verify: z.boolean().default(false),
     })
     .prefault({}),
   support: z
