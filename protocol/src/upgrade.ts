@@ -113,7 +113,46 @@ export interface UpgradeUploaded {
   size: number;
 }
 
-/** `GET /api/upgrade/status`. */
+/**
+ * `POST /api/upgrade/start?save_config=&skip_verify=` (GL 5.6/5.13): HTTP 200 in every case.
+ * `id` and `version` are ours: `id` names this upgrade in `status.last_upgrade` after the
+ * restart, `version` is the one being installed.
+ */
+export interface UpgradeStartResult {
+  status: 'Upgrade started' | 'Upgrade failed';
+  signature_valid?: boolean;
+  firmware_valid?: boolean;
+  message?: string;
+  stdout: string;
+  stderr: string;
+  id?: string;
+  version?: string;
+}
+
+/**
+ * How an upgrade ended, written by the launcher once the new version was healthy (`success`)
+ * or once the previous one was back (`failed`, with the reason).
+ */
+export interface UpgradeOutcome {
+  id: string;
+  result: 'success' | 'failed';
+  from_version: string;
+  to_version: string;
+  /** Why it failed (the new version exited, was not healthy in time, …); null on success. */
+  reason: string | null;
+  /** Whether the upgrade started on a fresh data folder (save_config=false). */
+  save_config: boolean;
+  /** ISO time the outcome was decided. */
+  finished_at: string;
+}
+
+/** `GET /api/upgrade/status`: GL's `enabled`, plus ours (extra fields GL clients ignore). */
 export interface UpgradeStatus {
   enabled: true;
+  /** The device runs under the launcher (npm start, systemd), so `start` can install. */
+  can_install: boolean;
+  /** An upgrade was started and the device is about to restart into it. */
+  in_progress: boolean;
+  /** The last upgrade's outcome, null before the first. */
+  last_upgrade: UpgradeOutcome | null;
 }
