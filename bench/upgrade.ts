@@ -94,7 +94,7 @@ async function logExportMedian(server: ServerProcess, token: string, runs: numbe
 
 /**
  * What a device's log holds after it ran a while: the API used by a console (status reads,
- * settings, a failed login, refused requests), and the front end's posted log.
+ * mistyped passwords, refused requests), and the front end's posted log.
  */
 async function exercise(server: ServerProcess, token: string): Promise<void> {
   const headers = { cookie: `auth_token=${token}` };
@@ -108,15 +108,15 @@ async function exercise(server: ServerProcess, token: string): Promise<void> {
   ];
   for (let r = 0; r < sized(20, 3); r += 1) {
     await Promise.all(
-      reads.map((p) => fetch(`${server.url}${p}`, { headers }).then((r) => r.arrayBuffer())),
+      reads.map((p) => fetch(`${server.url}${p}`, { headers }).then((res) => res.arrayBuffer())),
     );
     // a mistyped password, a stale token in a URL
     await fetch(`${server.url}/api/auth/login`, {
       method: 'POST',
       body: new URLSearchParams({ user: 'admin', passwd: `wrong-${r}` }),
-    }).then((r) => r.arrayBuffer());
-    await fetch(`${server.url}/api/info?auth_token=${'ab'.repeat(32)}`).then((r) =>
-      r.arrayBuffer(),
+    }).then((res) => res.arrayBuffer());
+    await fetch(`${server.url}/api/info?auth_token=${'ab'.repeat(32)}`).then((res) =>
+      res.arrayBuffer(),
     );
   }
   const frontend = Array.from(
