@@ -52,7 +52,11 @@ export default tseslint.config(
     },
   },
   {
-    files: ['server/src/{process,storage}/**/*.ts', 'server/src/log.ts', 'server/src/errors.ts'],
+    files: [
+      'server/src/{process,storage,install}/**/*.ts',
+      'server/src/log.ts',
+      'server/src/errors.ts',
+    ],
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-imports': [

@@ -18,6 +18,7 @@ import { mediaRoutes } from './routes/media';
 import { rebootRoutes } from './routes/reboot';
 import { upgradeRoutes } from './routes/upgrade';
 import { UpgradeService } from './services/upgrade/upgrade-service';
+import type { InstallLayout } from './install/install-dir';
 import { resetRoutes } from './routes/reset';
 import { supportRoutes } from './routes/support';
 import { LogBundle } from './services/support/log-bundle';
@@ -108,7 +109,12 @@ export async function createContext(
   config: AppConfig,
   version: string,
   log: Logger = SILENT_LOGGER,
-  opts: { requestRestart?: () => void } = {},
+  opts: {
+    requestRestart?: () => void;
+    /** Under the launcher: the A/B install folder and the exit that boots a prepared upgrade. */
+    install?: InstallLayout;
+    exitForUpgrade?: () => void;
+  } = {},
 ): Promise<AppContext> {
   // A reset to defaults asked for before the restart (or interrupted by a crash) ends here.
   if (await finishPendingReset(config.data_dir)) log.warn({}, 'reset to defaults: data wiped');
@@ -205,6 +211,8 @@ export async function createContext(
       model: config.device.model,
       version,
       log,
+      install: opts.install,
+      exitForUpgrade: opts.exitForUpgrade,
     }),
     hid,
     keymaps,

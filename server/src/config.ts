@@ -206,6 +206,9 @@ const configSchema = z.strictObject({
         .default(null),
       /** ed25519 public keys packages must be signed by: PEM text or a PEM file's path. */
       trusted_keys: z.array(z.string().min(1).max(10_000)).max(16).default([]),
+      /** `start?skip_verify=true` installs a package whose signature is not trusted (never its
+       *  hashes: a torn package is refused always). For development devices only. */
+      allow_skip_verify: z.boolean().default(false),
     })
     .prefault({}),
   support: z

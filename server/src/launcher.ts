@@ -12,13 +12,21 @@
  *
  * A crash is any exit the launcher did not ask for: a non-zero code other than 2, or a signal
  * it did not send. Restarts wait 0.5 s, doubling to 30 s; a child that stayed up 60 s resets
- * the wait. The next issue (signed A/B upgrade with rollback) grows here: which build to start
- * and "healthy within a bounded time, else the previous one" are transitions of this machine.
+ * the wait.
+ *
+ * With an install folder (issue 12, install/boot.ts) every start first asks `planBoot` which
+ * version to run: the `current` slot, or the new one of an upgrade on trial. A trial must send
+ * READY_MESSAGE within `healthTimeoutMs`; if it exits first or stays silent, the previous
+ * version is put back and started at once, and the reason is kept for /api/upgrade/status.
+ * Exit EXIT_UPGRADE (the server prepared an upgrade) restarts at once, without backoff. The
+ * launcher itself is never upgraded: like a boot loader, it stays the factory's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { raiseOpenFileLimit } from './fd-limit';
+import { EXIT_UPGRADE, keepTrial, planBoot, READY_MESSAGE, rollBack } from './install/boot';
+import { linkModules, type InstallLayout, type TrialRecord } from './install/install-dir';
 import { findSetpriv } from './process/supervisor';
 
 export type LauncherState = 'starting' | 'running' | 'backoff' | 'stopping' | 'stopped';
@@ -47,10 +55,18 @@ export const DEFAULT_POLICY: RestartPolicy = {
 /** Exit code of a bad command line or config (main.ts): a restart cannot fix it. */
 const EXIT_CONFIG = 2;
 
+/** A new version must listen with its drivers started within this, or it is rolled back. */
+export const DEFAULT_HEALTH_TIMEOUT_MS = 20_000;
+/** A trial that was told to stop (not healthy in time) is killed after this. */
+const TRIAL_KILL_MS = 10_000;
+
 export interface LauncherOptions {
-  /** The server's entry script and its arguments. */
-  entry: string;
+  /** The server's entry script, when there is no install folder to choose it from. */
+  entry?: string;
   args: string[];
+  /** The A/B install folder: the entry is the `current` slot's, upgrades are tried. */
+  install?: InstallLayout;
+  healthTimeoutMs?: number;
   policy?: RestartPolicy;
   log?: (line: string) => void;
   /** Called once the launcher has nothing left to supervise, with the exit code to use. */
@@ -64,6 +80,10 @@ export class Launcher {
   private startedAt = 0;
   private timer: NodeJS.Timeout | null = null;
   private stopSignal: NodeJS.Signals | null = null;
+  /** The upgrade this child tries, until it is healthy. */
+  private trial: TrialRecord | null = null;
+  private trialFailure: string | null = null;
+  private healthTimer: NodeJS.Timeout | null = null;
   private readonly policy: RestartPolicy;
   private readonly log: (line: string) => void;
   /** How many times the server was started; for the log and the tests. */
@@ -102,21 +122,70 @@ export class Launcher {
     this.state = next;
   }
 
+  /** The entry to start now and the trial it is, from the install folder when there is one. */
+  private plan(): { entry: string; env: NodeJS.ProcessEnv } {
+    const install = this.opts.install;
+    if (!install) return { entry: this.opts.entry!, env: process.env };
+    linkModules(install);
+    const plan = planBoot(install, this.log);
+    this.trial = plan.trial;
+    this.trialFailure = null;
+    return {
+      entry: plan.entry,
+      env: {
+        ...process.env,
+        KVM_INSTALL_DIR: install.installDir,
+        KVM_FACTORY_ROOT: install.factoryRoot,
+      },
+    };
+  }
+
   private spawnChild(): void {
     this.starts += 1;
     this.startedAt = Date.now();
+    let entry: string;
+    let env: NodeJS.ProcessEnv;
+    try {
+      ({ entry, env } = this.plan());
+    } catch (err) {
+      // An install folder that cannot be read or written: the factory version still boots.
+      this.log(`install folder: ${(err as Error).message}; starting the factory version`);
+      this.trial = null;
+      entry = join(this.opts.install!.factoryRoot, 'server', 'dist', 'main.js');
+      env = process.env;
+    }
     // Through `setpriv --pdeathsig TERM` where it exists: if the launcher itself is killed
     // (kill -9, OOM), the kernel stops the server too, which stops its QEMU and ffmpeg, instead
-    // of leaving an orphan that holds the port and the VM.
+    // of leaving an orphan that holds the port and the VM. The IPC channel carries READY.
     const setpriv = findSetpriv();
-    const argv = [process.execPath, this.opts.entry, ...this.opts.args];
+    const argv = [process.execPath, entry, ...this.opts.args];
+    const stdio: ['inherit', 'inherit', 'inherit', 'ipc'] = [
+      'inherit',
+      'inherit',
+      'inherit',
+      'ipc',
+    ];
     const child = setpriv
-      ? spawn(setpriv, ['--pdeathsig', 'TERM', '--', ...argv], { stdio: 'inherit' })
-      : spawn(argv[0]!, argv.slice(1), { stdio: 'inherit' });
+      ? spawn(setpriv, ['--pdeathsig', 'TERM', '--', ...argv], { stdio, env })
+      : spawn(argv[0]!, argv.slice(1), { stdio, env });
     this.child = child;
     child.once('spawn', () => {
       if (this.state === 'starting') this.setState('running');
     });
+    child.on('message', (msg: unknown) => {
+      if ((msg as { type?: unknown } | null)?.type === READY_MESSAGE) this.onReady(child);
+    });
+    if (this.trial) {
+      const timeoutMs = this.opts.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
+      this.healthTimer = setTimeout(() => {
+        this.healthTimer = null;
+        if (child !== this.child || !this.trial) return;
+        this.trialFailure = `${this.trial.to_version} was not ready within ${timeoutMs / 1000} s`;
+        this.log(`${this.trialFailure}: stopping it`);
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), TRIAL_KILL_MS).unref();
+      }, timeoutMs);
+    }
     child.once('error', (err) => {
       // could not even be spawned: treated as a crash, with backoff
       this.log(`server could not start: ${err.message}`);
@@ -125,15 +194,53 @@ export class Launcher {
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
   }
 
+  private onReady(child: ChildProcess): void {
+    if (child !== this.child) return;
+    const trial = this.trial;
+    if (!trial || this.trialFailure) return;
+    this.clearHealthTimer();
+    this.trial = null;
+    try {
+      keepTrial(this.opts.install!, trial);
+      this.log(`upgrade to ${trial.to_version} is healthy and kept`);
+    } catch (err) {
+      this.log(`could not record the upgrade's success: ${(err as Error).message}`);
+    }
+  }
+
+  private clearHealthTimer(): void {
+    if (this.healthTimer) clearTimeout(this.healthTimer);
+    this.healthTimer = null;
+  }
+
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
     this.child = null;
+    this.clearHealthTimer();
+    const trial = this.trial;
+    this.trial = null;
+    if (trial && this.state !== 'stopping') {
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      const reason = this.trialFailure ?? `${trial.to_version} ${how} before it was ready`;
+      try {
+        rollBack(this.opts.install!, trial, reason, this.log);
+      } catch (err) {
+        this.log(`rollback failed: ${(err as Error).message}`);
+      }
+      this.restartNow();
+      return;
+    }
     if (this.state === 'stopping') {
       // ended by the signal we forwarded before it could set up its handler: still a clean stop
       this.finish(code ?? (signal === this.stopSignal ? 0 : 1));
       return;
     }
     if (this.state === 'starting') this.setState('running');
+    if (code === EXIT_UPGRADE && this.opts.install) {
+      this.log('server stopped for an upgrade: starting the new version');
+      this.restartNow();
+      return;
+    }
     if (code === 0 || code === EXIT_CONFIG) {
       this.log(`server exited with ${code}: not restarting`);
       this.setState('stopped');
@@ -153,21 +260,42 @@ export class Launcher {
     this.delayMs = Math.min(this.delayMs * 2, this.policy.maxDelayMs);
   }
 
+  /** Straight to the next start: an upgrade or a rollback is not a crash to back off from. */
+  private restartNow(): void {
+    if (this.state === 'starting') this.setState('running');
+    this.setState('backoff');
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.setState('starting');
+      this.spawnChild();
+    }, 0);
+  }
+
   private finish(code: number): void {
     this.setState('stopped');
     this.opts.onStopped?.(code);
   }
 }
 
-/** `node server/dist/launcher.js [server options]`: main.js beside it, same options. */
+/**
+ * `node server/dist/launcher.js [server options]`: the server of the `current` slot (or the
+ * checkout's own, `main.js` beside this file), same options. `KVM_INSTALL_DIR` moves the install
+ * folder (default `<checkout>/.install`), `KVM_HEALTH_TIMEOUT_S` the trial's bound.
+ */
 function runFromCommandLine(): void {
   const here = dirname(fileURLToPath(import.meta.url));
+  const factoryRoot = resolve(here, '..', '..');
+  const health = Number(process.env['KVM_HEALTH_TIMEOUT_S']);
   const raised = raiseOpenFileLimit();
   process.stderr.write(
     `launcher: open-file limit for the server: ${raised.limit ?? 'unknown'} (${raised.note})\n`,
   );
   const launcher = new Launcher({
-    entry: join(here, 'main.js'),
+    install: {
+      factoryRoot,
+      installDir: resolve(process.env['KVM_INSTALL_DIR'] || join(factoryRoot, '.install')),
+    },
+    healthTimeoutMs: health > 0 ? health * 1000 : DEFAULT_HEALTH_TIMEOUT_MS,
     args: process.argv.slice(2),
     onStopped: (code) => process.exit(code),
   });

@@ -16,6 +16,7 @@ import { openFileLimit } from './fd-limit';
 import { edgeLimits } from './http/edge';
 import { createRedirectServer } from './http/redirect';
 import { buildConfig, ConfigError, readConfigFile, type AppConfig } from './config';
+import { EXIT_UPGRADE, READY_MESSAGE } from './install/boot';
 import { loadConfigDefaults, productVersion } from './paths';
 import { RotatingLogFile } from './services/log-file';
 import { loadOrCreateCertificate } from './services/tls';
@@ -100,6 +101,11 @@ async function main(): Promise<void> {
   // it, every driver and child process with it, and builds it anew on the same port.
   let app: FastifyInstance;
   let restarting: Promise<void> | null = null;
+  // Under the launcher (npm start, systemd) an upgrade can be installed: it names the folder.
+  const installDir = process.env['KVM_INSTALL_DIR'];
+  const factoryRoot = process.env['KVM_FACTORY_ROOT'];
+  const install =
+    installDir && factoryRoot && process.send ? { installDir, factoryRoot } : undefined;
   const start = async (): Promise<void> => {
     const ctx = await createContext(config, version, logger, {
       requestRestart: () => {
@@ -107,6 +113,8 @@ async function main(): Promise<void> {
           restarting = null;
         });
       },
+      install,
+      exitForUpgrade: () => stop('upgrade', EXIT_UPGRADE),
     });
     app = await buildApp(ctx, { logger, https });
     await app.listen({ host, port });
@@ -144,25 +152,28 @@ async function main(): Promise<void> {
     `KVM console ${version} (target ${config.target}) on ${scheme}://${shown}:${realPort}/ ready in ${readyMs} ms\n`,
   );
 
+  // Listening with its drivers started: the launcher keeps an upgrade on trial from here on.
+  process.send?.({ type: READY_MESSAGE, version });
+
   let stopping = false;
-  const stop = (signal: string): void => {
+  function stop(signal: string, code = 0): void {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const force = setTimeout(() => process.exit(code || 1), 10_000);
     force.unref();
     redirect?.close();
     Promise.resolve(restarting)
       .then(() => app.close())
       .then(() => {
         logFile.close();
-        process.exit(0);
+        process.exit(code);
       })
       .catch((err: unknown) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        process.exit(code || 1);
       });
-  };
+  }
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));

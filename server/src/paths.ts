@@ -10,11 +10,18 @@ import type { ConfigDefaults } from './config';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * The checkout the launcher runs from. An upgraded version runs from a slot of the install
+ * folder (REPO_ROOT is then the slot: its console, its package.json), but the default data
+ * folder and `.cache` (guest image, keymaps) stay the checkout's, which the launcher names.
+ */
+export const FACTORY_ROOT = process.env['KVM_FACTORY_ROOT'] || REPO_ROOT;
+
 export function loadConfigDefaults(): ConfigDefaults {
   return {
-    dataDir: join(REPO_ROOT, '.data'),
+    dataDir: join(FACTORY_ROOT, '.data'),
     webDir: join(REPO_ROOT, 'web', 'dist'),
-    keymapsDirs: ['/usr/share/qemu/keymaps', join(REPO_ROOT, '.cache', 'keymaps')],
+    keymapsDirs: ['/usr/share/qemu/keymaps', join(FACTORY_ROOT, '.cache', 'keymaps')],
   };
 }
 

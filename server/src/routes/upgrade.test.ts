@@ -128,7 +128,13 @@ describe('/api/upgrade version, status, compare', () => {
       version: 'V0.1.0',
       model: 'RM1',
     });
-    expect((await get('/api/upgrade/status')).body.result).toEqual({ enabled: true });
+    // Not under the launcher (no install folder): GL's `enabled`, and no install possible.
+    expect((await get('/api/upgrade/status')).body.result).toEqual({
+      enabled: true,
+      can_install: false,
+      in_progress: false,
+      last_upgrade: null,
+    });
     const c = await get('/api/upgrade/compare');
     expect(c.status).toBe(200);
     expect(c.body.result).toMatchObject({

@@ -1,7 +1,7 @@
 /**
  * `/api/upgrade/*` packages and channels (wire-protocol.md 5.6 and 5.13; docs/api.md, Upgrade):
- * version, compare, download, beta/download, download_info, download_cancel, upload, status.
- * `start` (the A/B install) is built on the same package file (docs/upgrade.md).
+ * version, compare, download, beta/download, download_info, download_cancel, upload, status and
+ * start (the A/B install, docs/upgrade.md).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BadRequestError } from '../errors';
@@ -18,6 +18,14 @@ function contentLength(request: FastifyRequest): number {
   return n;
 }
 
+function isFalse(v: unknown): boolean {
+  return typeof v === 'string' && /^(false|0)$/i.test(v.trim());
+}
+
+function isTrue(v: unknown): boolean {
+  return typeof v === 'string' && /^(true|1)$/i.test(v.trim());
+}
+
 export function upgradeRoutes(app: FastifyInstance, upgrade: UpgradeService): void {
   app.get('/api/upgrade/version', async () => upgrade.version());
   app.get('/api/upgrade/compare', async () => upgrade.compare());
@@ -25,7 +33,16 @@ export function upgradeRoutes(app: FastifyInstance, upgrade: UpgradeService): vo
   app.get('/api/upgrade/beta/download', async () => upgrade.startDownload(true));
   app.get('/api/upgrade/download_info', async () => upgrade.downloadInfo());
   app.get('/api/upgrade/download_cancel', async () => upgrade.cancelDownload());
-  app.get('/api/upgrade/status', async () => ({ enabled: true }));
+  app.get('/api/upgrade/status', async () => upgrade.status());
+
+  // GL 5.13: 200 in every case; save_config defaults to true, skip_verify to false.
+  app.post('/api/upgrade/start', async (request) => {
+    const q = request.query as Record<string, unknown>;
+    return upgrade.start({
+      saveConfig: !isFalse(q['save_config']),
+      skipVerify: isTrue(q['skip_verify']),
+    });
+  });
 
   app.post('/api/upgrade/upload', async (request) => {
     const declared = contentLength(request);

@@ -4,7 +4,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../paths';
+import { FACTORY_ROOT } from '../../paths';
 
 export interface GuestImage {
   dir: string;
@@ -28,7 +28,7 @@ export interface GuestManifest {
   modules: string[];
 }
 
-export function guestImagePaths(dir = join(REPO_ROOT, '.cache', 'guest')): GuestImage {
+export function guestImagePaths(dir = join(FACTORY_ROOT, '.cache', 'guest')): GuestImage {
   return {
     dir,
     vmlinux: join(dir, 'vmlinux'),

@@ -136,7 +136,7 @@ export async function verifyPackage(
   trustedKeys: readonly KeyObject[],
   model: string,
   localVersion: string,
-  opts: { extractTo?: string } = {},
+  opts: { extractTo?: string; extractUnsigned?: boolean } = {},
 ): Promise<VerifyResult> {
   const result: VerifyResult = {
     signature_valid: false,
@@ -159,6 +159,7 @@ export async function verifyPackage(
   let out: WriteStream | null = null;
   let index = 0;
   let ended = false;
+  let writeError: Error | null = null;
 
   const startEntry = async (h: TarHeader): Promise<void> => {
     if (h.type !== '0' && h.type !== '\0') throw new Refused(`${h.path}: not a regular file`);
@@ -178,10 +179,13 @@ export async function verifyPackage(
     if (done.has(rel)) throw new Refused(`${rel} appears twice`);
     if (want.size !== h.size) throw new Refused(`${rel}: size ${h.size}, manifest ${want.size}`);
     hash = createHash('sha256');
-    if (opts.extractTo && result.signature_valid) {
+    if (opts.extractTo && (result.signature_valid || opts.extractUnsigned)) {
       const dest = join(opts.extractTo, rel);
       await mkdir(dirname(dest), { recursive: true });
-      out = createWriteStream(dest, { mode: 0o644 });
+      const o = createWriteStream(dest, { mode: 0o644 });
+      // A full disk fails the unpack (below); a stream destroyed mid-write must not throw.
+      o.on('error', (err) => (writeError ??= err));
+      out = o;
     }
   };
 
@@ -266,6 +270,7 @@ export async function verifyPackage(
   try {
     const gunzip = createReadStream(file).pipe(createGunzip());
     for await (const chunk of gunzip) await feed(chunk as Buffer);
+    if (writeError) throw new Refused(`could not unpack: ${(writeError as Error).message}`);
     if (!ended || entry) throw new Refused('the package is truncated');
     if (index < 2) throw new Refused('no manifest');
     const missing = [...expected.keys()].find((p) => !done.has(p));

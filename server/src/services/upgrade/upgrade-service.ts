@@ -1,17 +1,22 @@
 /**
  * Firmware packages on the device (issue 12; GL's answers in wire-protocol.md 5.6 and 5.13): the
  * version, the channel lookup (`compare`), the online download that answers early and goes on in
- * the background, and the upload. Both end as `<data>/upgrade/update.pkg`, which `start` (next
- * session, docs/upgrade.md) verifies with package-reader.ts and installs.
+ * the background, and the upload. Both end as `<data>/upgrade/update.pkg`, which `start`
+ * verifies with package-reader.ts, unpacks into the idle slot of the install folder and hands to
+ * the launcher (install/boot.ts: trial, health check, rollback; docs/upgrade.md).
  */
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import {
   formatVersion,
+  type UpgradeStartResult,
+  type UpgradeStatus,
   type UpgradeCompare,
   type UpgradeDownloadCancel,
   type UpgradeDownloadInfo,
@@ -24,7 +29,20 @@ import {
   PayloadTooLargeError,
   ServiceUnavailableError,
 } from '../../errors';
+import {
+  idleSlot,
+  readCurrent,
+  readOutcome,
+  readTrial,
+  slotRoot,
+  slotUsable,
+  syncDir,
+  trialFileExists,
+  writeTrial,
+  type InstallLayout,
+} from '../../install/install-dir';
 import type { Logger } from '../../log';
+import { loadTrustedKeys, verifyPackage } from './package-reader';
 
 /** Channel lookups and the download's answer wait this long (GL's requests use 5 s too). */
 const CHANNEL_TIMEOUT_MS = 5000;
@@ -38,7 +56,14 @@ const CHANNEL_TEXT_MAX = 64 * 1024;
 export interface UpgradeConfig {
   channel_url: string | null;
   beta_channel_url: string | null;
+  trusted_keys?: readonly string[];
+  allow_skip_verify?: boolean;
 }
+
+const execFileAsync = promisify(execFile);
+
+/** GL answers `start` 200 `Upgrade started` this long before the device goes down. */
+export const START_EXIT_DELAY_MS = 1000;
 
 export interface UpgradeDeps {
   dataDir: string;
@@ -49,6 +74,10 @@ export interface UpgradeDeps {
   log: Logger;
   /** Free bytes under the data folder (tests fake a full disk); statfs by default. */
   freeBytes?: (dir: string) => Promise<number>;
+  /** The install folder, only under the launcher (npm start, systemd): `start` needs it. */
+  install?: InstallLayout;
+  /** Stops the server so the launcher boots the prepared version (main.ts: exit 3). */
+  exitForUpgrade?: () => void;
 }
 
 /** The upload is refused: another upload runs. */
@@ -80,13 +109,29 @@ export class UpgradeService {
   /** What download_info reports as total_size; upload and download_cancel reset it (5.13). */
   private totalSize = 0;
   private uploading = false;
+  /** A `start` verifies and unpacks, or has handed over: the next one is refused. */
+  private installing = false;
+  private exitTimer: NodeJS.Timeout | null = null;
   /** Download starts and the upload's start run one at a time (they share the part file). */
   private starting: Promise<unknown> = Promise.resolve();
+
+  /** A package completed before a restart is still complete after it: its size is known. */
+  private readonly restored: Promise<void>;
 
   constructor(private readonly deps: UpgradeDeps) {
     this.dir = join(deps.dataDir, 'upgrade');
     this.packagePath = join(this.dir, 'update.pkg');
     this.partPath = join(this.dir, 'update.pkg.part');
+    // A part file is what a restart cut short: nothing resumes it.
+    this.restored = rm(this.partPath, { force: true })
+      .catch(() => undefined)
+      .then(() => stat(this.packagePath))
+      .then(
+        (s) => {
+          if (this.totalSize === 0 && !this.download && !this.uploading) this.totalSize = s.size;
+        },
+        () => undefined,
+      );
   }
 
   localVersion(): string {
@@ -140,6 +185,7 @@ export class UpgradeService {
   }
 
   private async downloadNow(beta: boolean): Promise<{ size: number }> {
+    await this.restored;
     const base = beta ? this.deps.config.beta_channel_url : this.deps.config.channel_url;
     let release: ChannelRelease;
     try {
@@ -191,6 +237,7 @@ export class UpgradeService {
 
   /** GL: `{size: bytes on disk, total_size}`, zeros when there is nothing. */
   async downloadInfo(): Promise<UpgradeDownloadInfo> {
+    await this.restored;
     if (this.totalSize === 0) return { size: 0, total_size: 0 };
     const path = this.download ? this.partPath : this.packagePath;
     const size = await stat(path).then(
@@ -225,6 +272,7 @@ export class UpgradeService {
     this.uploading = true;
     try {
       await this.serial(async () => {
+        await this.restored;
         await this.cancelRunning();
         this.totalSize = 0;
         await mkdir(this.dir, { recursive: true });
@@ -254,6 +302,137 @@ export class UpgradeService {
     }
   }
 
+  /** GL's `{enabled}` and ours: can this device install, is one under way, the last outcome. */
+  status(): UpgradeStatus {
+    const install = this.deps.install;
+    return {
+      enabled: true,
+      can_install: install !== undefined,
+      in_progress: this.installing || (install !== undefined && trialFileExists(install)),
+      last_upgrade: install ? readOutcome(install) : null,
+    };
+  }
+
+  /**
+   * GL's `start`: HTTP 200 either way. Verifies the waiting package (signature, every hash,
+   * model, min_version) while unpacking it into the idle slot, records the trial, answers, and
+   * one second later stops the server; the launcher boots the new version and keeps it only
+   * once it is healthy (install/boot.ts).
+   */
+  async start(opts: { saveConfig: boolean; skipVerify: boolean }): Promise<UpgradeStartResult> {
+    const install = this.deps.install;
+    if (!install) {
+      return failed(
+        'This device does not run under the launcher (npm start or the systemd unit), so it cannot install upgrades',
+      );
+    }
+    if (this.installing || trialFileExists(install) || readTrial(install)) {
+      return failed('An upgrade is already in progress');
+    }
+    if (this.download || this.uploading) {
+      return failed('The package is still being downloaded or uploaded');
+    }
+    if (opts.skipVerify && !this.deps.config.allow_skip_verify) {
+      return failed('skip_verify is not allowed on this device (upgrade.allow_skip_verify)');
+    }
+    if (!existsSync(this.packagePath)) {
+      return failed('No firmware package: download or upload one first');
+    }
+    this.installing = true;
+    let handedOver = false;
+    try {
+      let keys;
+      try {
+        keys = await loadTrustedKeys(this.deps.config.trusted_keys ?? []);
+      } catch (e) {
+        return failed(messageOf(e));
+      }
+      const from = readCurrent(install);
+      const slot = idleSlot(from);
+      const dest = slotRoot(install, slot);
+      const staging = `${dest}.new`;
+      await rm(staging, { recursive: true, force: true });
+      await mkdir(staging, { recursive: true });
+      const began = performance.now();
+      const result = await verifyPackage(
+        this.packagePath,
+        keys,
+        this.deps.model,
+        this.localVersion(),
+        { extractTo: staging, extractUnsigned: opts.skipVerify },
+      );
+      const trusted = result.signature_valid || opts.skipVerify;
+      if (!trusted || !result.firmware_valid || !result.manifest) {
+        await rm(staging, { recursive: true, force: true });
+        this.deps.log.warn({ reason: result.reason }, 'upgrade package refused');
+        return {
+          status: 'Upgrade failed',
+          signature_valid: result.signature_valid,
+          firmware_valid: result.firmware_valid,
+          message: result.reason ?? 'The package was refused',
+          stdout: '',
+          stderr: '',
+        };
+      }
+      // The idle slot is replaced only by a complete, verified tree (one rename).
+      await rm(dest, { recursive: true, force: true });
+      await rename(staging, dest);
+      syncDir(dirname(dest));
+      // The slot's files reach the disk before the trial that boots them is recorded.
+      await execFileAsync('sync', ['-f', dest], { timeout: 60_000 }).catch((e: unknown) =>
+        this.deps.log.warn({ err: messageOf(e) }, 'sync of the new slot failed'),
+      );
+      if (!slotUsable(install, slot)) {
+        await rm(dest, { recursive: true, force: true });
+        return failed('The package has no server/dist/main.js or package.json');
+      }
+      const version = formatVersion(result.manifest.version) ?? result.manifest.version;
+      const id = randomUUID();
+      writeTrial(install, {
+        id,
+        from_slot: from,
+        to_slot: slot,
+        from_version: this.localVersion(),
+        to_version: version,
+        save_config: opts.saveConfig,
+        data_dir: resolve(this.deps.dataDir),
+        data_aside: null,
+        attempts: 0,
+        created_at: new Date().toISOString(),
+      });
+      this.deps.log.warn(
+        {
+          id,
+          version,
+          slot,
+          saveConfig: opts.saveConfig,
+          skipVerify: opts.skipVerify,
+          ms: Math.round(performance.now() - began),
+        },
+        'upgrade started: restarting into the new version',
+      );
+      handedOver = true;
+      this.exitTimer = setTimeout(() => {
+        this.exitTimer = null;
+        (this.deps.exitForUpgrade ?? (() => undefined))();
+      }, START_EXIT_DELAY_MS);
+      return {
+        status: 'Upgrade started',
+        signature_valid: result.signature_valid,
+        firmware_valid: true,
+        stdout: `Installed ${version} into slot ${slot}; restarting`,
+        stderr: '',
+        id,
+        version,
+      };
+    } catch (e) {
+      this.deps.log.error({ err: e }, 'upgrade start failed');
+      return failed(`The package could not be installed: ${messageOf(e)}`);
+    } finally {
+      if (!handedOver) this.installing = false;
+    }
+  }
+
   /** Fails with 413 and the sizes when the data folder cannot hold `bytes` more. */
   async ensureSpace(bytes: number): Promise<void> {
     if (bytes > PACKAGE_MAX_BYTES) {
@@ -278,6 +457,7 @@ export class UpgradeService {
   }
 
   async dispose(): Promise<void> {
+    if (this.exitTimer) clearTimeout(this.exitTimer);
     await this.cancelRunning();
   }
 
@@ -367,6 +547,16 @@ export class UpgradeService {
       release_note_cn: typeof meta.release_note_cn === 'string' ? meta.release_note_cn : '',
     };
   }
+}
+
+/** A refusal before any check of the package: GL's shape without the two flags. */
+function failed(message: string): UpgradeStartResult {
+  return {
+    status: 'Upgrade failed',
+    message,
+    stdout: '',
+    stderr: '',
+  };
 }
 
 function withSlash(base: string): string {
