@@ -1,10 +1,13 @@
 import { useEffect, useRef, useSyncExternalStore } from 'react';
-import { Button, Descriptions, Progress, Space, Typography } from 'antd';
+import { Alert, Button, Descriptions, Progress, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
 import { formatBytes, formatDuration } from '../storage/format';
 import {
+  acknowledgeOutcome,
   beginDownload,
+  canInstall,
+  checkStatus,
   checkVersion,
   firmwareUploader,
   offeredBeta,
@@ -15,6 +18,27 @@ import {
   useUpgrade,
 } from './upgrade-store';
 import { percentOf, TransferError } from '../storage/upload';
+
+/** The last upgrade's outcome, shown by the control until it closes once after it happened. */
+function LastOutcome() {
+  const { t } = useTranslation();
+  const shown = useUpgrade((s) => s.outcome);
+  if (!shown) return null;
+  const names = { from: shown.from_version, to: shown.to_version };
+  let text: string;
+  if (shown.result === 'success') text = t('upgrade.outcomeSuccess', names);
+  else if (shown.reason) text = t('upgrade.outcomeFailed', { ...names, reason: shown.reason });
+  else text = t('upgrade.outcomeFailedNoReason', names);
+  return (
+    <Alert
+      data-testid="upgrade-outcome"
+      data-result={shown.result}
+      type={shown.result === 'success' ? 'success' : 'error'}
+      showIcon
+      title={text}
+    />
+  );
+}
 
 /**
  * The upgrade control of the help/about dialog (SPEC 4): versions, release note, the online
@@ -30,13 +54,18 @@ export default function UpgradeControl() {
   const download = useUpgrade((s) => s.download);
   const upload = useSyncExternalStore(firmwareUploader.subscribe, firmwareUploader.getSnapshot);
   const fileInput = useRef<HTMLInputElement>(null);
-  const offered = offeredVersion(compare);
-  const beta = offeredBeta(compare);
+  const installable = useUpgrade(canInstall);
+  const offered = installable ? offeredVersion(compare) : null;
+  const beta = installable ? offeredBeta(compare) : null;
 
   useEffect(() => {
     setControlOpen(true);
     if (!compare) void checkVersion();
-    return () => setControlOpen(false);
+    void checkStatus();
+    return () => {
+      setControlOpen(false);
+      acknowledgeOutcome();
+    };
     // Once per opening.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
@@ -56,6 +85,15 @@ export default function UpgradeControl() {
 
   return (
     <Space direction="vertical" style={{ width: '100%' }} data-testid="upgrade-control">
+      <LastOutcome />
+      {!installable && (
+        <Alert
+          data-testid="upgrade-cannot-install"
+          type="warning"
+          showIcon
+          title={t('upgrade.cannotInstall')}
+        />
+      )}
       <Descriptions column={1} size="small">
         <Descriptions.Item label={t('upgrade.latestVersion')}>
           <span data-testid="upgrade-latest">
@@ -63,7 +101,7 @@ export default function UpgradeControl() {
           </span>
         </Descriptions.Item>
       </Descriptions>
-      {compare && !offered && !compare.error && (
+      {installable && compare && !offered && !compare.error && (
         <Typography.Text type="secondary" data-testid="upgrade-up-to-date">
           {t('upgrade.upToDate')}
         </Typography.Text>
@@ -118,7 +156,7 @@ export default function UpgradeControl() {
             {t('upgrade.downloadBeta', { version: beta })}
           </Button>
         )}
-        {download.status === 'downloaded' && (
+        {installable && download.status === 'downloaded' && (
           <Button
             type="primary"
             danger
@@ -128,13 +166,15 @@ export default function UpgradeControl() {
             {t('upgrade.upgradeNow')}
           </Button>
         )}
-        <Button
-          disabled={uploading || download.status === 'downloading'}
-          onClick={() => fileInput.current?.click()}
-          data-testid="upgrade-upload"
-        >
-          {t('upgrade.uploadPackage')}
-        </Button>
+        {installable && (
+          <Button
+            disabled={uploading || download.status === 'downloading'}
+            onClick={() => fileInput.current?.click()}
+            data-testid="upgrade-upload"
+          >
+            {t('upgrade.uploadPackage')}
+          </Button>
+        )}
         {uploading && (
           <Button onClick={() => firmwareUploader.cancel()} data-testid="upgrade-upload-cancel">
             {t('common.cancel')}

@@ -9,6 +9,7 @@ import UpgradeControl from './UpgradeControl';
 import UpgradeHost from './UpgradeHost';
 import {
   getUpgradeState,
+  OUTCOME_SEEN_KEY,
   requestConfirm,
   resetUpgradeStore,
   TIP_DISMISSED_KEY,
@@ -25,6 +26,8 @@ const COMPARE = {
 let view: Rendered | undefined;
 let requests: RecordedRequest[];
 let startAnswer: () => Response;
+/** The device's /upgrade/status; null: a device without the route (404). */
+let status: Record<string, unknown> | null;
 let downloaded: number;
 let total: number;
 
@@ -86,7 +89,10 @@ beforeEach(() => {
   downloaded = 0;
   total = 0;
   startAnswer = () => envelope(200, { status: 'Upgrade started', stdout: '', stderr: '' });
+  status = null;
   ({ requests } = stubFetch({
+    '/api/upgrade/status': () =>
+      status ? envelope(200, status) : envelope(404, { error: 'NotFoundError', error_msg: '' }),
     '/api/upgrade/compare': () => envelope(200, COMPARE),
     '/api/upgrade/download': () => {
       total = 1000;
@@ -148,28 +154,63 @@ describe('UpgradeHost (SPEC 4)', () => {
     expect(document.body.textContent).toContain(en.upgrade.started);
   });
 
-  it('unchecked save-config sends save_config=0; a failed check shows verification failed', async () => {
+  it('unchecked save-config sends save_config=0; a bad signature says so, with the message', async () => {
     startAnswer = () =>
-      envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: true });
+      envelope(200, {
+        status: 'Upgrade failed',
+        signature_valid: false,
+        firmware_valid: true,
+        message: 'no trusted key signed this package',
+        stdout: '',
+        stderr: '',
+      });
     await mount();
     requestConfirm('upload');
     await until(() => view?.byTestId('upgrade-confirm'));
     await click(saveConfigBox());
     await click(dialogButton('upgrade-confirm', 'confirm-ok'));
-    await until(() => document.body.textContent?.includes(en.upgrade.verifyFailed));
+    await until(() => document.body.textContent?.includes(en.upgrade.signatureInvalid));
+    expect(document.body.textContent).toContain('no trusted key signed this package');
     expect(requests.find((r) => r.path === '/api/upgrade/start')?.query.get('save_config')).toBe(
       '0',
     );
     expect(view?.byTestId('at-upgrading')).toBeNull();
   });
 
-  it('any other failure shows Upgrade failed (try again or upload a new package)', async () => {
-    startAnswer = () => envelope(200, { status: 'Upgrade failed', message: 'broken' });
+  it('damaged files say the package is damaged; both checks failing say verification failed', async () => {
+    startAnswer = () =>
+      envelope(200, {
+        status: 'Upgrade failed',
+        signature_valid: true,
+        firmware_valid: false,
+        message: 'server/main.js: sha256 mismatch',
+        stdout: '',
+        stderr: '',
+      });
+    await mount();
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => document.body.textContent?.includes(en.upgrade.firmwareInvalid));
+    expect(document.body.textContent).toContain('server/main.js: sha256 mismatch');
+
+    startAnswer = () =>
+      envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: false });
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => document.body.textContent?.includes(en.upgrade.verifyFailed));
+  });
+
+  it('any other failure shows Upgrade failed (try again or upload a new package) and the message', async () => {
+    startAnswer = () =>
+      envelope(200, { status: 'Upgrade failed', message: 'broken', stdout: '', stderr: '' });
     await mount();
     requestConfirm('upload');
     await until(() => view?.byTestId('upgrade-confirm'));
     await click(dialogButton('upgrade-confirm', 'confirm-ok'));
     await until(() => document.body.textContent?.includes(en.upgrade.failed));
+    expect(document.body.textContent).toContain('(broken)');
   });
 
   it('cancelling the confirm of a download asks whether to cancel the download', async () => {
@@ -239,5 +280,81 @@ describe('UpgradeControl', () => {
     await act(async () => xhr.onload?.());
     await until(() => view?.byTestId('upgrade-confirm'));
     expect(view?.byTestId('upgrade-confirm')?.textContent).toContain(en.upgrade.confirmUploaded);
+  });
+
+  it('says plainly when the device cannot install (can_install false): nothing to download', async () => {
+    status = { enabled: true, can_install: false, in_progress: false, last_upgrade: null };
+    await mount(true);
+    await until(() => view?.byTestId('upgrade-cannot-install'));
+    expect(view?.byTestId('upgrade-cannot-install')?.textContent).toBe(en.upgrade.cannotInstall);
+    expect(view?.byTestId('upgrade-latest')?.textContent).toBe('V1.3.0 release1');
+    for (const id of ['upgrade-download', 'upgrade-upload', 'upgrade-tip-download']) {
+      expect(view?.byTestId(id), id).toBeNull();
+    }
+    expect(view?.byTestId('upgrade-tip')?.textContent).toContain(en.upgrade.cannotInstall);
+  });
+
+  it('a device that can install (or has no status route) shows no such warning', async () => {
+    status = { enabled: true, can_install: true, in_progress: false, last_upgrade: null };
+    await mount(true);
+    await until(() => getUpgradeState().status);
+    expect(view?.byTestId('upgrade-cannot-install')).toBeNull();
+    expect(view?.byTestId('upgrade-download')).not.toBeNull();
+    expect(view?.byTestId('upgrade-outcome')).toBeNull();
+  });
+
+  it('shows the last upgrade once: Upgraded from X to Y', async () => {
+    status = {
+      enabled: true,
+      can_install: true,
+      in_progress: false,
+      last_upgrade: {
+        id: 'u1',
+        result: 'success',
+        from_version: 'V0.1.0',
+        to_version: 'V0.1.1',
+        reason: null,
+        save_config: true,
+        finished_at: '2026-11-24T08:00:00.000Z',
+      },
+    };
+    await mount(true);
+    await until(() => view?.byTestId('upgrade-outcome'));
+    expect(view?.byTestId('upgrade-outcome')?.textContent).toBe('Upgraded from V0.1.0 to V0.1.1');
+
+    // Closing the control counts it as shown; the next opening (even after a reload) has none.
+    view?.unmount();
+    expect(localStorage.getItem(OUTCOME_SEEN_KEY)).toBe('u1');
+    resetUpgradeStore();
+    await mount(true);
+    await until(() => getUpgradeState().status);
+    await flush();
+    expect(view?.byTestId('upgrade-outcome')).toBeNull();
+  });
+
+  it('a rolled-back upgrade: The upgrade to Y failed: <reason>; X was restored', async () => {
+    const reason =
+      'The new version V0.1.1 exited with code 1 before it was healthy; V0.1.0 is back';
+    status = {
+      enabled: true,
+      can_install: true,
+      in_progress: false,
+      last_upgrade: {
+        id: 'u2',
+        result: 'failed',
+        from_version: 'V0.1.0',
+        to_version: 'V0.1.1',
+        reason,
+        save_config: true,
+        finished_at: '2026-11-24T08:00:00.000Z',
+      },
+    };
+    await mount(true);
+    await until(() => view?.byTestId('upgrade-outcome'));
+    const outcome = view?.byTestId('upgrade-outcome');
+    expect(outcome?.dataset.result).toBe('failed');
+    expect(outcome?.textContent).toBe(
+      `The upgrade to V0.1.1 failed: ${reason}; V0.1.0 was restored`,
+    );
   });
 });

@@ -8,6 +8,8 @@ import { useMessage } from '../../components/notify';
 import {
   answerCancelDownload,
   beginDownload,
+  canInstall,
+  checkStatus,
   checkVersion,
   dismissConfirm,
   dismissTip,
@@ -16,13 +18,30 @@ import {
   runUpgrade,
   tipVersion,
   useUpgrade,
+  type FailedCheck,
 } from './upgrade-store';
+
+const CHECK_TEXT = {
+  both: 'upgrade.verifyFailed',
+  signature: 'upgrade.signatureInvalid',
+  firmware: 'upgrade.firmwareInvalid',
+} as const;
+
+/** The FAILED toast: which check failed (or the generic text) and the device's message. */
+export function useFailedText(): (check: FailedCheck, message: string) => string {
+  const { t } = useTranslation();
+  return (check, message) => {
+    const text = t(check ? CHECK_TEXT[check] : 'upgrade.failed');
+    return message.trim() ? t('upgrade.failedDetail', { text, message: message.trim() }) : text;
+  };
+}
 
 /** What the console does with the answer of start (SPEC 4 step 4). */
 export function useUpgradeOutcome(): (saveConfig: boolean) => Promise<void> {
   const { t } = useTranslation();
   const message = useMessage();
   const navigate = useNavigate();
+  const failedText = useFailedText();
   return async (saveConfig) => {
     const outcome = await runUpgrade(saveConfig);
     if (outcome.kind === 'started') {
@@ -30,7 +49,7 @@ export function useUpgradeOutcome(): (saveConfig: boolean) => Promise<void> {
       void navigate('/upgrading');
       return;
     }
-    void message.error(t(outcome.verification ? 'upgrade.verifyFailed' : 'upgrade.failed'));
+    void message.error(failedText(outcome.check, outcome.message));
   };
 }
 
@@ -99,6 +118,7 @@ function NewVersionTip() {
   const message = useMessage();
   const version = useUpgrade(tipVersion);
   const downloading = useUpgrade((s) => s.download.status !== 'none');
+  const installable = useUpgrade(canInstall);
   if (!version) return null;
   return (
     <Alert
@@ -108,20 +128,23 @@ function NewVersionTip() {
       closable
       onClose={dismissTip}
       style={{ position: 'fixed', top: 56, right: 16, zIndex: 1000, maxWidth: 360 }}
-      message={t('upgrade.tip', { version })}
+      title={t('upgrade.tip', { version })}
+      description={installable ? undefined : t('upgrade.cannotInstall')}
       action={
-        <Button
-          size="small"
-          type="primary"
-          disabled={downloading}
-          data-testid="upgrade-tip-download"
-          onClick={() => {
-            dismissTip();
-            beginDownload().catch(() => void message.error(t('upgrade.downloadFailed')));
-          }}
-        >
-          {t('upgrade.download')}
-        </Button>
+        installable && (
+          <Button
+            size="small"
+            type="primary"
+            disabled={downloading}
+            data-testid="upgrade-tip-download"
+            onClick={() => {
+              dismissTip();
+              beginDownload().catch(() => void message.error(t('upgrade.downloadFailed')));
+            }}
+          >
+            {t('upgrade.download')}
+          </Button>
+        )
       }
     />
   );
@@ -134,6 +157,7 @@ function NewVersionTip() {
 export default function UpgradeHost() {
   useEffect(() => {
     void checkVersion();
+    void checkStatus();
     void resumeDownload();
   }, []);
   return (

@@ -7,21 +7,15 @@ import type {
   UpgradeDownloadCancel,
   UpgradeDownloadInfo,
   UpgradeDownloadStarted,
+  UpgradeStartResult,
+  UpgradeStatus,
   UpgradeUploaded,
   UpgradeVersion,
 } from '@kvm/protocol/upgrade';
 import { api } from '../../lib/api';
 import type { UploadController } from '../storage/upload';
 
-export type { UpgradeCompare, UpgradeVersion };
-
-/** GL answers 200 in both cases; a failed check says which part failed. */
-export interface StartResult {
-  status: 'Upgrade started' | 'Upgrade failed' | string;
-  signature_valid?: boolean;
-  firmware_valid?: boolean;
-  message?: string;
-}
+export type { UpgradeCompare, UpgradeStartResult, UpgradeStatus, UpgradeVersion };
 
 export function getVersion(signal?: AbortSignal): Promise<UpgradeVersion> {
   return api.get<UpgradeVersion>('/upgrade/version', { signal });
@@ -46,8 +40,14 @@ export function cancelDownload(): Promise<UpgradeDownloadCancel> {
   return api.get<UpgradeDownloadCancel>('/upgrade/download_cancel');
 }
 
-export function startUpgrade(saveConfig: boolean): Promise<StartResult> {
-  return api.post<StartResult>('/upgrade/start', { query: { save_config: saveConfig } });
+/** GL answers 200 in both cases; a failed check says which part failed. */
+export function startUpgrade(saveConfig: boolean): Promise<UpgradeStartResult> {
+  return api.post<UpgradeStartResult>('/upgrade/start', { query: { save_config: saveConfig } });
+}
+
+/** Whether this device can install, and how the last upgrade ended (after its restart). */
+export function getUpgradeStatus(signal?: AbortSignal): Promise<UpgradeStatus> {
+  return api.get<UpgradeStatus>('/upgrade/status', { signal });
 }
 
 /** Multipart field `file` (GL reads the first part), with progress and no timeout. */

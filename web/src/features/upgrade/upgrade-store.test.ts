@@ -18,6 +18,9 @@ import {
   tipVersion,
   TIP_DISMISSED_KEY,
   UPGRADE_FROM_KEY,
+  UPGRADE_ID_KEY,
+  UPGRADE_SAVE_CONFIG_KEY,
+  UPGRADE_TO_KEY,
   uploadFirmware,
 } from './upgrade-store';
 
@@ -216,6 +219,29 @@ describe('confirm dialog (SPEC 4 step 3)', () => {
 
     await runUpgrade(false);
     expect(requests.at(-1)?.query.get('save_config')).toBe('0');
+    expect(sessionStorage.getItem(UPGRADE_SAVE_CONFIG_KEY)).toBe('0');
+  });
+
+  it("keeps the started upgrade's id and version for /upgrading; a later start drops them", async () => {
+    startAnswer = () =>
+      envelope(200, {
+        status: 'Upgrade started',
+        id: 'up-42',
+        version: 'V1.3.0 release1',
+        stdout: '',
+        stderr: '',
+      });
+    await checkVersion();
+    expect(await runUpgrade(true)).toEqual({ kind: 'started' });
+    expect(sessionStorage.getItem(UPGRADE_ID_KEY)).toBe('up-42');
+    expect(sessionStorage.getItem(UPGRADE_TO_KEY)).toBe('V1.3.0 release1');
+    expect(sessionStorage.getItem(UPGRADE_FROM_KEY)).toBe('V1.2.0 release1');
+
+    // A start without an id (or a refused one) must not leave the old id to be matched.
+    startAnswer = () => envelope(200, { status: 'Upgrade started', stdout: '', stderr: '' });
+    await runUpgrade(true);
+    expect(sessionStorage.getItem(UPGRADE_ID_KEY)).toBeNull();
+    expect(sessionStorage.getItem(UPGRADE_TO_KEY)).toBeNull();
   });
 
   it('asks the device its version when no check ran yet', async () => {
@@ -234,13 +260,20 @@ describe('confirm dialog (SPEC 4 step 3)', () => {
       });
     expect(await runUpgrade(true)).toEqual({
       kind: 'failed',
-      verification: true,
+      check: 'signature',
       message: 'Signature verification failed',
     });
+    startAnswer = () =>
+      envelope(200, { status: 'Upgrade failed', signature_valid: true, firmware_valid: false });
+    expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: 'firmware', message: '' });
+    startAnswer = () =>
+      envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: false });
+    expect(await runUpgrade(true)).toMatchObject({ kind: 'failed', check: 'both' });
     startAnswer = () => envelope(200, { status: 'Upgrade failed', message: 'no package' });
-    expect(await runUpgrade(true)).toMatchObject({ kind: 'failed', verification: false });
+    expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: null, message: 'no package' });
     startAnswer = () => envelope(404, { error: 'NotFoundError', error_msg: 'Not found' });
-    expect(await runUpgrade(true)).toMatchObject({ kind: 'failed', verification: false });
+    expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: null, message: 'Not found' });
+    expect(sessionStorage.getItem(UPGRADE_ID_KEY)).toBeNull();
   });
 });
 

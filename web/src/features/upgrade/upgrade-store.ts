@@ -6,18 +6,22 @@
  */
 import { useSyncExternalStore } from 'react';
 import { isNewer } from '@kvm/protocol/upgrade';
+import type { UpgradeOutcome } from '@kvm/protocol/upgrade';
+import { errorMessage } from '../../lib/api';
 import { readStorage, writeStorage } from '../../lib/storage';
 import { UploadController } from '../storage/upload';
 import {
   cancelDownload,
   compareVersion,
   getDownloadInfo,
+  getUpgradeStatus,
   getVersion,
   startDownload,
   startUpgrade,
   uploadPackage,
-  type StartResult,
   type UpgradeCompare,
+  type UpgradeStartResult,
+  type UpgradeStatus,
 } from './upgrade-api';
 
 /** SPEC 4: download progress is polled every second. */
@@ -27,6 +31,11 @@ export const TIP_DISMISSED_KEY = 'upgrade_tip_dismissed_version';
 /** Session storage: what /upgrading compares the device's answers with. */
 export const UPGRADE_FROM_KEY = 'upgrade_from_version';
 export const UPGRADE_SAVE_CONFIG_KEY = 'upgrade_save_config';
+/** Session storage: the started upgrade's id (its outcome in status carries it) and version. */
+export const UPGRADE_ID_KEY = 'upgrade_id';
+export const UPGRADE_TO_KEY = 'upgrade_to_version';
+/** Local storage: the id of the last upgrade outcome the help dialog showed (shown once). */
+export const OUTCOME_SEEN_KEY = 'upgrade_outcome_seen';
 
 export type DownloadStatus = 'none' | 'downloading' | 'downloaded';
 
@@ -44,10 +53,18 @@ export interface UpgradeState {
   confirm: 'download' | 'upload' | null;
   /** Cancelling the confirm of a download asks whether to cancel the download too. */
   askCancelDownload: boolean;
+  /** The device's upgrade status; null until asked, or when it has no such route. */
+  status: UpgradeStatus | null;
+  /** The last upgrade's outcome until the upgrade control has shown it (once per browser). */
+  outcome: UpgradeOutcome | null;
 }
 
-export type UpgradeOutcome =
-  { kind: 'started' } | { kind: 'failed'; verification: boolean; message: string };
+/** Which of start's checks failed: the signature, the package's files (firmware), or both. */
+export type FailedCheck = 'signature' | 'firmware' | 'both' | null;
+
+/** What start answered, for the toast (SPEC 4 step 4). */
+export type StartOutcome =
+  { kind: 'started' } | { kind: 'failed'; check: FailedCheck; message: string };
 
 function initialState(): UpgradeState {
   return {
@@ -59,6 +76,8 @@ function initialState(): UpgradeState {
     controlOpen: false,
     confirm: null,
     askCancelDownload: false,
+    status: null,
+    outcome: null,
   };
 }
 
@@ -123,6 +142,37 @@ export async function checkVersion(): Promise<UpgradeCompare | null> {
     set({ checking: false });
     return null;
   }
+}
+
+/** Asks the device whether it can install and how the last upgrade ended. */
+export async function checkStatus(): Promise<UpgradeStatus | null> {
+  try {
+    const status = await getUpgradeStatus();
+    set({ status, outcome: unseenOutcome(status) ?? state.outcome });
+    return status;
+  } catch {
+    // A device without the route (or a busy one): nothing is blocked, nothing to show.
+    return null;
+  }
+}
+
+/** False only when the device said so: start would refuse (it does not run under the launcher). */
+export function canInstall(s: UpgradeState): boolean {
+  return s.status?.can_install !== false;
+}
+
+/** The last upgrade's outcome when this browser has not shown it yet, else null. */
+function unseenOutcome(status: UpgradeStatus): UpgradeOutcome | null {
+  const last = status.last_upgrade;
+  if (!last?.id) return null;
+  return readStorage(OUTCOME_SEEN_KEY) === last.id ? null : last;
+}
+
+/** The upgrade control closed after showing the outcome: not shown again. */
+export function acknowledgeOutcome(): void {
+  if (!state.outcome) return;
+  writeStorage(OUTCOME_SEEN_KEY, state.outcome.id);
+  set({ outcome: null });
 }
 
 function stopPolling(): void {
@@ -226,39 +276,49 @@ export async function uploadFirmware(file: File): Promise<void> {
   requestConfirm('upload');
 }
 
-function describeFailure(result: StartResult): UpgradeOutcome {
-  const verification = result.signature_valid === false || result.firmware_valid === false;
-  return { kind: 'failed', verification, message: result.message ?? '' };
+function describeFailure(result: UpgradeStartResult): StartOutcome {
+  const signature = result.signature_valid === false;
+  const firmware = result.firmware_valid === false;
+  const check: FailedCheck =
+    signature && firmware ? 'both' : signature ? 'signature' : firmware ? 'firmware' : null;
+  return { kind: 'failed', check, message: result.message ?? '' };
+}
+
+function writeSession(key: string, value: string | null | undefined): void {
+  try {
+    if (value) sessionStorage.setItem(key, value);
+    else sessionStorage.removeItem(key);
+  } catch {
+    // Without session storage /upgrading falls back to asking the device's version.
+  }
 }
 
 /**
- * Starts the upgrade. The version before it goes to session storage for /upgrading, which
- * tells success (another version answers) from a rollback (the same one answers again).
+ * Starts the upgrade. /upgrading finds this upgrade's outcome in the device's status by the id
+ * start answered (session storage); the version before it and save_config are kept too, for
+ * devices whose status has no outcome (another version answering = done).
  */
-export async function runUpgrade(saveConfig: boolean): Promise<UpgradeOutcome> {
+export async function runUpgrade(saveConfig: boolean): Promise<StartOutcome> {
   let from = state.compare?.local_version;
   if (!from)
     from = await getVersion().then(
       (v) => v.version,
       () => undefined,
     );
-  try {
-    if (from) sessionStorage.setItem(UPGRADE_FROM_KEY, from);
-    sessionStorage.setItem(UPGRADE_SAVE_CONFIG_KEY, saveConfig ? '1' : '0');
-  } catch {
-    // Without session storage /upgrading asks the device for its version first.
-  }
+  writeSession(UPGRADE_FROM_KEY, from);
+  writeSession(UPGRADE_SAVE_CONFIG_KEY, saveConfig ? '1' : '0');
+  // A previous upgrade's id must not be taken for this one's.
+  writeSession(UPGRADE_ID_KEY, null);
+  writeSession(UPGRADE_TO_KEY, null);
   set({ confirm: null, askCancelDownload: false });
   try {
     const result = await startUpgrade(saveConfig);
-    if (result.status === 'Upgrade started') return { kind: 'started' };
-    return describeFailure(result);
+    if (result.status !== 'Upgrade started') return describeFailure(result);
+    writeSession(UPGRADE_ID_KEY, result.id);
+    writeSession(UPGRADE_TO_KEY, result.version);
+    return { kind: 'started' };
   } catch (err) {
-    return {
-      kind: 'failed',
-      verification: false,
-      message: err instanceof Error ? err.message : '',
-    };
+    return { kind: 'failed', check: null, message: errorMessage(err, '') };
   }
 }
 
