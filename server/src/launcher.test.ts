@@ -1,7 +1,14 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  readCurrent,
+  readOutcome,
+  readTrial,
+  writeTrial,
+  type InstallLayout,
+} from './install/install-dir';
 import { Launcher } from './launcher';
 
 /** A stand-in server: `crash` exits 1 at once, `config` exits 2, `serve` runs until SIGTERM. */
@@ -73,5 +80,134 @@ describe('Launcher', () => {
     launcher.stop('SIGTERM');
     await expect.poll(() => stopped).toBe(0);
     expect(launcher.starts).toBe(1);
+  });
+});
+
+/**
+ * A slot's stand-in server: writes which version it is to `<data>/booted`, then by its mode
+ * (a file in the slot) sends READY, exits 1, stays silent, or exits 3 (an upgrade is ready).
+ */
+const SLOT_SERVER = `
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+const mode = readFileSync(join(root, 'mode'), 'utf8').trim();
+appendFileSync(process.argv[2], version + ' ' + (process.env.KVM_INSTALL_DIR ? 'env' : '-') + '\\n');
+process.on('SIGTERM', () => process.exit(0));
+if (mode === 'crash') process.exit(1);
+if (mode === 'ready') process.send({ type: 'kvm-ready', version });
+if (mode === 'upgrade') {
+  // once: the version it restarts into after a rollback just runs
+  writeFileSync(join(root, 'mode'), 'ready');
+  process.send({ type: 'kvm-ready', version });
+  setTimeout(() => process.exit(3), 50);
+}
+setInterval(() => {}, 1000);
+`;
+
+async function slotTree(dir: string, version: string, mode: string): Promise<void> {
+  await mkdir(join(dir, 'server', 'dist'), { recursive: true });
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ version, type: 'module' }));
+  await writeFile(join(dir, 'server', 'dist', 'main.js'), SLOT_SERVER);
+  await writeFile(join(dir, 'mode'), mode);
+}
+
+describe('Launcher with an install folder', () => {
+  async function setup(newMode: string) {
+    const root = await mkdtemp(join(tmpdir(), 'kvm-launcher-ab-'));
+    const install: InstallLayout = {
+      factoryRoot: join(root, 'factory'),
+      installDir: join(root, 'install'),
+    };
+    await slotTree(install.factoryRoot, '0.1.0', 'ready');
+    await slotTree(join(install.installDir, 'slots', 'a'), '0.2.0', newMode);
+    const booted = join(root, 'booted');
+    await writeFile(booted, '');
+    const lines: string[] = [];
+    const launcher = new Launcher({
+      install,
+      args: [booted],
+      policy: FAST,
+      healthTimeoutMs: 1500,
+      log: (l) => lines.push(l),
+    });
+    running = launcher;
+    const boots = async () => (await readFile(booted, 'utf8')).split('\n').filter(Boolean);
+    const askUpgrade = () =>
+      writeTrial(install, {
+        id: 'u1',
+        from_slot: 'factory',
+        to_slot: 'a',
+        from_version: 'V0.1.0',
+        to_version: 'V0.2.0',
+        save_config: true,
+        data_dir: join(root, 'data'),
+        data_aside: null,
+        attempts: 0,
+        created_at: new Date().toISOString(),
+      });
+    return { install, launcher, boots, askUpgrade, lines };
+  }
+
+  it('a trial left by a launcher that was stopped is tried at the next start', async () => {
+    const s = await setup('ready');
+    s.launcher.start();
+    await expect.poll(s.boots).toEqual(['0.1.0 env']);
+    s.askUpgrade();
+    s.launcher.stop();
+    running = new Launcher({
+      install: s.install,
+      args: [(await mkdtemp(join(tmpdir(), 'kvm-launcher-b-'))) + '/booted'],
+      policy: FAST,
+      log: () => undefined,
+    });
+    // a fresh launcher over the same folder: the trial is picked up at its first boot
+    running.start();
+    await expect.poll(() => readOutcome(s.install)?.result, { timeout: 10_000 }).toBe('success');
+    expect(readCurrent(s.install)).toBe('a');
+    expect(readTrial(s.install)).toBeNull();
+  });
+
+  it('restarts at once into the prepared version when the server exits 3', async () => {
+    const s = await setup('ready');
+    await writeFile(join(s.install.factoryRoot, 'mode'), 'upgrade');
+    s.askUpgrade();
+    // the trial is already there at the first boot: the factory never runs
+    s.launcher.start();
+    await expect.poll(s.boots, { timeout: 10_000 }).toEqual(['0.2.0 env']);
+    await expect.poll(() => readOutcome(s.install)?.result).toBe('success');
+    expect(s.launcher.starts).toBe(1);
+  });
+
+  it('rolls back a new version that exits before it is ready, and starts the old one', async () => {
+    const s = await setup('crash');
+    await writeFile(join(s.install.factoryRoot, 'mode'), 'upgrade');
+    s.launcher.start();
+    await expect.poll(s.boots).toEqual(['0.1.0 env']);
+    // the old server asks for the upgrade and exits 3 after its READY
+    s.askUpgrade();
+    await expect
+      .poll(s.boots, { timeout: 10_000 })
+      .toEqual(['0.1.0 env', '0.2.0 env', '0.1.0 env']);
+    expect(readOutcome(s.install)).toMatchObject({
+      id: 'u1',
+      result: 'failed',
+      reason: 'V0.2.0 exited with code 1 before it was ready',
+    });
+    expect(readCurrent(s.install)).toBe('factory');
+  });
+
+  it('rolls back a new version that is not ready in time', async () => {
+    const s = await setup('silent');
+    s.askUpgrade();
+    s.launcher.start();
+    await expect.poll(s.boots, { timeout: 10_000 }).toEqual(['0.2.0 env', '0.1.0 env']);
+    expect(readOutcome(s.install)).toMatchObject({
+      result: 'failed',
+      reason: 'V0.2.0 was not ready within 1.5 s',
+    });
+    expect(s.lines.some((l) => /not ready within 1\.5 s: stopping it/.test(l))).toBe(true);
   });
 });
