@@ -2,11 +2,16 @@ import { useEffect, useRef, useState } from 'react';
 import { Button, Progress, Result, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { ApiError, isAuthDenied } from '../../lib/api';
-import { getVersion } from '../upgrade/upgrade-api';
-import { UPGRADE_FROM_KEY, UPGRADE_SAVE_CONFIG_KEY } from '../upgrade/upgrade-store';
+import { getUpgradeStatus, getVersion } from '../upgrade/upgrade-api';
+import {
+  UPGRADE_FROM_KEY,
+  UPGRADE_ID_KEY,
+  UPGRADE_SAVE_CONFIG_KEY,
+} from '../upgrade/upgrade-store';
 import {
   UPGRADE_DONE_RELOAD_MS,
   UPGRADE_GIVE_UP_MS,
+  UPGRADE_OUTCOME_GRACE_MS,
   UPGRADE_POLL_DELAY_MS,
   UPGRADE_POLL_MS,
   upgradeProgress,
@@ -35,48 +40,83 @@ export interface UpgradingPageProps {
 
 /**
  * SPEC 2 upgrading page: progress toward 99 % over about 82 s, 'do not refresh', and from 2 s
- * on the device's version polled every second. Done is another version than the one before
- * the upgrade (remembered in session storage when it started); the same version answering after
- * the device was gone means the new one did not come up and the old one came back (rollback).
+ * on the device's upgrade status polled every second. The launcher records how the upgrade
+ * ended under the id start answered (kept in session storage): `success` is done, `failed` (the
+ * previous version is back) shows the device's reason. Without that id or that record the
+ * version decides: another one than before the upgrade is done, the same one after the device
+ * was gone is a rollback. With save_config=false the new version has forgotten the session,
+ * so a 401 is done (after a rollback the old data folder, and the session, are back).
  */
 export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
   const { t } = useTranslation();
   const [percent, setPercent] = useState(0);
   const [phase, setPhase] = useState<Phase>('running');
+  const [reason, setReason] = useState<string | null>(null);
   const phaseRef = useRef<Phase>('running');
 
   useEffect(() => {
     const started = Date.now();
+    const id = readSession(UPGRADE_ID_KEY);
     const from = readSession(UPGRADE_FROM_KEY);
     const freshData = readSession(UPGRADE_SAVE_CONFIG_KEY) === '0';
     // The device went away at least once (it restarted): only then is "same version" final.
     let restarted = false;
+    // When the device, back after its restart, first answered without this upgrade's outcome.
+    let backSince: number | null = null;
+    // The device has no status route: its version decides.
+    let noStatus = false;
     let inFlight = false;
     let reloadTimer: ReturnType<typeof setTimeout> | undefined;
     const controller = new AbortController();
 
-    const finish = (next: Phase) => {
+    const finish = (next: Phase, why: string | null = null) => {
       if (phaseRef.current !== 'running') return;
       phaseRef.current = next;
       setPhase(next);
+      setReason(why);
       if (next === 'done') {
         setPercent(100);
         reloadTimer = setTimeout(goRoot, UPGRADE_DONE_RELOAD_MS);
       }
     };
 
+    const byVersion = async () => {
+      const { version } = await getVersion(controller.signal);
+      if (from === null || version !== from) finish('done');
+      else if (restarted) finish('failed');
+    };
+
+    const byStatus = async () => {
+      const { last_upgrade: last } = await getUpgradeStatus(controller.signal);
+      if (id !== null && last?.id === id) {
+        if (last.result === 'success') finish('done');
+        else finish('failed', last.reason);
+        return;
+      }
+      if (id === null || last === undefined) return byVersion();
+      // Not decided yet: the old version before its restart, or the new one before the launcher
+      // saw it ready. A launcher that never records it leaves the version to decide.
+      if (!restarted) return;
+      backSince ??= Date.now();
+      if (Date.now() - backSince >= UPGRADE_OUTCOME_GRACE_MS) await byVersion();
+    };
+
     const poll = async () => {
       if (inFlight || phaseRef.current !== 'running') return;
       inFlight = true;
       try {
-        const { version } = await getVersion(controller.signal);
-        if (from === null || version !== from) finish('done');
-        else if (restarted) finish('failed');
+        await (noStatus ? byVersion() : byStatus());
       } catch (err) {
         if (controller.signal.aborted) return;
-        // Without its old data folder the device has forgotten the session: it is the new one.
-        if (isAuthDenied(err) && restarted && freshData) finish('done');
-        else if (!(err instanceof ApiError) || err.status >= 500) restarted = true;
+        // The session was valid when start answered: a 401 now comes from a fresh data folder,
+        // that is the new version (a rollback brings the old folder and the session back).
+        if (isAuthDenied(err)) {
+          if (freshData) finish('done');
+        } else if (!(err instanceof ApiError) || err.status >= 500) {
+          // Gone or restarting.
+          restarted = true;
+          backSince = null;
+        } else if (!noStatus) noStatus = true;
       } finally {
         inFlight = false;
       }
@@ -114,7 +154,13 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
             {t('common.ok')}
           </Button>
         }
-      />
+      >
+        {reason && (
+          <Typography.Paragraph data-testid="upgrading-reason" style={{ margin: 0 }}>
+            {reason}
+          </Typography.Paragraph>
+        )}
+      </Result>
     );
   }
 

@@ -16,9 +16,15 @@ export function upgradeProgress(elapsedMs: number): number {
   );
 }
 
-/** The device's version is asked every second once polling runs. */
+/** The device's status is asked every second once polling runs. */
 export const UPGRADE_POLL_MS = 1_000;
 /** SPEC 2: the reload to the root follows the success message after 1 s. */
 export const UPGRADE_DONE_RELOAD_MS = 1_000;
+/**
+ * Back after its restart, the device's status may lack this upgrade's outcome only while the
+ * launcher waits for the new version to be ready (20 s, then 10 s to kill it); past that (a
+ * launcher that never wrote one) the version decides.
+ */
+export const UPGRADE_OUTCOME_GRACE_MS = 40_000;
 /** No answer either way by then: the upgrade is reported failed (the device may need a hand). */
 export const UPGRADE_GIVE_UP_MS = 10 * 60_000;
