@@ -16,7 +16,7 @@ const SERVER_UPPER_LAYERS = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', '.cache/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', '.cache/**', '.install/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

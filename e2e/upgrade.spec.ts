@@ -1,0 +1,143 @@
+/**
+ * The whole upgrade in Chromium (issue 12 items 4-6 and 10), on the launcher as `npm start` runs
+ * it: a loopback channel offers version X+1 packaged from this tree; the console shows the tip,
+ * downloads, confirms, follows /upgrading, and the device answers with X+1 from its new slot.
+ * Then a package whose server exits at start is uploaded: the launcher puts X+1 back and the
+ * page says the upgrade failed, with the device's reason.
+ */
+import { execFileSync } from 'node:child_process';
+import { createReadStream, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { Browser } from './fixtures/browser';
+import { byTestId, initDevice, loginViaUi } from './fixtures/console';
+import { REPO_ROOT, ServerProcess } from './fixtures/server';
+
+const PACKAGE = join(REPO_ROOT, 'scripts', 'package.mjs');
+
+/** package.json's version with the patch number raised by `n` (0.1.0 → V0.1.1). */
+function bumped(n: number): string {
+  const v = (
+    JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+  const [major, minor, patch] = v.split(/[.-]/).map(Number);
+  return `V${major}.${minor}.${patch! + n}`;
+}
+
+let work = '';
+let channel: Server;
+let server: ServerProcess;
+let browser: Browser;
+let page: Page;
+const next = bumped(1);
+const broken = bumped(2);
+let brokenPkg = '';
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'kvm-e2e-upgrade-'));
+  const pkg = (args: string[]) =>
+    execFileSync(process.execPath, [PACKAGE, ...args], { cwd: work, encoding: 'utf8' });
+  pkg(['--gen-key', join(work, 'release')]);
+  // X+1: this tree's own build (server bundle and console), into a GL-layout channel
+  pkg([
+    ...['--version', next, '--key', join(work, 'release.key'), '--from', REPO_ROOT],
+    ...['--out', join(work, 'out'), '--channel', join(work, 'release'), '--release-note', 'e2e'],
+  ]);
+  // X+2: a release whose server exits at once
+  const tree = join(work, 'broken');
+  await mkdir(join(tree, 'server', 'dist'), { recursive: true });
+  await mkdir(join(tree, 'web', 'dist'), { recursive: true });
+  await writeFile(join(tree, 'package.json'), '{"name":"kvm-console","type":"module"}');
+  await writeFile(join(tree, 'server', 'dist', 'main.js'), 'process.exit(1);\n');
+  await writeFile(join(tree, 'web', 'dist', 'index.html'), '<!doctype html>');
+  brokenPkg = pkg([
+    ...['--version', broken, '--key', join(work, 'release.key'), '--from', tree],
+    ...['--out', join(work, 'out')],
+  ]).split(' ')[0]!;
+
+  channel = createServer((req, res) => {
+    const name = decodeURIComponent((req.url ?? '/').split('?')[0]!);
+    if (!/^\/release\/[\w.+-]+$/.test(name)) return res.writeHead(404).end();
+    const path = join(work, name);
+    stat(path).then(
+      (s) => {
+        res.writeHead(200, { 'content-length': s.size });
+        createReadStream(path).pipe(res);
+      },
+      () => res.writeHead(404).end(),
+    );
+  });
+  await new Promise<void>((r) => channel.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/release`;
+  server = await ServerProcess.start({
+    installDir: join(work, 'install'),
+    config: `upgrade:\n  channel_url: ${base}\n  trusted_keys: [${join(work, 'release.pub')}]\n`,
+  });
+  await initDevice(server);
+  browser = await Browser.launch();
+  page = await browser.page();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.dispose();
+  channel?.closeAllConnections();
+  await new Promise((r) => channel?.close(r));
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** The device's version as the page's session sees it. */
+async function deviceVersion(p: Page): Promise<string> {
+  return p.evaluate(async () => {
+    const res = await fetch('/api/upgrade/version');
+    return ((await res.json()) as { result: { version: string } }).result.version;
+  });
+}
+
+describe('upgrade through the console', () => {
+  it('shows the tip, downloads, upgrades through /upgrading, and X+1 answers', async () => {
+    await loginViaUi(page, server);
+    const tip = byTestId(page, 'upgrade-tip');
+    await tip.waitFor({ state: 'visible', timeout: 15_000 });
+    expect(await tip.textContent()).toContain(next);
+    await byTestId(page, 'upgrade-tip-download').click();
+    // the download finishes in the background; then the confirm dialog shows by itself
+    await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
+    expect(await byTestId(page, 'upgrade-save-config').isChecked()).toBe(true);
+    await byTestId(page, 'confirm-ok').click();
+    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    await page
+      .locator('[data-testid="upgrading-page"][data-phase="done"]')
+      .waitFor({ state: 'attached', timeout: 60_000 });
+    // the page goes back to the root, still logged in (the data folder was kept)
+    await page.waitForURL((url) => url.pathname === '/', { timeout: 15_000 });
+    await byTestId(page, 'main-page').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await deviceVersion(page)).toBe(next);
+    expect(server.log).toContain(`upgrade to ${next} is healthy and kept`);
+  }, 180_000);
+
+  it('rolls back a version whose server exits at start, and /upgrading says why', async () => {
+    await byTestId(page, 'help-button').click();
+    await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
+    await byTestId(page, 'upgrade-file').setInputFiles(brokenPkg);
+    await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
+    await byTestId(page, 'confirm-ok').click();
+    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    const failed = byTestId(page, 'upgrading-failed');
+    await failed.waitFor({ state: 'visible', timeout: 90_000 });
+    expect(await failed.textContent()).toContain(
+      `${broken} exited with code 1 before it was ready`,
+    );
+    await byTestId(page, 'upgrading-ok').click();
+    await page.waitForURL((url) => url.pathname === '/', { timeout: 15_000 });
+    await byTestId(page, 'main-page').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await deviceVersion(page)).toBe(next);
+  }, 180_000);
+});
