@@ -8,16 +8,19 @@
  *   median of 5 runs, the first (cold page cache) included in the runs. Notes give the package's
  *   size and file count.
  * - log_export_ms, terminal_echo_ms: testbedFigures() below, one testbed server for both.
+ * - upgrade_downtime_s, rollback_s: installFigures() below, a testbed server under the
+ *   launcher with an install folder of its own, as `npm start` runs it;
+ *   upgrade_downtime_qemu_s (full mode only): the same upgrades on the QEMU target.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../server/src/paths';
 import { loadTrustedKeys, verifyPackage } from '../server/src/services/upgrade/package-reader';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, round, shortMark, sized } from './lib';
+import { median, note, round, SHORT, shortMark, sized } from './lib';
 import { benchLogin, terminalEchoTimes, terminalFields } from './terminal';
 
 const run = promisify(execFile);
@@ -194,10 +197,150 @@ async function testbedFigures(): Promise<Record<string, number>> {
   }
 }
 
+// --- install: downtime and rollback (launcher, testbed) ---
+
+const UPGRADES = sized(3, 1);
+
+/** Uploads `file` as the package waiting for start (multipart `file`, as the console does). */
+async function uploadPackage(server: ServerProcess, token: string, file: string): Promise<void> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(await readFile(file))]), 'update.pkg');
+  const res = await fetch(`${server.url}/api/upgrade/upload`, {
+    method: 'POST',
+    headers: { cookie: `auth_token=${token}` },
+    body: form,
+  });
+  if (res.status !== 200) throw new Error(`upload: HTTP ${res.status} ${await res.text()}`);
+}
+
+/** POSTs start; the time it was sent (performance.now()) and the upgrade's id. */
+async function startUpgrade(server: ServerProcess, token: string) {
+  const sent = performance.now();
+  const res = await fetch(`${server.url}/api/upgrade/start`, {
+    method: 'POST',
+    headers: { cookie: `auth_token=${token}` },
+  });
+  const body = (await res.json()) as { result: { status: string; id?: string; message?: string } };
+  if (body.result.status !== 'Upgrade started') {
+    throw new Error(`start: ${body.result.status} ${body.result.message ?? ''}`);
+  }
+  return { sent, id: body.result.id! };
+}
+
+/** Polls every 20 ms until `fn` answers true (errors: the device is down); the time it did. */
+async function until(fn: () => Promise<boolean>, timeoutMs = 120_000): Promise<number> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const ok = await fn().catch(() => false);
+    if (ok) return performance.now();
+    if (performance.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function versionIs(server: ServerProcess, token: string, version: string) {
+  const res = await fetch(`${server.url}/api/upgrade/version`, {
+    headers: { cookie: `auth_token=${token}` },
+    signal: AbortSignal.timeout(1000),
+  });
+  const body = (await res.json()) as { result?: { version?: string } };
+  return body.result?.version === version;
+}
+
+/**
+ * upgrade_downtime_s: POST start sent → the new version answers /api/upgrade/version (GL's 1 s
+ * before the restart included: it is downtime the user waits through), median of UPGRADES
+ * upgrades V+1, V+2, … of this tree's own build. rollback_s: POST start of a package whose
+ * server exits at once → the previous version answers again with the failure recorded.
+ */
+async function installFigures(target: 'testbed' | 'qemu'): Promise<Record<string, number>> {
+  const dir = await mkdtemp(join(tmpdir(), 'kvm-bench-install-'));
+  const script = join(REPO_ROOT, 'scripts', 'package.mjs');
+  const pkg = async (args: string[]) =>
+    (await run(process.execPath, [script, ...args], { timeout: 300_000 })).stdout.split(' ')[0]!;
+  let server: ServerProcess | null = null;
+  try {
+    await run(process.execPath, [script, '--gen-key', join(dir, 'k')]);
+    const versions = Array.from({ length: UPGRADES }, (_, i) => `V90.0.${i + 1}`);
+    const files: string[] = [];
+    for (const v of versions) {
+      files.push(
+        await pkg(['--from', REPO_ROOT, '--version', v, '--key', join(dir, 'k.key'), '--out', dir]),
+      );
+    }
+    const broken = join(dir, 'broken');
+    await mkdir(join(broken, 'server', 'dist'), { recursive: true });
+    await mkdir(join(broken, 'web', 'dist'), { recursive: true });
+    await writeFile(join(broken, 'package.json'), '{"name":"kvm-console","type":"module"}');
+    await writeFile(join(broken, 'server', 'dist', 'main.js'), 'process.exit(1);\n');
+    await writeFile(join(broken, 'web', 'dist', 'index.html'), '<!doctype html>');
+    const brokenFile = await pkg([
+      '--from',
+      broken,
+      '--version',
+      'V99.0.0',
+      '--key',
+      join(dir, 'k.key'),
+      '--out',
+      dir,
+    ]);
+
+    server = await ServerProcess.start({
+      target,
+      installDir: join(dir, 'install'),
+      config: `upgrade:\n  trusted_keys: [${join(dir, 'k.pub')}]\n`,
+    });
+    const token = await benchLogin(server, 'benchpass');
+    const s = server;
+    const downtimes: number[] = [];
+    for (let i = 0; i < versions.length; i++) {
+      await uploadPackage(s, token, files[i]!);
+      const { sent } = await startUpgrade(s, token);
+      const answered = await until(() => versionIs(s, token, versions[i]!));
+      downtimes.push((answered - sent) / 1000);
+    }
+    if (target === 'qemu') {
+      note(`qemu target: upgrades ${downtimes.map((d) => round(d, 2)).join(' ')} s`);
+      return { upgrade_downtime_qemu_s: round(median(downtimes), 2) };
+    }
+    const last = versions[versions.length - 1]!;
+    await uploadPackage(s, token, brokenFile);
+    const { sent, id } = await startUpgrade(s, token);
+    const back = await until(async () => {
+      const res = await fetch(`${s.url}/api/upgrade/status`, {
+        headers: { cookie: `auth_token=${token}` },
+        signal: AbortSignal.timeout(1000),
+      });
+      const st = (await res.json()) as {
+        result: { last_upgrade: { id: string; result: string } | null };
+      };
+      return st.result.last_upgrade?.id === id && st.result.last_upgrade.result === 'failed';
+    });
+    if (!(await versionIs(s, token, last)))
+      throw new Error(`after the rollback the version is not ${last}`);
+    note(
+      `upgrades ${downtimes.map((d) => round(d, 2)).join(' ')} s (1 s of it GL's delay before the restart), rollback ${round((back - sent) / 1000, 2)} s`,
+    );
+    return {
+      upgrade_downtime_s: round(median(downtimes), 2),
+      rollback_s: round((back - sent) / 1000, 2),
+    };
+  } finally {
+    await server?.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 // --- the JSON ---
 
 async function main(): Promise<void> {
-  const figures = { ...(await packageVerify()), ...(await testbedFigures()) };
+  const figures = {
+    ...(await packageVerify()),
+    ...(await testbedFigures()),
+    ...(await installFigures('testbed')),
+    // The product's default target, with its VM stopped and started again: full mode only.
+    ...(SHORT ? {} : await installFigures('qemu')),
+  };
   process.stdout.write(`${JSON.stringify({ ...shortMark(), ...figures })}\n`);
 }
 

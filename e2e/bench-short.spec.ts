@@ -109,4 +109,19 @@ describe('benchmarks in short mode', () => {
     expect(json['confirm_timeout_s']).toBe(5);
     expect(json['revert_after_s']).toBeGreaterThan(0);
   }, 250_000);
+
+  it('upgrade', async () => {
+    // a package of this tree verified; log export and terminal echo on testbed; one upgrade
+    // and one rollback under the launcher
+    const json = await runShort('upgrade', 180_000);
+    expectMeasured(json, [
+      'package_verify_ms',
+      'log_export_ms',
+      'log_export_full_ms',
+      'terminal_echo_ms',
+      'terminal_echo_samples',
+      'upgrade_downtime_s',
+      'rollback_s',
+    ]);
+  }, 190_000);
 });
