@@ -12,7 +12,8 @@
 //
 // The guest (docs/drivers.md, QEMU target): a framebuffer console at 1024x768 with a shell on
 // tty1 that echoes what is typed, and on the serial port (ttyS0) one line per input event and
-// per block device change, the oracle of the end-to-end tests.
+// per block device change, the oracle of the end-to-end tests, plus a prompt-less shell that
+// runs what the console's serial tab types.
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
@@ -137,6 +138,10 @@ scan
   done
 ) &
 echo "guest ready"
+# A shell on the serial line too (the console's serial tab). Fed through a pipe, it is not
+# interactive: no prompt, banner or line editing, so the serial log keeps one fact per line;
+# what is typed runs, its output follows on the line.
+( while :; do cat /dev/ttyS0 | sh > /dev/ttyS0 2>&1; done ) &
 export PS1='guest# '
 while :; do
   setsid -c sh -c 'clear; echo "KVM test guest: type here. Input events and block devices are logged to ttyS0."; exec sh' < /dev/tty1 > /dev/tty1 2>&1
