@@ -138,10 +138,12 @@ scan
   done
 ) &
 echo "guest ready"
-# A shell on the serial line too (the console's serial tab). Fed through a pipe, it is not
-# interactive: no prompt, banner or line editing, so the serial log keeps one fact per line;
-# what is typed runs, its output follows on the line.
-( while :; do cat /dev/ttyS0 | sh > /dev/ttyS0 2>&1; done ) &
+# Commands on the serial line too (the console's serial tab): each line typed there runs as
+# soon as it is complete, with no prompt, banner or line editing, so the serial log keeps one
+# fact per line. (A non-interactive sh fed through a pipe would wait for the next line.)
+( while :; do
+  while IFS= read -r line; do eval "$line"; done < /dev/ttyS0 > /dev/ttyS0 2>&1
+done ) &
 export PS1='guest# '
 while :; do
   setsid -c sh -c 'clear; echo "KVM test guest: type here. Input events and block devices are logged to ttyS0."; exec sh' < /dev/tty1 > /dev/tty1 2>&1
