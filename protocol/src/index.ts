@@ -19,3 +19,4 @@ export * from './network';
 export * from './identity';
 export * from './edid/index';
 export * from './upgrade';
+export * from './gpio';

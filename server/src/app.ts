@@ -30,6 +30,11 @@ import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
 import { fingerbotRoutes } from './routes/fingerbot';
 import { wolRoutes } from './routes/wol';
+import { gpioRoutes } from './routes/gpio';
+import { logRoutes } from './routes/log';
+import { metricsRoutes } from './routes/metrics';
+import { redfishRoutes } from './routes/redfish';
+import { GpioService } from './services/gpio/gpio-service';
 import { AtxService } from './services/atx/atx-service';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { WolService } from './services/wol/wol-service';
@@ -380,6 +385,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.registry.register(service.provider());
   }
   attachHidInput(events, ctx.hid);
+  const gpio = new GpioService({
+    atx: ctx.atx,
+    wol: ctx.wol,
+    fingerbot: ctx.fingerbot,
+    log: app.log,
+  });
+  ctx.registry.register(gpio.provider());
   events.on('streamClients', (count) => ctx.video.setWarmers(count));
 
   authRoutes(app, ctx);
@@ -408,6 +420,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   wolRoutes(app, ctx.wol);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
+  gpioRoutes(app, gpio);
+  logRoutes(app, {
+    dataDir: config.data_dir,
+    files: config.log.files,
+    onSessionEnded: (listener) => ctx.auth.sessions.on('ended', listener),
+  });
+  metricsRoutes(app, { atx: ctx.atx, gpio, streamer: ctx.streamer, hid: ctx.hid, msd: ctx.msd });
+  redfishRoutes(app, { atx: ctx.atx, msd: ctx.msd });
   rebootRoutes(app, { requestRestart: ctx.requestRestart, log: app.log });
   upgradeRoutes(app, ctx.upgrade);
   resetRoutes(app, { dataDir: config.data_dir, requestRestart: ctx.requestRestart, log: app.log });

@@ -22,6 +22,9 @@ const PUBLIC = new Set([
   'POST /api/auth/login_with_2fa',
   'GET /api/auth/check',
   'GET /api/2fa/is_enabled',
+  // The Redfish service root: public in kvmd and by the Redfish spec (python-redfish reads it first).
+  'GET /redfish/v1',
+  'GET /api/redfish/v1',
   'GET /*',
 ]);
 /** Public routes that change state: refused from another origin whatever the credentials. */
