@@ -37,9 +37,23 @@ const QEMU_TARGET = [
  */
 // edid-decode: the EDID presets' conformity test (server edid-service.test.ts).
 const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata', 'edid-decode'];
+/**
+ * OCR of the remote screen (docs/api.md "OCR"): the tesseract command and its English data;
+ * its tests draw known text with DejaVu Sans Mono (fonts-dejavu-core).
+ */
+const OCR = ['tesseract-ocr', 'tesseract-ocr-eng'];
 const PACKAGES = {
-  start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM],
-  test: ['openssl', 'ca-certificates', 'chromium', 'fonts-noto-cjk', ...QEMU_TARGET, ...SYSTEM],
+  start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR],
+  test: [
+    'openssl',
+    'ca-certificates',
+    'chromium',
+    'fonts-noto-cjk',
+    ...QEMU_TARGET,
+    ...SYSTEM,
+    ...OCR,
+    'fonts-dejavu-core',
+  ],
 };
 
 function run(cmd, args, opts = {}) {

@@ -43,6 +43,8 @@ import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/
 import { KeymapStore } from './services/hid/keymap-store';
 import { MsdService } from './services/msd/msd-service';
 import { streamerRoutes } from './routes/streamer';
+import { ocrRoutes } from './routes/ocr';
+import { OcrService } from './services/ocr/ocr-service';
 import { hubParams, StreamerService } from './services/streamer';
 import { TurnService } from './services/turn';
 import { InfoService } from './services/info';
@@ -239,6 +241,7 @@ export async function createContext(
     streamer,
     turn,
     info: new InfoService({ config, version, host: defaultHost() }),
+    ocr: new OcrService({ ffmpeg: config.video.ffmpeg, log }),
   };
 }
 
@@ -381,6 +384,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.atx,
     ctx.fingerbot,
     ctx.msd,
+    ctx.ocr,
   ]) {
     ctx.registry.register(service.provider());
   }
@@ -414,6 +418,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     sockets,
   );
   streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
+  ocrRoutes(app, ctx.ocr);
   mediaRoutes(app, ctx.video, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);

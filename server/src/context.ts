@@ -23,6 +23,7 @@ import type { UpgradeService } from './services/upgrade/upgrade-service';
 import type { StateRegistry } from './ws/state-registry';
 import type { LogBundle } from './services/support/log-bundle';
 import type { SupportService } from './services/support/support-service';
+import type { OcrService } from './services/ocr/ocr-service';
 
 /**
  * The composition root's product: every service, each exposing its own `provider()` for the
@@ -63,6 +64,8 @@ export interface AppContext {
   bundle: LogBundle;
   /** Contact support: sent or kept as bundles (issue 12). */
   support: SupportService;
+  /** Text of the remote screen: tesseract (issue 13). */
+  ocr: OcrService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }

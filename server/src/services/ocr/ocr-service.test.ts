@@ -1,0 +1,234 @@
+/**
+ * OCR with the real tesseract and ffmpeg on pictures of known text (DejaVu Sans Mono), kvmd's
+ * crop rules and argument checks, tesseract missing, and the queue and timeout with a fake
+ * tesseract (a script) standing in for a slow one.
+ */
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ValidatorError } from '../../errors';
+import {
+  cropBox,
+  jpegSize,
+  OcrBusyError,
+  OcrError,
+  OcrService,
+  parseOcrQuery,
+  type OcrRequest,
+} from './ocr-service';
+import { textJpeg, type TextPicture } from './test-image';
+
+const LINES = [
+  'root@pikvm:~# ls -la /etc/kvmd',
+  'The quick brown fox jumps over 13 lazy dogs.',
+  'Linux 6.1.0-28-amd64: carrier up, 1000 Mbps (full duplex)',
+];
+const WHOLE: OcrRequest = { langs: [], left: -1, top: -1, right: -1, bottom: -1 };
+
+/** Lines of an OCR answer, spaces collapsed, blank lines dropped. */
+function lines(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.replace(/\s+/g, ' ').trim())
+    .filter((l) => l !== '');
+}
+
+let dir: string;
+let pic: TextPicture;
+let jpeg: Buffer;
+const ocr = new OcrService();
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kvm-ocr-'));
+  pic = await textJpeg(LINES, { width: 640, height: 480 });
+  jpeg = pic.jpeg;
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('parseOcrQuery (kvmd snapshot arguments)', () => {
+  it('defaults: no languages, every edge -1', () => {
+    expect(parseOcrQuery({ ocr: '1' })).toEqual(WHOLE);
+  });
+
+  it('splits ocr_langs on commas, tabs and spaces and lower-cases them', () => {
+    const req = parseOcrQuery({ ocr_langs: ' ENG, deu\tchi_sim  ', ocr_left: '10' });
+    expect(req.langs).toEqual(['eng', 'deu', 'chi_sim']);
+    expect(req).toMatchObject({ left: 10, top: -1, right: -1, bottom: -1 });
+  });
+
+  it('takes decimal and 0x integers for the edges', () => {
+    const req = parseOcrQuery({ ocr_left: '0x10', ocr_top: '3', ocr_right: '-1', ocr_bottom: '' });
+    expect(req).toMatchObject({ left: 16, top: 3, right: -1, bottom: -1 });
+  });
+
+  it.each([
+    [{ ocr_left: 'abc' }, 'ocr_left'],
+    [{ ocr_bottom: '1.5' }, 'ocr_bottom'],
+    [{ ocr_top: '99999999999' }, 'ocr_top'],
+    [{ ocr_langs: ['eng', 'deu'] }, 'ocr_langs'],
+    [{ ocr_langs: 'x'.repeat(300) }, 'ocr_langs'],
+    [{ ocr_langs: 'a b c d e f g h i' }, 'ocr_langs'],
+  ])('refuses %j naming the argument', (query, name) => {
+    expect(() => parseOcrQuery(query)).toThrow(ValidatorError);
+    expect(() => parseOcrQuery(query)).toThrow(name);
+  });
+
+  it('refuses a language name that is a path or an option, as kvmd words it', () => {
+    expect(() => parseOcrQuery({ ocr_langs: 'eng,../../etc/x' })).toThrow(
+      "Failed sub-validator on one of the item of ['eng', '../../etc/x']",
+    );
+    expect(() => parseOcrQuery({ ocr_langs: '--psm' })).toThrow(ValidatorError);
+  });
+});
+
+describe('cropBox (kvmd crop rules)', () => {
+  const box = (left: number, top: number, right: number, bottom: number) =>
+    cropBox(1024, 768, { langs: [], left, top, right, bottom });
+
+  it('no edge set: the whole picture', () => {
+    expect(box(-1, -1, -1, -1)).toEqual({ x: 0, y: 0, w: 1024, h: 768 });
+  });
+
+  it('unset edges are the picture edges; set ones are clamped to it', () => {
+    expect(box(100, -1, -1, -1)).toEqual({ x: 100, y: 0, w: 924, h: 768 });
+    expect(box(-1, 50, 2000, 5000)).toEqual({ x: 0, y: 50, w: 1024, h: 718 });
+    expect(box(10, 20, 30, 40)).toEqual({ x: 10, y: 20, w: 20, h: 20 });
+  });
+
+  it('an empty or inverted box is the whole picture', () => {
+    expect(box(300, 0, 200, 100)).toEqual({ x: 0, y: 0, w: 1024, h: 768 });
+    expect(box(5000, 5000, -1, -1)).toEqual({ x: 0, y: 0, w: 1024, h: 768 });
+    expect(box(10, 10, 10, 20)).toEqual({ x: 0, y: 0, w: 1024, h: 768 });
+  });
+});
+
+describe('jpegSize', () => {
+  it('reads the frame header of a JPEG, null for anything else', () => {
+    expect(jpegSize(jpeg)).toEqual({ width: 640, height: 480 });
+    expect(jpegSize(Buffer.from('not a jpeg'))).toBeNull();
+    expect(jpegSize(jpeg.subarray(0, 20))).toBeNull();
+  });
+});
+
+describe('OcrService with tesseract', () => {
+  it('lists the installed languages, eng among them, and eng as the default', async () => {
+    const state = await ocr.state();
+    expect(state.enabled).toBe(true);
+    expect(state.langs.available).toContain('eng');
+    expect(state.langs.available).not.toContain('osd');
+    expect(state.langs.default).toEqual(['eng']);
+    expect(await ocr.languages()).toEqual({
+      available: state.langs.available,
+      default: ['eng'],
+    });
+  });
+
+  it('reads a picture of known text back exactly', async () => {
+    expect(lines(await ocr.recognize(jpeg, WHOLE))).toEqual(LINES);
+  });
+
+  it('reads only the crop', async () => {
+    const b = pic.lineBoxes[1]!;
+    const req = {
+      langs: ['eng'],
+      left: b.left - 4,
+      top: b.top - 4,
+      right: b.right + 4,
+      bottom: b.bottom + 4,
+    };
+    expect(lines(await ocr.recognize(jpeg, req))).toEqual([LINES[1]]);
+  });
+
+  it('clamps a crop past the picture and ignores an empty one', async () => {
+    const b = pic.lineBoxes[2]!;
+    const past = { langs: [], left: -1, top: b.top - 4, right: 99_999, bottom: 99_999 };
+    expect(lines(await ocr.recognize(jpeg, past))).toEqual([LINES[2]]);
+    const empty = { langs: [], left: 400, top: 400, right: 100, bottom: 100 };
+    expect(lines(await ocr.recognize(jpeg, empty))).toEqual(LINES);
+  });
+
+  it('refuses a language that is not installed, with kvmd message', async () => {
+    await expect(ocr.recognize(jpeg, { ...WHOLE, langs: ['eng', 'xyz'] })).rejects.toThrow(
+      "Failed sub-validator on one of the item of ['eng', 'xyz']",
+    );
+  });
+
+  it('refuses what is not a JPEG', async () => {
+    const err = await ocr.recognize(Buffer.from('GIF89a...'), WHOLE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OcrError);
+    expect((err as OcrError).status).toBe(400);
+  });
+});
+
+describe('OcrService without tesseract', () => {
+  const missing = new OcrService({ env: { ...process.env, PATH: '/nonexistent' } });
+
+  it('is disabled with empty lists', async () => {
+    expect(await missing.state()).toEqual({
+      enabled: false,
+      langs: { default: [], available: [] },
+    });
+  });
+
+  it("answers kvmd's OcrError", async () => {
+    const err = await missing.recognize(jpeg, WHOLE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OcrError);
+    expect(err).toMatchObject({
+      status: 400,
+      wireName: 'OcrError',
+      message: 'Tesseract is not available',
+    });
+  });
+
+  it('sends the ocr event with enabled false', async () => {
+    expect(await missing.provider().snapshot()).toEqual([
+      { event_type: 'ocr', event: { enabled: false, langs: { default: [], available: [] } } },
+    ]);
+  });
+});
+
+describe('OcrService limits (a slow fake tesseract)', () => {
+  async function fake(sleepS: number): Promise<string> {
+    const path = join(dir, `tesseract-${sleepS}`);
+    await writeFile(
+      path,
+      [
+        '#!/bin/sh',
+        'if [ "$1" = "--list-langs" ]; then',
+        '  echo \'List of available languages in "/x/" (1):\'; echo eng; exit 0',
+        'fi',
+        'cat >/dev/null',
+        // a stuck one is the sleep itself, so the kill leaves nothing behind
+        sleepS >= 10 ? `exec sleep ${sleepS}` : `sleep ${sleepS}; echo FAKE TEXT`,
+      ].join('\n'),
+    );
+    await chmod(path, 0o755);
+    return path;
+  }
+
+  it('runs one at a time, lets four wait and refuses the next with 409', async () => {
+    const slow = new OcrService({ tesseract: await fake(0.3) });
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => slow.recognize(jpeg, WHOLE)),
+    );
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused).toHaveLength(1);
+    expect((refused[0] as PromiseRejectedResult).reason).toBeInstanceOf(OcrBusyError);
+    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ status: 409 });
+    expect(results.filter((r) => r.status === 'fulfilled').map((r) => r.value)).toEqual(
+      Array(5).fill('FAKE TEXT\n'),
+    );
+    // the queue drained: another runs
+    expect(await slow.recognize(jpeg, WHOLE)).toBe('FAKE TEXT\n');
+  });
+
+  it('kills a recognition past its time limit', async () => {
+    const stuck = new OcrService({ tesseract: await fake(30), timeoutMs: 300 });
+    const t0 = performance.now();
+    await expect(stuck.recognize(jpeg, WHOLE)).rejects.toThrow('OCR timed out');
+    expect(performance.now() - t0).toBeLessThan(5000);
+  });
+});

@@ -1,0 +1,326 @@
+/**
+ * Text of the remote screen (kvmd's `ocr`, 4.82 through 4.2xx): Debian's tesseract-ocr, offline.
+ *
+ * A JPEG frame is cropped (kvmd's rules: a negative edge is "not set", edges are clamped to the
+ * picture, an empty box means the whole picture), turned gray and scaled up 2x by ffmpeg, then
+ * read by the `tesseract` command. Both run with execFile, a timeout and one thread each (the
+ * device has few cores and the encoder needs them); one recognition runs at a time and a few
+ * wait, more are refused (409) rather than queued without end.
+ *
+ * Without a working `tesseract`, OCR is `enabled: false` and a request answers kvmd's
+ * `OcrError` "Tesseract is not available".
+ */
+import { execFile, type ExecFileException } from 'node:child_process';
+import type { StateProvider } from '../../ws/state-registry';
+import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
+import { int, str } from '../../validators';
+
+/** kvmd's OcrError (an OperationError: 400). */
+export class OcrError extends BadRequestError {}
+
+/** Too many recognitions already waiting. */
+export class OcrBusyError extends IsBusyError {
+  static override readonly defaultMessage = 'Too many OCR requests are running; try again later';
+}
+
+export interface OcrRequest {
+  /** Tesseract language names; empty: the defaults. */
+  langs: string[];
+  /** Crop edges in pixels; negative: that edge is not set. */
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+/** The answer of `GET /api/streamer/ocr` and the `ocr` event (kvmd's `Ocr.get_state()`). */
+export interface OcrState {
+  enabled: boolean;
+  langs: { default: string[]; available: string[] };
+}
+
+/** Limits of one request (docs/security.md). */
+export const OCR_LIMITS = {
+  /** `ocr_langs` characters and names. */
+  langsChars: 256,
+  langs: 8,
+  /** The JPEG handed in. */
+  imageBytes: 16 * 1024 * 1024,
+  /** Its picture (before the 2x scale). */
+  imagePixels: 4096 * 2160,
+  /** One recognition running, this many waiting. */
+  queue: 4,
+  /** Each of ffmpeg and tesseract. */
+  timeoutMs: 20_000,
+} as const;
+
+// kvmd's valid_string_list delimiter.
+const LANGS_SPLIT = /[,\t ]+/;
+// Names tesseract uses (eng, chi_sim, deu_latf); refuses paths and options.
+const LANG_NAME = /^[a-z0-9_]{1,32}$/;
+
+/**
+ * The OCR arguments of `GET /api/streamer/snapshot?ocr=1&…` (kvmd: `ocr_langs` split on commas,
+ * tabs and spaces, lower-cased; `ocr_left/top/right/bottom` integers, -1 when absent). Whether
+ * each language is installed is checked by `recognize`, as kvmd checks it after the snapshot.
+ */
+export function parseOcrQuery(query: Record<string, unknown>): OcrRequest {
+  const raw = str('ocr_langs', query['ocr_langs'], { optional: true }).trim();
+  if (raw.length > OCR_LIMITS.langsChars) {
+    throw new ValidatorError(`The argument 'ocr_langs' is longer than ${OCR_LIMITS.langsChars}`);
+  }
+  const langs = raw
+    .split(LANGS_SPLIT)
+    .filter((l) => l !== '')
+    .map((l) => l.toLowerCase());
+  if (langs.length > OCR_LIMITS.langs) {
+    throw new ValidatorError(`The argument 'ocr_langs' names more than ${OCR_LIMITS.langs}`);
+  }
+  if (!langs.every((l) => LANG_NAME.test(l))) throw langsError(langs);
+  const edge = (name: string): number =>
+    int(name, query[name], { fallback: -1, min: -1_000_000, max: 1_000_000 });
+  return {
+    langs,
+    left: edge('ocr_left'),
+    top: edge('ocr_top'),
+    right: edge('ocr_right'),
+    bottom: edge('ocr_bottom'),
+  };
+}
+
+/** kvmd's message for a list with an unknown item (Python's repr of the list). */
+function langsError(langs: string[]): ValidatorError {
+  const repr = `[${langs.map((l) => `'${l.replace(/[\\']/g, (c) => `\\${c}`)}'`).join(', ')}]`;
+  return new ValidatorError(`Failed sub-validator on one of the item of ${repr}`);
+}
+
+export interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+/** kvmd's crop rules: unset edges are the picture's, set ones clamped; an empty box: no crop. */
+export function cropBox(width: number, height: number, req: OcrRequest): Box {
+  const whole = { x: 0, y: 0, w: width, h: height };
+  const { left, top, right, bottom } = req;
+  if (left < 0 && top < 0 && right < 0 && bottom < 0) return whole;
+  const l = left < 0 ? 0 : Math.min(width, left);
+  const t = top < 0 ? 0 : Math.min(height, top);
+  const r = right < 0 ? width : Math.min(width, right);
+  const b = bottom < 0 ? height : Math.min(height, bottom);
+  if (l >= r || t >= b) return whole;
+  return { x: l, y: t, w: r - l, h: b - t };
+}
+
+/** A JPEG's size from its frame header (SOFn), or null when it is not a JPEG. */
+export function jpegSize(data: Buffer): { width: number; height: number } | null {
+  if (data.length < 4 || data[0] !== 0xff || data[1] !== 0xd8) return null;
+  let i = 2;
+  while (i + 9 < data.length) {
+    if (data[i] !== 0xff) return null;
+    const marker = data[i + 1]!;
+    if (marker === 0xff) {
+      i += 1; // fill byte
+      continue;
+    }
+    if (marker === 0xd8 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      i += 2;
+      continue;
+    }
+    const len = data.readUInt16BE(i + 2);
+    // SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC).
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      const height = data.readUInt16BE(i + 5);
+      const width = data.readUInt16BE(i + 7);
+      return width > 0 && height > 0 ? { width, height } : null;
+    }
+    if (marker === 0xda || len < 2) return null; // scan data before a frame header
+    i += 2 + len;
+  }
+  return null;
+}
+
+interface RunResult {
+  stdout: Buffer;
+  stderr: string;
+}
+
+function run(
+  file: string,
+  args: string[],
+  input: Buffer,
+  timeoutMs: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      file,
+      args,
+      {
+        encoding: 'buffer',
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        maxBuffer: 64 * 1024 * 1024,
+        env,
+      },
+      (err: ExecFileException | null, stdout: Buffer, stderr: Buffer) => {
+        if (err) reject(Object.assign(err, { stderrText: stderr.toString('utf8').slice(-500) }));
+        else resolve({ stdout, stderr: stderr.toString('utf8') });
+      },
+    );
+    // EPIPE when the process exits before reading everything: its exit status tells.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
+  });
+}
+
+export interface OcrServiceOptions {
+  /** The tesseract command (a name looked up in PATH, or a path). */
+  tesseract?: string;
+  ffmpeg?: string;
+  /** kvmd's `ocr.langs` default. */
+  defaultLangs?: string[];
+  /** PATH and the like for the commands (tests take tesseract away with it). */
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+/** How long a language list is reused: packages may be added while the server runs. */
+const LANGS_TTL_MS = 5000;
+
+export class OcrService {
+  private readonly tesseract: string;
+  private readonly ffmpeg: string;
+  private readonly defaultLangs: string[];
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly timeoutMs: number;
+  private langsCache: { at: number; value: Promise<string[] | null> } | null = null;
+  private running = false;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly opts: OcrServiceOptions = {}) {
+    this.tesseract = opts.tesseract ?? 'tesseract';
+    this.ffmpeg = opts.ffmpeg ?? 'ffmpeg';
+    this.defaultLangs = opts.defaultLangs ?? ['eng'];
+    // One thread: tesseract's OpenMP would take every core for a small picture.
+    this.env = { ...(opts.env ?? process.env), OMP_THREAD_LIMIT: '1' };
+    this.timeoutMs = opts.timeoutMs ?? OCR_LIMITS.timeoutMs;
+  }
+
+  /** Installed languages (tesseract --list-langs, top-level ones, without `osd`); null: none. */
+  private installed(): Promise<string[] | null> {
+    const now = Date.now();
+    if (this.langsCache && now - this.langsCache.at < LANGS_TTL_MS) return this.langsCache.value;
+    const value = run(this.tesseract, ['--list-langs'], Buffer.alloc(0), 5000, this.env).then(
+      (r) => {
+        const lines = r.stdout.toString('utf8').split('\n').slice(1);
+        const langs = lines.map((l) => l.trim()).filter((l) => LANG_NAME.test(l) && l !== 'osd');
+        return [...new Set(langs)].sort();
+      },
+      () => null,
+    );
+    this.langsCache = { at: now, value };
+    return value;
+  }
+
+  /** Languages installed (tesseract --list-langs), and the defaults. */
+  async languages(): Promise<{ available: string[]; default: string[] }> {
+    const available = await this.installed();
+    return { available: available ?? [], default: available ? [...this.defaultLangs] : [] };
+  }
+
+  /** kvmd's OCR state: `enabled` when tesseract runs; the lists are empty when it does not. */
+  async state(): Promise<OcrState> {
+    const available = await this.installed();
+    return {
+      enabled: available !== null,
+      langs: { default: available ? [...this.defaultLangs] : [], available: available ?? [] },
+    };
+  }
+
+  /** The `ocr` event of `/api/ws` (kvmd sends it to each new client). */
+  provider(): StateProvider {
+    return {
+      name: 'ocr',
+      snapshot: async () => [{ event_type: 'ocr', event: await this.state() }],
+      subscribe: () => () => undefined,
+    };
+  }
+
+  /** Text of `image` (a JPEG) in the crop, with `langs`. */
+  async recognize(image: Buffer, req: OcrRequest): Promise<string> {
+    const available = await this.installed();
+    if (available === null) throw new OcrError('Tesseract is not available');
+    const langs = req.langs.length > 0 ? req.langs : this.defaultLangs;
+    if (!req.langs.every((l) => available.includes(l))) throw langsError(req.langs);
+    if (image.length > OCR_LIMITS.imageBytes) throw new OcrError('The image is too large');
+    const size = jpegSize(image);
+    if (!size) throw new OcrError("Can't recognize image");
+    if (size.width * size.height > OCR_LIMITS.imagePixels) {
+      throw new OcrError('The image is too large');
+    }
+    const box = cropBox(size.width, size.height, req);
+    await this.acquire();
+    try {
+      return await this.read(image, box, langs);
+    } finally {
+      this.release();
+    }
+  }
+
+  private async read(image: Buffer, box: Box, langs: string[]): Promise<string> {
+    // Gray, then crop (exact pixels: no chroma rounding), then 2x: tesseract reads an 8x16
+    // console font far better at twice its size (bench/ocr.ts), as kvmd also scales 2x.
+    const filter = `format=gray,crop=${box.w}:${box.h}:${box.x}:${box.y},scale=iw*2:ih*2:flags=bicubic`;
+    let gray: Buffer;
+    try {
+      const r = await run(
+        this.ffmpeg,
+        ['-hide_banner', '-loglevel', 'error', '-nostdin', '-threads', '1']
+          .concat(['-f', 'jpeg_pipe', '-i', 'pipe:0', '-vf', filter, '-frames:v', '1'])
+          .concat(['-f', 'image2pipe', '-c:v', 'pgm', 'pipe:1']),
+        image,
+        this.timeoutMs,
+        this.env,
+      );
+      gray = r.stdout;
+    } catch (err) {
+      this.opts.log?.warn({ err }, 'ocr: ffmpeg failed');
+      throw new OcrError("Can't recognize image");
+    }
+    try {
+      // psm 6 (one block of text): what libtesseract does by default (kvmd calls it so), and
+      // it keeps a console's lines in order.
+      const r = await run(
+        this.tesseract,
+        ['stdin', 'stdout', '-l', langs.join('+'), '--psm', '6', '-c', 'debug_file=/dev/null'],
+        gray,
+        this.timeoutMs,
+        this.env,
+      );
+      return r.stdout.toString('utf8');
+    } catch (err) {
+      this.opts.log?.warn({ err }, 'ocr: tesseract failed');
+      const killed = (err as ExecFileException).killed === true;
+      throw new OcrError(killed ? 'OCR timed out' : "Can't recognize image");
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (!this.running) {
+      this.running = true;
+      return Promise.resolve();
+    }
+    if (this.waiting.length >= OCR_LIMITS.queue) return Promise.reject(new OcrBusyError());
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running = false;
+  }
+}
