@@ -18,6 +18,8 @@ export type AtxPowerAction = (typeof ATX_POWER_ACTIONS)[number];
 export interface AtxState {
   enabled: boolean;
   busy: boolean;
+  /** kvmd 4.197+: which button is being pressed now (power covers the long press too). */
+  acts: { power: boolean; reset: boolean };
   leds: { power: boolean; hdd: boolean };
   /** GL: the power state in words. */
   power: 'on' | 'off';

@@ -108,7 +108,9 @@ describe('lists and records', () => {
       online: true,
       busy: false,
       storage: {
-        images: { 'a.iso': { complete: true, removable: true, size: 1, mod_ts: 1 } },
+        images: {
+          'a.iso': { complete: true, removable: true, writable: false, size: 1, mod_ts: 1 },
+        },
         parts: { '': { size: 10, free: 5, writable: true } },
         downloading: null,
         uploading: null,

@@ -19,6 +19,11 @@ export interface MsdImageInfo {
   /** False while it is being written, or when a write was cut (its marker file is still there). */
   complete: boolean;
   removable: boolean;
+  /**
+   * kvmd 4.2xx: the remote computer may write to it through a read-write flash drive. False for
+   * `.iso` names (kvmd's rule: a disc image is read-only), true for every other uploaded image.
+   */
+  writable: boolean;
   /** Bytes on disk (for an incomplete image: bytes written so far). */
   size: number;
   /** Modification time, Unix seconds (fractional). */

@@ -30,6 +30,7 @@ import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
 import { fingerbotRoutes } from './routes/fingerbot';
 import { wolRoutes } from './routes/wol';
+import { switchRoutes } from './routes/switch';
 import { gpioRoutes } from './routes/gpio';
 import { logRoutes } from './routes/log';
 import { metricsRoutes } from './routes/metrics';
@@ -40,6 +41,7 @@ import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { WolService } from './services/wol/wol-service';
 import { HidService } from './services/hid/hid-service';
 import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/hid-wiring';
+import { JigglerSchedule, deviceMinuteOfDay } from './services/hid/jiggler-schedule';
 import { KeymapStore } from './services/hid/keymap-store';
 import { MsdService } from './services/msd/msd-service';
 import { streamerRoutes } from './routes/streamer';
@@ -147,6 +149,8 @@ export async function createContext(
     settings: await hidSettings.load(),
     saveSettings: (s) => hidSettings.save(s),
     jigglerIntervalS: config.hid.jiggler_interval_s,
+    schedule: await JigglerSchedule.open(config.data_dir),
+    localMinute: deviceMinuteOfDay(drivers.system.clock),
     log,
   });
   await hid.start();
@@ -423,6 +427,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);
   wolRoutes(app, ctx.wol);
+  switchRoutes(app);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
   gpioRoutes(app, gpio);

@@ -21,7 +21,56 @@ export interface HidState {
     absolute: boolean;
     outputs: { available: string[]; active: string };
   };
-  jiggler: { enabled: boolean; active: boolean; interval: number };
+  /**
+   * kvmd/GL: `enabled` = the jiggler may be used (true whenever there is a HID); `active` = it
+   * runs now (the switch of `set_params?jiggler=`, or GL's schedule); `interval` = seconds of
+   * idleness before a move; `schedule` = GL's periods (PiKVM clients ignore it).
+   */
+  jiggler: { enabled: boolean; active: boolean; interval: number; schedule: JigglerPeriod[] };
+}
+
+/**
+ * One period of GL's jiggler schedule (`POST /api/hid/set_jiggler_schedule`), in the device's
+ * local time, `HH:MM`. The start is inside, the end is not; an end before the start runs over
+ * midnight; start == end is an empty period (GL).
+ */
+export interface JigglerPeriod {
+  start: string;
+  end: string;
+}
+
+/** The most periods one schedule may hold (ours; GL sets no bound). */
+export const JIGGLER_PERIODS_MAX = 48;
+
+/**
+ * GL's time rule: `H:M` with 0-23 and 0-59 (surrounding blanks and leading zeros allowed),
+ * answered as `HH:MM`; null when it is not one.
+ */
+export function normalizeJigglerTime(value: unknown): string | null {
+  if (typeof value !== 'string' && typeof value !== 'number') return null;
+  const parts = String(value).trim().split(':');
+  if (parts.length !== 2) return null;
+  const [h, m] = parts.map((p) => (/^\s*[+-]?\d+\s*$/.test(p) ? Number.parseInt(p, 10) : NaN));
+  if (!(h! >= 0 && h! <= 23 && m! >= 0 && m! <= 59)) return null;
+  return `${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}`;
+}
+
+function minuteOf(hhmm: string): number {
+  return Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+}
+
+/** Whether `minuteOfDay` (0-1439, local) falls inside one of the periods (GL's rule). */
+export function jigglerScheduleContains(
+  periods: readonly JigglerPeriod[],
+  minuteOfDay: number,
+): boolean {
+  return periods.some((p) => {
+    const start = minuteOf(p.start);
+    const end = minuteOf(p.end);
+    return start <= end
+      ? minuteOfDay >= start && minuteOfDay < end
+      : minuteOfDay >= start || minuteOfDay < end;
+  });
 }
 
 /** Mouse outputs: `usb` is the absolute tablet, `usb_rel` the relative mouse. */

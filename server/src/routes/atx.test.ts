@@ -60,6 +60,34 @@ describe('ATX service', () => {
   });
 });
 
+describe('kvmd 4.197 atx.acts', () => {
+  it('shows which button is being pressed, in the state and the event', async () => {
+    const driver = new FakeAtx();
+    const atx = new AtxService(driver);
+    const events: Array<{ busy: boolean; acts: { power: boolean; reset: boolean } }> = [];
+    atx.on('state', (s) => events.push({ busy: s.busy, acts: s.acts }));
+    expect(atx.getState().acts).toEqual({ power: false, reset: false });
+    const long = atx.click('power_long', true);
+    expect(atx.getState().acts).toEqual({ power: true, reset: false });
+    // a refused press changes nothing
+    await expect(atx.click('reset', false)).rejects.toMatchObject({ status: 409 });
+    expect(atx.getState().acts).toEqual({ power: true, reset: false });
+    driver.finish();
+    await long;
+    const reset = atx.click('reset', true);
+    expect(atx.getState().acts).toEqual({ power: false, reset: true });
+    driver.finish();
+    await reset;
+    expect(events).toEqual([
+      { busy: true, acts: { power: true, reset: false } },
+      { busy: false, acts: { power: false, reset: false } },
+      { busy: true, acts: { power: false, reset: true } },
+      { busy: false, acts: { power: false, reset: false } },
+    ]);
+    atx.dispose();
+  });
+});
+
 describe('/api/atx on a target without ATX', () => {
   it('answers the state and refuses a click with AtxDisabledError', async () => {
     app = await newApp();
@@ -68,6 +96,7 @@ describe('/api/atx on a target without ATX', () => {
     expect(state).toEqual({
       enabled: false,
       busy: false,
+      acts: { power: false, reset: false },
       leds: { power: false, hdd: false },
       power: 'off',
     });

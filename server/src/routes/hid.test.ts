@@ -4,13 +4,17 @@ import type { FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';
 import { PRINT_MAX_CHARS, encodeKey, encodeMouseMove } from '@kvm/protocol';
 import type { TestbedReport } from '../drivers/testbed/hid';
-import { PASSWORD, initAndLogin, login, newApp } from '../test-helpers';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PASSWORD, initAndLogin, login, newApp, tempDataDir } from '../test-helpers';
 import { PRINT_BODY_MAX_BYTES } from './hid';
 import { stillPressed } from '../services/hid/test-support';
 
 let app: FastifyInstance;
+const dirs: string[] = [];
 afterEach(async () => {
   await app?.close();
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 });
 
 function record(a: FastifyInstance): TestbedReport[] {
@@ -45,7 +49,8 @@ describe('/api/hid', () => {
         absolute: true,
         outputs: { available: ['usb', 'usb_rel'], active: 'usb' },
       },
-      jiggler: { enabled: false, active: false, interval: 60 },
+      // kvmd/GL: `enabled` = may be used; only `active` follows set_params?jiggler=
+      jiggler: { enabled: true, active: false, interval: 60, schedule: [] },
     });
     const keymaps = (await app.inject({ url: '/api/hid/keymaps', headers: { token } })).json();
     expect(keymaps.result.keymaps.default).toBe('en-us');
@@ -76,7 +81,93 @@ describe('/api/hid', () => {
     expect((await post('mouse_output=usb_rel&jiggler=1')).statusCode).toBe(200);
     const state = (await app.inject({ url: '/api/hid', headers: { token } })).json().result;
     expect(state.mouse).toMatchObject({ absolute: false, outputs: { active: 'usb_rel' } });
-    expect(state.jiggler.enabled).toBe(true);
+    expect(state.jiggler).toMatchObject({ enabled: true, active: true });
+    expect((await post('jiggler=0')).statusCode).toBe(200);
+    const off = (await app.inject({ url: '/api/hid', headers: { token } })).json().result;
+    expect(off.jiggler).toMatchObject({ enabled: true, active: false });
+  });
+
+  it('answers kvmd 4.2xx /api/hid/inactivity in whole seconds since the last input', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const inactivity = async () => {
+      const res = await app.inject({ url: '/api/hid/inactivity', headers: { token } });
+      expect(res.statusCode).toBe(200);
+      return res.json().result.inactivity as number;
+    };
+    expect(Number.isInteger(await inactivity())).toBe(true);
+    await expect.poll(inactivity, { timeout: 5000, interval: 200 }).toBeGreaterThanOrEqual(1);
+    await app.inject({
+      method: 'POST',
+      url: '/api/hid/events/send_key?key=KeyA',
+      headers: { token },
+    });
+    expect(await inactivity()).toBe(0);
+  });
+
+  it("takes GL's set_jiggler_schedule JSON, keeps it across restarts, refuses bad times", async () => {
+    const dir = await tempDataDir();
+    dirs.push(dir);
+    app = await newApp(dir);
+    const token = await initAndLogin(app);
+    // GL's web UI: axios with a JSON body.
+    const send = (payload: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/hid/set_jiggler_schedule',
+        headers: { token, 'content-type': 'application/json' },
+        payload,
+      });
+    const periods = [
+      { start: '22:00', end: '06:30' },
+      { start: '9:5', end: '12:00' },
+    ];
+    const ok = await send(JSON.stringify({ periods }));
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toEqual({ ok: true, result: {} });
+    const state = (await app.inject({ url: '/api/hid', headers: { token } })).json().result;
+    expect(state.jiggler.schedule).toEqual([
+      { start: '22:00', end: '06:30' },
+      { start: '09:05', end: '12:00' },
+    ]);
+    for (const [payload, text] of [
+      [JSON.stringify({ periods: [{ start: '24:00', end: '01:00' }] }), 'jiggler time (HH:MM)'],
+      [JSON.stringify({ periods: [{ start: '10:00' }] }), 'jiggler time (HH:MM)'],
+      [JSON.stringify({ periods: ['10:00-11:00'] }), 'jiggler period'],
+      [JSON.stringify({ periods: {} }), 'jiggler schedule'],
+      [JSON.stringify({ periods: Array(49).fill({ start: '01:00', end: '02:00' }) }), 'at most 48'],
+      ['[]', "argument 'periods' is missing"],
+      ['', "argument 'periods' is missing"],
+    ] as const) {
+      const bad = await send(payload);
+      expect(bad.statusCode, payload).toBe(400);
+      expect(bad.json().result.error).toBe('ValidatorError');
+      expect(bad.json().result.error_msg).toContain(text);
+    }
+    const big = await send(JSON.stringify({ periods: [], pad: 'x'.repeat(20_000) }));
+    expect(big.statusCode).toBe(413);
+    // Nothing refused was applied; the file is GL's shape.
+    expect(JSON.parse(await readFile(join(dir, 'jiggler_schedule.json'), 'utf8'))).toEqual({
+      periods: state.jiggler.schedule,
+    });
+    await app.close();
+    app = await newApp(dir);
+    const again = await login(app, PASSWORD);
+    const after = (await app.inject({ url: '/api/hid', headers: { token: again } })).json();
+    expect(after.result.jiggler.schedule).toEqual(state.jiggler.schedule);
+    // GL: no `periods` is an empty schedule.
+    expect(
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/api/hid/set_jiggler_schedule',
+          headers: { token: again, 'content-type': 'application/json' },
+          payload: '{}',
+        })
+      ).statusCode,
+    ).toBe(200);
+    const cleared = (await app.inject({ url: '/api/hid', headers: { token: again } })).json();
+    expect(cleared.result.jiggler.schedule).toEqual([]);
   });
 
   it('sends the HTTP events, validating every key first', async () => {

@@ -32,6 +32,8 @@ export const PRINT_DEFAULT_LIMIT = 1024;
 export const PRINT_BODY_MAX_BYTES = PRINT_MAX_CHARS * 4;
 /** The most keys one send_shortcut presses together (SPEC 3 shortcuts have 2 to 4). */
 export const SHORTCUT_KEYS_MAX = 16;
+/** A schedule of JIGGLER_PERIODS_MAX periods is under 2 KiB; room for blanks. */
+export const JIGGLER_SCHEDULE_BODY_LIMIT = 16 * 1024;
 /** kvmd's `slow`: 20 ms between events. */
 const SLOW_DELAY_MS = 20;
 const MAX_DELAY_S = 5;
@@ -121,6 +123,28 @@ export function hidRoutes(
     await hid.reset();
     return {};
   });
+
+  /** kvmd 4.2xx: whole seconds since the last input reached the remote computer. */
+  app.get('/api/hid/inactivity', async () => ({ inactivity: hid.inactivitySeconds() }));
+
+  /**
+   * GL 1.9: JSON `{"periods":[{"start":"HH:MM","end":"HH:MM"},...]}`; a missing `periods` is
+   * an empty schedule (GL). Answers `{}` once stored; the `hid` event shows it.
+   */
+  app.post(
+    '/api/hid/set_jiggler_schedule',
+    { bodyLimit: JIGGLER_SCHEDULE_BODY_LIMIT },
+    async (request) => {
+      const body = request.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw new ValidatorError(
+          `The argument 'periods' is missing: send {"periods":[{"start":"HH:MM","end":"HH:MM"}]} as JSON`,
+        );
+      }
+      await hid.setJigglerSchedule((body as Record<string, unknown>)['periods'] ?? []);
+      return {};
+    },
+  );
 
   app.get('/api/hid/keymaps', async () => keymapsResult());
 

@@ -11,6 +11,7 @@ import { mediaRoutes } from './media';
 import { CLOSE_SLOW, MEDIA_SOCKET_LIMITS, SocketRegistry } from '../ws/socket-guard';
 import type { AccessUnit } from '../media/types';
 import { SILENT_LOGGER as silent } from '../log';
+import { PASSWORD, initAndLogin, newApp } from '../test-helpers';
 
 let app: FastifyInstance;
 afterEach(async () => {
@@ -78,4 +79,109 @@ describe('/api/media/ws and a viewer that stops reading', () => {
     await expect.poll(() => code, { timeout: 10_000 }).toBeGreaterThan(0);
     expect([CLOSE_SLOW, 1006]).toContain(code);
   });
+});
+
+async function fakeServer(): Promise<{ feed: FakeFeed; url: string }> {
+  const feed = new FakeFeed();
+  app = Fastify();
+  await app.register(fastifyWebsocket);
+  mediaRoutes(app, feed, new SocketRegistry(silent));
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no address');
+  return { feed, url: `ws://127.0.0.1:${addr.port}/api/media/ws` };
+}
+
+describe("kvmd 4.2xx /api/media/ws?video=h264 (the 'pure' mode of scripts)", () => {
+  it('streams bare access units at once, from a key frame, with no hello and no pong', async () => {
+    const { feed, url } = await fakeServer();
+    feed.push(unit(1, false, 8)); // a delta before any key: never sent
+    const ws = new WebSocket(`${url}?video=h264`);
+    const texts: string[] = [];
+    const binary: Buffer[] = [];
+    ws.on('message', (data, isBinary) =>
+      isBinary ? binary.push(data as Buffer) : texts.push(String(data)),
+    );
+    await new Promise((r) => ws.once('open', r));
+    await expect.poll(() => feed.viewers.size).toBe(1);
+    ws.send(Buffer.from([0x00])); // a ping: not answered in this mode
+    ws.send(Buffer.from([0x01])); // asks for a key frame: still honoured
+    await expect.poll(() => feed.keyFrameRequests).toBe(1);
+    feed.push(unit(2, true, 16));
+    feed.push(unit(3, false, 4));
+    await expect.poll(() => binary.length).toBe(2);
+    expect(binary[0]).toEqual(Buffer.alloc(16, 2));
+    expect(binary[1]).toEqual(Buffer.alloc(4, 3));
+    expect(texts).toEqual([]);
+    ws.close();
+    await expect.poll(() => feed.viewers.size).toBe(0);
+  });
+
+  it('keeps the regular mode (hello, start, [0x01][key] heads) without the query', async () => {
+    const { feed, url } = await fakeServer();
+    const ws = new WebSocket(`${url}?video=`);
+    const texts: string[] = [];
+    const binary: Buffer[] = [];
+    ws.on('message', (data, isBinary) =>
+      isBinary ? binary.push(data as Buffer) : texts.push(String(data)),
+    );
+    await expect.poll(() => texts.length).toBe(1);
+    expect(JSON.parse(texts[0]!)).toEqual({
+      event_type: 'media',
+      event: { video: { h264: { profile_level_id: '42e01f' } } },
+    });
+    ws.send(JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }));
+    await expect.poll(() => feed.viewers.size).toBe(1);
+    feed.push(unit(7, true, 3));
+    await expect.poll(() => binary.length).toBe(1);
+    expect([...binary[0]!]).toEqual([0x01, 0x01, 7, 7, 7]);
+    ws.close();
+  });
+
+  it('refuses another format with 400 before the upgrade, and serves GET /api/media', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const media = await app.inject({ url: '/api/media', headers: { token } });
+    expect(media.statusCode).toBe(200);
+    expect(media.json()).toEqual({
+      ok: true,
+      result: { media: { video: { h264: { profile_level_id: expect.any(String) } } } },
+    });
+    expect(media.json().result.media.video.h264.profile_level_id).toMatch(/^[0-9a-f]{6}$/i);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as { port: number }).port;
+    for (const video of ['jpeg', 'h265']) {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/api/media/ws?video=${video}`, {
+        headers: { token },
+      });
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        ws.on('unexpected-response', (_req, r) => {
+          let body = '';
+          r.on('data', (c: Buffer) => (body += String(c)));
+          r.on('end', () => resolve({ status: r.statusCode ?? 0, body }));
+        });
+        ws.on('open', () => reject(new Error('upgraded')));
+        ws.on('error', () => undefined);
+      });
+      expect(res.status, video).toBe(400);
+      expect(JSON.parse(res.body).result).toEqual({
+        error: 'ValidatorError',
+        error_msg: 'Unsupported video type',
+      });
+    }
+    // a script's request: X-KVMD headers, pure mode, the real encoder's Annex B key frame first
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/media/ws?video=h264`, {
+      headers: { 'X-KVMD-User': 'admin', 'X-KVMD-Passwd': PASSWORD },
+    });
+    const first = await new Promise<Buffer>((resolve, reject) => {
+      ws.once('message', (data, isBinary) =>
+        isBinary ? resolve(data as Buffer) : reject(new Error(`text: ${String(data)}`)),
+      );
+      ws.once('error', reject);
+    });
+    ws.close();
+    expect([...first.subarray(0, 4)]).toEqual([0, 0, 0, 1]);
+    // a key frame carries the SPS (NAL type 7) before anything else
+    expect(first[4]! & 0x1f).toBe(7);
+  }, 30_000);
 });

@@ -7,10 +7,18 @@
  * `maxBufferedBytes` unsent) has its queue flushed and waits for the next key frame; one whose
  * buffer stays over that bound for `stallMs` is closed with 1013 (MEDIA_SOCKET_LIMITS,
  * ws/socket-guard.ts), so a viewer that stops reading holds at most one bound plus one frame.
+ *
+ * kvmd 4.2xx additions: `GET /api/media` lists what the socket offers, and
+ * `/api/media/ws?video=h264` is kvmd-media's "pure" mode for scripts: no hello, no start, the
+ * stream begins at once and each binary message is a bare Annex B access unit (no op and key
+ * bytes); pings are not answered (they would spoil the data), 0x01 still asks for a key frame.
+ * Any other `video` value is 400 ValidatorError "Unsupported video type", before the upgrade.
  */
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
+import { MEDIA_PURE_VIDEO_FORMATS, type MediaResult } from '@kvm/protocol/media';
 import type { AccessUnit, VideoFeed } from '../media/types';
+import { ValidatorError } from '../errors';
 import {
   MEDIA_SOCKET_LIMITS,
   TokenBucket,
@@ -31,12 +39,20 @@ export function mediaRoutes(
   sockets: SocketRegistry,
   limits: SocketLimits = MEDIA_SOCKET_LIMITS,
 ): void {
+  app.get('/api/media', async (): Promise<MediaResult> => ({
+    media: { video: { h264: { profile_level_id: feed.profileLevelId } } },
+  }));
+
   app.route({
     method: 'GET',
     url: '/api/media/ws',
-    preValidation: async (request) => sockets.admitNew(ownerOf(request, 'media')),
+    preValidation: async (request) => {
+      pureFormat(request.query);
+      return sockets.admitNew(ownerOf(request, 'media'));
+    },
     handler: notAWebSocket,
     wsHandler: (socket: WebSocket, request) => {
+      const pure = pureFormat(request.query) !== '';
       const guard = sockets.guard(socket, ownerOf(request, 'media'), limits);
       if (!guard.open) return;
       const keyRequests = new TokenBucket(KEY_REQUESTS_PER_SECOND, KEY_REQUEST_BURST);
@@ -66,7 +82,7 @@ export function mediaRoutes(
           return;
         }
         const head = Buffer.from([0x01, unit.key ? 1 : 0]);
-        const sent = guard.send(Buffer.concat([head, unit.data]), {
+        const sent = guard.send(pure ? unit.data : Buffer.concat([head, unit.data]), {
           cb: () => {
             queued -= 1;
           },
@@ -79,15 +95,19 @@ export function mediaRoutes(
         }
       };
 
-      guard.send(
-        JSON.stringify({
-          event_type: 'media',
-          event: { video: { h264: { profile_level_id: feed.profileLevelId } } },
-        }),
-      );
+      if (pure) unsubscribe = feed.subscribe(send);
+      else {
+        guard.send(
+          JSON.stringify({
+            event_type: 'media',
+            event: { video: { h264: { profile_level_id: feed.profileLevelId } } },
+          }),
+        );
+      }
       guard.onMessage((data, isBinary) => {
         if (isBinary) {
           if (data.length === 1 && data[0] === 0x00) {
+            if (pure) return;
             if (guard.replyWith(Buffer.from([0xff]))) sockets.checkSession(guard);
           } else if (data.length === 1 && data[0] === 0x01 && keyRequests.take())
             feed.requestKeyFrame();
@@ -113,6 +133,17 @@ export function mediaRoutes(
       });
     },
   });
+}
+
+/** The `video` query: '' (regular mode) or a format of MEDIA_PURE_VIDEO_FORMATS, else 400. */
+function pureFormat(query: unknown): string {
+  const raw = (query as Record<string, unknown> | undefined)?.['video'];
+  if (raw === undefined) return '';
+  const v = typeof raw === 'string' ? raw.trim() : null;
+  if (v === '' || (v !== null && (MEDIA_PURE_VIDEO_FORMATS as readonly string[]).includes(v))) {
+    return v;
+  }
+  throw new ValidatorError('Unsupported video type');
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

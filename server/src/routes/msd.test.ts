@@ -76,6 +76,16 @@ describe('GET /api/msd', () => {
     expect(s.storage.images['cut.bin']).toMatchObject({ complete: false, size: 3 });
     expect(typeof s.storage.images['old.iso']!.mod_ts).toBe('number');
   });
+
+  it('marks uploaded images writable, disc images (.iso) read-only, as kvmd 4.2xx', async () => {
+    await upload('disc.ISO', 'a');
+    await upload('stick.img', 'b');
+    await call('POST', '/api/msd/set_params?image=stick.img');
+    const s = await state();
+    expect(s.storage.images['disc.ISO']).toMatchObject({ writable: false, removable: true });
+    expect(s.storage.images['stick.img']).toMatchObject({ writable: true, removable: true });
+    expect(s.drive.image).toMatchObject({ name: 'stick.img', in_storage: true, writable: true });
+  });
 });
 
 describe('POST /api/msd/write', () => {

@@ -168,3 +168,22 @@ describe('/api/wol', () => {
     expect(res.json().result.error).toBe('WolSendError');
   });
 });
+
+describe('GL /api/wol/list', () => {
+  it("answers the same list as /api/wol/devices in GL's shape", async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const empty = await app.inject({ url: '/api/wol/list', headers: { token } });
+    expect(empty.statusCode).toBe(200);
+    expect(empty.json()).toEqual({ ok: true, result: { devices: [] } });
+    await app.inject({
+      method: 'POST',
+      url: '/api/wol/add?name=NAS&mac=00:11:22:33:44:55',
+      headers: { token },
+    });
+    const list = await app.inject({ url: '/api/wol/list', headers: { token } });
+    expect(list.json().result).toEqual({
+      devices: [{ ip: '', mac: '00:11:22:33:44:55', name: 'NAS' }],
+    });
+  });
+});

@@ -8,6 +8,11 @@ export function wolRoutes(app: FastifyInstance, wol: WolService): void {
 
   app.get('/api/wol/devices', async () => ({ devices: wol.list() }));
 
+  /** GL 1.9's name for the same list, in GL's shape: `ip` is not kept here, so it is empty. */
+  app.get('/api/wol/list', async () => ({
+    devices: wol.list().map((d) => ({ ip: '', mac: d.mac, name: d.name })),
+  }));
+
   app.post('/api/wol/add', async (request) => ({
     device: await wol.add(str('name', q(request)['name']), str('mac', q(request)['mac'])),
   }));

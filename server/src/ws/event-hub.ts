@@ -108,6 +108,15 @@ export class EventHub extends EventEmitter<{
     for (const event of events) this.send(client, event);
     this.emit('connect', client);
     if (client.stream) this.emit('streamClients', this.streamClientCount);
+    this.broadcastClients();
+  }
+
+  /**
+   * kvmd 4.2xx's `clients` event, `{"count": <clients of /api/ws with stream=1>}`: broadcast
+   * after each new client's burst (so it gets it too) and when a client leaves.
+   */
+  private broadcastClients(): void {
+    this.broadcast({ event_type: 'clients', event: { count: this.streamClientCount } });
   }
 
   /** State events are essential: a client whose buffer is full is closed, not left stale. */
@@ -163,6 +172,7 @@ export class EventHub extends EventEmitter<{
     if (!this.clients.delete(client.id)) return;
     this.emit('disconnect', client);
     if (client.stream) this.emit('streamClients', this.streamClientCount);
+    this.broadcastClients();
   }
 
   private protocolPing(): void {

@@ -21,6 +21,8 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
   private readonly region = new ExclusiveRegion(() => new AtxIsBusyError());
   private readonly offDriver: () => void;
   private readonly offRegion: () => void;
+  /** The button being pressed now: kvmd 4.197's `acts` (power covers the long press). */
+  private pressing: AtxButtonName | null = null;
 
   constructor(
     readonly driver: AtxDriver,
@@ -36,6 +38,10 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
     return {
       enabled: d.enabled,
       busy: this.region.busy,
+      acts: {
+        power: this.pressing === 'power' || this.pressing === 'power_long',
+        reset: this.pressing === 'reset',
+      },
       leds: { ...d.leds },
       power: d.leds.power ? 'on' : 'off',
     };
@@ -52,7 +58,16 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
     }
     // A press refused as busy rejects at once: the caller hears about it even without `wait`.
     const refused = this.region.busy;
-    const done = this.region.enter(() => this.driver.click(button));
+    // Set before enter(): the region's busy flip publishes the state, which then shows the act.
+    if (!refused) this.pressing = button;
+    const done = this.region.enter(async () => {
+      try {
+        await this.driver.click(button);
+      } finally {
+        // Cleared before the region's release publishes `busy:false`.
+        this.pressing = null;
+      }
+    });
     if (wait || refused) return done;
     done.catch((err: unknown) => this.log?.warn({ err, button }, 'atx: press failed'));
   }

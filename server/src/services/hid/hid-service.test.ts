@@ -140,7 +140,12 @@ describe('HidService', () => {
     expect(t.reports).toEqual([]);
     await t.hid.setParams({ jiggler: true });
     expect(t.saved).toEqual([{ jiggler: true, mouseOutput: 'usb' }]);
-    expect(t.hid.getState().jiggler).toEqual({ enabled: true, active: true, interval: 5 });
+    expect(t.hid.getState().jiggler).toEqual({
+      enabled: true,
+      active: true,
+      interval: 5,
+      schedule: [],
+    });
     t.advance(1000);
     expect(t.reports.filter((r) => r.kind === 'move').length).toBe(2);
     t.reports.length = 0;

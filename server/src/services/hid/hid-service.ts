@@ -16,12 +16,15 @@ import {
   squashDeltas,
   type Delta,
   type HidEvent,
+  jigglerScheduleContains,
   type HidState,
+  type JigglerPeriod,
   type MouseButton,
 } from '@kvm/protocol';
 import { IsBusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
 import { ExclusiveRegion } from '../exclusive-region';
+import type { JigglerSchedule } from './jiggler-schedule';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 
 /** Keys `finish` never releases (wire-protocol.md 1.4): modifiers and PrintScreen. */
@@ -51,6 +54,10 @@ export interface HidServiceOptions {
   saveSettings?: (settings: HidSettings) => Promise<void>;
   settings?: Partial<HidSettings>;
   jigglerIntervalS?: number;
+  /** GL's jiggler schedule; none = the switch alone decides. */
+  schedule?: JigglerSchedule;
+  /** The minute of the device's local day (deviceMinuteOfDay), for the schedule. */
+  localMinute?: () => Promise<number>;
   now?: () => number;
   log?: { warn(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
 }
@@ -85,6 +92,11 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   private readonly now: () => number;
   private readonly watchdog: NodeJS.Timeout;
   private readonly jigglerTimer: NodeJS.Timeout;
+  private readonly scheduleTimer: NodeJS.Timeout;
+  /** Now inside a period of the schedule (checked every second). */
+  private inSchedule = false;
+  private scheduleChecking = false;
+  private scheduleSeq = 0;
   private readonly offDriver: () => void;
   private settings: HidSettings;
   /** Re-creating the mouse device (absolute ↔ relative): one at a time, reset waits for it. */
@@ -119,6 +131,8 @@ export class HidService extends EventEmitter<HidServiceEvents> {
     const jiggleMs = (opts.jigglerIntervalS ?? JIGGLER_INTERVAL_S) * 1000;
     this.jigglerTimer = setInterval(() => this.jiggle(jiggleMs), Math.min(jiggleMs, 1000));
     this.jigglerTimer.unref();
+    this.scheduleTimer = setInterval(() => void this.checkSchedule(), 1000);
+    this.scheduleTimer.unref();
   }
 
   /** Applies the persisted mouse output to the driver (after the driver's init). */
@@ -131,7 +145,55 @@ export class HidService extends EventEmitter<HidServiceEvents> {
         this.opts.log?.warn({ err }, 'hid: could not restore the mouse output');
       }
     }
+    await this.checkSchedule();
     this.publish();
+  }
+
+  /**
+   * kvmd/GL: `enabled` says the jiggler may be used (there is a HID); it runs when its switch
+   * is on or, GL, the device's local time is inside a period of the schedule.
+   */
+  private jigglerActive(enabled: boolean): boolean {
+    return enabled && (this.settings.jiggler || this.inSchedule);
+  }
+
+  /** GL `POST /api/hid/set_jiggler_schedule`: validated, stored, applied at once. */
+  async setJigglerSchedule(periods: unknown): Promise<JigglerPeriod[]> {
+    if (!this.opts.schedule) throw new ValidatorError('The jiggler schedule is not available');
+    const stored = await this.opts.schedule.set(periods);
+    await this.checkSchedule(true);
+    this.publish();
+    return stored;
+  }
+
+  /** kvmd `GET /api/hid/inactivity`: whole seconds since the last input (the jiggler's too). */
+  inactivitySeconds(): number {
+    return Math.max(0, Math.floor((this.now() - this.lastActivity) / 1000));
+  }
+
+  /**
+   * Whether the local time is inside a period now. The 1 s tick skips while a check runs; a
+   * forced check (a new schedule) always runs and the latest check wins.
+   */
+  private async checkSchedule(force = false): Promise<void> {
+    if (this.scheduleChecking && !force) return;
+    const seq = ++this.scheduleSeq;
+    this.scheduleChecking = true;
+    try {
+      const schedule = this.opts.schedule;
+      let inside = false;
+      if (schedule && !schedule.empty && this.opts.localMinute) {
+        inside = jigglerScheduleContains(schedule.get(), await this.opts.localMinute());
+      }
+      if (seq === this.scheduleSeq && inside !== this.inSchedule) {
+        this.inSchedule = inside;
+        this.publish();
+      }
+    } catch (err) {
+      this.opts.log?.warn({ err }, 'hid: the jiggler schedule could not read the clock');
+    } finally {
+      if (seq === this.scheduleSeq) this.scheduleChecking = false;
+    }
   }
 
   getState(): HidState {
@@ -155,9 +217,10 @@ export class HidService extends EventEmitter<HidServiceEvents> {
         outputs: { available: [...d.mouse.outputs.available], active: d.mouse.outputs.active },
       },
       jiggler: {
-        enabled: this.settings.jiggler,
-        active: this.settings.jiggler && d.mouse.online,
+        enabled: d.enabled,
+        active: this.jigglerActive(d.enabled),
         interval: this.opts.jigglerIntervalS ?? JIGGLER_INTERVAL_S,
+        schedule: this.opts.schedule?.get() ?? [],
       },
     };
   }
@@ -375,6 +438,7 @@ export class HidService extends EventEmitter<HidServiceEvents> {
   dispose(): void {
     clearInterval(this.watchdog);
     clearInterval(this.jigglerTimer);
+    clearInterval(this.scheduleTimer);
     this.offDriver();
     this.offRegion();
     void this.stopPaste('closed');
@@ -466,8 +530,8 @@ export class HidService extends EventEmitter<HidServiceEvents> {
 
   /** The jiggler: after `intervalMs` without input, a tiny move there and back. */
   private jiggle(intervalMs: number): void {
-    if (!this.settings.jiggler || this.paste) return;
     const state = this.driver.getState();
+    if (!this.jigglerActive(state.enabled) || this.paste) return;
     if (!state.mouse.online) return;
     const now = this.now();
     if (now - this.lastActivity < intervalMs) return;

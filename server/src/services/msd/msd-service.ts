@@ -538,7 +538,14 @@ export class MsdService extends EventEmitter<{ state: [MsdState | MsdStatePartia
 }
 
 function imageInfo(img: StoredImage): MsdImageInfo {
-  return { complete: img.complete, removable: true, size: img.size, mod_ts: img.modTs };
+  return {
+    complete: img.complete,
+    removable: true,
+    // kvmd 4.2xx: a disc image (`.iso`) is read-only; every other uploaded image is writable.
+    writable: !img.name.toLowerCase().endsWith('.iso'),
+    size: img.size,
+    mod_ts: img.modTs,
+  };
 }
 
 /** A name gone, or turned into a link, since it was looked up: not an image of the storage. */

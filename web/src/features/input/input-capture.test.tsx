@@ -28,7 +28,7 @@ const HID: HidState = {
     absolute: true,
     outputs: { available: ['usb', 'usb_rel'], active: 'usb' },
   },
-  jiggler: { enabled: false, active: false, interval: 60 },
+  jiggler: { enabled: false, active: false, interval: 60, schedule: [] },
 };
 
 function setConfig(patch: Partial<UserConfig>) {

@@ -16,9 +16,27 @@ function msdState(patch: Partial<MsdState> = {}): MsdState {
     busy: false,
     storage: {
       images: {
-        'debian.iso': { complete: true, removable: true, size: 4_194_304, mod_ts: 1_700_000_000 },
-        'half.img': { complete: false, removable: true, size: 1024, mod_ts: 1_700_000_900 },
-        'notes.txt': { complete: true, removable: true, size: 10, mod_ts: 1_700_000_500 },
+        'debian.iso': {
+          complete: true,
+          removable: true,
+          writable: false,
+          size: 4_194_304,
+          mod_ts: 1_700_000_000,
+        },
+        'half.img': {
+          complete: false,
+          removable: true,
+          writable: true,
+          size: 1024,
+          mod_ts: 1_700_000_900,
+        },
+        'notes.txt': {
+          complete: true,
+          removable: true,
+          writable: true,
+          size: 10,
+          mod_ts: 1_700_000_500,
+        },
       },
       parts: { '': { size: 100_000_000, free: 50_000_000, writable: true } },
       downloading: null,
@@ -191,6 +209,7 @@ describe('StoragePanel', () => {
           in_storage: true,
           complete: true,
           removable: true,
+          writable: false,
           size: 4_194_304,
           mod_ts: 1_700_000_000,
         },

@@ -23,9 +23,27 @@ function fullState(): MsdState {
     busy: false,
     storage: {
       images: {
-        'old.iso': { complete: true, removable: true, size: 1000, mod_ts: 1_700_000_000 },
-        'new.img': { complete: true, removable: true, size: 2000, mod_ts: 1_700_000_500 },
-        'notes.txt': { complete: true, removable: true, size: 10, mod_ts: 1_700_000_100 },
+        'old.iso': {
+          complete: true,
+          removable: true,
+          writable: false,
+          size: 1000,
+          mod_ts: 1_700_000_000,
+        },
+        'new.img': {
+          complete: true,
+          removable: true,
+          writable: true,
+          size: 2000,
+          mod_ts: 1_700_000_500,
+        },
+        'notes.txt': {
+          complete: true,
+          removable: true,
+          writable: true,
+          size: 10,
+          mod_ts: 1_700_000_100,
+        },
       },
       parts: { '': { size: 10_000, free: 7_000, writable: true } },
       downloading: null,
