@@ -118,6 +118,7 @@ describe('/api/gpio over ATX', () => {
         async () =>
           (await app!.inject({ url: '/api/gpio', headers: { token } })).json().result.state.outputs
             .atx_power.busy,
+        { timeout: 5000 },
       )
       .toBe(false);
 
@@ -143,7 +144,7 @@ describe('/api/gpio over ATX', () => {
     expect(noState.json().result.error).toBe('ValidatorError');
     // A pulse with wait answers when the press is over.
     const waited = xhrPost(app, '/api/gpio/pulse?channel=atx_reset&delay=3&wait=1', token);
-    await expect.poll(() => atx.pressed.length).toBe(2);
+    await expect.poll(() => atx.pressed.length, { timeout: 5000 }).toBe(2);
     atx.finish();
     expect((await waited).statusCode).toBe(200);
     expect(atx.pressed).toEqual(['power', 'reset']);
@@ -165,24 +166,26 @@ describe('/api/gpio over ATX', () => {
       if (f.event_type === 'gpio') gpio.push(f.event);
     });
     try {
-      await expect.poll(() => gpio.length).toBeGreaterThanOrEqual(1);
+      await expect.poll(() => gpio.length, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
       expect(Object.keys(gpio[0]!).sort()).toEqual(['model', 'state']);
       const n = gpio.length;
       atx.setPower(true);
-      await expect.poll(() => gpio.length).toBeGreaterThan(n);
+      await expect.poll(() => gpio.length, { timeout: 5000 }).toBeGreaterThan(n);
       expect(gpio[n]).toEqual({
         state: { inputs: { atx_power_led: { online: true, state: true } } },
       });
       // A press flips the outputs' busy (the ATX region is shared by all three).
       await xhrPost(app, '/api/gpio/pulse?channel=atx_power_long', token);
       await expect
-        .poll(() =>
-          gpio.some(
-            (e) =>
-              (e['state'] as { outputs?: Record<string, { busy: boolean }> }).outputs?.[
-                'atx_power_long'
-              ]?.busy === true,
-          ),
+        .poll(
+          () =>
+            gpio.some(
+              (e) =>
+                (e['state'] as { outputs?: Record<string, { busy: boolean }> }).outputs?.[
+                  'atx_power_long'
+                ]?.busy === true,
+            ),
+          { timeout: 5000 },
         )
         .toBe(true);
       atx.finish();
@@ -221,12 +224,50 @@ describe('/api/gpio over Wake-on-LAN', () => {
 
     const res = await xhrPost(app, '/api/gpio/pulse?channel=wol_525400123456&wait=1', token);
     expect(res.statusCode, res.body).toBe(200);
-    await expect.poll(() => packets.length).toBe(1);
+    await expect.poll(() => packets.length, { timeout: 5000 }).toBe(1);
     const r2 = await xhrPost(app, '/api/gpio/pulse?channel=__wol__', token);
     expect(r2.statusCode).toBe(200);
-    await expect.poll(() => packets.length).toBe(2);
+    await expect.poll(() => packets.length, { timeout: 5000 }).toBe(2);
     expect(packets[0]!.subarray(0, 6)).toEqual(Buffer.alloc(6, 0xff));
     expect(packets[0]!.subarray(6, 12)).toEqual(Buffer.from([0x52, 0x54, 0, 0x12, 0x34, 0x56]));
+  });
+
+  it('sends the full gpio event again when a Wake-on-LAN device is added', async () => {
+    app = await appWith();
+    const token = await initAndLogin(app);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as { port: number }).port;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/ws?stream=0`, {
+      headers: { cookie: `auth_token=${token}` },
+    });
+    const gpio: GpioState[] = [];
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      const f = JSON.parse(String(data)) as { event_type: string; event: GpioState };
+      if (f.event_type === 'gpio') gpio.push(f.event);
+    });
+    try {
+      await expect.poll(() => gpio.length, { timeout: 5000 }).toBe(1);
+      expect(gpio[0]!.model.view.table).toEqual([]);
+      await app.inject({
+        method: 'POST',
+        url: '/api/wol/add?name=pc&mac=52:54:00:00:00:01',
+        headers: { token },
+      });
+      // Nobody asks for /api/gpio: the periodic check finds the new channel list.
+      await expect.poll(() => gpio.length, { timeout: 5000 }).toBe(2);
+      expect(Object.keys(gpio[1]!.model.scheme.outputs).sort()).toEqual([
+        '__wol__',
+        'wol_525400000001',
+      ]);
+      expect(gpio[1]!.state.outputs['__wol__']).toEqual({
+        online: true,
+        state: false,
+        busy: false,
+      });
+    } finally {
+      ws.close();
+    }
   });
 
   it('needs a session', async () => {

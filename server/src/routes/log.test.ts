@@ -96,7 +96,7 @@ describe('GET /api/log', () => {
     await app!.listen({ host: '127.0.0.1', port: 0 });
     const f = await follow('/api/log?seek=5&follow=1', token);
     expect(f.res.statusCode).toBe(200);
-    await expect.poll(() => f.text()).toContain('just now');
+    await expect.poll(() => f.text(), { timeout: 5000 }).toContain('just now');
     await appendFile(join(logs, 'server.log'), rec(Date.now(), 'a new line'));
     await expect.poll(() => f.text(), { timeout: 5000 }).toContain('a new line');
 

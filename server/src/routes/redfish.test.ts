@@ -132,7 +132,9 @@ describe('Redfish', () => {
     expect(off.body).toBe('');
     await reset('ForceRestart');
     await reset('PushPowerButton');
-    await expect.poll(() => atx.pressed).toEqual(['power', 'power_long', 'reset', 'power']);
+    await expect
+      .poll(() => atx.pressed, { timeout: 5000 })
+      .toEqual(['power', 'power_long', 'reset', 'power']);
 
     const bad = await reset('Nmi');
     expect(bad.statusCode).toBe(400);
