@@ -46,12 +46,36 @@ export interface InfoResult {
     /** Our own product and firmware version (shown in the help/about dialog). */
     product: { name: string; version: string; model: string; target: string };
     kernel: { system: string; release: string; version: string; machine: string };
-    platform: { type: string; base: string; model: string; serial: string };
+    /** `video` and `board` are always sent, null when unknown (kvmd, GL). */
+    platform: {
+      type: string;
+      base: string;
+      model: string;
+      serial: string;
+      video: string | null;
+      board: string | null;
+    };
     streamer: { app: string; version: string; features: Record<string, boolean> };
   };
   auth: { enabled: boolean };
   meta: { kvm: Record<string, unknown>; server: { host: string } };
   extras: Record<string, unknown>;
+  /** kvmd 4.197+: the host name of the device itself. */
+  node: { host: string };
+  uptime: {
+    total: number;
+    parts: { days: number; hours: number; minutes: number; seconds: number };
+  };
+  health: {
+    temp: { cpu: number | null };
+    cpu: { percent: number | null };
+    mem: { percent: number | null; total: number | null; available: number | null };
+    throttling: null;
+  };
+  fan: { monitored: boolean; state: null };
 }
+/** The default set (GL's answer without `?fields=`). */
 export const INFO_FIELDS = ['system', 'auth', 'meta', 'extras'] as const;
-export type InfoField = (typeof INFO_FIELDS)[number];
+/** Every field (kvmd 4.2xx's `?legacy=0` default). */
+export const INFO_ALL_FIELDS = [...INFO_FIELDS, 'health', 'uptime', 'node', 'fan'] as const;
+export type InfoField = (typeof INFO_ALL_FIELDS)[number];

@@ -54,6 +54,7 @@ import { createDrivers } from './targets';
 import { ServiceUnavailableError, toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
+import { registerBodyParsers } from './http/bodies';
 import {
   answerClientError,
   closeIfBodyUnread,
@@ -368,6 +369,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   ctx.auth.sessions.on('ended', (hash, reason) => sockets.endSession(hash, reason));
   // Header-credential sockets have no session: any change of the credentials ends them.
   ctx.auth.on('credentialsChanged', () => sockets.endHeaderAuthenticated('credentials changed'));
+  registerBodyParsers(app);
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 

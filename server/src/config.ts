@@ -92,6 +92,8 @@ const configSchema = z.strictObject({
         })
         .prefault({}),
       trusted_device_days: z.number().int().min(1).max(365).default(30),
+      /** What logout ends: `token` the presented session (GL), `user` all of its user's (PiKVM). */
+      logout_scope: z.enum(['token', 'user']).default('token'),
     })
     .prefault({}),
   log: z

@@ -2,16 +2,22 @@
  * The session check in front of every route and socket. Routes that SPEC.md names as public
  * say so with `config: { public: true }`; everything else needs credentials. The first source
  * present decides (GL kvmd order, wire-protocol.md 1.2): X-KVMD-User/X-KVMD-Passwd, `Token`
- * header, `?auth_token=`, cookie `auth_token`. Present but wrong: 403; none: 401.
+ * header, `?auth_token=`, cookie `auth_token`, `Authorization: Basic`. Present but wrong: 403;
+ * none: 401. Basic (kvmd 4.82 and GL; never challenged with WWW-Authenticate) is checked like
+ * the X-KVMD headers: the same limiter, hash gate and one-minute cache of a verified
+ * credential, the 2FA code appended to the password; a header that does not decode to
+ * `user:password` is 401, as in kvmd.
  *
  * Cross-origin requests: a browser sends the cookie with a request that another page starts
  * (SameSite=Strict only keeps other SITES out; another port of the device's host is the same
  * site), so a request authenticated by the cookie must come from the console's own origin:
  * `Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not the request's own
  * scheme://host:port, gets 403. That covers every WebSocket upgrade too (browsers always send
- * Origin there). Token header, `?auth_token=` and X-KVMD headers are not sent by a browser on
- * its own, so they are not checked. Public routes that change state (`sameOrigin: true`: login,
- * first-run init) get the same check whatever the credentials (login CSRF).
+ * Origin there). Basic credentials get the same check: a browser that once had them (a
+ * `user:password@` address) may attach them on its own. Token header, `?auth_token=` and
+ * X-KVMD headers are not sent by a browser on its own, so they are not checked. Public routes
+ * that change state (`sameOrigin: true`: login, first-run init) get the same check whatever
+ * the credentials (login CSRF).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -41,6 +47,8 @@ function single(v: string | string[] | undefined): string | undefined {
 
 type Source =
   | { kind: 'headers'; user: string; passwd: string }
+  | { kind: 'basic'; user: string; passwd: string }
+  | { kind: 'malformed' }
   | { kind: 'token'; token: string; via: 'header' | 'query' | 'cookie' }
   | { kind: 'none' };
 
@@ -56,7 +64,31 @@ export function credentialSource(request: FastifyRequest): Source {
   if (Array.isArray(query)) return { kind: 'token', token: '', via: 'query' };
   const cookie = request.cookies?.[AUTH_COOKIE];
   if (cookie !== undefined) return { kind: 'token', token: cookie, via: 'cookie' };
-  return { kind: 'none' };
+  return basicCredentials(single(request.headers.authorization));
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * `Authorization: Basic base64(user:password)`; another scheme counts as no credentials. The
+ * password is what follows the first colon (RFC 7617: a user name has none), so a password
+ * with a colon works, where kvmd's split refuses it.
+ */
+export function basicCredentials(header: string | undefined): Source {
+  if (header === undefined || header.slice(0, 6).toLowerCase() !== 'basic ')
+    return { kind: 'none' };
+  const encoded = header.slice(6).trim();
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 !== 0)
+    return { kind: 'malformed' };
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(Buffer.from(encoded, 'base64'));
+  } catch {
+    return { kind: 'malformed' };
+  }
+  const colon = text.indexOf(':');
+  if (colon < 0) return { kind: 'malformed' };
+  return { kind: 'basic', user: text.slice(0, colon), passwd: text.slice(colon + 1) };
 }
 
 /** The request's own origin, scheme://host[:port]; null when the Host header is unusable. */
@@ -138,17 +170,21 @@ export async function authenticate(
   trustProxy: boolean,
 ): Promise<RequestAuth> {
   const source = credentialSource(request);
-  if (source.kind === 'none') throw new UnauthorizedError();
-  if (source.kind === 'headers') {
+  if (source.kind === 'none' || source.kind === 'malformed') throw new UnauthorizedError();
+  if (source.kind === 'headers' || source.kind === 'basic') {
+    if (source.kind === 'basic') refuseCrossOrigin(request, trustProxy);
     const trusted = request.cookies?.[TRUSTED_DEVICE_COOKIE];
-    // Header credentials count against the same rate limit and hash gate as the login form.
+    // Password credentials count against the same rate limit and hash gate as the login form.
     try {
       await auth.verifyHeaderCredentials({
         user: source.user,
         passwd: source.passwd,
         trustedToken: trusted,
         ip: clientIp(request, trustProxy),
-        onFailure: loginFailureLogger(request, 'x-kvmd-headers'),
+        onFailure: loginFailureLogger(
+          request,
+          source.kind === 'basic' ? 'basic' : 'x-kvmd-headers',
+        ),
       });
     } catch (err) {
       if (err instanceof ForbiddenError || err instanceof BadRequestError)
@@ -170,15 +206,16 @@ const PUBLIC_BODY_PATHS = new Set(['/api/auth/login', '/api/auth/login_with_2fa'
  * Whether to answer `Expect: 100-continue` with 100 before the request runs. Node says 100 to
  * everyone by default, so an anonymous client was invited to send a 1 GB body only to be refused
  * after it. Here only a request whose session is live (token header, `?auth_token=`, cookie),
- * one with X-KVMD credentials (checked with the request, as always), or one to a public route
- * that takes a body is invited; the others get their 401/403 without ever being asked for the
- * body, and their connection closes (app.ts).
+ * one with X-KVMD or Basic credentials (checked with the request, as always), or one to a
+ * public route that takes a body is invited; the others get their 401/403 without ever being
+ * asked for the body, and their connection closes (app.ts).
  */
 export function mayContinue(request: IncomingMessage, auth: AuthService): boolean {
   const headers = request.headers;
   const url = new URL(request.url ?? '/', 'http://device');
   if (PUBLIC_BODY_PATHS.has(url.pathname.replace(/\/+$/, ''))) return true;
   if (headers['x-kvmd-user'] !== undefined && headers['x-kvmd-passwd'] !== undefined) return true;
+  if (basicCredentials(single(headers.authorization)).kind === 'basic') return true;
   const token =
     single(headers['token']) ??
     url.searchParams.get('auth_token') ??

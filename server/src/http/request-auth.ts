@@ -5,7 +5,7 @@
  */
 export interface RequestAuth {
   user: string;
-  /** The session token used, null for X-KVMD header credentials. */
+  /** The session token used, null for X-KVMD header or Basic credentials. */
   token: string | null;
   tokenHash: string | null;
 }

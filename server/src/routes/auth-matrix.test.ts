@@ -108,6 +108,14 @@ beforeAll(async () => {
       headers: { 'x-kvmd-user': 'root', 'x-kvmd-passwd': NEW_PASSWORD },
       status: 403,
     },
+    {
+      name: 'wrong Basic password',
+      headers: {
+        authorization: `Basic ${Buffer.from(`admin:${OLD_PASSWORD}`).toString('base64')}`,
+      },
+      status: 403,
+    },
+    { name: 'malformed Basic', headers: { authorization: 'Basic %' }, status: 401 },
     { name: 'bad cookie', cookies: { auth_token: 'nonsense' }, status: 403 },
     { name: 'expired cookie', cookies: { auth_token: expired }, status: 403 },
     {

@@ -59,9 +59,12 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.post('/api/auth/login_with_2fa', publicWrite, (req, reply) => login(req, reply, true));
 
   app.post('/api/auth/logout', async (request, reply) => {
-    // GL: ends whichever token came with the call (header, query or cookie).
+    // GL (default): ends the token that came with the call (header, query or cookie); PiKVM
+    // (`auth.logout_scope: user`): every session of the caller's user.
     const token = request.auth?.token;
-    if (token) await auth.logout(token);
+    if (ctx.config.auth.logout_scope === 'user' && request.auth)
+      await auth.logoutUser(request.auth.user);
+    else if (token) await auth.logout(token);
     reply.clearCookie(AUTH_COOKIE, { path: '/' });
     return {};
   });

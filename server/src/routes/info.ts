@@ -1,28 +1,57 @@
-/** `/api/info` (wire-protocol.md 1.3); the answer is built by services/info.ts. */
+/**
+ * `/api/info` (wire-protocol.md 1.3); the answer is built by services/info.ts.
+ *
+ * Without `legacy`, GL's answer: `system, auth, meta, extras` unless `?fields=` names others.
+ * With `legacy` (kvmd 4.2xx; its own default is on), kvmd's: `legacy=0` answers every field
+ * (also `health, uptime, node, fan`); `legacy=1` adds the `hw` alias and drops `health` from
+ * the default set, and a requested `hw` takes `platform` out of `system` as kvmd does.
+ */
 import type { FastifyInstance } from 'fastify';
-import { INFO_FIELDS, type InfoField } from '@kvm/protocol';
+import { INFO_ALL_FIELDS, INFO_FIELDS, type InfoField, type InfoResult } from '@kvm/protocol';
 import type { AppContext } from '../context';
 import { ValidatorError } from '../errors';
+import { bool } from '../validators';
 
-export function parseInfoFields(raw: unknown): InfoField[] {
-  if (raw === undefined || raw === '') return [...INFO_FIELDS];
-  if (typeof raw !== 'string')
+export type InfoRequestField = InfoField | 'hw';
+
+export function parseInfoQuery(query: Record<string, unknown>): InfoRequestField[] {
+  const kvmd = query['legacy'] !== undefined;
+  const legacy = bool('legacy', query['legacy'], true);
+  const available: InfoRequestField[] = [...INFO_ALL_FIELDS, ...(legacy ? ['hw' as const] : [])];
+  const raw = query['fields'];
+  if (raw !== undefined && typeof raw !== 'string')
     throw new ValidatorError("The argument 'fields' is not a valid list of info fields");
-  const wanted = raw.split(/[\s,]+/).filter(Boolean);
+  const wanted = (raw ?? '').split(/[\s,]+/).filter(Boolean);
+  if (wanted.length === 0) {
+    if (!kvmd) return [...INFO_FIELDS];
+    return legacy ? available.filter((f) => f !== 'health') : available;
+  }
   for (const f of wanted) {
-    if (!(INFO_FIELDS as readonly string[]).includes(f)) {
+    if (!(available as readonly string[]).includes(f)) {
       throw new ValidatorError(
-        `The argument 'fields' (${JSON.stringify(f)}) is not a valid info field (${INFO_FIELDS.join(', ')})`,
+        `The argument 'fields' (${JSON.stringify(f.slice(0, 32))}) is not a valid info field (${available.join(', ')})`,
       );
     }
   }
-  return [...new Set(wanted)] as InfoField[];
+  return [...new Set(wanted)] as InfoRequestField[];
+}
+
+export function infoAnswer(info: InfoResult, fields: InfoRequestField[]): Record<string, unknown> {
+  const answer: Record<string, unknown> = {};
+  for (const f of fields) if (f !== 'hw') answer[f] = info[f];
+  if (fields.includes('hw')) {
+    answer['hw'] = { health: info.health, platform: info.system.platform };
+    if (answer['system']) {
+      const { platform: _moved, ...rest } = info.system;
+      answer['system'] = rest;
+    }
+  }
+  return answer;
 }
 
 export function infoRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/api/info', async (request) => {
-    const fields = parseInfoFields((request.query as Record<string, unknown>)['fields']);
-    const info = ctx.info.build();
-    return Object.fromEntries(fields.map((f) => [f, info[f]]));
+    const fields = parseInfoQuery(request.query as Record<string, unknown>);
+    return infoAnswer(ctx.info.build(), fields);
   });
 }

@@ -175,7 +175,7 @@ describe('info', () => {
       await app.inject({ url: '/api/info?fields=auth,meta', headers: { token } })
     ).json().result;
     expect(Object.keys(some).sort()).toEqual(['auth', 'meta']);
-    const bad = await app.inject({ url: '/api/info?fields=auth,fan', headers: { token } });
+    const bad = await app.inject({ url: '/api/info?fields=auth,nope', headers: { token } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().result.error_msg).toContain("'fields'");
   });

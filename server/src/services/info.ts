@@ -1,5 +1,6 @@
 /** `/api/info` and its `info` event (wire-protocol.md 1.3, 2.3). */
-import { machine, release, type, version } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { cpus, freemem, machine, release, totalmem, type, uptime, version } from 'node:os';
 import { INFO_FIELDS, type InfoResult } from '@kvm/protocol';
 import type { AppConfig } from '../config';
 import type { StateProvider } from '../ws/state-registry';
@@ -8,35 +9,105 @@ export interface InfoDeps {
   config: AppConfig;
   /** The product's firmware version (root package.json). */
   version: string;
-  /** Host name reported in meta. */
+  /** Host name reported in meta and node. */
   host: string;
+  /** CPU temperature in °C, null when the machine has no sensor (tests replace it). */
+  cpuTemp?: () => number | null;
+}
+
+function thermalZoneTemp(): number | null {
+  try {
+    const milli = Number.parseInt(
+      readFileSync('/sys/class/thermal/thermal_zone0/temp', 'utf8'),
+      10,
+    );
+    return Number.isFinite(milli) ? milli / 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+function cpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    const t = c.times;
+    busy += t.user + t.nice + t.sys + t.irq;
+    total += t.user + t.nice + t.sys + t.irq + t.idle;
+  }
+  return { busy, total };
 }
 
 export class InfoService {
+  /** CPU time counters of the previous health reading: its load is the one since then. */
+  private lastCpu = cpuTimes();
+
   constructor(private readonly deps: InfoDeps) {}
 
   build(): InfoResult {
+    const { config } = this.deps;
     return {
       system: {
         kvmd: { version: '4.82' },
         product: {
           name: 'KVM console',
           version: this.deps.version,
-          model: this.deps.config.device.model,
-          target: this.deps.config.target,
+          model: config.device.model,
+          target: config.target,
         },
         kernel: { system: type(), release: release(), version: version(), machine: machine() },
         platform: {
-          type: this.deps.config.target,
-          base: this.deps.config.target === 'qemu' ? 'QEMU virtual machine' : 'Test bed',
-          model: this.deps.config.device.model,
+          type: config.target,
+          base: config.target === 'qemu' ? 'QEMU virtual machine' : 'Test bed',
+          model: config.device.model,
           serial: '',
+          // kvmd: "hdmi", "hdmiusb", ... from its platform file; ours is the target's source.
+          video: config.video.type === 'disabled' ? null : config.target,
+          // kvmd: "rpi4", ...; no board here.
+          board: null,
         },
         streamer: { app: 'kvm-server', version: this.deps.version, features: {} },
       },
       auth: { enabled: true },
       meta: { kvm: {}, server: { host: this.deps.host } },
       extras: {},
+      node: { host: this.deps.host },
+      uptime: this.uptime(),
+      health: this.health(),
+      fan: { monitored: false, state: null },
+    };
+  }
+
+  private uptime(): InfoResult['uptime'] {
+    const total = Math.floor(uptime());
+    return {
+      total,
+      parts: {
+        days: Math.floor(total / 86_400),
+        hours: Math.floor((total % 86_400) / 3600),
+        minutes: Math.floor((total % 3600) / 60),
+        seconds: total % 60,
+      },
+    };
+  }
+
+  private health(): InfoResult['health'] {
+    const now = cpuTimes();
+    const total = now.total - this.lastCpu.total;
+    const percent = total > 0 ? Math.round(((now.busy - this.lastCpu.busy) / total) * 100) : null;
+    this.lastCpu = now;
+    const memTotal = totalmem();
+    const available = freemem();
+    return {
+      temp: { cpu: (this.deps.cpuTemp ?? thermalZoneTemp)() },
+      cpu: { percent },
+      mem: {
+        percent: Math.round(((memTotal - available) / memTotal) * 1000) / 10,
+        total: memTotal,
+        available,
+      },
+      // kvmd reads it from the Raspberry Pi firmware only.
+      throttling: null,
     };
   }
 

@@ -348,6 +348,11 @@ export class AuthService extends EventEmitter<{
     await this.sessions.remove(token, 'logout');
   }
 
+  /** Ends every session of `user` (PiKVM's logout, config `auth.logout_scope: user`). */
+  async logoutUser(user: string): Promise<void> {
+    await this.sessions.removeAllOf(user, null, 'logout');
+  }
+
   /** Needs the old password, counted by the login limiter (old-password guessing). */
   async changePassword(
     user: string,
