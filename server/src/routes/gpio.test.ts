@@ -134,6 +134,7 @@ describe('/api/gpio over ATX', () => {
       'channel=1abc',
       'channel=a%20b',
       'channel=atx_power&delay=-1',
+      'channel=atx_power&delay=1e400',
       'channel=atx_power&wait=maybe',
     ]) {
       const r = await xhrPost(app, `/api/gpio/pulse?${bad}`, token);

@@ -16,8 +16,11 @@ function channelArg(value: unknown): string {
 /** kvmd's valid_float_f0: a finite number >= 0; absent means the channel's default. */
 function delayArg(value: unknown): number {
   if (value === undefined || value === '') return 0;
+  // Python's float(): digits with an optional fraction and exponent.
   const n =
-    typeof value === 'string' && /^\s*[+]?(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : NaN;
+    typeof value === 'string' && /^\s*\+?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(value)
+      ? Number(value)
+      : NaN;
   if (!Number.isFinite(n) || n < 0) return fail('delay', value, 'float >= 0');
   return n;
 }

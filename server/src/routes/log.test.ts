@@ -116,4 +116,16 @@ describe('GET /api/log', () => {
     await app!.inject({ method: 'POST', url: '/api/auth/logout', headers: { token } });
     await expect.poll(() => f.ended(), { timeout: 5000 }).toBe(true);
   });
+
+  it('ends a follower when the server stops', async () => {
+    const { token } = await setup();
+    await app!.listen({ host: '127.0.0.1', port: 0 });
+    const f = await follow('/api/log?follow=1', token);
+    await expect.poll(() => f.text(), { timeout: 5000 }).toContain('just now');
+    const started = Date.now();
+    await app!.close();
+    app = undefined;
+    expect(Date.now() - started).toBeLessThan(5000);
+    await expect.poll(() => f.ended(), { timeout: 5000 }).toBe(true);
+  });
 });

@@ -176,7 +176,8 @@ export function logRoutes(
   opts.onSessionEnded((hash) => {
     for (const [ac, owner] of running) if (owner === hash) ac.abort();
   });
-  app.addHook('onClose', async () => {
+  // Before the server waits for its open connections to end, or it would wait for the followers.
+  app.addHook('preClose', async () => {
     for (const ac of running.keys()) ac.abort();
   });
 
