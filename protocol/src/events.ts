@@ -27,6 +27,7 @@ export type ServerEventType =
   | 'msd'
   | 'streamer'
   | 'fingerbot'
+  | 'gpio'
   | 'turn';
 
 /** Client to server JSON ping; answered by `{event_type:"pong", event:{}}`. */
