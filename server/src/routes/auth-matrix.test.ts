@@ -249,6 +249,8 @@ describe('auth matrix', () => {
       });
       expect(viaCookie, `${path} with the console's cookie`).toBe(101);
       expect(await upgrade(path, { token: live }), `${path} with a Token header`).toBe(101);
+      const basic = `Basic ${Buffer.from(`admin:${NEW_PASSWORD}`).toString('base64')}`;
+      expect(await upgrade(path, { authorization: basic }), `${path} with Basic`).toBe(101);
     }
   });
 
