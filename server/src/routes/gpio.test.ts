@@ -9,7 +9,7 @@ import { loadConfigDefaults } from '../paths';
 import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
 import { AtxService } from '../services/atx/atx-service';
 import { escapeHtml } from '../services/gpio/gpio-service';
-import { initAndLogin, tempDataDir } from '../test-helpers';
+import { initAndLogin, PASSWORD, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance | undefined;
 let udp: Socket | undefined;
@@ -226,8 +226,18 @@ describe('/api/gpio over Wake-on-LAN', () => {
     const res = await xhrPost(app, '/api/gpio/pulse?channel=wol_525400123456&wait=1', token);
     expect(res.statusCode, res.body).toBe(200);
     await expect.poll(() => packets.length, { timeout: 5000 }).toBe(1);
-    const r2 = await xhrPost(app, '/api/gpio/pulse?channel=__wol__', token);
-    expect(r2.statusCode).toBe(200);
+    // kvmd's own client and Home Assistant (aiohttp): an empty octet-stream body and Basic.
+    const r2 = await app.inject({
+      method: 'POST',
+      url: '/api/gpio/pulse?channel=__wol__&delay=0',
+      headers: {
+        authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`,
+        'content-type': 'application/octet-stream',
+        'content-length': '0',
+        'user-agent': 'Python/3.12 aiohttp/3.9.5',
+      },
+    });
+    expect(r2.statusCode, r2.body).toBe(200);
     await expect.poll(() => packets.length, { timeout: 5000 }).toBe(2);
     expect(packets[0]!.subarray(0, 6)).toEqual(Buffer.alloc(6, 0xff));
     expect(packets[0]!.subarray(6, 12)).toEqual(Buffer.from([0x52, 0x54, 0, 0x12, 0x34, 0x56]));

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { initAndLogin, newApp } from '../test-helpers';
+import { initAndLogin, newApp, PASSWORD } from '../test-helpers';
 import { Exposition, gpioMetricName } from './metrics';
 
 let app: FastifyInstance | undefined;
@@ -146,10 +146,19 @@ describe('GET /api/export/prometheus/metrics', () => {
     expect(gets?.value).toBeGreaterThanOrEqual(2); // init and /api/gpio
   });
 
-  it('needs a session', async () => {
+  it('needs credentials: a scrape with basic_auth works, none is 401', async () => {
     app = await newApp();
-    await initAndLogin(app);
+    await initAndLogin(app, PASSWORD);
     const res = await app.inject({ url: '/api/export/prometheus/metrics' });
     expect(res.statusCode).toBe(401);
+    const basic = await app.inject({
+      url: '/api/export/prometheus/metrics',
+      headers: {
+        authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`,
+        accept: 'text/plain;version=0.0.4;q=1,*/*;q=0.1',
+      },
+    });
+    expect(basic.statusCode).toBe(200);
+    expect(parseExposition(basic.body).has('pikvm_atx_enabled')).toBe(true);
   });
 });

@@ -5,7 +5,7 @@ import { buildConfig } from '../config';
 import { loadConfigDefaults } from '../paths';
 import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
 import { AtxService } from '../services/atx/atx-service';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { initAndLogin, newApp, PASSWORD, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
@@ -154,6 +154,31 @@ describe('Redfish', () => {
       payload: { Boot: { BootSourceOverrideEnabled: 'Once', BootSourceOverrideTarget: 'Pxe' } },
     });
     expect(patch.statusCode).toBe(204);
+  });
+
+  it('answers redfishtool as it runs (-S Never: Basic on every request)', async () => {
+    const atx = new FakeAtx();
+    app = await appWithAtx(atx);
+    await initAndLogin(app, PASSWORD);
+    const authorization = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
+    const headers = { authorization, accept: 'application/json', 'odata-version': '4.0' };
+    expect((await app.inject({ url: '/redfish/v1/', headers })).statusCode).toBe(200);
+    const systems = (await app.inject({ url: '/redfish/v1/Systems', headers })).json();
+    const sys = (await app.inject({ url: systems.Members[0]['@odata.id'], headers })).json();
+    const reset = await app.inject({
+      method: 'POST',
+      url: sys.Actions['#ComputerSystem.Reset'].target,
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: '{"ResetType": "PushPowerButton"}',
+    });
+    expect(reset.statusCode).toBe(204);
+    await expect.poll(() => atx.pressed, { timeout: 5000 }).toEqual(['power']);
+    const wrong = `Basic ${Buffer.from('admin:wrong').toString('base64')}`;
+    const refused = await app.inject({
+      url: '/redfish/v1/Systems',
+      headers: { ...headers, authorization: wrong },
+    });
+    expect(refused.statusCode).toBe(403);
   });
 
   it('describes the virtual media drive under the BMC manager', async () => {
