@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidatorError } from '../../errors';
 import {
   cropBox,
+  darkOnLight,
   jpegSize,
   OcrBusyError,
   OcrError,
@@ -113,6 +114,20 @@ describe('jpegSize', () => {
   });
 });
 
+describe('darkOnLight', () => {
+  const pgm = (pixels: number[]) =>
+    Buffer.concat([Buffer.from(`P5\n${pixels.length} 1\n255\n`), Buffer.from(pixels)]);
+
+  it('inverts a mostly dark picture, keeps a light one', () => {
+    expect([...darkOnLight(pgm([0, 10, 250, 20])).subarray(-4)]).toEqual([255, 245, 5, 235]);
+    expect([...darkOnLight(pgm([255, 240, 10, 250])).subarray(-4)]).toEqual([255, 240, 10, 250]);
+  });
+
+  it('leaves what is not a binary PGM alone', () => {
+    expect(darkOnLight(Buffer.from('P2 1 1 255 0'))).toEqual(Buffer.from('P2 1 1 255 0'));
+  });
+});
+
 describe('OcrService with tesseract', () => {
   it('lists the installed languages, eng among them, and eng as the default', async () => {
     const state = await ocr.state();
@@ -148,6 +163,11 @@ describe('OcrService with tesseract', () => {
     expect(lines(await ocr.recognize(jpeg, past))).toEqual([LINES[2]]);
     const empty = { langs: [], left: 400, top: 400, right: 100, bottom: 100 };
     expect(lines(await ocr.recognize(jpeg, empty))).toEqual(LINES);
+  });
+
+  it('reads dark text on a light background as well', async () => {
+    const paper = await textJpeg(LINES, { width: 640, height: 480, paper: true });
+    expect(lines(await ocr.recognize(paper.jpeg, WHOLE))).toEqual(LINES);
   });
 
   it('refuses a language that is not installed, with kvmd message', async () => {

@@ -21,7 +21,14 @@ export interface TextPicture {
 /** `lines` at `fontSize` pixels from (16, 16), one every 2 font sizes, on width x height. */
 export async function textJpeg(
   lines: string[],
-  opts: { width: number; height: number; fontSize?: number; ffmpeg?: string },
+  opts: {
+    width: number;
+    height: number;
+    fontSize?: number;
+    /** Dark text on white (a GUI) instead of a console's light on black. */
+    paper?: boolean;
+    ffmpeg?: string;
+  },
 ): Promise<TextPicture> {
   const { width, height } = opts;
   const size = opts.fontSize ?? 16;
@@ -36,7 +43,7 @@ export async function textJpeg(
       await writeFile(file, line);
       const top = 16 + i * step;
       filters.push(
-        `drawtext=fontfile=${TEST_FONT}:textfile=${file}:fontsize=${size}:fontcolor=0xd0d0d0:x=16:y=${top}`,
+        `drawtext=fontfile=${TEST_FONT}:textfile=${file}:fontsize=${size}:fontcolor=${opts.paper ? '0x202020' : '0xd0d0d0'}:x=16:y=${top}`,
       );
       lineBoxes.push({
         left: 16,
@@ -55,7 +62,7 @@ export async function textJpeg(
           '-f',
           'lavfi',
           '-i',
-          `color=c=black:s=${width}x${height}`,
+          `color=c=${opts.paper ? 'white' : 'black'}:s=${width}x${height}`,
         ]
           .concat(['-vf', filters.join(','), '-frames:v', '1', '-pix_fmt', 'yuvj420p', '-q:v', '4'])
           .concat(['-f', 'mjpeg', 'pipe:1']),
