@@ -40,7 +40,16 @@ export interface StreamerRuntime {
   };
   /** HDMI signal: false while the remote computer shows nothing (powered off). */
   hdmi: { signal: boolean };
-  stream: { clients: number };
+  /** ustreamer's `--instance-id` (kvmd 4.197+ reads it; empty as ustreamer's default). */
+  instance_id: string;
+  /** Who takes each kind of output (ustreamer /state, kvmd 4.197+). */
+  sinks: { jpeg: { has_clients: boolean }; h264: { has_clients: boolean } };
+  /**
+   * ustreamer's MJPEG clients (`/streamer/stream`): how many, each one's options and frame
+   * rate by its hex id, and the pictures a second queued to them.
+   */
+  stream: { clients: number; clients_stat: Record<string, MjpegClientStat>; queued_fps: number };
+  /** `quality`: the JPEG quality of snapshots and MJPEG (1..100). */
   encoder: { type: string; quality: number };
   /** Ours, not kvmd's (absent on kvmd): frames that never reached a viewer, by reason. */
   drops?: StreamerDrops;
@@ -65,13 +74,33 @@ export interface StreamerDrops {
   viewer_lagging: number;
 }
 
+/** One MJPEG client of `/streamer/stream` in ustreamer's `/state`. */
+export interface MjpegClientStat {
+  fps: number;
+  extra_headers: boolean;
+  advance_headers: boolean;
+  dual_final_frames: boolean;
+  zero_data: boolean;
+  /** the client's `key` query value, "0" without one */
+  key: string;
+}
+
+/** kvmd's saved snapshot (`GET /api/streamer/snapshot?save=1`), without its picture. */
+export interface SavedSnapshot {
+  online: boolean;
+  width: number;
+  height: number;
+}
+
 export interface StreamerState {
   features: { h264: boolean; h265: boolean; resolution: boolean; quality: boolean };
   limits: typeof STREAMER_LIMITS;
   params: StreamerParams;
+  /** kvmd 4.197+: the parameters the running streamer actually uses. */
+  applied: StreamerParams;
   /** null while no source driver runs at all (target without video). */
   streamer: StreamerRuntime | null;
-  snapshot: { saved: null };
+  snapshot: { saved: SavedSnapshot | null };
 }
 
 /** `/api/turn/get_turn` and the `turn` event (wire-protocol.md 3.3, 5.11). */

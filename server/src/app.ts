@@ -12,6 +12,7 @@ import { buildConfig, type AppConfig } from './config';
 import type { AppContext } from './context';
 import { defaultHost } from './context';
 import { SILENT_LOGGER, type Logger } from './log';
+import { JpegHub } from './media/jpeg-hub';
 import { VideoHub } from './media/video-hub';
 import { janusFeatures, registerJanus } from './janus/gateway';
 import { mediaRoutes } from './routes/media';
@@ -45,8 +46,9 @@ import { JigglerSchedule, deviceMinuteOfDay } from './services/hid/jiggler-sched
 import { KeymapStore } from './services/hid/keymap-store';
 import { MsdService } from './services/msd/msd-service';
 import { streamerRoutes } from './routes/streamer';
+import { ustreamerRoutes } from './routes/ustreamer';
 import { ocrRoutes } from './routes/ocr';
-import { OcrService } from './services/ocr/ocr-service';
+import { OcrService, parseOcrQuery } from './services/ocr/ocr-service';
 import { hubParams, StreamerService } from './services/streamer';
 import { TurnService } from './services/turn';
 import { InfoService } from './services/info';
@@ -142,7 +144,12 @@ export async function createContext(
   const video = new VideoHub(drivers.video, hubParams(loaded.params), log, {
     ffmpeg: config.video.ffmpeg,
   });
-  const streamer = StreamerService.create(loaded, drivers.video, video);
+  const streamer = StreamerService.create(
+    loaded,
+    drivers.video,
+    video,
+    new JpegHub(video, log, { ffmpeg: config.video.ffmpeg }),
+  );
   const turn = await TurnService.load(config, log);
   const hidSettings = hidSettingsFile(config.data_dir);
   const hid = new HidService({
@@ -423,7 +430,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     }),
     sockets,
   );
-  streamerRoutes(app, ctx.streamer, () => ctx.turn.state());
+  streamerRoutes(app, ctx.streamer, () => ctx.turn.state(), {
+    parse: parseOcrQuery,
+    recognize: (image, req) => ctx.ocr.recognize(image, req),
+  });
+  ustreamerRoutes(app, ctx.streamer);
   ocrRoutes(app, ctx.ocr);
   mediaRoutes(app, ctx.video, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
@@ -469,6 +480,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.msd.dispose();
     ctx.network.dispose();
     await ctx.upgrade.dispose();
+    await ctx.streamer.jpeg.dispose();
     await ctx.video.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();

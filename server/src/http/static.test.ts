@@ -25,12 +25,22 @@ async function webDir(): Promise<string> {
 describe('console files', () => {
   it('serves index.html for app routes without a session (SPA fallback)', async () => {
     app = await newApp(undefined, { server: { web_dir: await webDir() } });
-    for (const path of ['/', '/kvm', '/login', '/init', '/twofactor', '/some/deep/link?id=1']) {
+    for (const path of ['/', '/kvm', '/login', '/init', '/twofactor', '/kvm/?id=1', '/webterm']) {
       const res = await app.inject(path);
       expect(res.statusCode, path).toBe(200);
       expect(res.headers['content-type']).toContain('text/html');
       expect(res.headers['cache-control']).toBe('no-cache');
       expect(res.body).toContain('id="root"');
+    }
+  });
+
+  it('answers 404 in the envelope, not the console, for a path the console has no page for', async () => {
+    app = await newApp(undefined, { server: { web_dir: await webDir() } });
+    for (const path of ['/streamer/nothing', '/foo/bar.cgi', '/some/deep/link?id=1']) {
+      const res = await app.inject(path);
+      expect(res.statusCode, path).toBe(404);
+      expect(res.headers['content-type'], path).toContain('application/json');
+      expect(res.json()).toMatchObject({ ok: false, result: { error: 'NotFoundError' } });
     }
   });
 

@@ -1,6 +1,8 @@
 /**
- * Serves the built console (web/dist) with the SPA fallback: any GET that is not an API path
- * and not an existing file gets index.html, so deep links like /kvm or /login load the app.
+ * Serves the built console (web/dist) with the SPA fallback: the console's own routes (SPEC 2,
+ * web/src/app/router.tsx) get index.html, so deep links like /kvm or /login load the app; any
+ * other path that is not a file is a 404 in kvmd's envelope (issue 13: `/streamer/nothing` or
+ * `/foo/bar.cgi` answered with the console's HTML looked like success to a client).
  * Hashed assets are cached for a year; index.html is revalidated on every load. Pre-compressed
  * `.br`/`.gz` siblings made at build time are sent when the browser accepts them. The file list
  * is read once at start (the console is immutable while the server runs), so a request never
@@ -26,6 +28,22 @@ import type { AuthService } from '../services/auth/auth-service';
 import { authenticate } from './auth';
 
 const API_PREFIXES = ['/api/', '/janus/'];
+
+/** The console's routes (web/src/app/router.tsx), each also with a trailing slash. */
+export const CONSOLE_ROUTES: ReadonlySet<string> = new Set([
+  '/',
+  '/index.html',
+  '/kvm',
+  '/login',
+  '/init',
+  '/twofactor',
+  '/upgrading',
+  '/webterm',
+]);
+
+export function isConsoleRoute(path: string): boolean {
+  return CONSOLE_ROUTES.has(path) || (path.endsWith('/') && CONSOLE_ROUTES.has(path.slice(0, -1)));
+}
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -236,9 +254,12 @@ export function registerStatic(
         immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
       );
     }
-    // A missing file with an extension is a 404, not the app (a stale chunk must fail loudly).
-    if (/\.[a-z0-9]{1,8}$/i.test(path) && path !== '/index.html') {
-      throw new NotFoundError(`No such file: ${path}`);
+    // A missing file is a 404, not the app (a stale chunk must fail loudly), and so is any
+    // path the console has no page for.
+    if (!isConsoleRoute(path)) {
+      throw new NotFoundError(
+        /\.[a-z0-9]{1,8}$/i.test(path) ? `No such file: ${path}` : `No such page: ${path}`,
+      );
     }
     const index = files.get('/index.html');
     if (!index) {

@@ -1,7 +1,7 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Logger } from '../log';
 import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { readProcArgv, waitForExit } from '../process/supervisor';
@@ -281,5 +281,58 @@ describe('VideoHub', () => {
       gop_cache_overflow: 0,
       viewer_lagging: 6,
     });
+  });
+});
+
+describe('VideoHub raw frames (the JPEG path)', () => {
+  it('captures for a raw subscriber without starting the H.264 encoder, and stops after', async () => {
+    const { h, source } = hub({ lingerMs: 50 });
+    const got: RawFrame[] = [];
+    const off = h.subscribeRaw((f) => {
+      got.push(f);
+      f.release?.();
+    });
+    await vi.waitFor(() => expect(source.onFrame).not.toBeNull(), poll);
+    for (let i = 0; i < 5; i += 1) source.push();
+    expect(got).toHaveLength(5);
+    expect(h.encoderPid).toBeNull();
+    off();
+    await vi.waitFor(() => expect(source.onFrame).toBeNull(), poll);
+  });
+
+  it('shares one frame between consumers: back to the source once, after the last', async () => {
+    const { h, source } = hub();
+    const a: RawFrame[] = [];
+    const b: RawFrame[] = [];
+    h.subscribeRaw((f) => a.push(f));
+    h.subscribeRaw((f) => b.push(f));
+    await vi.waitFor(() => expect(source.onFrame).not.toBeNull(), poll);
+    let released = 0;
+    source.onFrame!({
+      width: W,
+      height: H,
+      format: 'yuv420p',
+      data: Buffer.alloc((W * H * 3) / 2, 7),
+      capturedAt: performance.now(),
+      release: () => (released += 1),
+    });
+    a[0]!.release?.();
+    a[0]!.release?.(); // a second release of one share counts once
+    expect(released).toBe(0);
+    b[0]!.release?.();
+    expect(released).toBe(1);
+    expect(h.encoderPid).toBeNull();
+  });
+
+  it('unsubscribes a raw subscriber that throws, and capture goes on for the encoder', async () => {
+    const { h, source, log } = hub();
+    h.subscribe(() => undefined);
+    h.subscribeRaw(() => {
+      throw new Error('boom');
+    });
+    await vi.waitFor(() => expect(source.onFrame).not.toBeNull(), poll);
+    source.push();
+    expect(h.rawSubscribers).toBe(0);
+    expect(log.has('warn', /raw frame subscriber failed/)).toBe(true);
   });
 });

@@ -6,6 +6,11 @@
  * under the Supervisor (encoder.ts): restarted with backoff when it dies or hangs. A GOP cache
  * (gop-cache.ts) gives a new viewer a picture at once. Every frame that never reaches a viewer
  * is counted with its reason (`drops`).
+ *
+ * The source has one consumer; the hub shares its raw frames between the H.264 encoder and
+ * raw subscribers (the JPEG path, media/jpeg-hub.ts). Capture runs while either needs it; the
+ * H.264 encoder only while somebody watches H.264 (and its linger). A shared frame goes back
+ * to the source (RawFrame.release) once every consumer let go of it.
  */
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
@@ -60,6 +65,8 @@ export interface VideoHubOptions {
 
 /** How long the encoder keeps running after the last viewer left. */
 const LINGER_MS = 15_000;
+/** How long capture runs on after the last raw subscriber left, with no H.264 encoder. */
+const RAW_LINGER_MS = 1_000;
 /** At most one forced key frame (encoder restart) in this window. */
 const KEY_REQUEST_MIN_MS = 2_000;
 /**
@@ -73,7 +80,10 @@ const noDrops = (): DropCounts =>
 
 export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements VideoFeed {
   private readonly viewers = new Set<(unit: AccessUnit) => void>();
+  private readonly rawSubs = new Set<(frame: RawFrame) => void>();
   private warmers = 0;
+  /** Retires the H.264 encoder when nobody watches H.264 while raw frames still flow. */
+  private h264LingerTimer: NodeJS.Timeout | null = null;
   private encoder: H264Encoder | null = null;
   /** Encoders being stopped (restart, shutdown): dispose waits for them. */
   private readonly retiring = new Set<Promise<void>>();
@@ -170,6 +180,38 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     };
   }
 
+  /**
+   * Raw frames for another consumer (the JPEG path): capture runs while one is subscribed,
+   * without starting the H.264 encoder. Each frame's `release` must be called (or the frame
+   * dropped) by the subscriber; it throws nothing back into the source.
+   */
+  subscribeRaw(onFrame: (frame: RawFrame) => void): () => void {
+    this.rawSubs.add(onFrame);
+    this.demandChanged();
+    return () => {
+      if (this.rawSubs.delete(onFrame)) this.demandChanged();
+    };
+  }
+
+  /** Raw subscribers right now. */
+  get rawSubscribers(): number {
+    return this.rawSubs.size;
+  }
+
+  /**
+   * kvmd's `streamer/reset`: a new ffmpeg and a new capture start (viewers stay; the next
+   * frame starts a new encoder).
+   */
+  async reset(): Promise<void> {
+    this.restartEncoder('reset');
+    if (!this.capturing) return;
+    this.capturing = false;
+    await this.source
+      .stopCapture()
+      .catch((err: unknown) => this.log.warn({ err }, 'video source failed to stop'));
+    if (this.viewers.size + this.warmers + this.rawSubs.size > 0) this.ensureRunning();
+  }
+
   /** Event-socket clients with stream=1 (kvmd semantics) keep the encoder warm. */
   setWarmers(count: number): void {
     this.warmers = Math.max(0, count);
@@ -215,18 +257,43 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     return this.drops.source_busy + this.drops.encoder_offline + this.drops.encoder_restart;
   }
 
+  private get h264Wanted(): boolean {
+    return this.viewers.size + this.warmers > 0;
+  }
+
   private demandChanged(): void {
     this.stats.viewers = this.viewers.size;
-    const wanted = this.viewers.size + this.warmers > 0;
+    const wanted = this.h264Wanted || this.rawSubs.size > 0;
+    if (this.h264Wanted || !this.encoder) {
+      if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
+      this.h264LingerTimer = null;
+    }
     if (wanted) {
       if (this.lingerTimer) clearTimeout(this.lingerTimer);
       this.lingerTimer = null;
       this.ensureRunning();
+      // raw frames only: the encoder lingers as it would with nobody at all, then goes
+      if (!this.h264Wanted && this.encoder && !this.h264LingerTimer) {
+        this.h264LingerTimer = setTimeout(() => {
+          this.h264LingerTimer = null;
+          if (this.h264Wanted) return;
+          const enc = this.encoder;
+          this.encoder = null;
+          this.held = null;
+          this.gop.clear();
+          this.stats.encoderOnline = false;
+          if (enc) void this.retire(enc);
+        }, this.lingerMs);
+        this.h264LingerTimer.unref();
+      }
     } else if (!this.lingerTimer && (this.encoder || this.capturing)) {
-      this.lingerTimer = setTimeout(() => {
-        this.lingerTimer = null;
-        void this.shutdown();
-      }, this.lingerMs);
+      this.lingerTimer = setTimeout(
+        () => {
+          this.lingerTimer = null;
+          void this.shutdown();
+        },
+        this.encoder ? this.lingerMs : Math.min(this.lingerMs, RAW_LINGER_MS),
+      );
       this.lingerTimer.unref();
     }
   }
@@ -247,6 +314,41 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (this.disposed) return;
     this.window.frames += 1;
     this.counts.frames += 1;
+    const h264 = this.h264Wanted || this.encoder !== null;
+    if (this.rawSubs.size === 0) {
+      if (h264) this.encode(frame);
+      else frame.release?.();
+      return;
+    }
+    // one buffer, several consumers: back to the source when the last one lets go
+    let left = this.rawSubs.size + (h264 ? 1 : 0);
+    const original = frame.release;
+    const share = (): RawFrame => {
+      let done = false;
+      return {
+        ...frame,
+        release: () => {
+          if (done) return;
+          done = true;
+          left -= 1;
+          if (left === 0) original?.();
+        },
+      };
+    };
+    for (const sub of [...this.rawSubs]) {
+      const mine = share();
+      try {
+        sub(mine);
+      } catch (err) {
+        mine.release?.();
+        this.log.warn({ err }, 'raw frame subscriber failed; unsubscribed');
+        if (this.rawSubs.delete(sub)) this.demandChanged();
+      }
+    }
+    if (h264) this.encode(share());
+  };
+
+  private encode(frame: RawFrame): void {
     const enc = this.encoder;
     const result = enc ? enc.write(frame) : 'offline';
     if (result === 'busy') {
@@ -264,7 +366,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
         this.hold(frame);
       }
     }
-  };
+  }
 
   /** Keeps the newest frame for an ffmpeg that is not running yet; the one it replaces is lost. */
   private hold(frame: RawFrame): void {
@@ -386,7 +488,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private onSourceState(state: VideoSourceState): void {
-    if (state.online && this.viewers.size + this.warmers > 0) this.ensureRunning();
+    if (state.online && this.viewers.size + this.warmers + this.rawSubs.size > 0)
+      this.ensureRunning();
     if (!state.online) this.capturing = false;
   }
 
@@ -408,6 +511,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.disposed = true;
     clearInterval(this.statsTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
+    this.rawSubs.clear();
     this.offSource();
     this.viewers.clear();
     await this.shutdown();

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
+import type { TestbedVideo } from '../drivers/testbed/video';
 import type { Logger } from '../log';
+import { jpegSize } from '../media/jpeg';
 import { DEFAULT_STREAMER_PARAMS, StreamerService } from '../services/streamer';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
@@ -134,7 +136,7 @@ describe('streamer', () => {
     expect(state.streamer.drops.viewer_lagging).toBe(3);
     // kvmd's fields stay as they were
     expect(Object.keys(state.streamer).sort()).toEqual(
-      ['drops', 'encoder', 'h264', 'hdmi', 'source', 'stream'].sort(),
+      ['drops', 'encoder', 'h264', 'hdmi', 'instance_id', 'sinks', 'source', 'stream'].sort(),
     );
     const [event] = app.ctx.streamer.provider().snapshot() as Array<{
       event: { streamer: { drops: Record<string, number> } };
@@ -183,7 +185,9 @@ describe('/api/media/ws', () => {
     expect([...pongs[0]!]).toEqual([0xff]);
     const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
       .streamer;
-    expect(state.stream.clients).toBe(1);
+    // ustreamer's meaning (kvmd 4.197): stream.clients counts MJPEG clients; H.264 is a sink
+    expect(state.sinks.h264.has_clients).toBe(true);
+    expect(state.stream.clients).toBe(0);
     ws.close();
   });
 
@@ -305,4 +309,106 @@ describe('streamer.json', () => {
     expect(state.params).toEqual(DEFAULT_STREAMER_PARAMS);
     expect(await readFile(join(dir, 'streamer.json.bad'), 'utf8')).toBe('\u0000garbage');
   });
+});
+
+describe("kvmd's snapshot, reset and 4.197 state", () => {
+  it('answers a JPEG of the screen with ustreamer headers; preview; save, load, delete', async () => {
+    app = await newApp(undefined, { testbed: { width: 320, height: 240 } });
+    const token = await initAndLogin(app);
+    // pikvm-lib / MCP servers: a plain GET; the UI's screenshot: allow_offline=1
+    let res = await app.inject({ url: '/api/streamer/snapshot', headers: { token } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('image/jpeg');
+    expect(res.headers['x-ustreamer-online']).toBe('true');
+    expect(res.headers['x-ustreamer-width']).toBe('320');
+    expect(res.headers['cache-control']).toContain('no-store');
+    expect(jpegSize(res.rawPayload)).toEqual({ width: 320, height: 240 });
+    expect(app.ctx.video.encoderPid).toBeNull(); // no H.264 for a snapshot
+
+    // Home Assistant's camera: preview with a box
+    res = await app.inject({
+      url: '/api/streamer/snapshot?preview=1&preview_max_width=160&preview_max_height=160&preview_quality=60',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(jpegSize(res.rawPayload)).toEqual({ width: 160, height: 120 });
+    res = await app.inject({ url: '/api/streamer/snapshot?preview=1', headers: { token } });
+    expect(jpegSize(res.rawPayload)).toEqual({ width: 64, height: 48 });
+    res = await app.inject({
+      url: '/api/streamer/snapshot?preview=1&preview_quality=999',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result.error_msg).toContain("'preview_quality'");
+
+    res = await app.inject({ url: '/api/streamer/snapshot?load=1', headers: { token } });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().result.error).toBe('UnavailableError');
+    res = await app.inject({ url: '/api/streamer/snapshot?save=1', headers: { token } });
+    expect(res.statusCode).toBe(200);
+    let state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.snapshot.saved).toEqual({ online: true, width: 320, height: 240 });
+    res = await app.inject({ url: '/api/streamer/snapshot?load=1', headers: { token } });
+    expect(res.statusCode).toBe(200);
+    expect(jpegSize(res.rawPayload)).toEqual({ width: 320, height: 240 });
+    res = await app.inject({ method: 'DELETE', url: '/api/streamer/snapshot', headers: { token } });
+    expect(res.json()).toEqual({ ok: true, result: {} });
+    state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.snapshot.saved).toBeNull();
+    expect((await app.inject('/api/streamer/snapshot')).statusCode).toBe(401);
+  });
+
+  it('offline: 503 UnavailableError, or the placeholder with allow_offline', async () => {
+    app = await newApp(undefined, { testbed: { width: 320, height: 240 } });
+    const token = await initAndLogin(app);
+    (app.ctx.drivers.video as TestbedVideo).setSignal(false);
+    let res = await app.inject({ url: '/api/streamer/snapshot', headers: { token } });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().result.error).toBe('UnavailableError');
+    res = await app.inject({ url: '/api/streamer/snapshot?allow_offline=1', headers: { token } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-ustreamer-online']).toBe('false');
+    expect(jpegSize(res.rawPayload)).toEqual({ width: 320, height: 240 });
+  });
+
+  it('reset answers {} to an aiohttp body-less POST; the state has the 4.197 fields', async () => {
+    app = await newApp(undefined, { testbed: { width: 320, height: 240 } });
+    const token = await initAndLogin(app);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/streamer/reset',
+      headers: { token, 'content-type': 'application/octet-stream', 'content-length': '0' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ ok: true, result: {} });
+    const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.applied).toEqual(state.params);
+    expect(state.streamer.instance_id).toBe('');
+    expect(state.streamer.sinks).toEqual({
+      jpeg: { has_clients: false },
+      h264: { has_clients: false },
+    });
+    expect(state.streamer.stream).toEqual({ clients: 0, clients_stat: {}, queued_fps: 0 });
+  });
+});
+
+describe("kvmd's snapshot with OCR", () => {
+  it('answers the text as text/plain with the snapshot headers; bad OCR arguments are 400', async () => {
+    app = await newApp(undefined, { testbed: { width: 320, height: 240 } });
+    const token = await initAndLogin(app);
+    let res = await app.inject({
+      url: '/api/streamer/snapshot?ocr=1&ocr_langs=eng&ocr_left=0&ocr_top=0&ocr_right=320&ocr_bottom=240',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(res.headers['x-ustreamer-width']).toBe('320');
+    expect(typeof res.body).toBe('string');
+    res = await app.inject({
+      url: '/api/streamer/snapshot?ocr=1&ocr_left=abc',
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result.error_msg).toContain('ocr_left');
+  }, 30_000);
 });

@@ -1,20 +1,103 @@
-/** `/api/streamer`, `/api/streamer/set_params`, `/api/turn/get_turn` (wire-protocol.md 1.7, 5.11). */
-import type { FastifyInstance } from 'fastify';
+/**
+ * `/api/streamer`, `/api/streamer/set_params`, `/api/streamer/reset`, `/api/streamer/snapshot`
+ * (GET, DELETE), `/api/turn/get_turn` (wire-protocol.md 1.7, 5.11; kvmd 4.197's api/streamer.py).
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import {
   STREAMER_LIMITS,
   VIDEO_PROCESSING,
   type StreamerParams,
   type TurnState,
 } from '@kvm/protocol';
-import type { StreamerService } from '../services/streamer';
-import { int, oneOf } from '../validators';
+import { makePreview, previewBox } from '../media/jpeg';
+import { UnavailableError, type Snapshot, type StreamerService } from '../services/streamer';
+import { bool, int, oneOf } from '../validators';
 
-export function streamerRoutes(
+/**
+ * The OCR of `snapshot?ocr=1` (services/ocr): `parse` reads and checks the `ocr_*` query
+ * (throws the 400), `recognize` reads the text of a JPEG.
+ */
+export interface SnapshotOcr<R = unknown> {
+  parse(query: Record<string, unknown>): R;
+  recognize(image: Buffer, req: R): Promise<string>;
+}
+
+/** Previews made at once; more wait their turn (each is a short ffmpeg). */
+const MAX_PREVIEWS = 2;
+
+function sendSnapshot(reply: FastifyReply, snap: Snapshot, type: string, body: Buffer | string) {
+  for (const [k, v] of snap.headers) reply.header(k, v);
+  return reply.type(type).send(body);
+}
+
+export function streamerRoutes<R>(
   app: FastifyInstance,
   streamer: StreamerService,
   turn: () => TurnState,
+  ocr?: SnapshotOcr<R>,
 ): void {
   app.get('/api/streamer', async () => streamer.getState());
+
+  // kvmd: restarts the streamer; answers at once.
+  app.post('/api/streamer/reset', async () => {
+    await streamer.reset();
+    return {};
+  });
+
+  let previews = 0;
+  const previewQueue: Array<() => void> = [];
+  const withPreviewSlot = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (previews >= MAX_PREVIEWS) await new Promise<void>((r) => previewQueue.push(r));
+    else previews += 1;
+    try {
+      return await fn();
+    } finally {
+      const next = previewQueue.shift();
+      if (next) next();
+      else previews -= 1;
+    }
+  };
+
+  // kvmd's take_snapshot: save/load/allow_offline, then OCR text, a preview or the picture.
+  app.get('/api/streamer/snapshot', async (request, reply) => {
+    const q = request.query as Record<string, unknown>;
+    const save = bool('save', q['save'], false);
+    const load = bool('load', q['load'], false);
+    const allowOffline = bool('allow_offline', q['allow_offline'], false);
+    const wantOcr = bool('ocr', q['ocr'], false);
+    const preview = bool('preview', q['preview'], false);
+    // every argument is checked before any work (a bad one applies nothing, saves nothing)
+    const ocrReq = wantOcr && ocr ? ocr.parse(q) : undefined;
+    const maxW = int('preview_max_width', q['preview_max_width'], { min: 0, fallback: 0 });
+    const maxH = int('preview_max_height', q['preview_max_height'], { min: 0, fallback: 0 });
+    const quality = int('preview_quality', q['preview_quality'], {
+      min: 1,
+      max: 100,
+      fallback: 80,
+    });
+    if (wantOcr && !ocr) throw new UnavailableError('OCR is not available on this device');
+    const snap = await streamer.takeSnapshot({ save, load, allowOffline });
+    if (!snap) throw new UnavailableError();
+    if (wantOcr && ocr) {
+      const text = await ocr.recognize(snap.data, ocrReq as R);
+      return sendSnapshot(reply, snap, 'text/plain; charset=utf-8', text);
+    }
+    let data = snap.data;
+    if (preview) {
+      const box = previewBox(snap.width, snap.height, maxW, maxH);
+      if (box) {
+        data = await withPreviewSlot(() =>
+          makePreview(streamer.jpeg.ffmpeg, snap.data, box, quality),
+        );
+      }
+    }
+    return sendSnapshot(reply, snap, 'image/jpeg', data);
+  });
+
+  app.delete('/api/streamer/snapshot', async () => {
+    streamer.removeSnapshot();
+    return {};
+  });
 
   // kvmd: only non-empty values count; unchanged values are ignored; answers at once and the
   // change is applied by a quick encoder restart (viewers stay connected).
