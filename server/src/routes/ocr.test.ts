@@ -1,6 +1,7 @@
 /**
  * `GET /api/streamer/ocr` as PiKVM's UI and kvmd's clients ask it (a GET with the session cookie
- * or a token header, no body), and the `ocr` event every new `/api/ws` client gets.
+ * or a token header, no body), the OCR of `GET /api/streamer/snapshot?ocr=1` end to end, and the
+ * `ocr` event every new `/api/ws` client gets.
  */
 import { rm } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
@@ -47,6 +48,31 @@ describe('GET /api/streamer/ocr (kvmd)', () => {
     await start();
     const res = await app!.inject({ method: 'GET', url: '/api/streamer/ocr' });
     expect(res.statusCode).toBe(401);
+  });
+
+  it('reads the screen through the snapshot route as PiKVM UI asks it', async () => {
+    const token = await start();
+    // ocr.js: ocr=1, the chosen language and the selection box; the testbed's label is at
+    // (32, 656), 11 characters of 24 pixels, 28 high (drivers/testbed/screen.ts)
+    const q = 'ocr=1&ocr_langs=eng&ocr_left=16&ocr_top=640&ocr_right=400&ocr_bottom=700';
+    let res = await app!.inject({
+      method: 'GET',
+      url: `/api/streamer/snapshot?${q}`,
+      headers: { cookie: `auth_token=${token}` },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.body.trim()).toBe('TEST TARGET');
+    res = await app!.inject({
+      method: 'GET',
+      url: '/api/streamer/snapshot?ocr=1&ocr_langs=eng,xyz',
+      headers: { cookie: `auth_token=${token}` },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().result).toEqual({
+      error: 'ValidatorError',
+      error_msg: "Failed sub-validator on one of the item of ['eng', 'xyz']",
+    });
   });
 
   it('is the ocr event of a new /api/ws client', async () => {
