@@ -124,4 +124,11 @@ describe('benchmarks in short mode', () => {
       'rollback_s',
     ]);
   }, 190_000);
+
+  it('snapshot', async () => {
+    // snapshots of the 1280x720 testbed, then one MJPEG client for ~2 s
+    const json = await runShort('snapshot', 90_000);
+    expectMeasured(json, ['snapshot_ms', 'snapshot_samples', 'mjpeg_fps']);
+    expect(json['mjpeg_fps']).toBeGreaterThan(0);
+  }, 100_000);
 });
