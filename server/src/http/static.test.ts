@@ -36,12 +36,24 @@ describe('console files', () => {
 
   it('answers 404 in the envelope, not the console, for a path the console has no page for', async () => {
     app = await newApp(undefined, { server: { web_dir: await webDir() } });
+    const page = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' };
     for (const path of ['/streamer/nothing', '/foo/bar.cgi', '/some/deep/link?id=1']) {
       const res = await app.inject(path);
       expect(res.statusCode, path).toBe(404);
       expect(res.headers['content-type'], path).toContain('application/json');
       expect(res.json()).toMatchObject({ ok: false, result: { error: 'NotFoundError' } });
     }
+    // ustreamer's names and files stay JSON for a browser too
+    for (const path of ['/streamer/nothing', '/foo/bar.cgi', '/extras/x']) {
+      const res = await app.inject({ url: path, headers: page });
+      expect(res.statusCode, path).toBe(404);
+      expect(res.headers['content-type'], path).toContain('application/json');
+    }
+    // SPEC 2: a browser's navigation elsewhere shows the no-permission page, with the 404
+    const res = await app.inject({ url: '/some/deep/link?id=1', headers: page });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toContain('text/html');
+    expect(res.body).toContain('id="root"');
   });
 
   it('sends hashed assets with a long cache and the pre-compressed variant when accepted', async () => {

@@ -41,6 +41,16 @@ export const CONSOLE_ROUTES: ReadonlySet<string> = new Set([
   '/webterm',
 ]);
 
+/** Upstream names (ustreamer, kvmd's extras and static files): never the console's page. */
+const UPSTREAM_PREFIXES = ['/streamer', '/extras', '/share', '/kvmd'];
+
+/** A browser's page navigation to a path that could be a console page (no extension). */
+function wantsConsolePage(request: FastifyRequest, path: string): boolean {
+  if (request.method !== 'GET' || /\.[a-z0-9]{1,8}$/i.test(path)) return false;
+  if (UPSTREAM_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`))) return false;
+  return /\btext\/html\b/.test(String(request.headers.accept ?? ''));
+}
+
 export function isConsoleRoute(path: string): boolean {
   return CONSOLE_ROUTES.has(path) || (path.endsWith('/') && CONSOLE_ROUTES.has(path.slice(0, -1)));
 }
@@ -255,8 +265,20 @@ export function registerStatic(
       );
     }
     // A missing file is a 404, not the app (a stale chunk must fail loudly), and so is any
-    // path the console has no page for.
+    // path the console has no page for. SPEC 2 shows the no-permission page for those: a
+    // browser navigating to one gets the console with the 404 status (the page and a client
+    // both see it failed); every other request (and any path under ustreamer's or kvmd's
+    // names) gets the envelope.
     if (!isConsoleRoute(path)) {
+      const index = files.get('/index.html');
+      if (index && wantsConsolePage(request, path)) {
+        return reply
+          .code(404)
+          .header('content-type', TYPES['.html'])
+          .header('cache-control', 'no-cache')
+          .header('x-content-type-options', 'nosniff')
+          .send(createReadStream(index.path));
+      }
       throw new NotFoundError(
         /\.[a-z0-9]{1,8}$/i.test(path) ? `No such file: ${path}` : `No such page: ${path}`,
       );
