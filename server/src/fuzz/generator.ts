@@ -90,6 +90,8 @@ const PARAMS: Record<string, readonly string[]> = {
 
 /** Routes whose answer may legitimately take seconds. */
 const SLOW_ROUTES = new Set([
+  // ustreamer's MJPEG stream never ends by design (it runs until the client leaves)
+  '/streamer/stream',
   '/api/fingerbot/click',
   '/api/atx/click',
   '/api/atx/power',
