@@ -28,6 +28,8 @@ export type ServerEventType =
   | 'streamer'
   | 'fingerbot'
   | 'gpio'
+  | 'ocr'
+  | 'clients'
   | 'turn';
 
 /** Client to server JSON ping; answered by `{event_type:"pong", event:{}}`. */

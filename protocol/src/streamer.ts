@@ -14,12 +14,15 @@ export interface StreamerParams {
   desired_fps: number;
   /** SPEC 3 video processing: which encoder settings apply. */
   video_processing: VideoProcessing;
+  /** kvmd's `quality`: the JPEG quality of snapshots and MJPEG (ustreamer's), 1..100. */
+  quality: number;
 }
 
 export const STREAMER_LIMITS = {
   h264_bitrate: { min: 25, max: 20_000 },
   h264_gop: { min: 0, max: 240 },
   desired_fps: { min: 1, max: 60 },
+  quality: { min: 1, max: 100 },
 } as const;
 
 export interface StreamerRuntime {

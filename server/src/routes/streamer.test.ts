@@ -39,7 +39,9 @@ describe('streamer', () => {
       h264_gop: 30,
       desired_fps: 30,
       video_processing: 'quality_first',
+      quality: 80,
     });
+    expect(state.streamer.encoder.quality).toBe(80);
     expect(state.streamer.source).toMatchObject({
       online: true,
       resolution: { width: 320, height: 240 },
@@ -67,7 +69,7 @@ describe('streamer', () => {
     expect(res.statusCode).toBe(400);
     res = await app.inject({
       method: 'POST',
-      url: '/api/streamer/set_params?h264_gop=&video_processing=low_latency_first',
+      url: '/api/streamer/set_params?h264_gop=&video_processing=low_latency_first&quality=55',
       headers: { token },
     });
     expect(res.statusCode).toBe(200);
@@ -78,6 +80,7 @@ describe('streamer', () => {
       h264_gop: 60,
       desired_fps: 30,
       video_processing: 'low_latency_first',
+      quality: 55,
     });
   });
 

@@ -113,8 +113,8 @@ export function streamerRoutes<R>(
       patch.desired_fps = int('desired_fps', q['desired_fps'], STREAMER_LIMITS.desired_fps);
     if (present('video_processing'))
       patch.video_processing = oneOf('video_processing', q['video_processing'], VIDEO_PROCESSING);
-    // kvmd's MJPEG quality, 1..100: checked so a bad value is refused before anything applies.
-    if (present('quality')) int('quality', q['quality'], { min: 1, max: 100 });
+    // kvmd's (ustreamer's) JPEG quality of snapshots and MJPEG, 1..100.
+    if (present('quality')) patch.quality = int('quality', q['quality'], STREAMER_LIMITS.quality);
     await streamer.setParams(patch);
     return {};
   });

@@ -31,6 +31,7 @@ export const DEFAULT_STREAMER_PARAMS: StreamerParams = {
   h264_gop: 30,
   desired_fps: 30,
   video_processing: 'quality_first',
+  quality: DEFAULT_JPEG_QUALITY,
 };
 
 function clamp(v: unknown, lim: { min: number; max: number }, fallback: number): number {
@@ -55,6 +56,7 @@ function parseParams(raw: unknown): StreamerParams {
     desired_fps: clamp(r.desired_fps, STREAMER_LIMITS.desired_fps, d.desired_fps),
     video_processing:
       r.video_processing === 'low_latency_first' ? 'low_latency_first' : 'quality_first',
+    quality: clamp(r.quality, STREAMER_LIMITS.quality, d.quality),
   };
 }
 
@@ -224,6 +226,7 @@ export class StreamerService {
     hub: VideoHub,
     jpeg: JpegHub = new JpegHub(hub, SILENT_LOGGER),
   ): StreamerService {
+    jpeg.setQuality(loaded.params.quality);
     return new StreamerService(loaded.params, loaded.file, source, hub, jpeg);
   }
 
@@ -370,6 +373,7 @@ export class StreamerService {
     await this.file.save(next);
     this.params = next;
     this.video.setParams(hubParams(next));
+    this.jpeg.setQuality(next.quality);
     this.changed();
     return this.getParams();
   }
@@ -378,7 +382,7 @@ export class StreamerService {
     const src = this.source.getState();
     const stats = this.video.getStats();
     return {
-      features: { h264: true, h265: false, resolution: false, quality: false },
+      features: { h264: true, h265: false, resolution: false, quality: true },
       limits: STREAMER_LIMITS,
       params: this.getParams(),
       // the hub runs the stored parameters as soon as set_params returns
@@ -420,7 +424,7 @@ export class StreamerService {
           ),
           queued_fps: this.queued.fps,
         },
-        encoder: { type: 'libx264', quality: DEFAULT_JPEG_QUALITY },
+        encoder: { type: 'libx264', quality: this.params.quality },
         drops: this.video.getDrops(),
       },
       snapshot: {
