@@ -426,6 +426,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     app,
     new TerminalService({
       serial: serialConsoleFor(ctx.drivers.target, config.data_dir),
+      shell: { file: config.terminal.shell ?? undefined, args: config.terminal.args },
       log: app.log,
     }),
     sockets,
@@ -494,7 +495,14 @@ export async function buildTestApp(
   overrides: Record<string, unknown> = {},
 ): Promise<FastifyInstance> {
   const config = buildConfig(
-    { data_dir: dataDir, target: 'testbed', webrtc: { stun_url: null }, ...overrides },
+    {
+      data_dir: dataDir,
+      target: 'testbed',
+      webrtc: { stun_url: null },
+      // bash without the host's dotfiles: a test must not wait on (or break) its profile
+      terminal: { shell: '/bin/bash', args: ['--noprofile', '--norc'] },
+      ...overrides,
+    },
     loadConfigDefaults(),
   );
   const ctx = await createContext(config, '0.0.0-test');

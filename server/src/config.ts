@@ -213,6 +213,15 @@ const configSchema = z.strictObject({
       allow_skip_verify: z.boolean().default(false),
     })
     .prefault({}),
+  /** The device shell of `/webterm` (issue 12, docs/api.md "Terminal"). */
+  terminal: z
+    .strictObject({
+      /** The shell program; null: $SHELL, else /bin/bash. */
+      shell: z.string().min(1).max(4096).nullable().default(null),
+      /** Its arguments: a login shell by default (the admin's profile runs). */
+      args: z.array(z.string().max(4096)).max(32).default(['-l']),
+    })
+    .prefault({}),
   support: z
     .strictObject({
       /** Where contact-support requests are POSTed (multipart); null keeps them as bundles. */
