@@ -11,6 +11,7 @@ import { ValidatorError } from '../../errors';
 import {
   cropBox,
   darkOnLight,
+  hocrText,
   jpegSize,
   OcrBusyError,
   OcrError,
@@ -114,6 +115,37 @@ describe('jpegSize', () => {
   });
 });
 
+describe('hocrText', () => {
+  // a 20x10 light picture: the glyph box at x 0..9 has a dark centre (a marked zero), the one
+  // at x 10..19 is hollow (a capital O)
+  const width = 20;
+  const height = 10;
+  const pixels = Buffer.alloc(width * height, 255);
+  for (let y = 3; y <= 6; y += 1) for (let x = 3; x <= 6; x += 1) pixels[y * width + x] = 0;
+  const pgm = Buffer.concat([Buffer.from(`P5\n${width} ${height}\n255\n`), pixels]);
+  const glyph = (c: string, x: number) =>
+    `<span class='ocrx_cinfo' title='x_bboxes ${x} 0 ${x + 9} 9; x_conf 90'>${c}</span>`;
+  const line = (...words: string[]) =>
+    `<span class='ocr_line' title='bbox 0 0 19 9'>${words
+      .map((w) => `<span class='ocrx_word' title='bbox 0 0 19 9'>${w}</span>`)
+      .join(' ')}</span>`;
+
+  it("reads an O with a marked centre as the font's zero, never a zero as O", () => {
+    const hocr =
+      `<div class='ocr_page'><p class='ocr_par'>` +
+      line(glyph('e', 10) + glyph('O', 0), glyph('O', 10) + glyph('K', 10)) +
+      line(glyph('0', 10), glyph('&amp;', 10) + glyph('&lt;', 10)) +
+      `</p><p class='ocr_par'>` +
+      line(glyph('x', 10)) +
+      `</p></div>`;
+    expect(hocrText(hocr, pgm)).toBe('e0 OK\n0 &<\n\nx\n');
+  });
+
+  it('is empty for a page without words', () => {
+    expect(hocrText("<div class='ocr_page'></div>", pgm)).toBe('');
+  });
+});
+
 describe('darkOnLight', () => {
   const pgm = (pixels: number[]) =>
     Buffer.concat([Buffer.from(`P5\n${pixels.length} 1\n255\n`), Buffer.from(pixels)]);
@@ -212,6 +244,14 @@ describe('OcrService without tesseract', () => {
 
 describe('OcrService limits (a slow fake tesseract)', () => {
   async function fake(sleepS: number): Promise<string> {
+    // hOCR as tesseract writes it with hocr_char_boxes: two words of one line
+    const word = (w: string) =>
+      `<span class='ocrx_word' title='bbox 0 0 9 9'>` +
+      [...w]
+        .map((c) => `<span class='ocrx_cinfo' title='x_bboxes 0 0 1 1; x_conf 99'>${c}</span>`)
+        .join('') +
+      '</span>';
+    const FAKE_HOCR = `<p class='ocr_par'><span class='ocr_line' title='bbox 0 0 9 9'>${word('FAKE')} ${word('TEXT')}</span></p>`;
     const path = join(dir, `tesseract-${sleepS}`);
     await writeFile(
       path,
@@ -222,7 +262,7 @@ describe('OcrService limits (a slow fake tesseract)', () => {
         'fi',
         'cat >/dev/null',
         // a stuck one is the sleep itself, so the kill leaves nothing behind
-        sleepS >= 10 ? `exec sleep ${sleepS}` : `sleep ${sleepS}; echo FAKE TEXT`,
+        sleepS >= 10 ? `exec sleep ${sleepS}` : `sleep ${sleepS}; echo "${FAKE_HOCR}"`,
       ].join('\n'),
     );
     await chmod(path, 0o755);

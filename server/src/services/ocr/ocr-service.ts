@@ -168,6 +168,103 @@ export function darkOnLight(pgm: Buffer): Buffer {
   return pgm;
 }
 
+/** A binary PGM's size and where its pixels start; null for anything else. */
+export function pgmPixels(pgm: Buffer): { width: number; height: number; at: number } | null {
+  const fields: number[] = [];
+  let at = 2;
+  if (pgm[0] !== 0x50 || pgm[1] !== 0x35) return null;
+  while (fields.length < 3 && at < pgm.length) {
+    while (at < pgm.length && /\s/.test(String.fromCharCode(pgm[at]!))) at += 1;
+    const start = at;
+    while (at < pgm.length && /\d/.test(String.fromCharCode(pgm[at]!))) at += 1;
+    if (at === start) return null;
+    fields.push(Number(pgm.subarray(start, at).toString('ascii')));
+  }
+  at += 1;
+  const [width, height] = fields as [number, number];
+  if (fields.length < 3 || at + width * height > pgm.length) return null;
+  return { width, height, at };
+}
+
+/**
+ * How much ink the middle of a glyph box holds, 0..1, on the dark-on-light picture. A console
+ * or BIOS font marks its zero (a slash or a dot inside); its capital O is hollow.
+ */
+function centreInk(pgm: Buffer, px: { width: number; at: number }, box: number[]): number {
+  const [x0, y0, x1, y1] = box as [number, number, number, number];
+  const fx = (x1 - x0) * 0.35;
+  const fy = (y1 - y0) * 0.35;
+  let n = 0;
+  let ink = 0;
+  for (let y = Math.round(y0 + fy); y <= Math.round(y1 - fy); y += 1) {
+    for (let x = Math.round(x0 + fx); x <= Math.round(x1 - fx); x += 1) {
+      const v = pgm[px.at + y * px.width + x];
+      if (v === undefined) continue;
+      n += 1;
+      ink += 255 - v;
+    }
+  }
+  return n === 0 ? 0 : ink / n / 255;
+}
+
+/** Above this a glyph read as `O` has a marked centre: it is the font's zero. */
+const MARKED_ZERO_INK = 0.1;
+
+const HOCR_ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  '#39': "'",
+};
+
+/**
+ * tesseract's hOCR (with `hocr_char_boxes`) as the plain text it would have printed: words
+ * joined by a space, lines by a newline, paragraphs by an empty line. On the way, a glyph read
+ * as `O` whose centre is marked becomes `0`: tesseract's model cannot tell a console font's
+ * zero from its O (bench/ocr.ts: `eth0` read as `ethO`), its picture can. Never the other way.
+ */
+export function hocrText(hocr: string, pgm: Buffer): string {
+  const px = pgmPixels(pgm);
+  const paragraphs: string[][][] = [];
+  const tag = /<(?:span|p|div) class='(\w+)'([^>]*)>([^<]*)/g;
+  for (const m of hocr.matchAll(tag)) {
+    const kind = m[1]!;
+    if (kind === 'ocr_par') paragraphs.push([]);
+    else if (/^ocr_(line|textfloat|header|caption)$/.test(kind)) {
+      if (paragraphs.length === 0) paragraphs.push([]);
+      paragraphs[paragraphs.length - 1]!.push([]);
+    } else if (kind === 'ocrx_word') {
+      paragraphs.at(-1)?.at(-1)?.push('');
+    } else if (kind === 'ocrx_cinfo') {
+      const line = paragraphs.at(-1)?.at(-1);
+      if (!line || line.length === 0) continue;
+      let c = m[3]!.replace(/&(amp|lt|gt|quot|apos|#39);/g, (_, e: string) => HOCR_ENTITIES[e]!);
+      const box = /x_bboxes (\d+) (\d+) (\d+) (\d+)/.exec(m[2]!);
+      if (
+        c === 'O' &&
+        box &&
+        px &&
+        centreInk(pgm, px, box.slice(1).map(Number)) > MARKED_ZERO_INK
+      ) {
+        c = '0';
+      }
+      line[line.length - 1] += c;
+    }
+  }
+  const text = paragraphs
+    .map((lines) =>
+      lines
+        .map((words) => words.filter((w) => w !== '').join(' '))
+        .filter((l) => l !== '')
+        .join('\n'),
+    )
+    .filter((p) => p !== '')
+    .join('\n\n');
+  return text === '' ? '' : `${text}\n`;
+}
+
 interface RunResult {
   stdout: Buffer;
   stderr: string;
@@ -321,14 +418,25 @@ export class OcrService {
     try {
       // psm 6 (one block of text): what libtesseract does by default (kvmd calls it so), and
       // it keeps a console's lines in order.
+      // hOCR with each glyph's box: hocrText() turns it into tesseract's plain text, reading
+      // the look-alike zero from the picture.
       const r = await run(
         this.tesseract,
-        ['stdin', 'stdout', '-l', langs.join('+'), '--psm', '6', '-c', 'debug_file=/dev/null'],
+        [
+          'stdin',
+          'stdout',
+          '-l',
+          langs.join('+'),
+          '--psm',
+          '6',
+          '-c',
+          'debug_file=/dev/null',
+        ].concat(['-c', 'hocr_char_boxes=1', 'hocr']),
         gray,
         this.timeoutMs,
         this.env,
       );
-      return r.stdout.toString('utf8');
+      return hocrText(r.stdout.toString('utf8'), gray);
     } catch (err) {
       this.opts.log?.warn({ err }, 'ocr: tesseract failed');
       const killed = (err as ExecFileException).killed === true;
