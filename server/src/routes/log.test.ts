@@ -61,6 +61,17 @@ describe('log lines', () => {
       `[${logTime(t)} kvm-console.service] --- ERROR --- bad err={"a":1}\r\n`,
     );
     expect(formatRecord(JSON.stringify({ level: 30, time: t, msg: 'x' }), t + 1)).toBeNull();
+    // secrets are masked as in the log export
+    const token = 'ab'.repeat(32);
+    const masked = formatRecord(
+      JSON.stringify({ level: 30, time: t, msg: 'refused', url: `/api/x?auth_token=${token}` }),
+      0,
+    )!;
+    expect(masked).toContain('auth_token=xxxx');
+    expect(masked).not.toContain(token);
+    expect(formatRecord(`crash with password=hunter22 in it`, 0)).toBe(
+      'crash with password=xxxx in it\r\n',
+    );
     expect(formatRecord('plain', t)).toBe('plain\r\n');
     expect(logTime(t)).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
   });

@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { FastifyInstance } from 'fastify';
 import { TooManyRequestsError } from '../errors';
+import { maskText } from '../services/support/mask';
 import { bool, fail } from '../validators';
 
 /** Concurrent /api/log answers (followers included); the next one is 429. */
@@ -49,7 +50,9 @@ export function logTime(ms: number): string {
 
 /**
  * One pino record as a kvmd log line; null when it is older than `since`. A line that is not a
- * record (a crash trace) is passed as it is, without a time to filter on.
+ * record (a crash trace) is passed as it is, without a time to filter on. Secrets are masked
+ * as in the log export (`auth_token=`/`password=` values, long hex tokens, public addresses):
+ * a reader of this route (a dashboard, a support script) must not carry a session away.
  */
 export function formatRecord(line: string, since: number): string | null {
   const text = line.length > LINE_MAX ? `${line.slice(0, LINE_MAX)}...` : line;
@@ -57,10 +60,10 @@ export function formatRecord(line: string, since: number): string | null {
   try {
     rec = JSON.parse(text) as Record<string, unknown>;
   } catch {
-    return text.trim() === '' ? null : `${text}\r\n`;
+    return text.trim() === '' ? null : `${maskText(text)}\r\n`;
   }
   if (rec === null || typeof rec !== 'object' || typeof rec['time'] !== 'number') {
-    return `${text}\r\n`;
+    return `${maskText(text)}\r\n`;
   }
   const time = rec['time'];
   if (time < since) return null;
@@ -70,7 +73,9 @@ export function formatRecord(line: string, since: number): string | null {
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');
   const msg = typeof rec['msg'] === 'string' ? rec['msg'] : '';
-  return `[${logTime(time)} ${SERVICE}] --- ${level} --- ${msg}${extra ? ` ${extra}` : ''}\r\n`;
+  return maskText(
+    `[${logTime(time)} ${SERVICE}] --- ${level} --- ${msg}${extra ? ` ${extra}` : ''}\r\n`,
+  );
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
