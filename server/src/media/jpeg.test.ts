@@ -7,6 +7,7 @@ import {
   jpegArgs,
   jpegSize,
   makePreview,
+  placeholderPixels,
   previewBox,
   qscaleOf,
   type Jpeg,
@@ -182,5 +183,23 @@ describe('JpegHub (real ffmpeg)', () => {
     expect(jpegSize(small)).toEqual({ width: 64, height: 48 });
     const black = await jpeg.placeholderJpeg(100, 50);
     expect(jpegSize(black)).toEqual({ width: 100, height: 50 });
+  });
+
+  it("draws ustreamer's offline text, centred, white on black", () => {
+    const w = 640;
+    const h = 360;
+    const px = placeholderPixels(w, h);
+    const lit = (y0: number, y1: number) => {
+      let n = 0;
+      for (let y = y0; y < y1; y += 1)
+        for (let x = 0; x < w; x += 1) n += px[y * w + x]! > 0 ? 1 : 0;
+      return n;
+    };
+    // the text in the middle band, nothing at the top or bottom
+    expect(lit(h / 2 - 20, h / 2 + 20)).toBeGreaterThan(500);
+    expect(lit(0, h / 4)).toBe(0);
+    expect(lit((3 * h) / 4, h)).toBe(0);
+    // a tiny picture still works
+    expect(placeholderPixels(8, 4).length).toBe(32);
   });
 });

@@ -12,6 +12,7 @@
  */
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { glyph, GLYPH_H, GLYPH_W } from '../drivers/testbed/font';
 import type { PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions } from '../process/supervisor';
 
@@ -365,6 +366,37 @@ export function makePreview(
 }
 
 /** A black picture of the given size: ustreamer's "no live video" frame, without the text. */
+/** ustreamer's offline picture says so; ours in the testbed's 5x7 font, centred, white on black. */
+export const PLACEHOLDER_TEXT = 'NO LIVE VIDEO';
+
+/** The placeholder's gray pixels: PLACEHOLDER_TEXT scaled to about a third of the width. */
+export function placeholderPixels(width: number, height: number): Buffer {
+  const pixels = Buffer.alloc(width * height);
+  const cellW = GLYPH_W + 1;
+  const textW = PLACEHOLDER_TEXT.length * cellW - 1;
+  const scale = Math.max(
+    1,
+    Math.min(Math.floor(width / 3 / textW), Math.floor(height / 4 / GLYPH_H)),
+  );
+  const x0 = Math.floor((width - textW * scale) / 2);
+  const y0 = Math.floor((height - GLYPH_H * scale) / 2);
+  [...PLACEHOLDER_TEXT].forEach((ch, i) => {
+    glyph(ch).forEach((bits, row) => {
+      for (let col = 0; col < GLYPH_W; col += 1) {
+        if (!(bits & (1 << (GLYPH_W - 1 - col)))) continue;
+        for (let dy = 0; dy < scale; dy += 1) {
+          const y = y0 + row * scale + dy;
+          if (y < 0 || y >= height) continue;
+          const x = x0 + (i * cellW + col) * scale;
+          if (x < 0 || x + scale > width) continue;
+          pixels.fill(255, y * width + x, y * width + x + scale);
+        }
+      }
+    });
+  });
+  return pixels;
+}
+
 export function makePlaceholder(binary: string, width: number, height: number): Promise<Buffer> {
   return ffmpegOnce(
     binary,
@@ -387,7 +419,7 @@ export function makePlaceholder(binary: string, width: number, height: number): 
       'image2pipe',
       'pipe:1',
     ],
-    Buffer.alloc(width * height),
+    placeholderPixels(width, height),
   );
 }
 
