@@ -6,39 +6,16 @@
  * When the VM already runs at 1920x1080 it is first moved to 1600x1200 through the API, so the
  * change the console makes is visible.
  */
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { Browser } from './fixtures/browser';
 import { byTestId, initDevice, loginViaUi, openSettings } from './fixtures/console';
 import { ServerProcess } from './fixtures/server';
-import { netnsNames } from '../server/src/drivers/netns/netns-network';
-
-const run = promisify(execFile);
+import { serialLog, stopQemuConsole, until } from './fixtures/qemu';
 
 let server: ServerProcess | undefined;
 let browser: Browser | undefined;
 let page: Page;
-
-async function serial(): Promise<string> {
-  if (!server) return '';
-  return (
-    await readFile(join(server.dataDir, 'run', 'serial.log'), 'utf8').catch(() => '')
-  ).replace(/\r/g, '');
-}
-
-/** Polls outside expect.poll so it also works in hooks. */
-async function until(what: string, pred: () => Promise<boolean>, timeout = 60_000): Promise<void> {
-  const deadline = Date.now() + timeout;
-  while (!(await pred())) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out: ${what}\n${(await serial()).slice(-800)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** The streamer's source resolution as `WxH` ('' while offline). */
 async function sourceResolution(p: Page): Promise<string> {
@@ -78,23 +55,16 @@ beforeAll(async () => {
   browser = await Browser.launch();
   page = await browser.page();
   await loginViaUi(page, server);
-  await until('guest ready', async () => (await serial()).includes('guest ready'), 120_000);
+  await until(
+    server,
+    'guest ready',
+    async () => (await serialLog(server)).includes('guest ready'),
+    120_000,
+  );
   await byTestId(page, 'video-webrtc').waitFor({ state: 'visible', timeout: 30_000 });
 }, 180_000);
 afterAll(async () => {
-  const dataDir = server?.dataDir;
-  try {
-    await browser?.close();
-  } finally {
-    await server?.dispose();
-  }
-  // the qemu target starts its network namespaces at once; its shutdown removes them
-  if (dataDir) {
-    const { dev, lan } = netnsNames(dataDir);
-    const { stdout } = await run('ip', ['netns', 'list'], { timeout: 5_000 });
-    const left = stdout.split('\n').filter((l) => [dev, lan].includes(l.split(' ')[0] ?? ''));
-    expect(left).toEqual([]);
-  }
+  await stopQemuConsole(browser, server);
 }, 60_000);
 
 describe('EDID on the QEMU guest', () => {
