@@ -48,6 +48,33 @@ export const MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
  * quality_first = veryfast (better picture per bit), low_latency_first = ultrafast with a
  * half-second VBV buffer (smaller key-frame bursts, less queueing on the network).
  */
+/**
+ * ffmpeg's input side for raw frames on stdin, shared by the H.264 encoder and the JPEG path:
+ * quiet, `format` pixels of `width`x`height`, video only, every frame passed through as it comes.
+ */
+export function rawInputArgs(format: string, width: number, height: number, fps: number): string[] {
+  return [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-nostats',
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    format,
+    '-s',
+    `${width}x${height}`,
+    '-framerate',
+    String(fps),
+    '-i',
+    'pipe:0',
+    '-an',
+    '-sn',
+    '-fps_mode',
+    'passthrough',
+  ];
+}
+
 export function ffmpegArgs(s: EncoderSettings): string[] {
   const lowLatency = s.processing === 'low_latency_first';
   const bufsize = Math.max(50, Math.round(lowLatency ? s.bitrateKbps / 2 : s.bitrateKbps));
@@ -57,24 +84,7 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
   const even = (n: number): number => n + (n % 2);
   const pad = s.width % 2 || s.height % 2 ? ['-vf', `pad=${even(s.width)}:${even(s.height)}`] : [];
   return [
-    '-hide_banner',
-    '-loglevel',
-    'error',
-    '-nostats',
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    s.format,
-    '-s',
-    `${s.width}x${s.height}`,
-    '-framerate',
-    String(s.fps),
-    '-i',
-    'pipe:0',
-    '-an',
-    '-sn',
-    '-fps_mode',
-    'passthrough',
+    ...rawInputArgs(s.format, s.width, s.height, s.fps),
     ...pad,
     '-c:v',
     'libx264',

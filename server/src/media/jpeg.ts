@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { glyph, GLYPH_H, GLYPH_W } from '../drivers/testbed/font';
+import { rawInputArgs } from './encoder';
 import type { PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions } from '../process/supervisor';
 
@@ -47,24 +48,8 @@ export function qscaleOf(quality: number): number {
 /** The long-lived encoder's command line (pure, unit-tested). */
 export function jpegArgs(s: JpegSettings): string[] {
   return [
-    '-hide_banner',
-    '-loglevel',
-    'error',
-    '-nostats',
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    s.format,
-    '-s',
-    `${s.width}x${s.height}`,
-    '-framerate',
-    '30',
-    '-i',
-    'pipe:0',
-    '-an',
-    '-sn',
-    '-fps_mode',
-    'passthrough',
+    // the rate is nominal: every frame passes through as it comes
+    ...rawInputArgs(s.format, s.width, s.height, 30),
     '-c:v',
     'mjpeg',
     // frame threads hold a picture back until later frames come in: a lone snapshot frame
