@@ -40,7 +40,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
 import type { TestbedReport } from '../server/src/drivers/testbed/hid';
 import { Browser } from '../e2e/fixtures/browser';
-import { median, note, round, shortMark, sized } from './lib';
+import { median, note, round, shortMark, sized, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const EVENTS = Number(process.env.KVM_BENCH_INPUT_EVENTS ?? sized(10_000, 200));
@@ -70,12 +70,7 @@ async function serve(
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-  const login = await fetch(`${base}/api/auth/login`, {
-    method: 'POST',
-    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-  });
-  const token = ((await login.json()) as { result: { token: string } }).result.token;
+  const token = await initAndLogin(base, PASSWORD);
   return { app, base, token, dir };
 }
 

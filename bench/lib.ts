@@ -65,3 +65,14 @@ export async function clockOffset(
   }
   return best;
 }
+
+/** Initialises a fresh server at `base` with `password` and logs in: the session token. */
+export async function initAndLogin(base: string, password: string): Promise<string> {
+  await fetch(`${base}/api/init/init?password=${encodeURIComponent(password)}`);
+  const res = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ user: 'admin', passwd: password }),
+  });
+  if (res.status !== 200) throw new Error(`login: HTTP ${res.status}`);
+  return ((await res.json()) as { result: { token: string } }).result.token;
+}

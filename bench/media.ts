@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
 import { REPO_ROOT } from '../server/src/paths';
-import { note, round, shortMark, sized } from './lib';
+import { note, round, shortMark, sized, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const UPLOAD_BYTES = Number(process.env.KVM_BENCH_MEDIA_UPLOAD ?? sized(4e9, 200e6));
@@ -99,12 +99,7 @@ async function serve(dataDir: string): Promise<Served> {
   // the remote of write_remote is a loopback server, which the device refuses unless listed
   const app = await buildTestApp(dataDir, { msd: { remote: { allow_hosts: ['127.0.0.1'] } } });
   const base = await listen(app);
-  await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-  const login = await fetch(`${base}/api/auth/login`, {
-    method: 'POST',
-    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-  });
-  const token = ((await login.json()) as { result: { token: string } }).result.token;
+  const token = await initAndLogin(base, PASSWORD);
   return { app, base, headers: { token } };
 }
 

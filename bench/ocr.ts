@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
 import type { RawFrame } from '../server/src/drivers/video/types';
-import { median, note, round, shortMark, sized, SHORT } from './lib';
+import { median, note, round, shortMark, sized, SHORT, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const SAMPLES = sized(5, 2);
@@ -57,12 +57,7 @@ async function serve(target: 'qemu' | 'testbed'): Promise<Served> {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const addr = app.server.address();
     const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-    await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-    const login = await fetch(`${base}/api/auth/login`, {
-      method: 'POST',
-      body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-    });
-    const token = ((await login.json()) as { result: { token: string } }).result.token;
+    const token = await initAndLogin(base, PASSWORD);
     return { app, base, token, dir };
   } catch (err) {
     await app.close();

@@ -31,7 +31,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, round, shortMark, sized, SHORT } from './lib';
+import { median, note, round, shortMark, sized, SHORT, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const RUNS = sized(5, 2);
@@ -62,12 +62,7 @@ class Api {
   ) {}
 
   static async login(server: ServerProcess): Promise<Api> {
-    await fetch(`${server.url}/api/init/init?password=${PASSWORD}`);
-    const login = await fetch(`${server.url}/api/auth/login`, {
-      method: 'POST',
-      body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-    });
-    const token = ((await login.json()) as Envelope<{ token: string }>).result.token;
+    const token = await initAndLogin(server.url, PASSWORD);
     return new Api(server, token);
   }
 

@@ -10,19 +10,13 @@
  */
 import WebSocket from 'ws';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, percentile, round, shortMark, sized } from './lib';
+import { initAndLogin, median, note, percentile, round, shortMark, sized } from './lib';
 
 export const TERMINAL_SAMPLES = sized(300, 50);
 
 /** Initialises a fresh server with `password` and logs in: the session token. */
-export async function benchLogin(server: ServerProcess, password: string): Promise<string> {
-  await fetch(`${server.url}/api/init/init?password=${encodeURIComponent(password)}`);
-  const res = await fetch(`${server.url}/api/auth/login`, {
-    method: 'POST',
-    body: new URLSearchParams({ user: 'admin', passwd: password }),
-  });
-  if (res.status !== 200) throw new Error(`login: HTTP ${res.status}`);
-  return ((await res.json()) as { result: { token: string } }).result.token;
+export function benchLogin(server: ServerProcess, password: string): Promise<string> {
+  return initAndLogin(server.url, password);
 }
 
 /** `samples` echo times (ms) of the device shell behind `server`, logged in with `token`. */

@@ -39,7 +39,17 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { Browser } from '../e2e/fixtures/browser';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { clockOffset, epochNow, median, note, percentile, round, shortMark, sized } from './lib';
+import {
+  clockOffset,
+  epochNow,
+  median,
+  note,
+  percentile,
+  round,
+  shortMark,
+  sized,
+  initAndLogin,
+} from './lib';
 
 const PASSWORD = 'benchpass';
 const FLIPS = sized(20, 3);
@@ -149,12 +159,7 @@ export class QemuVideoTarget {
   static async start(): Promise<QemuVideoTarget> {
     const server = await ServerProcess.start({ target: 'qemu' });
     try {
-      await fetch(`${server.url}/api/init/init?password=${PASSWORD}`);
-      const login = await fetch(`${server.url}/api/auth/login`, {
-        method: 'POST',
-        body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-      });
-      const token = ((await login.json()) as { result: { token: string } }).result.token;
+      const token = await initAndLogin(server.url, PASSWORD);
       const target = new QemuVideoTarget(server, token);
       await target.post('/api/system/set_config', JSON.stringify({ video_mode: 'webrtc' }));
       await target.post(

@@ -65,7 +65,16 @@ import { Browser } from '../e2e/fixtures/browser';
 import { REPO_ROOT } from '../e2e/fixtures/server';
 import { directWorkerPrelude } from './direct-worker-probe';
 import { QemuVideoTarget, qemuFields, type QemuG2g } from './video-qemu';
-import { clockOffset, median, note, percentile, round, shortMark, sized } from './lib';
+import {
+  clockOffset,
+  median,
+  note,
+  percentile,
+  round,
+  shortMark,
+  sized,
+  initAndLogin,
+} from './lib';
 
 const PASSWORD = 'benchpass';
 const TTFF_LOADS = sized(5, 2);
@@ -713,12 +722,7 @@ const addr = app.server.address();
 const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
 let browser: Browser | null = null;
 try {
-  await fetch(`${base}/api/init/init?password=${PASSWORD}`);
-  const login = await fetch(`${base}/api/auth/login`, {
-    method: 'POST',
-    body: new URLSearchParams({ user: 'admin', passwd: PASSWORD }),
-  });
-  const token = ((await login.json()) as { result: { token: string } }).result.token;
+  const token = await initAndLogin(base, PASSWORD);
   const testbed = app.ctx.drivers.testbed;
   if (!testbed) throw new Error('no testbed');
   const ctx: Ctx = { app, base, testbed, token };
