@@ -157,6 +157,20 @@ describe('GET/POST /api/upgrade/log', () => {
   });
 });
 
+/** POSTs a multipart form to /api/support/submit with the session token. */
+function submit(
+  app: FastifyInstance,
+  token: string,
+  form: { headers: Record<string, string>; payload: Buffer },
+) {
+  return app.inject({
+    method: 'POST',
+    url: '/api/support/submit',
+    headers: { token, ...form.headers },
+    payload: form.payload,
+  });
+}
+
 describe('/api/support', () => {
   it('saves a bundle when no support URL is configured; lists and downloads it', async () => {
     const { app, token } = await start();
@@ -164,12 +178,7 @@ describe('/api/support', () => {
       { field: 'image1', filename: 'a.png', data: PNG },
       { field: 'image2', filename: 'b.JPG', data: JPEG },
     ]);
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/support/submit',
-      headers: { token, ...form.headers },
-      payload: form.payload,
-    });
+    const res = await submit(app, token, form);
     expect(res.statusCode).toBe(200);
     const result = res.json().result;
     expect(result.delivered).toBe('saved');
@@ -208,12 +217,7 @@ describe('/api/support', () => {
     const { app, token } = await start();
     for (let i = 0; i < SUPPORT_BUNDLES_KEPT + 2; i++) {
       const form = multipart({ message: `m${i}` }, []);
-      const res = await app.inject({
-        method: 'POST',
-        url: '/api/support/submit',
-        headers: { token, ...form.headers },
-        payload: form.payload,
-      });
+      const res = await submit(app, token, form);
       expect(res.statusCode).toBe(200);
     }
     expect(await readdir(join(dir, 'support'))).toHaveLength(SUPPORT_BUNDLES_KEPT);
@@ -226,12 +230,7 @@ describe('/api/support', () => {
       files: Array<{ field: string; filename: string; data: Buffer }>,
     ) => {
       const form = multipart(fields, files);
-      return app.inject({
-        method: 'POST',
-        url: '/api/support/submit',
-        headers: { token, ...form.headers },
-        payload: form.payload,
-      });
+      return submit(app, token, form);
     };
     const noMessage = await send({ message: '  ', contact: 'x' }, []);
     expect(noMessage.statusCode).toBe(400);
@@ -293,12 +292,7 @@ describe('/api/support', () => {
     const form = multipart({ message: 'help me', contact: 'c' }, [
       { field: 'image1', filename: 'a.png', data: PNG },
     ]);
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/support/submit',
-      headers: { token, ...form.headers },
-      payload: form.payload,
-    });
+    const res = await submit(app, token, form);
     expect(res.statusCode).toBe(200);
     expect(res.json().result).toEqual({ delivered: 'sent', url });
     expect(received).toHaveLength(1);
@@ -310,12 +304,7 @@ describe('/api/support', () => {
     expect(text).toContain('name="image1"; filename="a.png"');
     await new Promise((r) => sink!.close(r));
     sink = null;
-    const down = await app.inject({
-      method: 'POST',
-      url: '/api/support/submit',
-      headers: { token, ...form.headers },
-      payload: form.payload,
-    });
+    const down = await submit(app, token, form);
     expect(down.statusCode).toBe(503);
     expect(down.json().result.error).toBe('SupportSendError');
   });
