@@ -29,6 +29,7 @@ export type ServerEventType =
   | 'fingerbot'
   | 'gpio'
   | 'ocr'
+  | 'audio'
   | 'clients'
   | 'turn';
 

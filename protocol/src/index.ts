@@ -20,3 +20,4 @@ export * from './identity';
 export * from './edid/index';
 export * from './upgrade';
 export * from './gpio';
+export * from './audio';

@@ -1,0 +1,43 @@
+/**
+ * Sound both ways (issue 14): the remote computer's sound to the browser as Opus in the WebRTC
+ * session, the browser's microphone back to the remote computer. `GET /api/audio` and the
+ * `audio` event of `/api/ws` carry this state.
+ */
+
+/** Opus as the WebRTC session carries it (RFC 7587): 48 kHz, two channels, 20 ms frames. */
+export const AUDIO_FORMAT = {
+  codec: 'opus',
+  sampleRate: 48000,
+  channels: 2,
+  frameMs: 20,
+  /** RTP payload type of the offer's `m=audio` section (the value ustreamer's Janus uses). */
+  payloadType: 111,
+  /** mid of the offer's audio section (wire-protocol.md 3.2). */
+  mid: 'a',
+} as const;
+
+/** SPEC 9: the microphone meter. */
+export const MIC_METER = { smoothing: 0.2, intervalMs: 100, fftSize: 32 } as const;
+
+export interface AudioState {
+  /** The remote computer's sound can be listened to (WebRTC only; direct H.264 has none). */
+  available: boolean;
+  /** The sound is the testbed's generated one, not a computer's: the console says so. */
+  simulated: boolean;
+  /** Browsers receiving the sound now. */
+  listeners: number;
+  mic: {
+    /** `enable_mic` as the device runs it (set_param; takes effect at the next start, as on GL). */
+    enabled: boolean;
+    /** The target can take a microphone at all. */
+    available: boolean;
+    /** A browser is sending its microphone to the remote computer now. */
+    active: boolean;
+  };
+  camera: {
+    /** The browser's camera can be sent to the remote computer (needs the UVC gadget). */
+    available: boolean;
+    /** Why not, for the console to show (e.g. the QEMU target: it needs hardware). */
+    reason: string | null;
+  };
+}
