@@ -5,12 +5,15 @@
 import type { AppConfig } from './config';
 import { DisabledAtx } from './drivers/atx/disabled';
 import type { AtxDriver } from './drivers/atx/types';
+import { NoAudio } from './drivers/audio/none';
+import type { AudioDriver } from './drivers/audio/types';
 import { DisabledFingerbot } from './drivers/fingerbot/disabled';
 import type { FingerbotDriver } from './drivers/fingerbot/types';
 import { DisabledHid } from './drivers/hid/disabled';
 import type { HidDriver } from './drivers/hid/types';
 import { DisabledMsd } from './drivers/msd/disabled';
 import type { MsdDriver } from './drivers/msd/types';
+import { TestbedAudio } from './drivers/testbed/audio';
 import { TestbedHid } from './drivers/testbed/hid';
 import { TestbedVideo } from './drivers/testbed/video';
 import { DisabledVideo } from './drivers/video/disabled';
@@ -32,11 +35,15 @@ export interface Drivers {
   atx: AtxDriver;
   msd: MsdDriver;
   fingerbot: FingerbotDriver;
+  /** The remote computer's sound and the browser's microphone (issue 14). */
+  audio: AudioDriver;
   /** The device's own administration: network, Wi-Fi, clock, EDID, USB identity (issue 11). */
   system: SystemDrivers;
   /** Target-specific handles other subsystems and tests may need (the testbed picture, the VM). */
   testbed?: TestbedVideo;
   testbedHid?: TestbedHid;
+  /** The testbed's generated sound: `tone`, `heard` (drivers/testbed/audio.ts). */
+  testbedAudio?: TestbedAudio;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }
@@ -72,6 +79,7 @@ function bundle(
     parts.atx,
     parts.msd,
     parts.fingerbot,
+    parts.audio,
     s.network,
     s.wifi,
     s.clock,
@@ -119,6 +127,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
         height: config.testbed.height,
       });
       const hid = new TestbedHid(video.picture);
+      const audio = new TestbedAudio();
       return bundle(
         'testbed',
         withDisabled(config, {
@@ -128,6 +137,8 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: new DisabledAtx(),
           msd: new DisabledMsd(),
           fingerbot: new DisabledFingerbot(),
+          audio,
+          testbedAudio: audio,
           system: devSystemDrivers(config, log, new TestbedDisplay(video, log)),
           testbed: video,
         }),
@@ -145,6 +156,8 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
+          // the VM's sound (drivers/qemu/audio.ts) replaces this when it is wired
+          audio: new NoAudio(),
           system: {
             ...devSystemDrivers(config, log, new QemuDisplay(q.machine, config.data_dir, log)),
             usb: qemuUsbIdentity(q.hid),
