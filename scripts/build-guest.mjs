@@ -202,15 +202,19 @@ esac
 /**
  * `screen`: the text of the screen (tty1), one row per line between two markers, on the serial
  * port. The end-to-end tests type it after typing something else and read back what the guest
- * shows: the console's own text buffer, exactly what is drawn.
+ * shows: the console's own text buffer, exactly what is drawn. A last line `screen md5 <hex>`
+ * (the md5 of the rows, each ending in a newline) lets a reader tell a dump the serial line
+ * garbled (a doubled or lost character) from the screen's text.
  */
 const SCREEN = `#!/bin/sh
 export PATH=/bin
 set -- $(hexdump -n 2 -e '2/1 "%u "' /dev/vcsa1)
+fold -w "$2" /dev/vcs1 | sed 's/ *$//' > /tmp/screen.txt
 {
   echo "screen begin $1x$2"
-  fold -w "$2" /dev/vcs1 | sed 's/ *$//'
+  cat /tmp/screen.txt
   echo "screen end"
+  echo "screen md5 $(md5sum < /tmp/screen.txt | cut -c1-32)"
 } > /dev/ttyS0
 `;
 

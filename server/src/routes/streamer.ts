@@ -9,17 +9,18 @@ import {
   type StreamerParams,
   type TurnState,
 } from '@kvm/protocol';
+import type { RawFrame } from '../drivers/video/types';
 import { makePreview, previewBox } from '../media/jpeg';
 import { UnavailableError, type Snapshot, type StreamerService } from '../services/streamer';
 import { bool, int, oneOf } from '../validators';
 
 /**
  * The OCR of `snapshot?ocr=1` (services/ocr): `parse` reads and checks the `ocr_*` query
- * (throws the 400), `recognize` reads the text of a JPEG.
+ * (throws the 400), `recognize` reads the text of a JPEG or of a raw frame.
  */
 export interface SnapshotOcr<R = unknown> {
   parse(query: Record<string, unknown>): R;
-  recognize(image: Buffer, req: R): Promise<string>;
+  recognize(image: Buffer | RawFrame, req: R): Promise<string>;
 }
 
 /** Previews made at once; more wait their turn (each is a short ffmpeg). */
@@ -79,7 +80,9 @@ export function streamerRoutes<R>(
     const snap = await streamer.takeSnapshot({ save, load, allowOffline });
     if (!snap) throw new UnavailableError();
     if (wantOcr && ocr) {
-      const text = await ocr.recognize(snap.data, ocrReq as R);
+      // a live picture is read from its frame (no JPEG artefacts); a saved one from its JPEG
+      const frame = !load && snap.online ? await streamer.currentFrame() : null;
+      const text = await ocr.recognize(frame ?? snap.data, ocrReq as R);
       return sendSnapshot(reply, snap, 'text/plain; charset=utf-8', text);
     }
     let data = snap.data;

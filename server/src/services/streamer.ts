@@ -18,7 +18,7 @@ import {
 } from '@kvm/protocol';
 import { ServiceUnavailableError } from '../errors';
 import { SILENT_LOGGER, type Logger } from '../log';
-import type { VideoSource } from '../drivers/video/types';
+import type { RawFrame, VideoSource } from '../drivers/video/types';
 import type { Jpeg } from '../media/jpeg';
 import { DEFAULT_JPEG_QUALITY, JpegHub } from '../media/jpeg-hub';
 import type { VideoHub } from '../media/video-hub';
@@ -256,6 +256,41 @@ export class StreamerService {
       };
     }
     return this.jpeg.snapshot();
+  }
+
+  /**
+   * The next raw frame of the live picture (a copy), for the OCR; null when offline or when
+   * none comes within `timeoutMs` (the caller then reads the snapshot's JPEG).
+   */
+  currentFrame(timeoutMs = 1000): Promise<RawFrame | null> {
+    if (!this.online) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      let off: (() => void) | null = null;
+      let done = false;
+      const finish = (frame: RawFrame | null): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        off?.();
+        resolve(frame);
+      };
+      const timer = setTimeout(() => finish(null), timeoutMs);
+      off = this.video.subscribeRaw((f) => {
+        const copy: RawFrame | null = done
+          ? null
+          : {
+              width: f.width,
+              height: f.height,
+              format: f.format,
+              capturedAt: f.capturedAt,
+              data: Buffer.from(f.data),
+            };
+        f.release?.();
+        if (copy) finish(copy);
+      });
+      // a frame delivered during subscribeRaw itself found `off` still null
+      if (done) off();
+    });
   }
 
   /**

@@ -133,12 +133,45 @@ describe('hocrText', () => {
   it("reads an O with a marked centre as the font's zero, never a zero as O", () => {
     const hocr =
       `<div class='ocr_page'><p class='ocr_par'>` +
-      line(glyph('e', 10) + glyph('O', 0), glyph('O', 10) + glyph('K', 10)) +
-      line(glyph('0', 10), glyph('&amp;', 10) + glyph('&lt;', 10)) +
+      line(glyph('e', 10) + glyph('O', 0), glyph('O', 10) + glyph('K', 20)) +
+      line(glyph('0', 10), glyph('&amp;', 10) + glyph('&lt;', 20)) +
       `</p><p class='ocr_par'>` +
       line(glyph('x', 10)) +
       `</p></div>`;
     expect(hocrText(hocr, pgm)).toBe('e0 OK\n0 &<\n\nx\n');
+  });
+
+  it('reads a ? drawn in one piece as 7, and one with a detached dot as ?', () => {
+    // 10x12: x 0..4 a 7 (a bar and a stem to the bottom), x 5..9 a ? (a hook, a blank row, a dot)
+    const w = 10;
+    const px = Buffer.alloc(w * 12, 255);
+    for (let x = 0; x <= 4; x += 1) px[1 * w + x] = 0;
+    for (let y = 2; y <= 10; y += 1) px[y * w + 3] = 0;
+    for (let x = 5; x <= 9; x += 1) px[1 * w + x] = 0;
+    for (let y = 2; y <= 6; y += 1) px[y * w + 8] = 0;
+    px[9 * w + 7] = 0;
+    px[10 * w + 7] = 0;
+    const sevens = Buffer.concat([Buffer.from(`P5\n${w} 12\n255\n`), px]);
+    const g = (c: string, x0: number) =>
+      `<span class='ocrx_cinfo' title='x_bboxes ${x0} 0 ${x0 + 4} 11; x_conf 90'>${c}</span>`;
+    const hocr =
+      `<div class='ocr_page'><p class='ocr_par'>` +
+      line(g('2', 10) + g('?', 0) + g(':', 15), g('why', 10) + g('?', 5)) +
+      `</p></div>`;
+    expect(hocrText(hocr, sevens)).toBe('27: why?\n');
+  });
+
+  it('drops a glyph whose box lies largely over the one before it (one glyph read twice)', () => {
+    const at = (c: string, x0: number, x1: number) =>
+      `<span class='ocrx_cinfo' title='x_bboxes ${x0} 0 ${x1} 9; x_conf 90'>${c}</span>`;
+    const hocr =
+      `<div class='ocr_page'><p class='ocr_par'>` +
+      // `l` 10 wide, `]` 8 wide over its last 4 pixels; `r` `n` touching by 1 pixel stay
+      line(at('e', 0, 8) + at('l', 10, 20) + at(']', 16, 24), at('r', 30, 38) + at('n', 37, 45)) +
+      // a narrow reading first, then the whole glyph over it: the whole one stays
+      line(at('1', 50, 54) + at('4', 50, 60)) +
+      `</p></div>`;
+    expect(hocrText(hocr, pgm)).toBe('el rn\n4\n');
   });
 
   it('is empty for a page without words', () => {
@@ -248,7 +281,10 @@ describe('OcrService limits (a slow fake tesseract)', () => {
     const word = (w: string) =>
       `<span class='ocrx_word' title='bbox 0 0 9 9'>` +
       [...w]
-        .map((c) => `<span class='ocrx_cinfo' title='x_bboxes 0 0 1 1; x_conf 99'>${c}</span>`)
+        .map(
+          (c, i) =>
+            `<span class='ocrx_cinfo' title='x_bboxes ${i * 2} 0 ${i * 2 + 1} 1; x_conf 99'>${c}</span>`,
+        )
         .join('') +
       '</span>';
     const FAKE_HOCR = `<p class='ocr_par'><span class='ocr_line' title='bbox 0 0 9 9'>${word('FAKE')} ${word('TEXT')}</span></p>`;

@@ -11,6 +11,7 @@
  * `OcrError` "Tesseract is not available".
  */
 import { execFile, type ExecFileException } from 'node:child_process';
+import type { RawFrame } from '../../drivers/video/types';
 import type { StateProvider } from '../../ws/state-registry';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
 import { int, str } from '../../validators';
@@ -207,6 +208,43 @@ function centreInk(pgm: Buffer, px: { width: number; at: number }, box: number[]
   return n === 0 ? 0 : ink / n / 255;
 }
 
+/**
+ * Whether a glyph box's ink is one piece from top to bottom: no row between its first and last
+ * inked rows is blank. A question mark's dot is apart from its hook in every font; a console
+ * font's 7 (a flat top and a long stem) is one stroke.
+ */
+function unbrokenInk(pgm: Buffer, px: { width: number; at: number }, box: number[]): boolean {
+  const [x0, y0, x1, y1] = box as [number, number, number, number];
+  const inked: boolean[] = [];
+  for (let y = y0; y <= y1; y += 1) {
+    let ink = false;
+    for (let x = x0; x <= x1 && !ink; x += 1) {
+      const v = pgm[px.at + y * px.width + x];
+      ink = v !== undefined && v < INK_LEVEL;
+    }
+    inked.push(ink);
+  }
+  const first = inked.indexOf(true);
+  const last = inked.lastIndexOf(true);
+  return first >= 0 && inked.slice(first, last + 1).every(Boolean);
+}
+
+/**
+ * Whether glyph `b` is glyph `a` read a second time: their boxes overlap by at least 40% of the
+ * narrower one. tesseract does this on a console font (bench/ocr.ts: `kernel]` for `kernel`, the
+ * l's foot read again as `]`, the boxes 10 and 8 pixels wide overlapping by 4; `O08` for `08`, a
+ * 6-pixel `0` over the zero's right edge and the gap after it). Separate glyphs of a text,
+ * kerned pairs included, overlap far less.
+ */
+function readTwice(a: number[], b: number[]): boolean {
+  const overlap = Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!);
+  const narrower = Math.min(a[2]! - a[0]!, b[2]! - b[0]!);
+  return narrower > 0 && overlap * 5 >= narrower * 2;
+}
+
+/** A pixel darker than this is ink (dark-on-light, 0..255). */
+const INK_LEVEL = 128;
+
 /** Above this a glyph read as `O` has a marked centre: it is the font's zero. */
 const MARKED_ZERO_INK = 0.1;
 
@@ -221,13 +259,18 @@ const HOCR_ENTITIES: Record<string, string> = {
 
 /**
  * tesseract's hOCR (with `hocr_char_boxes`) as the plain text it would have printed: words
- * joined by a space, lines by a newline, paragraphs by an empty line. On the way, a glyph read
- * as `O` whose centre is marked becomes `0`: tesseract's model cannot tell a console font's
- * zero from its O (bench/ocr.ts: `eth0` read as `ethO`), its picture can. Never the other way.
+ * joined by a space, lines by a newline, paragraphs by an empty line. On the way, what
+ * tesseract's model gets wrong in a console font is read from the picture instead:
+ * - an `O` whose centre is marked becomes `0` (bench/ocr.ts: `eth0` read as `ethO`);
+ * - a `?` whose ink is one piece (no detached dot) becomes `7` (`27:` read as `2?:`);
+ * - a glyph whose box lies largely over the previous one's is that glyph read twice: the
+ *   narrower reading goes (`kernel]`, `O08`).
+ * Never the other way: a hollow zero or a real question mark is left as read.
  */
 export function hocrText(hocr: string, pgm: Buffer): string {
   const px = pgmPixels(pgm);
   const paragraphs: string[][][] = [];
+  let prev: { box: number[]; text: string } | null = null;
   const tag = /<(?:span|p|div) class='(\w+)'([^>]*)>([^<]*)/g;
   for (const m of hocr.matchAll(tag)) {
     const kind = m[1]!;
@@ -237,20 +280,24 @@ export function hocrText(hocr: string, pgm: Buffer): string {
       paragraphs[paragraphs.length - 1]!.push([]);
     } else if (kind === 'ocrx_word') {
       paragraphs.at(-1)?.at(-1)?.push('');
+      prev = null;
     } else if (kind === 'ocrx_cinfo') {
       const line = paragraphs.at(-1)?.at(-1);
       if (!line || line.length === 0) continue;
       let c = m[3]!.replace(/&(amp|lt|gt|quot|apos|#39);/g, (_, e: string) => HOCR_ENTITIES[e]!);
       const box = /x_bboxes (\d+) (\d+) (\d+) (\d+)/.exec(m[2]!);
-      if (
-        c === 'O' &&
-        box &&
-        px &&
-        centreInk(pgm, px, box.slice(1).map(Number)) > MARKED_ZERO_INK
-      ) {
-        c = '0';
+      const bounds = box?.slice(1).map(Number);
+      if (c === 'O' && bounds && px && centreInk(pgm, px, bounds) > MARKED_ZERO_INK) c = '0';
+      if (c === '?' && bounds && px && unbrokenInk(pgm, px, bounds)) c = '7';
+      const word = line[line.length - 1]!;
+      if (prev && bounds && readTwice(prev.box, bounds)) {
+        // one glyph read twice: the wider reading is the glyph, the narrower a part of it
+        if (bounds[2]! - bounds[0]! <= prev.box[2]! - prev.box[0]!) continue;
+        line[line.length - 1] = word.slice(0, word.length - prev.text.length) + c;
+      } else {
+        line[line.length - 1] = word + c;
       }
-      line[line.length - 1] += c;
+      prev = bounds ? { box: bounds, text: c } : null;
     }
   }
   const text = paragraphs
@@ -373,14 +420,22 @@ export class OcrService {
     };
   }
 
-  /** Text of `image` (a JPEG) in the crop, with `langs`. */
-  async recognize(image: Buffer, req: OcrRequest): Promise<string> {
+  /**
+   * Text of `image` in the crop, with `langs`. The image is a JPEG (a saved snapshot) or, better,
+   * the raw frame itself: the stream's JPEG artefacts make tesseract see glyphs that are not
+   * there (bench/ocr.ts: `kernel]` for `kernel` at quality 80, exact from the frame).
+   */
+  async recognize(image: Buffer | RawFrame, req: OcrRequest): Promise<string> {
     const available = await this.installed();
     if (available === null) throw new OcrError('Tesseract is not available');
     const langs = req.langs.length > 0 ? req.langs : this.defaultLangs;
     if (!req.langs.every((l) => available.includes(l))) throw langsError(req.langs);
-    if (image.length > OCR_LIMITS.imageBytes) throw new OcrError('The image is too large');
-    const size = jpegSize(image);
+    const raw = Buffer.isBuffer(image) ? null : image;
+    const jpeg = Buffer.isBuffer(image) ? image : null;
+    if (jpeg && jpeg.length > OCR_LIMITS.imageBytes) {
+      throw new OcrError('The image is too large');
+    }
+    const size = raw ?? jpegSize(jpeg!);
     if (!size) throw new OcrError("Can't recognize image");
     if (size.width * size.height > OCR_LIMITS.imagePixels) {
       throw new OcrError('The image is too large');
@@ -394,19 +449,22 @@ export class OcrService {
     }
   }
 
-  private async read(image: Buffer, box: Box, langs: string[]): Promise<string> {
+  private async read(image: Buffer | RawFrame, box: Box, langs: string[]): Promise<string> {
     // Gray, then crop (exact pixels: no chroma rounding), then 2x: tesseract reads an 8x16
     // console font far better at twice its size (bench/ocr.ts: 19 of 44 lines exact at 1x, 33
     // at 2x, 31 at 3x), as kvmd also scales 2x.
     const filter = `format=gray,crop=${box.w}:${box.h}:${box.x}:${box.y},scale=iw*2:ih*2:flags=bicubic`;
     let gray: Buffer;
     try {
+      const input = Buffer.isBuffer(image)
+        ? ['-f', 'jpeg_pipe']
+        : ['-f', 'rawvideo', '-pix_fmt', image.format, '-s', `${image.width}x${image.height}`];
       const r = await run(
         this.ffmpeg,
         ['-hide_banner', '-loglevel', 'error', '-nostdin', '-threads', '1']
-          .concat(['-f', 'jpeg_pipe', '-i', 'pipe:0', '-vf', filter, '-frames:v', '1'])
+          .concat(input, ['-i', 'pipe:0', '-vf', filter, '-frames:v', '1'])
           .concat(['-f', 'image2pipe', '-c:v', 'pgm', 'pipe:1']),
-        image,
+        Buffer.isBuffer(image) ? image : image.data,
         this.timeoutMs,
         this.env,
       );
