@@ -21,6 +21,13 @@
  * While watching, the peer connection's stats are probed every 250 ms for the first decoded
  * frame (that is 'active'); while active, stream info every 1 s and the connection type
  * (relay or p2p, from the selected candidate pair) every 5 s.
+ *
+ * Sound (issue 14): the watch asks `audio` when the gateway's features say it has sound, and
+ * `mic` when it takes a microphone and the console has a microphone track to send; the answer
+ * then receives the Opus section and sends the track on it (PiKVM's stream_janus.js does the
+ * same, incl. stereo Opus). Every rewatch and new session asks again, so sound comes back with
+ * the video. A microphone track that changes while its section is negotiated is swapped in
+ * place (replaceTrack, no renegotiation); a first one needs a new offer: stop + watch.
  */
 import type { Orientation } from '@kvm/protocol/enums';
 import type { TurnState } from '@kvm/protocol/streamer';
@@ -32,8 +39,10 @@ import type {
   JanusJsep,
   JanusRuntime,
   JanusSessionLike,
+  JanusTrackOption,
   PeerConnectionLike,
   PluginHandleLike,
+  RtpSenderLike,
 } from './janus-types';
 import {
   computeStreamRate,
@@ -121,6 +130,21 @@ function errorText(error: unknown): string {
 export interface JanusStreamEvents extends StreamClientEvents {
   /** The remote video track (null when there is none any more). */
   track: MediaStreamTrack | null;
+  /** The remote computer's sound (null when there is none any more). */
+  audioTrack: MediaStreamTrack | null;
+  /** The gateway's features answer of the current session. */
+  features: GatewayFeatures;
+}
+
+/** What the gateway's `features` answer says about sound (wire-protocol.md 3.2). */
+export interface GatewayFeatures {
+  audio: boolean;
+  mic: boolean;
+}
+
+/** PiKVM's customizeSdp: the answer asks for stereo Opus (the offer's sound is stereo). */
+export function stereoOpus(sdp: string): string {
+  return sdp.includes('stereo=1') ? sdp : sdp.replace('useinbandfec=1', 'useinbandfec=1;stereo=1');
 }
 
 export interface JanusStreamOptions {
@@ -130,6 +154,8 @@ export interface JanusStreamOptions {
   getTurn: () => Promise<TurnState | null>;
   /** SPEC 3 watch parameter. */
   orientation: () => Orientation;
+  /** The microphone track to send, or null; read at every watch and answer. */
+  micTrack?: () => MediaStreamTrack | null;
   loadRuntime?: () => Promise<JanusRuntime>;
 }
 
@@ -153,6 +179,12 @@ export class JanusStream implements StreamClient {
   private lastSample: InboundVideoSample | null = null;
   private lastSampleAt = 0;
   private track: MediaStreamTrack | null = null;
+  private audioTrack: MediaStreamTrack | null = null;
+  private features: GatewayFeatures | null = null;
+  /** What the last watch asked for. */
+  private watched = { audio: false, mic: false };
+  /** The sender of the negotiated microphone section (null: none negotiated). */
+  private micSender: RtpSenderLike | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private connectTimer: ReturnType<typeof setTimeout> | undefined;
   private probeTimer: ReturnType<typeof setInterval> | undefined;
@@ -168,6 +200,30 @@ export class JanusStream implements StreamClient {
   getInfo = (): StreamInfo => this.info;
 
   getTrack = (): MediaStreamTrack | null => this.track;
+
+  getAudioTrack = (): MediaStreamTrack | null => this.audioTrack;
+
+  /** The features answer of the current session (null before it). */
+  getFeatures = (): GatewayFeatures | null => this.features;
+
+  /**
+   * The microphone track (options.micTrack) changed. A negotiated microphone section takes the
+   * new track in place; without one, a track to send needs a new offer (stop + watch).
+   */
+  micChanged(): void {
+    const track = this.options.micTrack?.() ?? null;
+    if (this.micSender) {
+      this.micSender.replaceTrack(track).catch(() => undefined);
+      return;
+    }
+    if (!track || !this.features?.audio || !this.features.mic) return;
+    if (this.state === 'watching' || this.state === 'active') {
+      this.dropMedia();
+      this.setState('attached');
+      this.rewatch();
+    }
+    // attached or error: the scheduled watch asks for it.
+  }
 
   on<K extends keyof JanusStreamEvents>(
     type: K,
@@ -273,12 +329,12 @@ export class JanusStream implements StreamClient {
         if (live()) this.onMessage(message, jsep);
       },
       onremotetrack: (track, _mid, added, metadata) => {
-        if (!live() || track.kind !== 'video') return;
+        if (!live() || (track.kind !== 'video' && track.kind !== 'audio')) return;
+        const set = track.kind === 'video' ? this.setTrack : this.setAudioTrack;
+        const current = track.kind === 'video' ? this.track : this.audioTrack;
         // Mute and unmute come through here too: only creation and end change the track.
-        if (added && (metadata?.reason ?? 'created') === 'created') this.setTrack(track);
-        else if (!added && metadata?.reason === 'ended' && this.track === track) {
-          this.setTrack(null);
-        }
+        if (added && (metadata?.reason ?? 'created') === 'created') set(track);
+        else if (!added && metadata?.reason === 'ended' && current === track) set(null);
       },
       connectionState: (state) => {
         if (live() && state === 'failed') this.peerFailed();
@@ -293,7 +349,9 @@ export class JanusStream implements StreamClient {
       oncleanup: () => {
         if (!live()) return;
         this.inputChannel.detach();
+        this.micSender = null;
         this.setTrack(null);
+        this.setAudioTrack(null);
       },
       ondetached: () => {
         if (live()) this.gatewayEnded();
@@ -303,7 +361,8 @@ export class JanusStream implements StreamClient {
 
   private onMessage(message: Record<string, unknown>, jsep: JanusJsep | undefined): void {
     const result = message['result'] as
-      { status?: unknown; features?: { ice?: { url?: unknown } } } | undefined;
+      | { status?: unknown; features?: { ice?: { url?: unknown }; audio?: unknown; mic?: unknown } }
+      | undefined;
     if (message['error'] !== undefined || message['error_code'] !== undefined) {
       const code = typeof message['error_code'] === 'number' ? message['error_code'] : 0;
       const text = typeof message['error'] === 'string' ? message['error'] : 'Unknown error';
@@ -318,6 +377,9 @@ export class JanusStream implements StreamClient {
       if (this.iceServers.length === 0 && typeof url === 'string' && url !== '') {
         this.iceServers.push({ urls: url });
       }
+      const audio = result?.features?.audio === true;
+      this.features = { audio, mic: audio && result?.features?.mic === true };
+      this.emitter.emit('features', this.features);
       this.watch();
     } else if (status === 'started') {
       // Replies come in order: any 'stopped' for our own stop came before this.
@@ -336,13 +398,18 @@ export class JanusStream implements StreamClient {
   }
 
   private watch(): void {
+    const audio = this.features?.audio === true;
+    const mic =
+      audio && this.features?.mic === true && (this.options.micTrack?.() ?? null) !== null;
+    this.watched = { audio, mic };
     this.send({
       request: 'watch',
       params: {
         orientation: this.options.orientation(),
-        audio: false,
+        audio,
         video: true,
-        mic: false,
+        mic,
+        // The browser's camera needs the UVC gadget of the hardware target (issue 14).
         camera: false,
       },
     });
@@ -354,12 +421,24 @@ export class JanusStream implements StreamClient {
     const handle = this.handle;
     if (!handle) return;
     const gen = this.generation;
+    // Video is received only; the sound too, plus the microphone when the watch asked for it.
+    const tracks: JanusTrackOption[] = [{ type: 'video', capture: false, recv: true, add: true }];
+    const mic = this.watched.mic ? (this.options.micTrack?.() ?? null) : null;
+    if (this.watched.audio) {
+      tracks.push({ type: 'audio', capture: mic ?? false, recv: true, add: true, dontStop: true });
+    }
     handle.createAnswer({
       jsep: offer,
-      // Video is received only: nothing is captured.
-      tracks: [{ type: 'video', capture: false, recv: true, add: true }],
+      tracks,
+      customizeSdp: (jsep) => {
+        if (jsep.sdp) jsep.sdp = stereoOpus(jsep.sdp);
+      },
       success: (answer) => {
         if (gen !== this.generation) return;
+        if (mic) {
+          this.micSender =
+            handle.webrtcStuff?.pc?.getSenders?.().find((s) => s.track === mic) ?? null;
+        }
         this.send({ request: 'start' }, answer);
         this.openInputChannel(handle);
         this.startProbe();
@@ -461,6 +540,7 @@ export class JanusStream implements StreamClient {
     const session = this.session;
     this.session = null;
     this.handle = null;
+    this.features = null;
     this.expectedStops = 0;
     if (session && typeof session.destroy === 'function') {
       try {
@@ -479,7 +559,9 @@ export class JanusStream implements StreamClient {
     this.probeTimer = this.infoTimer = this.typeTimer = undefined;
     this.lastSample = null;
     this.inputChannel.detach();
+    this.micSender = null;
     this.setTrack(null);
+    this.setAudioTrack(null);
     if (this.info.bitrateKbps !== 0 || this.info.fps !== 0 || this.info.connection !== null) {
       this.info = { bitrateKbps: 0, fps: 0, connection: null };
       this.emitter.emit('info', this.info);
@@ -553,11 +635,17 @@ export class JanusStream implements StreamClient {
     this.emitter.emit('info', info);
   }
 
-  private setTrack(track: MediaStreamTrack | null): void {
+  private setTrack = (track: MediaStreamTrack | null): void => {
     if (this.track === track) return;
     this.track = track;
     this.emitter.emit('track', track);
-  }
+  };
+
+  private setAudioTrack = (track: MediaStreamTrack | null): void => {
+    if (this.audioTrack === track) return;
+    this.audioTrack = track;
+    this.emitter.emit('audioTrack', track);
+  };
 
   private setState(state: StreamState): void {
     if (!checkTransition('JanusStream', JANUS_STREAM_TRANSITIONS, this.state, state)) return;

@@ -12,15 +12,25 @@ export interface JanusJsep {
 
 export interface JanusTrackOption {
   type: 'video' | 'audio' | 'data';
-  capture: boolean;
+  /** false: receive only; a track: janus.js sends that track (the microphone). */
+  capture: boolean | MediaStreamTrack;
   recv?: boolean;
   add?: boolean;
+  /** janus.js leaves the track running at hangup (the console owns the microphone). */
+  dontStop?: boolean;
+}
+
+/** The parts of RTCRtpSender used here. */
+export interface RtpSenderLike {
+  readonly track: MediaStreamTrack | null;
+  replaceTrack(track: MediaStreamTrack | null): Promise<void>;
 }
 
 /** The parts of RTCPeerConnection used here. */
 export interface PeerConnectionLike {
   getStats(): Promise<ReadonlyMap<string, unknown> | RTCStatsReport>;
   createDataChannel(label: string, init?: RTCDataChannelInit): DataChannelLike;
+  getSenders?(): readonly RtpSenderLike[];
 }
 
 export interface PluginHandleLike {
@@ -33,6 +43,8 @@ export interface PluginHandleLike {
   createAnswer(options: {
     jsep: JanusJsep;
     tracks: JanusTrackOption[];
+    /** Runs on the answer before it is set (janus.js). */
+    customizeSdp?: (jsep: JanusJsep) => void;
     success: (jsep: JanusJsep) => void;
     error: (error: unknown) => void;
   }): void;
