@@ -92,7 +92,8 @@ describe('OggOpusReader', () => {
       w.packet(Buffer.from([0xf8, 2]), 960),
       w.packet(Buffer.from([0xf8, 3]), 960),
     ];
-    pages[2]![pages[2]!.length - 1] ^= 0xff;
+    const broken = pages[2]!;
+    broken[broken.length - 1]! ^= 0xff;
     const r = new OggOpusReader();
     const got = r.push(Buffer.concat([Buffer.from('junk'), ...pages]));
     expect(got.map((p) => p[1])).toEqual([1, 3]);

@@ -48,7 +48,7 @@ export interface OggReaderStats {
  * starts over. Memory is bounded to about one page.
  */
 export class OggOpusReader {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private partial: Buffer[] = [];
   private partialBytes = 0;
   /** Header packets still to skip in the current stream. */
