@@ -56,7 +56,7 @@ describe('AudioHub', () => {
     const counts: number[] = [];
     hub.on('listeners', (n) => counts.push(n));
     const unsubscribe = hub.subscribe((p) => got.push(p));
-    expect(hub.listeners).toBe(1);
+    expect(hub.subscriberCount).toBe(1);
     await vi.waitFor(() => expect(got.length).toBeGreaterThan(2), { timeout: 10_000 });
     expect(got[0]!.resume).toBe(true);
     expect(got.slice(1).every((p) => !p.resume && p.samples === 960)).toBe(true);
@@ -96,7 +96,7 @@ describe('AudioHub', () => {
     const n = a.length;
     await vi.waitFor(() => expect(a.length).toBeGreaterThan(n + 2), { timeout: 10_000 });
     expect(a.slice(n).some((p) => p.resume)).toBe(true);
-    expect(hub.listeners).toBe(3);
+    expect(hub.subscriberCount).toBe(3);
   });
 
   it('starts nothing while the driver has no sound, and keeps asking', async () => {

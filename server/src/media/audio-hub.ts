@@ -112,7 +112,7 @@ export class AudioHub extends EventEmitter<{ listeners: [count: number]; running
     super();
   }
 
-  get listeners(): number {
+  get subscriberCount(): number {
     return this.subscribers.size;
   }
 
