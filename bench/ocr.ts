@@ -275,6 +275,19 @@ async function qemuFigures(): Promise<OcrFigures> {
     await until('guest ready', log, (l) => l.includes('guest ready'), 180_000);
     // 128x48 text cells at 1024x768 (8x16 font): 44 lines of at most 100 characters.
     const lines = screenLines(44, 100);
+    // the serial shell may not read yet right after `guest ready` (a loaded machine): wait for
+    // it to answer (the arithmetic is done by the shell, so the typed line never matches)
+    await until(
+      'the serial shell',
+      async () => {
+        const before = (await log()).length;
+        await serialCommands(join(s.dir, 'run', 'serial.sock'), ['echo ocr-$((6*7))']);
+        await new Promise((r) => setTimeout(r, 1000));
+        return (await log()).slice(before).includes('ocr-42');
+      },
+      (answered) => answered,
+      60_000,
+    );
     await serialCommands(join(s.dir, 'run', 'serial.sock'), [
       // clear tty1 and hide its cursor (the shell there keeps waiting at its prompt)
       "printf '\\033[2J\\033[H\\033[?25l' > /dev/tty1",
