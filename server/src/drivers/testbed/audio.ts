@@ -82,11 +82,11 @@ export class TestbedAudio implements AudioDriver {
     return performance.now();
   }
 
-  /** Whether (and when, since the last mark) the microphone carried `hz`. */
-  heard(hz: number): Heard {
+  /** Whether (and when, since the last mark) the microphone carried `hz` at `threshold` or more. */
+  heard(hz: number, threshold = HEARD_THRESHOLD): Heard {
     let at: number | null = null;
     for (const w of this.history) {
-      if (toneLevel(w.pcm, RATE, CHANNELS, hz) >= HEARD_THRESHOLD) {
+      if (toneLevel(w.pcm, RATE, CHANNELS, hz) >= threshold) {
         at = w.at;
         break;
       }

@@ -1,0 +1,261 @@
+/**
+ * The browser's microphone to the remote computer (issue 14): Opus RTP from a peer →
+ * depacketised (media/opus-rtp.ts) → one Ogg page per packet (media/ogg.ts) → ffmpeg's
+ * decoder → the driver's playback (a PulseAudio source the VM records from; the testbed's
+ * measured pipe).
+ *
+ * - One sender at a time: the newest takes over and the one it replaced is ignored from then
+ *   on (until its peer closes); two microphones are never mixed.
+ * - ffmpeg starts with the first packet and stops `idleMs` after the last one, or at once
+ *   when the sending peer closes.
+ * - Bounded: packets wait in memory only while ffmpeg starts (at most `MAX_PENDING`), and a
+ *   packet for an ffmpeg whose stdin already holds `maxQueueBytes` is dropped and counted.
+ */
+import { EventEmitter } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { AUDIO_FORMAT } from '@kvm/protocol';
+import type { AudioDriver, AudioPlayback } from '../drivers/audio/types';
+import type { Logger } from '../log';
+import { Supervisor } from '../process/supervisor';
+import { OggOpusWriter } from './ogg';
+import { depacketize, opusPacketSamples } from './opus-rtp';
+
+export interface MicSinkOptions {
+  ffmpeg?: string;
+  idleMs?: number;
+  maxQueueBytes?: number;
+}
+
+export interface MicSinkStats {
+  /** Packets written to the decoder. */
+  packets: number;
+  /** Packets dropped: the decoder's stdin was full, or too many waited for it to start. */
+  dropped: number;
+  /** Packets refused: not RTP, not Opus, or from a sender that was taken over. */
+  refused: number;
+}
+
+const DEFAULT_IDLE_MS = 2000;
+/** About 4 s of a 32 kbit/s microphone: a decoder this far behind is stalled. */
+const DEFAULT_MAX_QUEUE_BYTES = 16 * 1024;
+/** Packets held while ffmpeg starts (1 s of 20 ms packets). */
+const MAX_PENDING = 50;
+/** Senders remembered as taken over; peers are bounded far below this. */
+const MAX_REPLACED = 64;
+
+/** ffmpeg's command line: Ogg Opus on stdin, decoded with no buffering, to `playback` (pure). */
+export function micSinkArgs(playback: readonly string[]): string[] {
+  return [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-nostats',
+    '-fflags',
+    'nobuffer',
+    '-flags',
+    'low_delay',
+    '-probesize',
+    '32',
+    '-analyzeduration',
+    '0',
+    '-f',
+    'ogg',
+    '-i',
+    'pipe:0',
+    '-vn',
+    '-flush_packets',
+    '1',
+    ...playback,
+  ];
+}
+
+export class MicSink extends EventEmitter<{ active: [boolean] }> {
+  private current: string | null = null;
+  private readonly replaced = new Set<string>();
+  private supervisor: Supervisor | null = null;
+  private writer: OggOpusWriter | null = null;
+  private pending: { data: Buffer; samples: number }[] = [];
+  private idleTimer: NodeJS.Timeout | null = null;
+  private stopDrain: (() => void) | null = null;
+  private drainStream: PassThrough | null = null;
+  private serial = 0;
+  private disposed = false;
+  readonly stats: MicSinkStats = { packets: 0, dropped: 0, refused: 0 };
+
+  constructor(
+    private readonly driver: AudioDriver,
+    private readonly log: Logger,
+    private readonly opts: MicSinkOptions = {},
+  ) {
+    super();
+  }
+
+  /** A microphone is being played to the remote computer now. */
+  get active(): boolean {
+    return this.current !== null;
+  }
+
+  /** The sender whose sound plays, or null. */
+  get sender(): string | null {
+    return this.current;
+  }
+
+  /** The decoder's process, or null. */
+  get pid(): number | null {
+    return this.supervisor?.pid ?? null;
+  }
+
+  /** One RTP packet of the microphone of `sender` (a peer's key). */
+  push(sender: string, rtp: Buffer): void {
+    if (this.disposed) return;
+    const view = depacketize(rtp);
+    if (!view || view.payloadType !== AUDIO_FORMAT.payloadType || this.replaced.has(sender)) {
+      this.stats.refused += 1;
+      return;
+    }
+    const samples = opusPacketSamples(view.payload);
+    if (samples === null) {
+      this.stats.refused += 1;
+      return;
+    }
+    if (this.current !== sender) {
+      if (!this.takeOver(sender)) {
+        this.stats.refused += 1;
+        return;
+      }
+    }
+    this.armIdle();
+    if (!this.supervisor) this.start();
+    this.write(Buffer.from(view.payload), samples);
+  }
+
+  /** The peer of `sender` closed: its sound stops now. */
+  senderGone(sender: string): void {
+    this.replaced.delete(sender);
+    if (this.current === sender) void this.stop();
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    await this.stop();
+  }
+
+  private takeOver(sender: string): boolean {
+    if (!this.driver.playback()) return false;
+    if (this.current !== null) {
+      if (this.replaced.size >= MAX_REPLACED) this.replaced.clear();
+      this.replaced.add(this.current);
+      this.log.info({ from: this.current, to: sender }, 'audio: another microphone takes over');
+    }
+    const was = this.current !== null;
+    this.current = sender;
+    if (!was) this.emit('active', true);
+    return true;
+  }
+
+  private write(data: Buffer, samples: number): void {
+    const stdin = this.supervisor?.state === 'running' ? this.supervisor.stdin : null;
+    const writer = this.writer;
+    if (!stdin || !writer) {
+      if (this.pending.length >= MAX_PENDING) {
+        this.stats.dropped += 1;
+        return;
+      }
+      this.pending.push({ data, samples });
+      return;
+    }
+    if (stdin.writableLength > (this.opts.maxQueueBytes ?? DEFAULT_MAX_QUEUE_BYTES)) {
+      this.stats.dropped += 1;
+      return;
+    }
+    this.stats.packets += 1;
+    stdin.write(writer.packet(data, samples));
+  }
+
+  private start(): void {
+    const playback = this.driver.playback();
+    if (!playback) return;
+    this.pending = [];
+    const sup = this.makeSupervisor(playback);
+    this.supervisor = sup;
+    sup.ensureStarted().catch((err: unknown) => {
+      this.log.warn({ err: String(err) }, 'audio: microphone decoder did not start');
+    });
+  }
+
+  private makeSupervisor(playback: AudioPlayback): Supervisor {
+    const sup = new Supervisor({
+      name: 'ffmpeg-mic',
+      command: this.opts.ffmpeg ?? 'ffmpeg',
+      args: micSinkArgs(playback.args),
+      stdin: 'pipe',
+      stdout: 'data',
+      stopTimeoutMs: 1000,
+      backoff: { initialMs: 500, maxMs: 5000, healthyMs: 10_000 },
+      retryFirstSpawn: true,
+      keepLines: 20,
+    });
+    sup.on('started', (pid) => {
+      this.log.debug({ pid }, 'audio: microphone decoder started');
+      if (playback.drain) {
+        this.drainStream = new PassThrough();
+        this.stopDrain = playback.drain(this.drainStream);
+      }
+      // each decoder (a restarted one too) gets a new logical stream from its headers on
+      const writer = new OggOpusWriter((++this.serial * 0x9e3779b1) >>> 0);
+      this.writer = writer;
+      const stdin = sup.stdin;
+      if (!stdin) return;
+      stdin.write(writer.headers());
+      for (const p of this.pending.splice(0)) {
+        this.stats.packets += 1;
+        stdin.write(writer.packet(p.data, p.samples));
+      }
+    });
+    sup.on('data', (chunk) => this.drainStream?.write(chunk));
+    sup.on('exited', (info) => {
+      this.writer = null;
+      this.closeDrain();
+      if (!info.expected) {
+        this.log.warn(
+          { code: info.code, signal: info.signal, stderr: sup.recentOutput().join('\n') },
+          'audio: microphone decoder exited',
+        );
+      }
+    });
+    return sup;
+  }
+
+  private closeDrain(): void {
+    this.stopDrain?.();
+    this.stopDrain = null;
+    this.drainStream?.end();
+    this.drainStream = null;
+  }
+
+  private armIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      void this.stop();
+    }, this.opts.idleMs ?? DEFAULT_IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  private async stop(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    const was = this.current !== null;
+    this.current = null;
+    this.pending = [];
+    this.writer = null;
+    const sup = this.supervisor;
+    this.supervisor = null;
+    if (was) this.emit('active', false);
+    if (!sup) return;
+    sup.stdin?.end();
+    await sup.ensureStopped();
+    sup.removeAllListeners();
+    this.closeDrain();
+  }
+}
