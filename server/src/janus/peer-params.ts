@@ -5,6 +5,7 @@
  * (webrtc.ts), so an idle server never holds it.
  */
 import { isIP } from 'node:net';
+import { AUDIO_FORMAT } from '@kvm/protocol';
 
 /** An ICE server as configured (TURN state, STUN default); `urls` may list several. */
 export interface IceServerConfig {
@@ -22,6 +23,9 @@ export interface CandidateInit {
 }
 
 export const VIDEO_MID = 'v';
+/** The Opus section (AUDIO_FORMAT in protocol/src/audio.ts: mid `a`, payload type 111). */
+export const AUDIO_MID = AUDIO_FORMAT.mid;
+export const OPUS_PAYLOAD_TYPE = AUDIO_FORMAT.payloadType;
 export const DATA_MID = 'd';
 /** Label of the data channel the server opens; channels the browser opens work the same. */
 export const INPUT_CHANNEL_LABEL = 'hid';

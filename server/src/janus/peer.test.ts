@@ -106,3 +106,67 @@ describe('JanusPeer candidates', () => {
     }
   });
 });
+
+/** The lines of one m= section that do not change per connection (no ICE, keys, ids). */
+function sectionLines(sdp: string, media: string): string[] | null {
+  const sections = sdp.split(/\r?\n(?=m=)/);
+  const section = sections.find((s) => s.startsWith(`m=${media} `));
+  if (!section) return null;
+  return section
+    .split(/\r?\n/)
+    .filter((l) => l && !/^a=(candidate|ice-|fingerprint|msid|ssrc|end-of-candidates)/.test(l));
+}
+
+describe('JanusPeer audio section', () => {
+  async function offer(opts: { video: boolean; audio?: boolean; mic?: boolean }): Promise<string> {
+    const peer = await JanusPeer.create({
+      iceServers: [],
+      profileLevelId: '42e01f',
+      log: silent,
+      ...opts,
+    });
+    await peer.close();
+    return peer.offerSdp;
+  }
+  const opus = [
+    'a=rtcp:9 IN IP4 0.0.0.0',
+    'a=rtcp-mux',
+    'a=rtpmap:111 opus/48000/2',
+    'a=fmtp:111 minptime=10;useinbandfec=1',
+  ];
+
+  it('offers Opus sendonly after the video, in the bundle', async () => {
+    const sdp = await offer({ video: true, audio: true });
+    expect(sdp).toContain('a=group:BUNDLE v a d\r\n');
+    expect(sectionLines(sdp, 'audio')).toEqual([
+      'm=audio 9 UDP/TLS/RTP/SAVPF 111',
+      'c=IN IP4 0.0.0.0',
+      'a=setup:actpass',
+      'a=sendonly',
+      'a=mid:a',
+      ...opus,
+    ]);
+    expect(sdp.indexOf('m=video')).toBeLessThan(sdp.indexOf('m=audio'));
+    expect(sdp.indexOf('m=audio')).toBeLessThan(sdp.indexOf('m=application'));
+  });
+
+  it("offers sendrecv for the microphone, and audio alone (GL's second handle)", async () => {
+    const sdp = await offer({ video: false, audio: true, mic: true });
+    expect(sdp).toContain('a=group:BUNDLE a d\r\n');
+    expect(sectionLines(sdp, 'video')).toBeNull();
+    expect(sectionLines(sdp, 'audio')).toEqual([
+      'm=audio 9 UDP/TLS/RTP/SAVPF 111',
+      'c=IN IP4 0.0.0.0',
+      'a=setup:actpass',
+      'a=sendrecv',
+      'a=mid:a',
+      ...opus,
+    ]);
+  });
+
+  it('has no audio section unless asked', async () => {
+    const sdp = await offer({ video: true });
+    expect(sdp).toContain('a=group:BUNDLE v d\r\n');
+    expect(sectionLines(sdp, 'audio')).toBeNull();
+  });
+});

@@ -4,7 +4,8 @@
  * Offer shape (docs/webrtc.md): BUNDLE of
  *   m=video, mid `v`, sendonly, H264/90000 payload type 96, packetization-mode=1, rtcp-fb nack,
  *     nack pli, ccm fir, goog-remb (left out when the handle watches without video);
- *   [m=audio, mid `a`: Opus, the extension point `audio` below, not offered yet;]
+ *   m=audio, mid `a`, Opus/48000/2 payload type 111, minptime=10;useinbandfec=1: `sendonly`,
+ *     or `sendrecv` when the browser's microphone is wanted (left out when not listening);
  *   m=application, mid `d`, the SCTP association of the `hid` data channel the server opens,
  *     so a channel the browser opens later needs no renegotiation (architecture.md).
  *
@@ -32,10 +33,12 @@ import {
 } from 'werift';
 import type { Logger } from '../log';
 import {
+  AUDIO_MID,
   DATA_MID,
   H264_PAYLOAD_TYPE,
   INPUT_CHANNEL_LABEL,
   MAX_REMOTE_CANDIDATES,
+  OPUS_PAYLOAD_TYPE,
   PLAYOUT_DELAY_EXT_ID,
   PLAYOUT_DELAY_URI,
   VIDEO_MID,
@@ -50,6 +53,10 @@ export interface PeerOptions {
   iceServers: readonly IceServerConfig[];
   /** Offer the H.264 video section. */
   video: boolean;
+  /** Offer the Opus section (the remote computer's sound). */
+  audio?: boolean;
+  /** The Opus section is `sendrecv`: the browser's microphone comes back on it. */
+  mic?: boolean;
   /** profile-level-id offered in the fmtp line. */
   profileLevelId: string;
   log: Logger;
@@ -81,11 +88,14 @@ export interface PeerEvents {
   inputClosed: [];
   /** PLI or FIR from the browser. */
   keyFrameRequest: [];
+  /** One RTP packet of the browser's microphone, serialized (only with `mic`). */
+  micRtp: [packet: Buffer];
 }
 
 export class JanusPeer extends EventEmitter<PeerEvents> {
   private readonly pc: RTCPeerConnection;
   private readonly video: RTCRtpTransceiver | null;
+  private readonly audio: RTCRtpTransceiver | null;
   private state: PeerState = 'new';
   private answered = false;
   private readonly pendingCandidates: CandidateInit[] = [];
@@ -99,10 +109,12 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     readonly offerSdp: string,
     pc: RTCPeerConnection,
     video: RTCRtpTransceiver | null,
+    audio: RTCRtpTransceiver | null,
   ) {
     super();
     this.pc = pc;
     this.video = video;
+    this.audio = audio;
   }
 
   /** Builds the peer connection and its offer (gathering is complete: host candidates inline). */
@@ -114,8 +126,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       codecs: {
         // Fresh objects per connection: werift writes payload types into them.
         video: opts.video ? [h264Codec(opts.profileLevelId)] : [],
-        // Extension point: Opus (`useOPUS()`, mid `a`) goes here when audio is offered.
-        audio: [],
+        audio: opts.audio ? [opusCodec()] : [],
       },
       // playout-delay min=max=0 (webrtc.org extension, as ustreamer sends it): Chromium then
       // renders each frame as soon as it is decoded instead of holding a render delay.
@@ -132,12 +143,19 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       },
     });
     let video: RTCRtpTransceiver | null = null;
+    let audio: RTCRtpTransceiver | null = null;
     try {
       if (opts.video) {
         video = pc.addTransceiver(new MediaStreamTrack({ kind: 'video' }), {
           direction: 'sendonly',
         });
         video.mid = VIDEO_MID;
+      }
+      if (opts.audio) {
+        audio = pc.addTransceiver(new MediaStreamTrack({ kind: 'audio' }), {
+          direction: opts.mic ? 'sendrecv' : 'sendonly',
+        });
+        audio.mid = AUDIO_MID;
       }
       const channel = pc.createDataChannel(INPUT_CHANNEL_LABEL, { ordered: true });
       if (pc.sctpTransport) pc.sctpTransport.mid = DATA_MID;
@@ -148,7 +166,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       await pc.setLocalDescription(offer);
       const sdp = pc.localDescription?.sdp;
       if (!sdp) throw new Error('werift produced no local description');
-      const peer = new JanusPeer(opts, sdp, pc, video);
+      const peer = new JanusPeer(opts, sdp, pc, video, audio);
       peer.watchConnection();
       peer.adoptChannel(channel);
       return peer;
@@ -211,6 +229,19 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     });
   }
 
+  /** Sends one serialized Opus RTP packet on the audio section (no-op until DTLS is up). */
+  sendAudioRtp(packet: Buffer): void {
+    if (this.state === 'closed' || !this.audio) return;
+    this.audio.sender.sendRtp(packet).catch((err: unknown) => {
+      this.opts.log.debug({ err: String(err) }, 'janus: audio RTP send failed');
+    });
+  }
+
+  /** SSRC werift stamps on our audio packets. */
+  get audioSsrc(): number {
+    return this.audio?.sender.ssrc ?? 0;
+  }
+
   /** SSRC werift stamps on our video packets. */
   get videoSsrc(): number {
     return this.video?.sender.ssrc ?? 0;
@@ -261,13 +292,30 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       }).unSubscribe,
       pc.onDataChannel.subscribe((channel) => this.adoptChannel(channel)).unSubscribe,
     );
-    if (this.video) {
-      const { sender } = this.video;
+    // DTLS up: the video sender says so, or the audio one when the handle only listens
+    const media = this.video ?? this.audio;
+    if (media) {
       this.disposers.push(
-        sender.onReady.subscribe(() => {
+        media.sender.onReady.subscribe(() => {
           this.opts.log.debug({ ms: Math.round(performance.now() - t0) }, 'janus: DTLS up');
           if (this.state !== 'closed') this.emit('mediaReady');
         }).unSubscribe,
+      );
+    }
+    if (this.audio && this.opts.mic) {
+      this.disposers.push(
+        this.audio.onTrack.subscribe((track) => {
+          this.disposers.push(
+            track.onReceiveRtp.subscribe((rtp) => {
+              if (this.state !== 'closed') this.emit('micRtp', rtp.serialize());
+            }).unSubscribe,
+          );
+        }).unSubscribe,
+      );
+    }
+    if (this.video) {
+      const { sender } = this.video;
+      this.disposers.push(
         sender.onRtcp.subscribe((packet: RtcpPacket) => {
           if (packet.type !== RTCP_PSFB) return;
           const count = (packet as { feedback?: { count?: number } }).feedback?.count;
@@ -305,6 +353,16 @@ export function prewarmDtlsCertificate(): Promise<void> {
     () => undefined,
     () => undefined,
   );
+}
+
+function opusCodec(): RTCRtpCodecParameters {
+  return new RTCRtpCodecParameters({
+    mimeType: 'audio/opus',
+    clockRate: 48_000,
+    channels: 2,
+    payloadType: OPUS_PAYLOAD_TYPE,
+    parameters: 'minptime=10;useinbandfec=1',
+  });
 }
 
 function h264Codec(profileLevelId: string): RTCRtpCodecParameters {
