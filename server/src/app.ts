@@ -48,6 +48,10 @@ import { MsdService } from './services/msd/msd-service';
 import { streamerRoutes } from './routes/streamer';
 import { ustreamerRoutes } from './routes/ustreamer';
 import { ocrRoutes } from './routes/ocr';
+import { audioRoutes } from './routes/audio';
+import { AudioService } from './services/audio/audio-service';
+import { AudioHub } from './media/audio-hub';
+import { MicSink } from './media/mic-sink';
 import { OcrService, parseOcrQuery } from './services/ocr/ocr-service';
 import { hubParams, StreamerService } from './services/streamer';
 import { TurnService } from './services/turn';
@@ -187,6 +191,13 @@ export async function createContext(
     log,
   });
   await identity.start();
+  // `enable_mic` as the server starts: a change takes effect at the next start (GL)
+  const audio = new AudioService({
+    driver: drivers.audio,
+    hub: new AudioHub(drivers.audio, log, { ffmpeg: config.video.ffmpeg }),
+    mic: new MicSink(drivers.audio, log, { ffmpeg: config.video.ffmpeg }),
+    enableMic: identity.get().enable_mic,
+  });
   const edid = new EdidService({ dataDir: config.data_dir, display: drivers.system.display, log });
   await edid.start();
   const network = new NetworkService(drivers.system.network, {
@@ -254,6 +265,7 @@ export async function createContext(
     turn,
     info: new InfoService({ config, version, host: defaultHost() }),
     ocr: new OcrService({ ffmpeg: config.video.ffmpeg, log }),
+    audio,
   };
 }
 
@@ -398,6 +410,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.fingerbot,
     ctx.msd,
     ctx.ocr,
+    ctx.audio,
   ]) {
     ctx.registry.register(service.provider());
   }
@@ -437,6 +450,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   ustreamerRoutes(app, ctx.streamer);
   ocrRoutes(app, ctx.ocr);
+  audioRoutes(app, ctx.audio);
   mediaRoutes(app, ctx.video, sockets);
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);
@@ -462,7 +476,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // holds werift's offer for 5 s when the STUN server is unreachable (an offline device),
     // and the browser's STUN (features.ice.url) already finds the public side of the pair.
     iceServers: () => ctx.turn.iceServers().filter((s) => s.urls.startsWith('turn')),
-    features: () => janusFeatures(ctx.turn.iceServers()),
+    features: () => janusFeatures(ctx.turn.iceServers(), ctx.audio.features()),
+    audio: ctx.audio,
     onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
     onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
     log: app.log,
@@ -483,6 +498,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     await ctx.upgrade.dispose();
     await ctx.streamer.jpeg.dispose();
     await ctx.video.dispose();
+    await ctx.audio.dispose();
     await ctx.drivers.dispose();
     await ctx.auth.close();
   });

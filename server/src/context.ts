@@ -24,6 +24,7 @@ import type { StateRegistry } from './ws/state-registry';
 import type { LogBundle } from './services/support/log-bundle';
 import type { SupportService } from './services/support/support-service';
 import type { OcrService } from './services/ocr/ocr-service';
+import type { AudioService } from './services/audio/audio-service';
 
 /**
  * The composition root's product: every service, each exposing its own `provider()` for the
@@ -66,6 +67,8 @@ export interface AppContext {
   support: SupportService;
   /** Text of the remote screen: tesseract (issue 13). */
   ocr: OcrService;
+  /** The remote computer's sound and the browser's microphone (issue 14). */
+  audio: AudioService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }

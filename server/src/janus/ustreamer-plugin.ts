@@ -4,9 +4,17 @@
  * `key_required`. Each handle has at most one viewer: a werift peer connection and the video
  * forwarder that feeds it. werift loads with the first viewer (webrtc.ts).
  *
+ * Sound (issue 14): `watch` with `audio: true` adds the Opus section when the target has sound;
+ * the viewer then listens to the audio hub from the answer on, each packet packetised with its
+ * own SSRC. `mic: true` makes the section `sendrecv` when the microphone is enabled and the
+ * target takes one; the browser's RTP goes to the microphone sink. `camera` is accepted and
+ * ignored (no target here has the UVC gadget; the console says why).
+ *
  * Viewers are counted from what `viewers` holds: one entry per handle from the start of its
  * `watch` (the offer is being built) until its teardown, so concurrent watches are bounded too.
  */
+import type { AudioPacket } from '../media/audio-hub';
+import { OpusPacketizer } from '../media/opus-rtp';
 import type { VideoFeed } from '../media/types';
 import type { Logger } from '../log';
 import { TokenBucket } from '../ws/socket-guard';
@@ -25,6 +33,18 @@ import {
 import { VideoForwarder } from './video-forwarder';
 import { loadPeerModule } from './webrtc';
 
+/** The sound both ways as the plugin needs it (services/audio/audio-service.ts). */
+export interface JanusAudio {
+  /** `features.audio` and `features.mic` (mic: enabled and available). */
+  features(): { audio: boolean; mic: boolean };
+  /** Receives the remote computer's sound until the returned function is called. */
+  listen(fn: (p: AudioPacket) => void): () => void;
+  /** One RTP packet of a viewer's microphone. */
+  micRtp(sender: string, rtp: Buffer): void;
+  /** The viewer's peer is gone: its microphone stops. */
+  micGone(sender: string): void;
+}
+
 export interface UstreamerPluginDeps {
   feed: VideoFeed;
   /** ICE servers for the server's side; `[]` offline and in tests. Read at each `watch`. */
@@ -38,6 +58,8 @@ export interface UstreamerPluginDeps {
   log: Logger;
   /** At most this many live peer connections over all sessions. */
   maxPeers?: number;
+  /** The target's sound; none: `audio`/`mic` are never offered. */
+  audio?: JanusAudio;
 }
 
 const DEFAULT_MAX_PEERS = 16;
@@ -68,6 +90,11 @@ interface Viewer {
   readonly watchAt: number;
   peer: JanusPeer | null;
   forwarder: VideoForwarder | null;
+  /** Stops the viewer's listening to the audio hub (set from the answer on). */
+  unlisten: (() => void) | null;
+  /** The offer has the Opus section / it is sendrecv. */
+  audio: boolean;
+  mic: boolean;
   key: string;
 }
 
@@ -178,14 +205,20 @@ export class UstreamerPlugin implements JanusPlugin {
     if (this.peersOf(socket) >= MAX_PEERS_PER_SOCKET) {
       return pushError(handle, [503, 'Too many viewers on this connection']);
     }
-    // `orientation` (CVO) and `audio`/`mic` are accepted and ignored: no audio yet, and
-    // the picture is sent as captured. GL clients split audio off with `video: false`.
+    // `orientation` (CVO) and `camera` are accepted and ignored: the picture is sent as
+    // captured, no target takes a camera. GL clients split audio off with `video: false`.
     const video = params['video'] !== false;
+    const features = this.deps.audio?.features() ?? { audio: false, mic: false };
+    const audio = params['audio'] === true && features.audio;
+    const mic = audio && params['mic'] === true && features.mic;
     const viewer: Viewer = {
       socket,
       watchAt: performance.now(),
       peer: null,
       forwarder: null,
+      unlisten: null,
+      audio,
+      mic,
       key: `janus:${handle.sessionId}:${handle.id}:${++this.peerSeq}`,
     };
     this.viewers.set(handle, viewer);
@@ -195,6 +228,8 @@ export class UstreamerPlugin implements JanusPlugin {
       peer = await JanusPeer.create({
         iceServers: this.deps.iceServers(),
         video,
+        audio,
+        mic,
         profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
         log: this.deps.log,
       });
@@ -231,6 +266,10 @@ export class UstreamerPlugin implements JanusPlugin {
     peer.on('keyFrameRequest', () =>
       this.guard('requestKeyFrame', () => forwarder?.requestKeyFrame()),
     );
+    const sound = this.deps.audio;
+    if (mic && sound) {
+      peer.on('micRtp', (packet) => this.guard('micRtp', () => sound.micRtp(key, packet)));
+    }
     this.deps.log.debug(
       { peer: key, ms: Math.round(performance.now() - watchAt) },
       'janus: offer sent',
@@ -255,6 +294,9 @@ export class UstreamerPlugin implements JanusPlugin {
       }
       if (this.viewers.get(handle) !== viewer) return;
       viewer.forwarder?.start();
+      if (viewer.audio && this.deps.audio && !viewer.unlisten) {
+        viewer.unlisten = this.listen(this.deps.audio, peer);
+      }
     }
     pushStatus(handle, 'started');
   }
@@ -266,12 +308,37 @@ export class UstreamerPlugin implements JanusPlugin {
     if (!viewer || !peer) return;
     this.viewers.delete(handle);
     viewer.forwarder?.stop();
+    viewer.unlisten?.();
+    viewer.unlisten = null;
+    if (viewer.mic) this.guard('micGone', () => this.deps.audio?.micGone(viewer.key));
     peer.removeAllListeners();
     const stats = viewer.forwarder?.stats;
     this.deps.log.debug({ peer: viewer.key, reason, ...stats }, 'janus: peer closed');
     this.guard('onViewerGone', () => this.deps.onViewerGone(viewer.key));
     if (notify && !handle.detached) handle.push({ janus: 'hangup', reason });
     await peer.close();
+  }
+
+  /**
+   * The viewer's own RTP stream of the hub's packets. After a gap (the encoder restarted) the
+   * timestamp jumps by the wall-clock gap, so the browser's jitter buffer stays in step.
+   */
+  private listen(audio: JanusAudio, peer: JanusPeer): () => void {
+    const packetizer = new OpusPacketizer({ ssrc: peer.audioSsrc });
+    let last: AudioPacket | null = null;
+    try {
+      return audio.listen((p) => {
+        if (p.resume && last) {
+          packetizer.resume(((p.at - last.at) * 48_000) / 1000 - last.samples);
+        }
+        last = p;
+        const rtp = packetizer.packetize(p.data);
+        if (rtp) peer.sendAudioRtp(rtp);
+      });
+    } catch (err) {
+      this.deps.log.warn({ err: String(err) }, 'janus: cannot listen to the sound');
+      return () => undefined;
+    }
   }
 
   private watchBucket(socket: PluginSocket): TokenBucket {
