@@ -2,25 +2,10 @@ import { theme } from 'antd';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import type { StreamInfo } from '../../lib/stream-types';
+import { CameraStatus, MicControl, VolumeControl } from '../audio/AudioControls';
 import { KeyboardStatus, MouseStatus } from '../input/HidStatus';
 import type { StreamStatus } from '../video/stream-status';
 import { useStreamStatus, useVideo } from '../video/video-session';
-
-interface StatusItem {
-  id: 'volume' | 'microphone' | 'camera';
-  label: I18nKey;
-  value: I18nKey;
-}
-
-/**
- * SPEC 2 status bar. Mouse and keyboard report the HID state (HidStatus); the audio and camera
- * subsystems arrive with later issues; until they report, their slots say the state is unknown.
- */
-const ITEMS: readonly StatusItem[] = [
-  { id: 'volume', label: 'status.volume', value: 'status.unknown' },
-  { id: 'microphone', label: 'status.microphone', value: 'status.unknown' },
-  { id: 'camera', label: 'status.camera', value: 'status.unknown' },
-];
 
 const STREAM_STATUS_TEXT: Record<StreamStatus, I18nKey> = {
   active: 'status.active',
@@ -47,6 +32,10 @@ function StreamInfoText({ info }: { info: StreamInfo }) {
   return <span data-testid="status-stream-info">{parts.join(' · ')}</span>;
 }
 
+/**
+ * SPEC 2 status bar: stream, mouse and keyboard (HidStatus), volume, microphone and camera
+ * (features/audio).
+ */
 export function StatusBar() {
   const { t } = useTranslation();
   const { token } = theme.useToken();
@@ -75,11 +64,16 @@ export function StatusBar() {
       {state === 'active' && <StreamInfoText info={info} />}
       <MouseStatus />
       <KeyboardStatus />
-      {ITEMS.map((item) => (
-        <span key={item.id} data-testid={`status-${item.id}`}>
-          {t(item.label)}: {t(item.value)}
-        </span>
-      ))}
+      {/* Issue 14: volume (mute, level, the muted tip), microphone (enable, on/off, meter), camera. */}
+      <span data-testid="status-volume">
+        <VolumeControl />
+      </span>
+      <span data-testid="status-microphone">
+        <MicControl />
+      </span>
+      <span data-testid="status-camera">
+        <CameraStatus />
+      </span>
     </footer>
   );
 }

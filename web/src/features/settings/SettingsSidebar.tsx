@@ -1,6 +1,7 @@
 import { lazy, Suspense, type ReactNode } from 'react';
 import { Skeleton, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { AudioGroup } from './AudioGroup';
 import { ColorModeGroup } from './ColorModeGroup';
 import { KeyboardGroup } from './KeyboardGroup';
 import { LanguageGroup } from './LanguageGroup';
@@ -24,7 +25,7 @@ function Lazy({ children }: { children: ReactNode }) {
 }
 
 /**
- * SPEC 2 settings sidebar, in SPEC 2's order: video, keyboard, mouse, (audio: later), system,
+ * SPEC 2 settings sidebar, in SPEC 2's order: video, keyboard, mouse, audio, system,
  * security, network with Ethernet, Wi-Fi, device identity (EDID; its USB half is in system),
  * time zone, language, color mode.
  */
@@ -38,6 +39,7 @@ export default function SettingsSidebar() {
       <VideoGroup />
       <KeyboardGroup />
       <MouseGroup />
+      <AudioGroup />
       <Lazy>
         <SystemGroup />
       </Lazy>

@@ -40,6 +40,9 @@ class FakeWebRtc extends FakeClient<JanusStreamEvents> implements WebRtcClient {
   readonly kind = 'webrtc' as const;
   readonly inputChannel = new DataChannelInput();
   getTrack = () => null;
+  getAudioTrack = () => null;
+  getFeatures = () => null;
+  micChanged = () => undefined;
 }
 
 class FakeDirect extends FakeClient<H264DirectEvents> implements DirectClient {

@@ -29,7 +29,17 @@ export const CLIENT_LOAD_RETRY_MS = 5_000;
 
 export type WebRtcClient = Pick<
   JanusStream,
-  'kind' | 'start' | 'stop' | 'getState' | 'getInfo' | 'getTrack' | 'on' | 'inputChannel'
+  | 'kind'
+  | 'start'
+  | 'stop'
+  | 'getState'
+  | 'getInfo'
+  | 'getTrack'
+  | 'on'
+  | 'inputChannel'
+  | 'getAudioTrack'
+  | 'getFeatures'
+  | 'micChanged'
 >;
 export type DirectClient = Pick<
   H264DirectStream,

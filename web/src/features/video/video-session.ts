@@ -8,6 +8,7 @@ import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
+import { currentMicTrack } from '../audio/audio-store';
 import { useConfig } from '../config/config-store';
 import { setInputChannelSource } from '../input/input-session';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
@@ -28,6 +29,7 @@ export const videoController = new VideoController({
       serverUrl: () => janusServerUrl(window.location, getAuthToken()),
       getTurn: fetchTurn,
       orientation: () => useConfig.getState().config?.orientation ?? 0,
+      micTrack: currentMicTrack,
     });
   },
   createDirect: async () => {

@@ -1,0 +1,308 @@
+/**
+ * The sound controls (issue 14), in the status bar and in the audio settings group: volume
+ * (mute/unmute, level), microphone (enable flow, on/off, meter) and camera state. The logic is
+ * in audio-store.ts; these only show and call. `testIdPrefix` keeps the ids unique when both
+ * places show at once (the status bar's are the bare ones the e2e uses).
+ */
+import { useEffect, useState, type CSSProperties, type ReactNode } from 'react';
+import { Button, Popover, Space, Tooltip, theme } from 'antd';
+import {
+  AudioMutedOutlined,
+  ExclamationCircleFilled,
+  AudioOutlined,
+  MutedOutlined,
+  SoundOutlined,
+  VideoCameraOutlined,
+} from '@ant-design/icons';
+import { useTranslation } from 'react-i18next';
+import { CONFIRM_DIALOG_WIDTH } from '@kvm/protocol/constants';
+import { useMessage } from '../../components/notify';
+import { PlainModal } from '../../components/PlainModal';
+import type { I18nKey } from '../../i18n/keys';
+import { errorMessage } from '../../lib/api';
+import { useConfig } from '../config/config-store';
+import {
+  closeMutedTip,
+  enableMicrophone,
+  micStatus,
+  setCamOn,
+  setMicOn,
+  setVolume,
+  showMutedTip,
+  toggleSound,
+  useAudio,
+  volumeStatus,
+  type MicStatus,
+  type VolumeStatus,
+} from './audio-store';
+import { ensureAudioLoaded, micEnableFlow } from './audio-session';
+
+export interface ControlProps {
+  testIdPrefix?: string;
+}
+
+const itemStyle: CSSProperties = { display: 'inline-flex', alignItems: 'center', gap: 4 };
+
+/** A tooltip around a control that may be disabled (antd needs a wrapper for those). */
+function Tip({ title, children }: { title: ReactNode; children: ReactNode }) {
+  if (!title) return <>{children}</>;
+  return (
+    <Tooltip title={title}>
+      <span style={itemStyle}>{children}</span>
+    </Tooltip>
+  );
+}
+
+function useVolumeText(status: VolumeStatus): { text: string; tip: string | null } {
+  const { t } = useTranslation();
+  switch (status) {
+    case 'direct':
+      return { text: t('audio.none'), tip: t('audio.direct') };
+    case 'unavailable':
+      return { text: t('audio.none'), tip: t('audio.unavailable') };
+    case 'muted':
+      return { text: t('audio.muted'), tip: t('audio.unmute') };
+    case 'blocked':
+      return { text: t('audio.blocked'), tip: t('audio.blockedTip') };
+    case 'on':
+      return { text: t('audio.on'), tip: t('audio.mute') };
+    default:
+      return { text: t('status.unknown'), tip: null };
+  }
+}
+
+export function VolumeControl({ testIdPrefix = '' }: ControlProps) {
+  const { t } = useTranslation();
+  const state = useAudio();
+  const gotTip = useConfig((s) => s.config?.got_muted_panel_tip);
+  useEffect(ensureAudioLoaded, []);
+  const status = volumeStatus(state);
+  const { text, tip } = useVolumeText(status);
+  const off = status === 'direct' || status === 'unavailable';
+  const silent = status === 'muted' || status === 'blocked' || off;
+  // The tip belongs to the status bar's control only (shown once per user).
+  const tipOpen = testIdPrefix === '' && showMutedTip(state, gotTip);
+  const button = (
+    <Button
+      size="small"
+      type="text"
+      data-testid={`${testIdPrefix}audio-volume`}
+      data-state={status}
+      aria-label={tip ?? t('audio.volume')}
+      aria-pressed={state.muted}
+      disabled={off}
+      icon={silent ? <MutedOutlined /> : <SoundOutlined />}
+      onClick={toggleSound}
+    >
+      {t('audio.volume')}: {text}
+      {state.device?.simulated && !off ? ` (${t('audio.simulated')})` : ''}
+    </Button>
+  );
+  return (
+    <span style={itemStyle} data-testid={`${testIdPrefix}audio-volume-control`}>
+      <Popover
+        open={tipOpen}
+        placement="topLeft"
+        content={
+          <div data-testid="audio-muted-tip" style={{ maxWidth: 260 }}>
+            <div style={{ marginBottom: 8 }}>{t('audio.mutedTip')}</div>
+            <Button size="small" type="primary" onClick={closeMutedTip}>
+              {t('audio.gotIt')}
+            </Button>
+          </div>
+        }
+      >
+        <Tip title={tipOpen ? null : tip}>{button}</Tip>
+      </Popover>
+      <input
+        type="range"
+        min={0}
+        max={100}
+        step={1}
+        data-testid={`${testIdPrefix}audio-level`}
+        aria-label={t('audio.level')}
+        disabled={off}
+        value={Math.round(state.volume * 100)}
+        onChange={(e) => setVolume(Number(e.currentTarget.value) / 100)}
+        style={{ width: 72 }}
+      />
+    </span>
+  );
+}
+
+const MIC_TEXT: Record<MicStatus, I18nKey> = {
+  unknown: 'status.unknown',
+  direct: 'audio.none',
+  unavailable: 'audio.mic.unavailable',
+  disabled: 'audio.mic.disabled',
+  enabling: 'audio.mic.enabling',
+  off: 'audio.mic.off',
+  starting: 'audio.mic.starting',
+  on: 'audio.mic.on',
+  denied: 'audio.mic.denied',
+  noDevice: 'audio.mic.noDevice',
+  unsupported: 'audio.mic.unsupported',
+  failed: 'audio.mic.failed',
+};
+
+/** SPEC 9 meter: a bar, data-level 0..1 (rounded to 0.01). */
+function MicMeterBar({ level, testId }: { level: number; testId: string }) {
+  const { token } = theme.useToken();
+  const shown = Math.round(Math.min(1, Math.max(0, level)) * 100) / 100;
+  return (
+    <span
+      data-testid={testId}
+      data-level={shown}
+      role="meter"
+      aria-valuemin={0}
+      aria-valuemax={1}
+      aria-valuenow={shown}
+      style={{
+        display: 'inline-block',
+        width: 40,
+        height: 6,
+        borderRadius: 3,
+        background: token.colorFillSecondary,
+        overflow: 'hidden',
+      }}
+    >
+      <span
+        style={{
+          display: 'block',
+          height: '100%',
+          width: `${shown * 100}%`,
+          background: token.colorSuccess,
+          transition: 'width 90ms linear',
+        }}
+      />
+    </span>
+  );
+}
+
+export function MicControl({ testIdPrefix = '' }: ControlProps) {
+  const { t } = useTranslation();
+  const message = useMessage();
+  const state = useAudio();
+  const [confirming, setConfirming] = useState(false);
+  useEffect(ensureAudioLoaded, []);
+  const status = micStatus(state);
+  const tips: Partial<Record<MicStatus, string>> = {
+    direct: t('audio.mic.direct'),
+    unavailable: t('audio.mic.unavailableTip'),
+    disabled: t('audio.mic.enableTip'),
+    off: t('audio.mic.turnOn'),
+    on: state.muted ? t('audio.mic.mutedNote') : t('audio.mic.turnOff'),
+    starting: t('audio.mic.turnOff'),
+  };
+  const inert = status === 'unknown' || status === 'direct' || status === 'unavailable';
+  const click = () => {
+    if (status === 'disabled') setConfirming(true);
+    else if (status === 'on' || status === 'starting') setMicOn(false);
+    else setMicOn(true); // off, or an error: try again
+  };
+  const live = status === 'on' && !state.muted;
+  const isError =
+    status === 'denied' || status === 'noDevice' || status === 'unsupported' || status === 'failed';
+  return (
+    <span style={itemStyle}>
+      <Tip title={tips[status] ?? null}>
+        <Button
+          size="small"
+          type="text"
+          danger={isError}
+          data-testid={`${testIdPrefix}audio-mic`}
+          data-state={status}
+          aria-pressed={status === 'on' || status === 'starting'}
+          disabled={inert || status === 'enabling'}
+          loading={status === 'enabling'}
+          icon={live ? <AudioOutlined /> : <AudioMutedOutlined />}
+          onClick={click}
+        >
+          {t('audio.mic.label')}: {t(MIC_TEXT[status])}
+          {status === 'disabled' ? ` · ${t('audio.mic.enable')}` : ''}
+        </Button>
+      </Tip>
+      {status === 'on' && (
+        <Tooltip title={t('audio.mic.meter')}>
+          <MicMeterBar
+            level={state.muted ? 0 : state.micLevel}
+            testId={`${testIdPrefix}audio-mic-meter`}
+          />
+        </Tooltip>
+      )}
+      {/* SPEC 2's confirm dialog (as ConfirmDialog), with the OK id the e2e clicks. */}
+      <PlainModal
+        open={confirming}
+        width={CONFIRM_DIALOG_WIDTH}
+        danger
+        title={
+          <Space>
+            <ExclamationCircleFilled style={{ color: 'var(--ant-color-warning, #faad14)' }} />
+            {t('common.caution')}
+          </Space>
+        }
+        okText={t('audio.mic.enable')}
+        okTestId={`${testIdPrefix}audio-mic-enable-confirm`}
+        cancelTestId={`${testIdPrefix}audio-mic-enable-cancel`}
+        onCancel={() => setConfirming(false)}
+        onOk={() => {
+          setConfirming(false);
+          // SPEC 4: set the param, restart, wait for the reconnection, then the toast.
+          const flow = micEnableFlow();
+          enableMicrophone(flow.deps)
+            .then(
+              () => void message.success(t('audio.mic.enabled')),
+              (err: unknown) => void message.error(errorMessage(err, t('audio.mic.enableFailed'))),
+            )
+            .finally(flow.done);
+        }}
+      >
+        {t('audio.mic.enableConfirm')}
+      </PlainModal>
+    </span>
+  );
+}
+
+export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
+  const { t } = useTranslation();
+  const camera = useAudio((s) => s.device?.camera ?? null);
+  const camOn = useAudio((s) => s.camOn);
+  useEffect(ensureAudioLoaded, []);
+  if (!camera) {
+    return (
+      <span data-testid={`${testIdPrefix}audio-camera`} data-state="unknown" style={itemStyle}>
+        <VideoCameraOutlined /> {t('audio.camera.label')}: {t('audio.camera.unknown')}
+      </span>
+    );
+  }
+  if (!camera.available) {
+    // No capture is attempted: the reason says what it needs (e.g. the hardware target).
+    return (
+      <Tooltip title={camera.reason ?? t('audio.camera.unavailable')}>
+        <span
+          data-testid={`${testIdPrefix}audio-camera`}
+          data-state="unavailable"
+          style={itemStyle}
+        >
+          <VideoCameraOutlined /> {t('audio.camera.label')}: {t('audio.camera.unavailable')}
+          {camera.reason ? ` (${camera.reason})` : ''}
+        </span>
+      </Tooltip>
+    );
+  }
+  return (
+    <Tooltip title={t('audio.camera.toggle')}>
+      <Button
+        size="small"
+        type="text"
+        data-testid={`${testIdPrefix}audio-camera`}
+        data-state={camOn ? 'on' : 'off'}
+        aria-pressed={camOn}
+        icon={<VideoCameraOutlined />}
+        onClick={() => setCamOn(!camOn)}
+      >
+        {t('audio.camera.label')}: {camOn ? t('audio.camera.on') : t('audio.camera.off')}
+      </Button>
+    </Tooltip>
+  );
+}

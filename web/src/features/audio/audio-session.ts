@@ -1,0 +1,97 @@
+/**
+ * Wires the sound store to the rest of the console: the device's `audio` event and a reload
+ * after every reconnection, the running video client (its remote sound track and features),
+ * the server config's mic_on, and the microphone track back into the WebRTC session.
+ * Imported for its effects by the controls (status bar, settings, the remote audio element).
+ */
+import type { AudioState } from '@kvm/protocol/audio';
+import { api } from '../../lib/api';
+import { eventSocket, heartbeat } from '../connection/connection';
+import { rebootDevice } from '../system/system-api';
+import { useConfig } from '../config/config-store';
+import { videoController } from '../video/video-session';
+import type { WebRtcClient } from '../video/video-controller';
+import {
+  adoptServerMicOn,
+  applyAudio,
+  loadAudio,
+  onMicTrackChange,
+  remoteAudio,
+  useAudio,
+  type MicEnableDeps,
+} from './audio-store';
+
+declare module '../../lib/event-socket' {
+  interface EventPayloads {
+    audio: AudioState;
+  }
+}
+
+eventSocket.on('audio', applyAudio);
+heartbeat.onReconnected(() => void loadAudio());
+
+let client: WebRtcClient | null = null;
+let offClient: () => void = () => undefined;
+
+function followVideo(): void {
+  const snapshot = videoController.getSnapshot();
+  const next = snapshot.mode === 'webrtc' ? snapshot.webrtc : null;
+  if (useAudio.getState().mode !== snapshot.mode) useAudio.setState({ mode: snapshot.mode });
+  if (next === client) return;
+  offClient();
+  client = next;
+  if (!next) {
+    offClient = () => undefined;
+    remoteAudio.setTrack(null);
+    useAudio.setState({ features: null, receiving: false });
+    return;
+  }
+  const offs = [
+    next.on('audioTrack', (track) => {
+      remoteAudio.setTrack(track);
+      useAudio.setState({ receiving: track !== null });
+    }),
+    next.on('features', (features) => useAudio.setState({ features })),
+  ];
+  offClient = () => offs.forEach((off) => off());
+  const track = next.getAudioTrack();
+  remoteAudio.setTrack(track);
+  useAudio.setState({ features: next.getFeatures(), receiving: track !== null });
+}
+
+videoController.subscribe(followVideo);
+followVideo();
+
+onMicTrackChange(() => client?.micChanged());
+
+useConfig.subscribe((s) => adoptServerMicOn(s.config?.mic_on));
+adoptServerMicOn(useConfig.getState().config?.mic_on);
+
+let loaded = false;
+/** The first control that shows reads the state once (the event keeps it current). */
+export function ensureAudioLoaded(): void {
+  if (loaded) return;
+  loaded = true;
+  void loadAudio();
+}
+
+/** The real calls of the microphone enable flow (SPEC 4); the connection drop marks the restart. */
+export function micEnableFlow(): { deps: MicEnableDeps; done: () => void } {
+  let offClose: () => void = () => undefined;
+  const wentAway = new Promise<void>((resolve) => {
+    offClose = eventSocket.onClose(() => resolve());
+  });
+  return {
+    deps: {
+      setParam: () => api.post('/system/set_param', { query: { enable_mic: 1 } }),
+      reboot: rebootDevice,
+      micEnabled: async () => {
+        const state = await api.get<AudioState>('/audio', { timeoutMs: 3000 });
+        applyAudio(state);
+        return state.mic.enabled;
+      },
+      wentAway,
+    },
+    done: () => offClose(),
+  };
+}
