@@ -90,7 +90,7 @@ interface Viewer {
   readonly watchAt: number;
   peer: JanusPeer | null;
   forwarder: VideoForwarder | null;
-  /** Stops the viewer's listening to the audio hub (set from the answer on). */
+  /** Stops the viewer's listening to the audio hub (set once DTLS is up). */
   unlisten: (() => void) | null;
   /** The offer has the Opus section / it is sendrecv. */
   audio: boolean;
@@ -249,7 +249,14 @@ export class UstreamerPlugin implements JanusPlugin {
       ? new VideoForwarder(this.deps.feed, (pkt) => peer.sendRtp(pkt), peer.videoSsrc)
       : null;
     viewer.forwarder = forwarder;
-    peer.on('mediaReady', () => forwarder?.setReady());
+    peer.on('mediaReady', () => {
+      forwarder?.setReady();
+      // listening starts with DTLS: packets before it would be lost, the talkspurt's marker too
+      const sound = this.deps.audio;
+      if (viewer.audio && sound && !viewer.unlisten && this.viewers.get(handle) === viewer) {
+        viewer.unlisten = this.listen(sound, peer);
+      }
+    });
     peer.on('connected', () => {
       this.deps.log.info(
         { peer: key, ms: Math.round(performance.now() - watchAt) },
@@ -294,9 +301,6 @@ export class UstreamerPlugin implements JanusPlugin {
       }
       if (this.viewers.get(handle) !== viewer) return;
       viewer.forwarder?.start();
-      if (viewer.audio && this.deps.audio && !viewer.unlisten) {
-        viewer.unlisten = this.listen(this.deps.audio, peer);
-      }
     }
     pushStatus(handle, 'started');
   }
