@@ -13,7 +13,9 @@
 // The guest (docs/drivers.md, QEMU target): a framebuffer console at 1024x768 with a shell on
 // tty1 that echoes what is typed, and on the serial port (ttyS0) one line per input event and
 // per block device change, the oracle of the end-to-end tests, plus a prompt-less shell that
-// runs what the console's serial tab types.
+// runs what the console's serial tab types. Sound (issue 14): QEMU's intel-hda + hda-duplex with
+// the `tone`, `hear` and `listen` commands of a small static C helper (scripts/guest/snd.c,
+// built here with `gcc -static`: the guest needs no alsa-lib).
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
@@ -38,8 +40,11 @@ const debDir = join(outDir, 'debs');
 const workDir = join(outDir, 'work');
 const quiet = process.argv.includes('--quiet');
 const force = process.argv.includes('--force');
+const sndSource = join(root, 'scripts', 'guest', 'snd.c');
+// The C helper is part of the guest: a change to it rebuilds the guest too.
 const scriptHash = createHash('sha256')
   .update(readFileSync(fileURLToPath(import.meta.url)))
+  .update(readFileSync(sndSource))
   .digest('hex')
   .slice(0, 16);
 
@@ -78,6 +83,10 @@ const MODULES = [
   'virtio_pci',
   'virtio_blk',
   'isofs',
+  // Sound: QEMU's hda-duplex is a generic HDA codec. The codec driver first: the controller
+  // would ask /sbin/modprobe for it, which this guest does not have.
+  'snd_hda_codec_generic',
+  'snd_hda_intel',
 ];
 
 // Serial port lines (ttyS0), one per fact, for the end-to-end tests:
@@ -264,6 +273,29 @@ done | while read type code value; do
 done
 `;
 
+/**
+ * Sound, on the card QEMU's intel-hda + hda-duplex give the guest (docs/drivers.md). Each
+ * prints its lines on the serial port wherever it was typed; each blocks until done (type
+ * `tone 1000 62 &` to go on typing).
+ * - `tone [hz=1000] [seconds=3]` (up to 120 s): a sine on both channels at -6 dBFS; prints
+ *   `tone start <hz>` just before its first sample is written, `tone end` once it has played.
+ * - `hear <hz> [seconds=10]`: records until <hz> is present in a 20 ms window (Goertzel level
+ *   over -40 dBFS holding most of the window's energy): `heard <hz>` then `hear end`, or
+ *   `hear none` when it never came.
+ * - `listen [seconds=1]`: records, then `listen <dominant hz> <rms 0..1>`; silence is hz 0.
+ */
+const SOUND = {
+  tone: `#!/bin/sh\nexec /bin/snd tone "\${1:-1000}" "\${2:-3}" > /dev/ttyS0 2>&1\n`,
+  hear: `#!/bin/sh\nexec /bin/snd hear "$1" "\${2:-10}" > /dev/ttyS0 2>&1\n`,
+  listen: `#!/bin/sh\nexec /bin/snd listen "\${1:-1}" > /dev/ttyS0 2>&1\n`,
+};
+
+/** The sound helper, statically linked: the guest has no C library. */
+function buildSnd(out) {
+  if (!existsSync('/usr/bin/gcc')) throw new Error('gcc missing: apt-get install gcc libc6-dev');
+  run('gcc', ['-static', '-O2', '-Wall', '-o', out, sndSource, '-lm']);
+}
+
 const OUTPUTS = ['vmlinux', 'vmlinuz', 'initrd.img', 'guest.iso', 'rescue.iso'];
 
 function log(msg) {
@@ -433,7 +465,7 @@ class Cpio {
   }
 }
 
-function buildInitramfs(kernelRoot, kernelVersion, busybox) {
+function buildInitramfs(kernelRoot, kernelVersion, busybox, snd) {
   const modRoot = join(kernelRoot, 'lib', 'modules', kernelVersion);
   const index = indexModules(join(modRoot, 'kernel'));
   const { order, deps } = resolveModules(index, MODULES);
@@ -449,6 +481,9 @@ function buildInitramfs(kernelRoot, kernelVersion, busybox) {
   cpio.file('bin/hotplug', Buffer.from(HOTPLUG), 0o755);
   cpio.file('bin/screen', Buffer.from(SCREEN), 0o755);
   cpio.file('bin/pick', Buffer.from(PICK), 0o755);
+  cpio.file('bin/snd', readFileSync(snd), 0o755);
+  for (const [name, text] of Object.entries(SOUND))
+    cpio.file(`bin/${name}`, Buffer.from(text), 0o755);
   cpio.file('etc/modules', Buffer.from(MODULES.join('\n') + '\n'));
   // modules.dep as depmod writes it (the .deb has none: its postinst runs depmod).
   const rel = (name) => relative(modRoot, index.get(name));
@@ -549,7 +584,14 @@ function main() {
   if (versions.length !== 1) throw new Error(`expected one kernel in ${kernelDeb}: ${versions}`);
   const kernelVersion = versions[0];
 
-  const { image, modules } = buildInitramfs(kroot, kernelVersion, join(broot, 'bin', 'busybox'));
+  const snd = join(workDir, 'snd');
+  buildSnd(snd);
+  const { image, modules } = buildInitramfs(
+    kroot,
+    kernelVersion,
+    join(broot, 'bin', 'busybox'),
+    snd,
+  );
   const stage = join(workDir, 'iso');
   mkdirSync(stage, { recursive: true });
   copyFileSync(join(kroot, 'boot', `vmlinuz-${kernelVersion}`), join(stage, 'vmlinuz'));
