@@ -156,8 +156,8 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
-          // the VM's sound (drivers/qemu/audio.ts) replaces this when it is wired
-          audio: new NoAudio(),
+          // the VM's sound (drivers/qemu/audio.ts) when the QEMU target has it
+          audio: (q as { audio?: AudioDriver }).audio ?? new NoAudio(),
           system: {
             ...devSystemDrivers(config, log, new QemuDisplay(q.machine, config.data_dir, log)),
             usb: qemuUsbIdentity(q.hid),
