@@ -131,4 +131,19 @@ describe('benchmarks in short mode', () => {
     expectMeasured(json, ['snapshot_ms', 'snapshot_samples', 'mjpeg_fps']);
     expect(json['mjpeg_fps']).toBeGreaterThan(0);
   }, 100_000);
+
+  it('audio', async () => {
+    // the testbed's simulated sound to a page's audio-only watch, and the page's microphone back
+    const json = await runShort('audio', 90_000);
+    expectMeasured(json, [
+      'audio_latency_ms',
+      'audio_latency_samples',
+      'mic_latency_ms',
+      'mic_latency_samples',
+      'audio_dropouts_60s',
+      'audio_dropout_blocks_samples',
+      'cpu_pct_audio',
+    ]);
+    expect(json['audio_dropout_blocks_samples']).toBeGreaterThan(100);
+  }, 100_000);
 });

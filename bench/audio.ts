@@ -1,0 +1,433 @@
+/**
+ * `npm run bench -- audio`: issue 14's figures, one JSON object.
+ *
+ * The listener is Chromium with a minimal Janus client in the page (e2e/fixtures/audio.ts
+ * `watch`): one audio-only watch, `video:false` (GL's second handle), no console, so that only
+ * the sound path is measured; with `mic:true` its answer sends the page's own microphone, a
+ * WebAudio oscillator behind a gain the bench switches on at a known time (no getUserMedia).
+ * The received track is tapped by a WebAudio ScriptProcessor (256-frame blocks, 5.3 ms); each
+ * block's level of the tone's frequency is stamped with the page's epoch time when it reached
+ * the main thread (about 8 ms after the sound entered the page's WebAudio graph, measured on an
+ * oscillator in the same graph). The page's clock is matched to the bench's with
+ * lib.clockOffset.
+ *
+ * Full mode: the built server in a process of its own on the QEMU target (ServerProcess) with
+ * `enable_mic` stored before its start; the guest's `tone`/`hear` commands are typed on its
+ * serial shell (run/serial.sock) and answer on run/serial.log, polled every 2 ms.
+ * - audio_latency_ms: the guest's `tone start 1000` line seen on the serial log (it prints it
+ *   right before its first sample; 16 characters at 115200 baud, ~1.4 ms) to the first block in
+ *   the page with the 1 kHz level at 0.1 or more (the tone is ~0.5): p50 of 12 (budget 150).
+ *   `audio_latency_from_command_ms` counts from the serial command written instead (the
+ *   guest's process start included).
+ * - mic_latency_ms: `hear 700` started in the guest (its `hear start` line seen, or 700 ms after
+ *   the command when it prints none), then the page's oscillator on at 700 Hz (the page's epoch
+ *   time of the gain change) to `heard 700` seen on the serial log: p50 of 12 (budget 200).
+ * - audio_dropouts_60s: a 62 s `tone 1000` received by the page; from 0.5 s after its first
+ *   block to 60 s later, runs of blocks whose 1 kHz level is under a third of the median level
+ *   lasting 20 ms or more (four blocks, 21.3 ms): 0 expected.
+ * - cpu_pct_audio: during that minute (one listener, the tone playing), the CPU time of the
+ *   server process and every descendant but QEMU (ffmpeg's encoder, PulseAudio) from
+ *   /proc/<pid>/stat, as % of one core. `cpu_pct_no_listener` is the same over 10 s before
+ *   the listener came, for the share that is not sound.
+ *
+ * Short mode (`--short`, run by e2e/bench-short.spec.ts): the testbed target in this process
+ * (buildTestApp), its simulated sound: `app.ctx.drivers.testbedAudio.tone(hz, ms)` (its
+ * performance.now() at the start) and `heard(hz).at` for the guest's commands; 3 samples each,
+ * a 5 s dropout window; the CPU is this process (server and the bench's Playwright client) and
+ * its ffmpeg children. Its numbers are no figures (`short: true`).
+ */
+import { readdir, readFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp } from '../server/src/app';
+import type { TestbedAudio } from '../server/src/drivers/testbed/audio';
+import { Browser } from '../e2e/fixtures/browser';
+import { ServerProcess } from '../e2e/fixtures/server';
+import {
+  installAudioProbe,
+  pageListen,
+  serialText,
+  serialWait,
+  serialWrite,
+} from '../e2e/fixtures/audio';
+import {
+  clockOffset,
+  epochNow,
+  initAndLogin,
+  median,
+  note,
+  percentile,
+  round,
+  shortMark,
+  sized,
+  SHORT,
+} from './lib';
+
+const PASSWORD = 'benchpass';
+const SAMPLES = sized(12, 3);
+const DROPOUT_S = sized(60, 5);
+const SPEAKER_HZ = 1000;
+const MIC_HZ = 700;
+/** A block in the page holds the tone from this level on (the tone is ~0.5). */
+const DETECT = 0.1;
+/** A gap: blocks under this share of the median level, this many in a row (21.3 ms). */
+const GAP_SHARE = 1 / 3;
+const GAP_BLOCKS = 4;
+const CLK_TCK = 100;
+
+/** What differs between the QEMU guest and the testbed's simulated sound. */
+interface Target {
+  base: string;
+  token: string;
+  /** Plays `hz` for `ms`; answers this process's epoch ms at the tone's start (and the command's). */
+  tone(hz: number, ms: number): Promise<{ start: number; command: number }>;
+  /** Waits until the tone played by `tone` is over. */
+  toneDone(): Promise<void>;
+  /** Arms the microphone detector for `hz`; then `heard` answers when it came (epoch ms). */
+  armHear(hz: number): Promise<void>;
+  heard(hz: number, timeoutMs: number): Promise<number>;
+  /** Pids whose CPU counts as the server's sound. */
+  cpuPids(): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** utime + stime (clock ticks) of a pid, 0 when it is gone. */
+async function cpuTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11] ?? 0) + Number(f[12] ?? 0);
+}
+
+/** Every descendant of `root` with its command name. */
+async function descendants(root: number): Promise<Array<{ pid: number; comm: string }>> {
+  const parent = new Map<number, { ppid: number; comm: string }>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    parent.set(Number(entry), { ppid, comm });
+  }
+  const found = new Set([root]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, { ppid }] of parent) {
+      if (!found.has(pid) && found.has(ppid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  found.delete(root);
+  return [...found].map((pid) => ({ pid, comm: parent.get(pid)!.comm }));
+}
+
+/** % of one core the pids (looked up again at the end, for children started meanwhile) used. */
+async function cpuPercent(
+  pids: () => Promise<number[]>,
+  ms: number,
+  during: Promise<unknown> = wait(ms),
+): Promise<number> {
+  const before = new Map<number, number>();
+  for (const pid of await pids()) before.set(pid, await cpuTicks(pid));
+  const t0 = performance.now();
+  await during;
+  const seconds = (performance.now() - t0) / 1000;
+  let ticks = 0;
+  for (const pid of await pids()) ticks += (await cpuTicks(pid)) - (before.get(pid) ?? 0);
+  return (ticks / CLK_TCK / seconds) * 100;
+}
+
+// --- targets ------------------------------------------------------------------------------
+
+const MIC_PARAMS = JSON.stringify({ otg_functions: { enable_mic: true } });
+
+async function storeMicEnabled(dataDir: string): Promise<void> {
+  await mkdir(join(dataDir, 'system'), { recursive: true });
+  await writeFile(join(dataDir, 'system', 'params.json'), MIC_PARAMS);
+}
+
+async function qemuTarget(): Promise<Target> {
+  const server = await ServerProcess.start({ target: 'qemu', prepare: storeMicEnabled });
+  try {
+    const token = await initAndLogin(server.url, PASSWORD);
+    const dir = server.dataDir;
+    await serialWait(dir, 0, /guest ready/, 180_000, 200);
+    let toneFrom = 0;
+    let hearFrom = 0;
+    return {
+      base: server.url,
+      token,
+      async tone(hz, ms) {
+        toneFrom = (await serialText(dir)).length;
+        const command = epochNow();
+        await serialWrite(dir, `tone ${hz} ${Math.ceil(ms / 1000)}`);
+        const { seenAt } = await serialWait(
+          dir,
+          toneFrom,
+          new RegExp(`tone start ${hz}\\b`),
+          10_000,
+          2,
+        );
+        return { start: seenAt, command };
+      },
+      async toneDone() {
+        await serialWait(dir, toneFrom, /tone end/, 130_000, 50);
+      },
+      async armHear(hz) {
+        hearFrom = (await serialText(dir)).length;
+        await serialWrite(dir, `hear ${hz} 5`);
+        await serialWait(dir, hearFrom, /hear start/, 3_000, 5).catch(() => wait(700));
+      },
+      async heard(hz, timeoutMs) {
+        const { seenAt } = await serialWait(
+          dir,
+          hearFrom,
+          new RegExp(`heard ${hz}\\b`),
+          timeoutMs,
+          2,
+        );
+        // the command's end, so the next one starts alone
+        await serialWait(dir, hearFrom, /hear (end|none)/, 15_000, 50).catch(() => undefined);
+        return seenAt;
+      },
+      async cpuPids() {
+        const pid = server.pid;
+        if (!pid) return [];
+        const kids = await descendants(pid);
+        return [pid, ...kids.filter((k) => !k.comm.startsWith('qemu')).map((k) => k.pid)];
+      },
+      close: () => server.dispose(),
+    };
+  } catch (err) {
+    note(`server log:\n${server.log.slice(-3000)}`);
+    await server.dispose();
+    throw err;
+  }
+}
+
+async function testbedTarget(): Promise<Target> {
+  const dir = await mkdtemp(join(tmpdir(), 'kvm-bench-audio-'));
+  await storeMicEnabled(dir);
+  let app: FastifyInstance | null = null;
+  try {
+    app = await buildTestApp(dir, { target: 'testbed' });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const addr = app.server.address();
+    const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    const token = await initAndLogin(base, PASSWORD);
+    const sound = app.ctx.drivers.testbedAudio as TestbedAudio | undefined;
+    if (!sound) throw new Error('the testbed has no testbedAudio driver');
+    let toneEnd = 0;
+    const closing = app;
+    return {
+      base,
+      token,
+      async tone(hz, ms) {
+        const command = epochNow();
+        const from = sound.tone(hz, ms);
+        toneEnd = from + ms;
+        return { start: performance.timeOrigin + from, command };
+      },
+      async toneDone() {
+        await wait(Math.max(0, toneEnd - performance.now()));
+      },
+      async armHear() {
+        sound.mark();
+      },
+      async heard(hz, timeoutMs) {
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const { at } = sound.heard(hz);
+          if (at !== null) return performance.timeOrigin + at;
+          if (Date.now() > deadline) throw new Error(`the testbed never heard ${hz} Hz`);
+          await wait(2);
+        }
+      },
+      async cpuPids() {
+        const kids = await descendants(process.pid);
+        return [process.pid, ...kids.filter((k) => k.comm === 'ffmpeg').map((k) => k.pid)];
+      },
+      async close() {
+        await closing.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await app?.close();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+// --- the page -----------------------------------------------------------------------------
+
+async function openListener(browser: Browser, t: Target, mic: boolean): Promise<Page> {
+  await browser.context.addCookies([{ name: 'auth_token', value: t.token, url: t.base }]);
+  const page = await browser.context.newPage();
+  await installAudioProbe(page);
+  // a page of the server's origin that starts nothing itself
+  await page.goto(`${t.base}/api/auth/check`);
+  const answer = (await page.evaluate(
+    `window.__kvmAudio.watch({ audio: true, video: false, mic: ${mic} })`,
+  )) as { features: Record<string, unknown>; offer: string };
+  note(`features ${JSON.stringify(answer.features)}`);
+  const audio = answer.offer
+    .split('\n')
+    .filter((l) => /^m=audio|a=(sendonly|sendrecv|recvonly)/.test(l));
+  note(`offer: ${audio.map((l) => l.trim()).join(' | ')}`);
+  const deadline = Date.now() + 10_000;
+  while (!(await pageListen(page, SPEAKER_HZ))) {
+    if (Date.now() > deadline) throw new Error('no audio track received');
+    await wait(100);
+  }
+  return page;
+}
+
+const pageNow = (page: Page) =>
+  page.evaluate('performance.timeOrigin + performance.now()') as Promise<number>;
+
+async function firstAbove(page: Page, since: number, timeoutMs: number): Promise<number | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const at = (await page.evaluate(`window.__kvmAudio.firstAbove(${since}, ${DETECT})`)) as
+      number | null;
+    if (at !== null) return at;
+    if (Date.now() > deadline) return null;
+    await wait(20);
+  }
+}
+
+async function speakerLatency(page: Page, t: Target, offset: number) {
+  const fromTone: number[] = [];
+  const fromCommand: number[] = [];
+  let missed = 0;
+  for (let i = 0; i < SAMPLES; i += 1) {
+    await page.evaluate(`window.__kvmAudio.listen(${SPEAKER_HZ})`);
+    const since = await pageNow(page);
+    const { start, command } = await t.tone(SPEAKER_HZ, 1000);
+    const at = await firstAbove(page, since, 5_000);
+    await t.toneDone();
+    if (at === null) {
+      missed += 1;
+      continue;
+    }
+    fromTone.push(at - offset - start);
+    fromCommand.push(at - offset - command);
+    // silence between tones, so that every onset is one
+    await wait(300 + Math.random() * 200);
+  }
+  note(`audio latency: ${fromTone.map((x) => round(x)).join(', ')} ms (${missed} missed)`);
+  return { fromTone, fromCommand, missed };
+}
+
+async function micLatency(page: Page, t: Target, offset: number) {
+  const times: number[] = [];
+  let missed = 0;
+  for (let i = 0; i < SAMPLES; i += 1) {
+    await page.evaluate('window.__kvmAudio.micTone(0)');
+    await wait(300);
+    await t.armHear(MIC_HZ);
+    const on = (await page.evaluate(`window.__kvmAudio.micTone(${MIC_HZ})`)) as number;
+    try {
+      const heard = await t.heard(MIC_HZ, 5_000);
+      times.push(heard - (on - offset));
+    } catch (err) {
+      missed += 1;
+      note(`mic sample ${i}: ${String(err).slice(0, 300)}`);
+    }
+  }
+  await page.evaluate('window.__kvmAudio.micTone(0)');
+  note(`mic latency: ${times.map((x) => round(x)).join(', ')} ms (${missed} missed)`);
+  return { times, missed };
+}
+
+/** Runs of low blocks of 20 ms or more in `seconds` of a steady tone; with the CPU meanwhile. */
+async function dropouts(page: Page, t: Target) {
+  await page.evaluate(`window.__kvmAudio.listen(${SPEAKER_HZ})`);
+  const since = await pageNow(page);
+  await t.tone(SPEAKER_HZ, (DROPOUT_S + 2) * 1000);
+  const first = await firstAbove(page, since, 5_000);
+  if (first === null) throw new Error('the long tone never reached the page');
+  const from = first + 500;
+  const to = from + DROPOUT_S * 1000;
+  const cpu = await cpuPercent(
+    () => t.cpuPids(),
+    0,
+    (async () => {
+      while ((await pageNow(page)) < to + 200) await wait(250);
+    })(),
+  );
+  const b = (await page.evaluate(`window.__kvmAudio.since(${from})`)) as {
+    t: number[];
+    short: number[];
+  };
+  const levels = b.short.filter((_, i) => b.t[i]! <= to);
+  const typical = median(levels);
+  let gaps = 0;
+  let run = 0;
+  let longest = 0;
+  for (const l of levels) {
+    if (l < typical * GAP_SHARE) {
+      run += 1;
+      longest = Math.max(longest, run);
+      if (run === GAP_BLOCKS) gaps += 1;
+    } else run = 0;
+  }
+  const expected = (DROPOUT_S * 48_000) / 256;
+  note(
+    `dropouts: ${gaps} in ${levels.length} blocks (${round(expected, 0)} expected), median level ${round(typical, 3)}, longest low run ${longest} blocks`,
+  );
+  await t.toneDone();
+  return { gaps, blocks: levels.length, typical, cpu, longest };
+}
+
+async function main(): Promise<Record<string, number | boolean>> {
+  const t = SHORT ? await testbedTarget() : await qemuTarget();
+  const browser = await Browser.launch();
+  try {
+    const idle = await cpuPercent(() => t.cpuPids(), sized(10_000, 2_000));
+    const page = await openListener(browser, t, true);
+    const { offset, bound } = await clockOffset(() => pageNow(page));
+    note(`page clock ${round(offset, 2)} ms ahead (within ${round(bound, 2)})`);
+    // the encoder's first packets and the jitter buffer settle
+    await wait(1500);
+    const speaker = await speakerLatency(page, t, offset);
+    const mic = await micLatency(page, t, offset);
+    const drop = await dropouts(page, t);
+    await page.evaluate('window.__kvmAudio.unwatch()');
+    return {
+      ...shortMark(),
+      audio_latency_ms: round(median(speaker.fromTone)),
+      audio_latency_p95_ms: round(percentile(speaker.fromTone, 95)),
+      audio_latency_from_command_ms: round(median(speaker.fromCommand)),
+      audio_latency_samples: speaker.fromTone.length,
+      audio_latency_missed: speaker.missed,
+      mic_latency_ms: round(median(mic.times)),
+      mic_latency_p95_ms: round(percentile(mic.times, 95)),
+      mic_latency_samples: mic.times.length,
+      mic_latency_missed: mic.missed,
+      audio_dropouts_60s: drop.gaps,
+      audio_dropout_window_s: DROPOUT_S,
+      audio_dropout_blocks_samples: drop.blocks,
+      audio_level: round(drop.typical, 3),
+      cpu_pct_audio: round(drop.cpu, 2),
+      cpu_pct_no_listener: round(idle, 2),
+      clock_offset_ms: round(offset, 2),
+    };
+  } finally {
+    await browser.close();
+    await t.close();
+  }
+}
+
+if (process.argv[1]?.endsWith('audio.mjs')) {
+  const figures = await main();
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
