@@ -101,6 +101,8 @@ export class AudioHub extends EventEmitter<{ listeners: [count: number]; running
   private retryTimer: NodeJS.Timeout | null = null;
   private stallTimer: NodeJS.Timeout | null = null;
   private disposed = false;
+  /** The previous ffmpeg is being stopped: a new one waits for it (never two at once). */
+  private stopping: Promise<void> | null = null;
   /** Packets sent to subscribers since the start. */
   packets = 0;
 
@@ -150,7 +152,7 @@ export class AudioHub extends EventEmitter<{ listeners: [count: number]; running
   }
 
   private ensureRunning(): void {
-    if (this.supervisor || this.disposed || this.retryTimer) return;
+    if (this.supervisor || this.stopping || this.disposed || this.retryTimer) return;
     const capture = this.driver.capture();
     if (!capture) {
       this.retryTimer = setTimeout(() => {
@@ -247,7 +249,18 @@ export class AudioHub extends EventEmitter<{ listeners: [count: number]; running
     this.graceTimer = null;
   }
 
-  private async stop(): Promise<void> {
+  private stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = this.stopNow().finally(() => {
+        this.stopping = null;
+        // a subscriber that came while this one stopped gets a fresh encoder
+        if (this.subscribers.size > 0 && !this.disposed) this.ensureRunning();
+      });
+    }
+    return this.stopping;
+  }
+
+  private async stopNow(): Promise<void> {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     if (this.stallTimer) clearInterval(this.stallTimer);
@@ -261,7 +274,5 @@ export class AudioHub extends EventEmitter<{ listeners: [count: number]; running
     sup.stdin?.end();
     await sup.ensureStopped();
     sup.removeAllListeners();
-    // a subscriber that came while this one stopped gets a fresh encoder
-    if (this.subscribers.size > 0 && !this.disposed) this.ensureRunning();
   }
 }

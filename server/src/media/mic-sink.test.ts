@@ -105,6 +105,21 @@ describe('MicSink', () => {
     expect(sink.sender).toBe('peer-a');
   });
 
+  it('starts a new decoder for a sender that begins while the old one stops', async () => {
+    const driver = new TestbedAudio();
+    const sink = new MicSink(driver, SILENT_LOGGER, { idleMs: 5000 });
+    sinks.push(sink);
+    for (const packet of rtp(tone600, 1).slice(0, 10)) sink.push('peer-a', packet);
+    await vi.waitFor(() => expect(sink.pid).not.toBeNull(), { timeout: 10_000 });
+    const first = sink.pid;
+    driver.mark();
+    sink.senderGone('peer-a');
+    for (const packet of rtp(tone900, 2)) sink.push('peer-b', packet);
+    expect(sink.sender).toBe('peer-b');
+    await vi.waitFor(() => expect(driver.heard(900).at).not.toBeNull(), { timeout: 10_000 });
+    expect(sink.pid).not.toBe(first);
+  });
+
   it('refuses what is not Opus RTP, and any microphone on a target without one', () => {
     const sink = new MicSink(new TestbedAudio(), SILENT_LOGGER);
     sinks.push(sink);

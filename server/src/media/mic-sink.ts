@@ -76,10 +76,10 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
   private writer: OggOpusWriter | null = null;
   private pending: { data: Buffer; samples: number }[] = [];
   private idleTimer: NodeJS.Timeout | null = null;
-  private stopDrain: (() => void) | null = null;
-  private drainStream: PassThrough | null = null;
   private serial = 0;
   private disposed = false;
+  /** The previous decoder is being stopped: a new one waits for it (never two at once). */
+  private stopping: Promise<void> | null = null;
   readonly stats: MicSinkStats = { packets: 0, dropped: 0, refused: 0 };
 
   constructor(
@@ -125,7 +125,7 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
       }
     }
     this.armIdle();
-    if (!this.supervisor) this.start();
+    if (!this.supervisor && !this.stopping) this.start();
     this.write(Buffer.from(view.payload), samples);
   }
 
@@ -175,7 +175,6 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
   private start(): void {
     const playback = this.driver.playback();
     if (!playback) return;
-    this.pending = [];
     const sup = this.makeSupervisor(playback);
     this.supervisor = sup;
     sup.ensureStarted().catch((err: unknown) => {
@@ -195,11 +194,19 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
       retryFirstSpawn: true,
       keepLines: 20,
     });
+    // this decoder's own output stream: a later decoder never closes it
+    let drain: { stream: PassThrough; stop: () => void } | null = null;
+    const closeDrain = (): void => {
+      drain?.stop();
+      drain?.stream.end();
+      drain = null;
+    };
     sup.on('started', (pid) => {
       this.log.debug({ pid }, 'audio: microphone decoder started');
+      closeDrain();
       if (playback.drain) {
-        this.drainStream = new PassThrough();
-        this.stopDrain = playback.drain(this.drainStream);
+        const stream = new PassThrough();
+        drain = { stream, stop: playback.drain(stream) };
       }
       // each decoder (a restarted one too) gets a new logical stream from its headers on
       const writer = new OggOpusWriter((++this.serial * 0x9e3779b1) >>> 0);
@@ -212,10 +219,10 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
         stdin.write(writer.packet(p.data, p.samples));
       }
     });
-    sup.on('data', (chunk) => this.drainStream?.write(chunk));
+    sup.on('data', (chunk) => drain?.stream.write(chunk));
     sup.on('exited', (info) => {
-      this.writer = null;
-      this.closeDrain();
+      if (this.supervisor === sup) this.writer = null;
+      closeDrain();
       if (!info.expected) {
         this.log.warn(
           { code: info.code, signal: info.signal, stderr: sup.recentOutput().join('\n') },
@@ -224,13 +231,6 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
       }
     });
     return sup;
-  }
-
-  private closeDrain(): void {
-    this.stopDrain?.();
-    this.stopDrain = null;
-    this.drainStream?.end();
-    this.drainStream = null;
   }
 
   private armIdle(): void {
@@ -242,7 +242,18 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
     this.idleTimer.unref();
   }
 
-  private async stop(): Promise<void> {
+  private stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = this.stopNow().finally(() => {
+        this.stopping = null;
+        // packets of a sender that began while the old decoder stopped: start a new one
+        if (this.current !== null && !this.supervisor && !this.disposed) this.start();
+      });
+    }
+    return this.stopping;
+  }
+
+  private async stopNow(): Promise<void> {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     const was = this.current !== null;
@@ -256,6 +267,5 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
     sup.stdin?.end();
     await sup.ensureStopped();
     sup.removeAllListeners();
-    this.closeDrain();
   }
 }
