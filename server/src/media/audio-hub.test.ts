@@ -99,6 +99,24 @@ describe('AudioHub', () => {
     expect(hub.subscriberCount).toBe(3);
   });
 
+  it('a listener that comes while the encoder stops gets a new one after it', async () => {
+    const hub = new AudioHub(new TestbedAudio(), SILENT_LOGGER, { graceMs: 0 });
+    hubs.push(hub);
+    const a: AudioPacket[] = [];
+    const stop = hub.subscribe((p) => a.push(p));
+    await vi.waitFor(() => expect(a.length).toBeGreaterThan(1), { timeout: 10_000 });
+    const first = hub.pid!;
+    stop();
+    await vi.waitFor(() => expect(hub.pid).toBeNull());
+    const b: AudioPacket[] = [];
+    hub.subscribe((p) => b.push(p));
+    await vi.waitFor(() => expect(b.length).toBeGreaterThan(1), { timeout: 10_000 });
+    expect(b[0]!.resume).toBe(true);
+    expect(hub.pid).not.toBe(first);
+    // the old one is gone
+    expect(await readProcArgv(first)).toBeNull();
+  });
+
   it('starts nothing while the driver has no sound, and keeps asking', async () => {
     const driver = new NoAudio();
     const capture = vi.spyOn(driver, 'capture');
