@@ -42,6 +42,8 @@ export interface ControlProps {
 }
 
 const itemStyle: CSSProperties = { display: 'inline-flex', alignItems: 'center', gap: 4 };
+/** Buttons as small as the status bar's text around them. */
+const buttonStyle: CSSProperties = { fontSize: 'inherit', height: 22, padding: '0 4px' };
 
 /** A tooltip around a control that may be disabled (antd needs a wrapper for those). */
 function Tip({ title, children }: { title: ReactNode; children: ReactNode }) {
@@ -86,15 +88,16 @@ export function VolumeControl({ testIdPrefix = '' }: ControlProps) {
     <Button
       size="small"
       type="text"
+      style={buttonStyle}
       data-testid={`${testIdPrefix}audio-volume`}
       data-state={status}
-      aria-label={tip ?? t('audio.volume')}
+      aria-label={tip ?? t('status.volume')}
       aria-pressed={state.muted}
       disabled={off}
       icon={silent ? <MutedOutlined /> : <SoundOutlined />}
       onClick={toggleSound}
     >
-      {t('audio.volume')}: {text}
+      {t('status.volume')}: {text}
       {state.device?.simulated && !off ? ` (${t('audio.simulated')})` : ''}
     </Button>
   );
@@ -209,6 +212,7 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
         <Button
           size="small"
           type="text"
+          style={buttonStyle}
           danger={isError}
           data-testid={`${testIdPrefix}audio-mic`}
           data-state={status}
@@ -218,7 +222,7 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
           icon={live ? <AudioOutlined /> : <AudioMutedOutlined />}
           onClick={click}
         >
-          {t('audio.mic.label')}: {t(MIC_TEXT[status])}
+          {t('status.microphone')}: {t(MIC_TEXT[status])}
           {status === 'disabled' ? ` · ${t('audio.mic.enable')}` : ''}
         </Button>
       </Tip>
@@ -271,7 +275,7 @@ export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
   if (!camera) {
     return (
       <span data-testid={`${testIdPrefix}audio-camera`} data-state="unknown" style={itemStyle}>
-        <VideoCameraOutlined /> {t('audio.camera.label')}: {t('audio.camera.unknown')}
+        <VideoCameraOutlined /> {t('status.camera')}: {t('audio.camera.unknown')}
       </span>
     );
   }
@@ -282,10 +286,12 @@ export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
         <span
           data-testid={`${testIdPrefix}audio-camera`}
           data-state="unavailable"
+          data-reason={camera.reason ?? ''}
           style={itemStyle}
         >
-          <VideoCameraOutlined /> {t('audio.camera.label')}: {t('audio.camera.unavailable')}
-          {camera.reason ? ` (${camera.reason})` : ''}
+          <VideoCameraOutlined /> {t('status.camera')}: {t('audio.camera.unavailable')}
+          {/* The status bar keeps it short: the reason is in the tooltip there. */}
+          {testIdPrefix !== '' && camera.reason ? ` (${camera.reason})` : ''}
         </span>
       </Tooltip>
     );
@@ -295,13 +301,14 @@ export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
       <Button
         size="small"
         type="text"
+        style={buttonStyle}
         data-testid={`${testIdPrefix}audio-camera`}
         data-state={camOn ? 'on' : 'off'}
         aria-pressed={camOn}
         icon={<VideoCameraOutlined />}
         onClick={() => setCamOn(!camOn)}
       >
-        {t('audio.camera.label')}: {camOn ? t('audio.camera.on') : t('audio.camera.off')}
+        {t('status.camera')}: {camOn ? t('audio.camera.on') : t('audio.camera.off')}
       </Button>
     </Tooltip>
   );

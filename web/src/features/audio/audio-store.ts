@@ -188,6 +188,8 @@ export function toggleSound(): void {
     closeMutedTip();
     return;
   }
+  // Muted by the user's own click: no tip telling them how (it stays for a muted page load).
+  if (!s.muted) useAudio.setState({ tipClosed: true });
   setMuted(!s.muted);
 }
 

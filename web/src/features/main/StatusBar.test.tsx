@@ -148,7 +148,8 @@ describe('StatusBar', () => {
   it('camera: unavailable with the reason', async () => {
     await show();
     expect(attr('audio-camera', 'data-state')).toBe('unavailable');
-    expect(view?.byTestId('audio-camera')?.textContent).toContain('needs the hardware target');
+    expect(attr('audio-camera', 'data-reason')).toBe('needs the hardware target');
+    expect(view?.byTestId('audio-camera')?.textContent).toContain(en.audio.camera.unavailable);
   });
 
   it('microphone enable flow: confirm → set_param → reboot → back → toast', async () => {
@@ -195,8 +196,17 @@ describe('StatusBar', () => {
     useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS }, status: 'ready' });
     await show({ receiving: true });
     expect(view?.byTestId('audio-muted-tip')).toBeNull();
-    click(view?.byTestId('audio-volume') ?? null); // muted
+    // The user's own mute click: no tip telling them how.
+    click(view?.byTestId('audio-volume') ?? null);
+    expect(attr('audio-volume', 'data-state')).toBe('muted');
+    await flush();
+    expect(view?.byTestId('audio-muted-tip')).toBeNull();
+    // A page that loads muted (the remembered setting) shows it.
+    view?.unmount();
+    act(() => useAudio.setState({ tipClosed: false }));
+    await show({ receiving: true, muted: true });
     await waitFor(() => view?.byTestId('audio-muted-tip') != null, 'the tip');
+    expect(view?.byTestId('audio-muted-tip')?.textContent).toContain(en.audio.mutedTip);
     const gotIt = view?.byTestId('audio-muted-tip')?.querySelector('button') ?? null;
     click(gotIt);
     await waitFor(() => requests.some((r) => r.path === '/api/system/set_config'), 'the save');
