@@ -40,6 +40,8 @@ interface Tone {
 
 /** One 20 ms window of the microphone as decoded, with the time it arrived. */
 interface Window {
+  /** Counts windows since the start: `heard` remembers how far it looked. */
+  seq: number;
   at: number;
   pcm: Int16Array;
 }
@@ -59,6 +61,12 @@ export class TestbedAudio implements AudioDriver {
   /** Continuous phase of the generated sine across chunks, in frames. */
   private phase = 0;
   private history: Window[] = [];
+  private windowSeq = 0;
+  /**
+   * Per frequency asked: the first window not looked at yet, and the hit once found, so a
+   * bench polling `heard` every few ms analyses each window once.
+   */
+  private scans = new Map<string, { next: number; at: number | null }>();
   private partial = Buffer.alloc(0);
   /** Bytes of microphone PCM decoded since the start (tests read it to see the mic arrived). */
   micBytes = 0;
@@ -79,18 +87,26 @@ export class TestbedAudio implements AudioDriver {
   /** Forgets what the microphone carried so far: `heard` looks from now on. */
   mark(): number {
     this.history = [];
+    this.scans.clear();
     return performance.now();
   }
 
   /** Whether (and when, since the last mark) the microphone carried `hz` at `threshold` or more. */
   heard(hz: number, threshold = HEARD_THRESHOLD): Heard {
-    let at: number | null = null;
-    for (const w of this.history) {
-      if (toneLevel(w.pcm, RATE, CHANNELS, hz) >= threshold) {
-        at = w.at;
-        break;
-      }
+    const key = `${hz}/${threshold}`;
+    let scan = this.scans.get(key);
+    if (!scan) {
+      if (this.scans.size >= 32) this.scans.clear();
+      scan = { next: 0, at: null };
+      this.scans.set(key, scan);
     }
+    for (const w of this.history) {
+      if (scan.at !== null) break;
+      if (w.seq < scan.next) continue;
+      scan.next = w.seq + 1;
+      if (toneLevel(w.pcm, RATE, CHANNELS, hz) >= threshold) scan.at = w.at;
+    }
+    const at = scan.at;
     const last = this.history.slice(-5);
     const joined = new Int16Array(last.reduce((n, w) => n + w.pcm.length, 0));
     let off = 0;
@@ -120,6 +136,7 @@ export class TestbedAudio implements AudioDriver {
   async dispose(): Promise<void> {
     this.tones = [];
     this.history = [];
+    this.scans.clear();
   }
 
   /** Writes 20 ms chunks in real time, paced by the clock rather than by the timer. */
@@ -168,7 +185,7 @@ export class TestbedAudio implements AudioDriver {
       this.micBytes += data.length;
       let buf = this.partial.length ? Buffer.concat([this.partial, data]) : data;
       while (buf.length >= CHUNK_BYTES) {
-        this.history.push({ at, pcm: s16(buf.subarray(0, CHUNK_BYTES)) });
+        this.history.push({ seq: this.windowSeq++, at, pcm: s16(buf.subarray(0, CHUNK_BYTES)) });
         buf = buf.subarray(CHUNK_BYTES);
       }
       this.partial = Buffer.from(buf);
