@@ -43,6 +43,31 @@ describe('qemuArgs', () => {
     );
     expect(args).toContain('-spice unix=on,addr=/run/x/spice.sock,disable-ticketing=on');
     expect(args).toContain('-kernel /g/vmlinux -initrd /g/initrd.img -append console=ttyS0');
+    // no sound server given: no sound card (QEMU would not start without its server)
+    expect(args).not.toMatch(/-audiodev|intel-hda/);
+  });
+
+  it('gives the VM an intel-hda sound card on our PulseAudio when there is one', () => {
+    const args = qemuArgs({
+      paths: runPaths('/run/x'),
+      guest: guestImagePaths('/g'),
+      cmdline: 'console=ttyS0',
+      boot: 'kernel',
+      memoryMb: 256,
+      accel: 'tcg',
+      spice: false,
+      audio: {
+        socket: '/run/a,b/pa.sock',
+        speakerSink: 'kvm_speaker',
+        micSource: 'kvm_mic.monitor',
+      },
+    });
+    expect(args.join(' ')).toContain(
+      '-audiodev pa,id=snd0,server=unix:/run/a,,b/pa.sock,out.name=kvm_speaker,' +
+        'in.name=kvm_mic.monitor,out.frequency=48000,in.frequency=48000,' +
+        'out.latency=10000,in.latency=10000,timer-period=5000 ' +
+        '-device intel-hda,id=sound0 -device hda-duplex,audiodev=snd0,mixer=off',
+    );
   });
 });
 

@@ -5,7 +5,7 @@
  * other QEMU drivers (video, hid, atx, msd) share this machine's QMP through `command()`.
  *
  * Run folder (`<data_dir>/run/`): qmp.sock, vnc.sock, spice.sock, qemu.pid, serial.sock,
- * serial.log.
+ * serial.log; the sound server's pa.sock, pulseaudio.pid and pulse/ (audio.ts).
  * The command line and what each device is for: docs/drivers.md, QEMU target.
  *
  * Power state table (from query-status, refreshed on every run-state event):
@@ -22,6 +22,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../../process/supervisor';
+import type { QemuAudioBackend } from './audio';
 import { guestImagePaths, readGuestManifest, type GuestImage } from './guest';
 import {
   connectQmpWithRetry,
@@ -57,6 +58,8 @@ export interface QemuMachineOptions {
   spice?: boolean;
   qemuBinary?: string;
   extraArgs?: string[];
+  /** The sound server the VM's sound card plays into, read at every start (null: no card). */
+  audio?: () => QemuAudioBackend | null;
   log?: Logger;
   backoff?: BackoffOptions;
   /** For QMP to come up after a start. */
@@ -165,7 +168,35 @@ export interface CommandLineInput {
   memoryMb: number;
   accel: 'tcg' | 'kvm';
   spice: boolean;
+  /** The VM's sound card and its PulseAudio (drivers/qemu/audio.ts); none without. */
+  audio?: QemuAudioBackend | null;
   extraArgs?: string[];
+}
+
+/** An option value for QEMU's `key=value,...` syntax (a comma is doubled). */
+const optValue = (v: string): string => v.replaceAll(',', ',,');
+
+/**
+ * The sound card: intel-hda with an hda-duplex codec (line out and line in), on QEMU's `pa`
+ * backend. 48 kHz both ways as the sinks run (no resampling); 10 ms PulseAudio latency and a
+ * 5 ms audio timer keep the delay low (measured: guest `tone` to an ffmpeg capture about 25 ms).
+ * `mixer=off`: no amplifiers in the codec, so the guest has no volume to unmute (the kernel
+ * leaves an HDA amp muted) and the sound passes at the level it was made.
+ */
+export function audioArgs(a: QemuAudioBackend): string[] {
+  const audiodev = [
+    'pa,id=snd0',
+    `server=unix:${optValue(a.socket)}`,
+    `out.name=${optValue(a.speakerSink)}`,
+    `in.name=${optValue(a.micSource)}`,
+    'out.frequency=48000,in.frequency=48000',
+    'out.latency=10000,in.latency=10000',
+    'timer-period=5000',
+  ].join(',');
+  return [
+    ...['-audiodev', audiodev],
+    ...['-device', 'intel-hda,id=sound0', '-device', 'hda-duplex,audiodev=snd0,mixer=off'],
+  ];
 }
 
 /** QEMU's arguments (docs/drivers.md explains each). */
@@ -198,6 +229,7 @@ export function qemuArgs(c: CommandLineInput): string[] {
     // The CD-ROM drive, empty: virtual media changes its medium through QMP.
     ...['-drive', 'if=none,id=cd0,media=cdrom,readonly=on'],
     ...['-device', 'ide-cd,drive=cd0,id=cdrom,bootindex=1'],
+    ...(c.audio ? audioArgs(c.audio) : []),
   ];
   if (c.boot === 'kernel') {
     args.push('-kernel', c.guest.vmlinux, '-initrd', c.guest.initrd, '-append', c.cmdline);
@@ -373,7 +405,7 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     this.args.splice(
       0,
       this.args.length,
-      ...qemuArgs({ ...this.launch, display: this.argsDisplay }),
+      ...qemuArgs({ ...this.launch, display: this.argsDisplay, audio: this.opts.audio?.() }),
     );
   }
 
