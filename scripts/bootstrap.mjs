@@ -42,8 +42,14 @@ const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata', 'edid-
  * its tests draw known text with DejaVu Sans Mono (fonts-dejavu-core).
  */
 const OCR = ['tesseract-ocr', 'tesseract-ocr-eng'];
+/**
+ * Sound on the QEMU target (docs/drivers.md "Audio (QEMU)"): pulseaudio, the sound server the
+ * server starts per data folder; qemu-system-gui, where QEMU's `pa` audio backend lives; gcc +
+ * libc6-dev, the guest's static sound helper (scripts/guest/snd.c).
+ */
+const AUDIO = ['pulseaudio', 'qemu-system-gui', 'gcc', 'libc6-dev'];
 const PACKAGES = {
-  start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR],
+  start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR, ...AUDIO],
   test: [
     'openssl',
     'ca-certificates',
@@ -52,6 +58,7 @@ const PACKAGES = {
     ...QEMU_TARGET,
     ...SYSTEM,
     ...OCR,
+    ...AUDIO,
     'fonts-dejavu-core',
   ],
 };
