@@ -5,7 +5,6 @@
 import type { AppConfig } from './config';
 import { DisabledAtx } from './drivers/atx/disabled';
 import type { AtxDriver } from './drivers/atx/types';
-import { NoAudio } from './drivers/audio/none';
 import type { AudioDriver } from './drivers/audio/types';
 import { DisabledFingerbot } from './drivers/fingerbot/disabled';
 import type { FingerbotDriver } from './drivers/fingerbot/types';
@@ -156,8 +155,8 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
           atx: q.atx,
           msd: q.msd,
           fingerbot: q.fingerbot,
-          // the VM's sound (drivers/qemu/audio.ts) when the QEMU target has it
-          audio: (q as { audio?: AudioDriver }).audio ?? new NoAudio(),
+          // the VM's sound: its PulseAudio runs with the machine (q.init / q.dispose)
+          audio: q.audio,
           system: {
             ...devSystemDrivers(config, log, new QemuDisplay(q.machine, config.data_dir, log)),
             usb: qemuUsbIdentity(q.hid),
