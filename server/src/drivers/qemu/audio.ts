@@ -11,7 +11,7 @@
  * off, the user's own PulseAudio and session bus never asked for. HOME and the runtime folders
  * point at `<run>/pulse/`. Under a Supervisor with a pid file (a stale one is killed at start,
  * every exit path kills it); if it dies it is started again, but the running QEMU does not
- * reconnect: the VM's sound comes back at its next power cycle.
+ * reconnect: the VM's sound stays off until QEMU itself restarts (not an ATX reset).
  */
 import { execFile } from 'node:child_process';
 import { createConnection } from 'node:net';
@@ -239,7 +239,7 @@ export class QemuAudio implements AudioDriver {
       if (!info.expected) {
         log?.warn(
           { code: info.code, signal: info.signal, output: sup.recentOutput().slice(-3) },
-          "pulseaudio exited: restarting it; the VM's sound returns at its next power cycle",
+          "pulseaudio exited: restarting it; the VM's sound stays off until QEMU restarts",
         );
       }
     });
