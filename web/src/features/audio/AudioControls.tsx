@@ -75,15 +75,19 @@ function useVolumeText(status: VolumeStatus): { text: string; tip: string | null
 
 export function VolumeControl({ testIdPrefix = '' }: ControlProps) {
   const { t } = useTranslation();
-  const state = useAudio();
   const gotTip = useConfig((s) => s.config?.got_muted_panel_tip);
+  // Field by field: the meter's 10 updates a second must not redraw this.
+  const status = useAudio(volumeStatus);
+  const muted = useAudio((s) => s.muted);
+  const volume = useAudio((s) => s.volume);
+  const simulated = useAudio((s) => s.device?.simulated === true);
+  const mutedTip = useAudio((s) => showMutedTip(s, gotTip));
   useEffect(ensureAudioLoaded, []);
-  const status = volumeStatus(state);
   const { text, tip } = useVolumeText(status);
   const off = status === 'direct' || status === 'unavailable';
   const silent = status === 'muted' || status === 'blocked' || off;
   // The tip belongs to the status bar's control only (shown once per user).
-  const tipOpen = testIdPrefix === '' && showMutedTip(state, gotTip);
+  const tipOpen = testIdPrefix === '' && mutedTip;
   const button = (
     <Button
       size="small"
@@ -92,13 +96,13 @@ export function VolumeControl({ testIdPrefix = '' }: ControlProps) {
       data-testid={`${testIdPrefix}audio-volume`}
       data-state={status}
       aria-label={tip ?? t('status.volume')}
-      aria-pressed={state.muted}
+      aria-pressed={muted}
       disabled={off}
       icon={silent ? <MutedOutlined /> : <SoundOutlined />}
       onClick={toggleSound}
     >
       {t('status.volume')}: {text}
-      {state.device?.simulated && !off ? ` (${t('audio.simulated')})` : ''}
+      {simulated && !off ? ` (${t('audio.simulated')})` : ''}
     </Button>
   );
   return (
@@ -125,7 +129,7 @@ export function VolumeControl({ testIdPrefix = '' }: ControlProps) {
         data-testid={`${testIdPrefix}audio-level`}
         aria-label={t('audio.level')}
         disabled={off}
-        value={Math.round(state.volume * 100)}
+        value={Math.round(volume * 100)}
         onChange={(e) => setVolume(Number(e.currentTarget.value) / 100)}
         style={{ width: 72 }}
       />
@@ -148,9 +152,10 @@ const MIC_TEXT: Record<MicStatus, I18nKey> = {
   failed: 'audio.mic.failed',
 };
 
-/** SPEC 9 meter: a bar, data-level 0..1 (rounded to 0.01). */
-function MicMeterBar({ level, testId }: { level: number; testId: string }) {
+/** SPEC 9 meter: a bar, data-level 0..1 (rounded to 0.01); 0 while muted. */
+function MicMeterBar({ testId }: { testId: string }) {
   const { token } = theme.useToken();
+  const level = useAudio((s) => (s.muted ? 0 : s.micLevel));
   const shown = Math.round(Math.min(1, Math.max(0, level)) * 100) / 100;
   return (
     <span
@@ -185,16 +190,16 @@ function MicMeterBar({ level, testId }: { level: number; testId: string }) {
 export function MicControl({ testIdPrefix = '' }: ControlProps) {
   const { t } = useTranslation();
   const message = useMessage();
-  const state = useAudio();
+  const status = useAudio(micStatus);
+  const muted = useAudio((s) => s.muted);
   const [confirming, setConfirming] = useState(false);
   useEffect(ensureAudioLoaded, []);
-  const status = micStatus(state);
   const tips: Partial<Record<MicStatus, string>> = {
     direct: t('audio.mic.direct'),
     unavailable: t('audio.mic.unavailableTip'),
     disabled: t('audio.mic.enableTip'),
     off: t('audio.mic.turnOn'),
-    on: state.muted ? t('audio.mic.mutedNote') : t('audio.mic.turnOff'),
+    on: muted ? t('audio.mic.mutedNote') : t('audio.mic.turnOff'),
     starting: t('audio.mic.turnOff'),
   };
   const inert = status === 'unknown' || status === 'direct' || status === 'unavailable';
@@ -203,7 +208,7 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
     else if (status === 'on' || status === 'starting') setMicOn(false);
     else setMicOn(true); // off, or an error: try again
   };
-  const live = status === 'on' && !state.muted;
+  const live = status === 'on' && !muted;
   const isError =
     status === 'denied' || status === 'noDevice' || status === 'unsupported' || status === 'failed';
   return (
@@ -228,10 +233,7 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
       </Tip>
       {status === 'on' && (
         <Tooltip title={t('audio.mic.meter')}>
-          <MicMeterBar
-            level={state.muted ? 0 : state.micLevel}
-            testId={`${testIdPrefix}audio-mic-meter`}
-          />
+          <MicMeterBar testId={`${testIdPrefix}audio-mic-meter`} />
         </Tooltip>
       )}
       {/* SPEC 2's confirm dialog (as ConfirmDialog), with the OK id the e2e clicks. */}
