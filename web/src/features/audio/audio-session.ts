@@ -75,11 +75,29 @@ export function ensureAudioLoaded(): void {
   void loadAudio();
 }
 
-/** The real calls of the microphone enable flow (SPEC 4); the connection drop marks the restart. */
+/**
+ * The real calls of the microphone enable flow (SPEC 4): the event socket's close marks the
+ * restart, the heartbeat's reconnection (after it) the console being back.
+ */
 export function micEnableFlow(): { deps: MicEnableDeps; done: () => void } {
-  let offClose: () => void = () => undefined;
+  let closed = false;
+  let back = false;
+  let resolveAway: () => void = () => undefined;
+  let resolveBack: () => void = () => undefined;
   const wentAway = new Promise<void>((resolve) => {
-    offClose = eventSocket.onClose(() => resolve());
+    resolveAway = resolve;
+  });
+  const backAgain = new Promise<void>((resolve) => {
+    resolveBack = resolve;
+  });
+  const offClose = eventSocket.onClose(() => {
+    closed = true;
+    back = false;
+    resolveAway();
+  });
+  const offBack = heartbeat.onReconnected(() => {
+    back = true;
+    resolveBack();
   });
   return {
     deps: {
@@ -91,7 +109,12 @@ export function micEnableFlow(): { deps: MicEnableDeps; done: () => void } {
         return state.mic.enabled;
       },
       wentAway,
+      // The socket never closed (nothing to wait for) or has been re-created since.
+      reconnected: () => (!closed || back ? Promise.resolve() : backAgain),
     },
-    done: () => offClose(),
+    done: () => {
+      offClose();
+      offBack();
+    },
   };
 }

@@ -167,6 +167,7 @@ describe('audio store', () => {
     const calls: string[] = [];
     let back = false;
     let away: () => void = () => undefined;
+    const hold: { reconnect?: () => void } = {};
     const flow: MicEnableDeps = {
       setParam: () => {
         calls.push('set_param');
@@ -184,6 +185,10 @@ describe('audio store', () => {
       wentAway: new Promise<void>((resolve) => {
         away = resolve;
       }),
+      reconnected: () =>
+        new Promise<void>((resolve) => {
+          hold.reconnect = resolve;
+        }),
       pollMs: 5,
       waitMs: 5_000,
     };
@@ -195,6 +200,11 @@ describe('audio store', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(useAudio.getState().enabling).toBe(true);
     away();
+    // Back and enabled: the toast waits for the console's reconnection.
+    await vi.waitFor(() => expect(hold.reconnect).toBeDefined());
+    await new Promise((r) => setTimeout(r, 20));
+    expect(useAudio.getState().enabling).toBe(true);
+    hold.reconnect?.();
     await done;
     expect(calls.slice(0, 2)).toEqual(['set_param', 'reboot']);
     expect(useAudio.getState().enabling).toBe(false);

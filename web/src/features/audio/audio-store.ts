@@ -330,6 +330,8 @@ export interface MicEnableDeps {
   micEnabled: () => Promise<boolean>;
   /** Resolves when the connection was seen to drop (the restart began). */
   wentAway: Promise<void>;
+  /** Resolves when the console's connection is back (the heartbeat's reconnection). */
+  reconnected?: () => Promise<void>;
   pollMs?: number;
   waitMs?: number;
 }
@@ -370,7 +372,12 @@ export async function enableMicrophone(flow: MicEnableDeps): Promise<void> {
           return null;
         },
       );
-      if (enabled === true && away) return;
+      if (enabled === true && away) {
+        // SPEC 4: the toast comes once the console is connected again (bounded by the wait).
+        const left = Math.max(0, until - Date.now());
+        await Promise.race([flow.reconnected?.() ?? Promise.resolve(), sleep(left)]);
+        return;
+      }
       if (Date.now() > until) {
         // A restart too quick to be seen: the device's answer is what counts.
         if (enabled === true) return;
