@@ -23,7 +23,6 @@ import { errorMessage } from '../../lib/api';
 import { useConfig } from '../config/config-store';
 import {
   closeMutedTip,
-  enableMicrophone,
   micStatus,
   setCamOn,
   setMicOn,
@@ -36,6 +35,7 @@ import {
   type VolumeStatus,
 } from './audio-store';
 import { ensureAudioLoaded, micEnableFlow } from './audio-session';
+import { enableMicrophone } from './mic-enable';
 
 export interface ControlProps {
   testIdPrefix?: string;

@@ -18,8 +18,8 @@ import {
   onMicTrackChange,
   remoteAudio,
   useAudio,
-  type MicEnableDeps,
 } from './audio-store';
+import type { MicEnableDeps } from './mic-enable';
 
 declare module '../../lib/event-socket' {
   interface EventPayloads {

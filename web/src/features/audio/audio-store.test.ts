@@ -10,7 +10,6 @@ import {
   adoptServerMicOn,
   closeMutedTip,
   currentMicTrack,
-  enableMicrophone,
   micStatus,
   onMicTrackChange,
   resetAudioForTests,
@@ -21,8 +20,8 @@ import {
   useAudio,
   volumeStatus,
   type AudioStoreState,
-  type MicEnableDeps,
 } from './audio-store';
+import { enableMicrophone, type MicEnableDeps } from './mic-enable';
 
 function deviceState(patch: Partial<AudioState> = {}, mic: Partial<AudioState['mic']> = {}) {
   return {
