@@ -9,11 +9,12 @@ import { api } from '../../lib/api';
 import { eventSocket, heartbeat } from '../connection/connection';
 import { rebootDevice } from '../system/system-api';
 import { useConfig } from '../config/config-store';
-import { videoController } from '../video/video-session';
+import { setMicTrackSource, videoController } from '../video/video-session';
 import type { WebRtcClient } from '../video/video-controller';
 import {
   adoptServerMicOn,
   applyAudio,
+  currentMicTrack,
   loadAudio,
   onMicTrackChange,
   remoteAudio,
@@ -62,6 +63,7 @@ function followVideo(): void {
 videoController.subscribe(followVideo);
 followVideo();
 
+setMicTrackSource(currentMicTrack);
 onMicTrackChange(() => client?.micChanged());
 
 useConfig.subscribe((s) => adoptServerMicOn(s.config?.mic_on));

@@ -6,7 +6,6 @@ import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type Responder } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
-import { RemoteAudio } from '../audio/RemoteAudio';
 import {
   remoteAudio,
   resetAudioForTests,
@@ -233,7 +232,6 @@ describe('StatusBar', () => {
     view = await render(
       <NotifyProvider>
         <video data-testid="video" muted autoPlay />
-        <RemoteAudio />
         <StatusBar />
       </NotifyProvider>,
     );

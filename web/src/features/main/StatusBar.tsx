@@ -3,6 +3,7 @@ import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import type { StreamInfo } from '../../lib/stream-types';
 import { CameraStatus, MicControl, VolumeControl } from '../audio/AudioControls';
+import { RemoteAudio } from '../audio/RemoteAudio';
 import { KeyboardStatus, MouseStatus } from '../input/HidStatus';
 import type { StreamStatus } from '../video/stream-status';
 import { useStreamStatus, useVideo } from '../video/video-session';
@@ -74,6 +75,8 @@ export function StatusBar() {
       <span data-testid="status-camera">
         <CameraStatus />
       </span>
+      {/* The sound plays apart from the muted <video> (autoplay rules); hidden. */}
+      <RemoteAudio />
     </footer>
   );
 }

@@ -9,7 +9,6 @@ import {
 import { CloseOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
-import { RemoteAudio } from '../audio/RemoteAudio';
 import { setStreamWanted } from '../connection/connection';
 import { useInputCapture } from '../input/input-capture';
 import { useConfig } from '../config/config-store';
@@ -241,8 +240,6 @@ export function VideoView() {
           style={elementStyle}
         />
       )}
-      {/* The sound plays apart from the muted <video> (autoplay rules, issue 14). */}
-      {mode === 'webrtc' && <RemoteAudio />}
       {mode === 'direct_h264' && (
         <canvas
           ref={canvasRef}

@@ -8,7 +8,6 @@ import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { currentMicTrack } from '../audio/audio-store';
 import { useConfig } from '../config/config-store';
 import { setInputChannelSource } from '../input/input-session';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
@@ -22,6 +21,13 @@ import {
 } from './streamer-store';
 import { VideoController, type VideoSnapshot } from './video-controller';
 
+/** The microphone track to send (features/audio registers it: video never imports audio). */
+let micTrackSource: () => MediaStreamTrack | null = () => null;
+
+export function setMicTrackSource(source: () => MediaStreamTrack | null): void {
+  micTrackSource = source;
+}
+
 export const videoController = new VideoController({
   createWebRtc: async () => {
     const { JanusStream, janusServerUrl } = await import('../../lib/janus-stream');
@@ -29,7 +35,7 @@ export const videoController = new VideoController({
       serverUrl: () => janusServerUrl(window.location, getAuthToken()),
       getTurn: fetchTurn,
       orientation: () => useConfig.getState().config?.orientation ?? 0,
-      micTrack: currentMicTrack,
+      micTrack: () => micTrackSource(),
     });
   },
   createDirect: async () => {
