@@ -549,6 +549,31 @@ describe('JanusStream sound (issue 14)', () => {
     expect(runtime.sessions).toHaveLength(1);
   });
 
+  it('a microphone track before the answer waits for it, then renegotiates', async () => {
+    const mic = { track: null as MediaStreamTrack | null };
+    const { runtime, stream } = setup(null, mic);
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const session = runtime.last();
+    session.options.success();
+    const handle = new FakeHandle();
+    session.plugin.success(handle);
+    session.plugin.onmessage({
+      result: { status: 'features', features: { audio: true, mic: true } },
+    });
+    // watching, the offer not here yet: no stop + watch that would cross it
+    mic.track = micTrack;
+    stream.micChanged();
+    expect(handle.requests()).toEqual(['features', 'watch']);
+    session.plugin.onmessage({ result: { status: 'started' } }, OFFER);
+    handle.answers.at(-1)?.success(ANSWER);
+    expect(handle.requests()).toEqual(['features', 'watch', 'start', 'stop', 'watch']);
+    expect(watchParams(handle).at(-1)).toMatchObject({ audio: true, mic: true });
+    // The first offer's late answer failing changes nothing (a newer watch runs).
+    handle.answers[0]?.error('late');
+    expect(stream.getState()).toBe('watching');
+  });
+
   it('passes the remote audio track on and asks for sound again after a plugin error', async () => {
     const { runtime, stream } = setup();
     const tracks: Array<MediaStreamTrack | null> = [];

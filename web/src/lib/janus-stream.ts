@@ -183,6 +183,12 @@ export class JanusStream implements StreamClient {
   private features: GatewayFeatures | null = null;
   /** What the last watch asked for. */
   private watched = { audio: false, mic: false };
+  /** Bumped by every watch: the answer to an older offer (a rewatch came between) does nothing. */
+  private watchRound = 0;
+  /** The answer to the current watch's offer has gone out. */
+  private answered = false;
+  /** A microphone track came before that answer: renegotiate once it is out. */
+  private micPending = false;
   /** The sender of the negotiated microphone section (null: none negotiated). */
   private micSender: RtpSenderLike | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -217,6 +223,11 @@ export class JanusStream implements StreamClient {
       return;
     }
     if (!track || !this.features?.audio || !this.features.mic) return;
+    if (this.state === 'watching' && !this.answered) {
+      // The offer of this watch may be on its way: a stop + watch now would cross it.
+      this.micPending = true;
+      return;
+    }
     if (this.state === 'watching' || this.state === 'active') {
       this.dropMedia();
       this.setState('attached');
@@ -402,6 +413,9 @@ export class JanusStream implements StreamClient {
     const mic =
       audio && this.features?.mic === true && (this.options.micTrack?.() ?? null) !== null;
     this.watched = { audio, mic };
+    this.watchRound += 1;
+    this.answered = false;
+    this.micPending = false;
     this.send({
       request: 'watch',
       params: {
@@ -421,6 +435,8 @@ export class JanusStream implements StreamClient {
     const handle = this.handle;
     if (!handle) return;
     const gen = this.generation;
+    const round = this.watchRound;
+    const live = () => gen === this.generation && round === this.watchRound;
     // Video is received only; the sound too, plus the microphone when the watch asked for it.
     const tracks: JanusTrackOption[] = [{ type: 'video', capture: false, recv: true, add: true }];
     const mic = this.watched.mic ? (this.options.micTrack?.() ?? null) : null;
@@ -434,7 +450,8 @@ export class JanusStream implements StreamClient {
         if (jsep.sdp) jsep.sdp = stereoOpus(jsep.sdp);
       },
       success: (answer) => {
-        if (gen !== this.generation) return;
+        if (!live()) return;
+        this.answered = true;
         if (mic) {
           this.micSender =
             handle.webrtcStuff?.pc?.getSenders?.().find((s) => s.track === mic) ?? null;
@@ -442,9 +459,13 @@ export class JanusStream implements StreamClient {
         this.send({ request: 'start' }, answer);
         this.openInputChannel(handle);
         this.startProbe();
+        if (this.micPending) {
+          this.micPending = false;
+          this.micChanged();
+        }
       },
       error: (error) => {
-        if (gen === this.generation) this.streamLost({ code: 0, text: errorText(error) });
+        if (live()) this.streamLost({ code: 0, text: errorText(error) });
       },
     });
   }
