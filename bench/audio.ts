@@ -19,23 +19,27 @@
  *   the page with the 1 kHz level at 0.1 or more (the tone is ~0.5): p50 of 12 (budget 150).
  *   `audio_latency_from_command_ms` counts from the serial command written instead (the
  *   guest's process start included).
- * - mic_latency_ms: `hear 700` started in the guest (its `hear start` line seen, or 700 ms after
- *   the command when it prints none), then the page's oscillator on at 700 Hz (the page's epoch
+ * - mic_latency_ms: `hear 700 5` typed in the guest and 700 ms for it to start recording (it
+ *   prints nothing then), then the page's oscillator on at 700 Hz (the page's epoch
  *   time of the gain change) to `heard 700` seen on the serial log: p50 of 12 (budget 200).
  * - audio_dropouts_60s: a 62 s `tone 1000` received by the page; from 0.5 s after its first
  *   block to 60 s later, runs of blocks whose 1 kHz level is under a third of the median level
- *   lasting 20 ms or more (four blocks, 21.3 ms): 0 expected.
- * - cpu_pct_audio: during that minute (one listener, the tone playing), the CPU time of the
- *   server process and every descendant but QEMU (ffmpeg's encoder, PulseAudio) from
- *   /proc/<pid>/stat, as % of one core. `cpu_pct_no_listener` is the same over 10 s before
- *   the listener came, for the share that is not sound.
+ *   lasting 20 ms or more (four blocks, 21.3 ms): 0 expected. `audio_dropouts_source_60s`
+ *   counts the same in the same minute at the source: the VM's speaker recorded by a second
+ *   ffmpeg of the bench on the data folder's PulseAudio (the sink's monitor the server's encoder
+ *   records): gaps there come from the guest or QEMU, not from the server or the browser.
+ * - cpu_pct_audio: one listener while the guest plays a 12 s tone, over 10 s: the CPU time of
+ *   the server process and every descendant but QEMU (ffmpeg's encoder, PulseAudio) from
+ *   /proc/<pid>/stat, as % of one core (the notes split it by process).
+ *   `cpu_pct_no_listener` is the same over 10 s before the listener came.
  *
  * Short mode (`--short`, run by e2e/bench-short.spec.ts): the testbed target in this process
  * (buildTestApp), its simulated sound: `app.ctx.drivers.testbedAudio.tone(hz, ms)` (its
  * performance.now() at the start) and `heard(hz).at` for the guest's commands; 3 samples each,
- * a 5 s dropout window; the CPU is this process (server and the bench's Playwright client) and
+ * a 5 s dropout window, a 2 s CPU window; the CPU is this process (server and the bench's Playwright client) and
  * its ffmpeg children. Its numbers are no figures (`short: true`).
  */
+import { spawn } from 'node:child_process';
 import { readdir, readFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +47,7 @@ import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
 import type { TestbedAudio } from '../server/src/drivers/testbed/audio';
+import { s16, toneLevel } from '../server/src/drivers/audio/tone';
 import { Browser } from '../e2e/fixtures/browser';
 import { ServerProcess } from '../e2e/fixtures/server';
 import {
@@ -68,6 +73,7 @@ import {
 const PASSWORD = 'benchpass';
 const SAMPLES = sized(12, 3);
 const DROPOUT_S = sized(60, 5);
+const CPU_MS = sized(10_000, 2_000);
 const SPEAKER_HZ = 1000;
 const MIC_HZ = 700;
 /** A block in the page holds the tone from this level on (the tone is ~0.5). */
@@ -88,6 +94,8 @@ interface Target {
   /** Arms the microphone detector for `hz`; then `heard` answers when it came (epoch ms). */
   armHear(hz: number): Promise<void>;
   heard(hz: number, timeoutMs: number): Promise<number>;
+  /** The source's 1 kHz level per 256-frame block for `seconds` from now (QEMU only). */
+  recordSource?: (seconds: number) => Promise<number[]>;
   /** Pids whose CPU counts as the server's sound. */
   cpuPids(): Promise<number[]>;
   close(): Promise<void>;
@@ -128,7 +136,16 @@ async function descendants(root: number): Promise<Array<{ pid: number; comm: str
   return [...found].map((pid) => ({ pid, comm: parent.get(pid)!.comm }));
 }
 
-/** % of one core the pids (looked up again at the end, for children started meanwhile) used. */
+/** The command name of a pid ('' when it is gone). */
+async function commOf(pid: number): Promise<string> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+}
+
+/**
+ * % of one core the pids (looked up again at the end, for children started meanwhile) used;
+ * the notes get it by command name.
+ */
 async function cpuPercent(
   pids: () => Promise<number[]>,
   ms: number,
@@ -140,8 +157,67 @@ async function cpuPercent(
   await during;
   const seconds = (performance.now() - t0) / 1000;
   let ticks = 0;
-  for (const pid of await pids()) ticks += (await cpuTicks(pid)) - (before.get(pid) ?? 0);
+  const byName = new Map<string, number>();
+  for (const pid of await pids()) {
+    const used = (await cpuTicks(pid)) - (before.get(pid) ?? 0);
+    ticks += used;
+    const name = await commOf(pid);
+    byName.set(name, (byName.get(name) ?? 0) + used);
+  }
+  const pct = (n: number) => round((n / CLK_TCK / seconds) * 100, 2);
+  note(
+    `cpu over ${round(seconds, 1)} s: ${[...byName].map(([n, v]) => `${n} ${pct(v)}%`).join(', ')}`,
+  );
   return (ticks / CLK_TCK / seconds) * 100;
+}
+
+/** Runs of 256-frame blocks under `share` of the median level, `minBlocks` or longer. */
+function countGaps(levels: number[], share: number, minBlocks: number) {
+  const typical = median(levels);
+  let gaps = 0;
+  let run = 0;
+  let longest = 0;
+  for (const l of levels) {
+    if (l < typical * share) {
+      run += 1;
+      longest = Math.max(longest, run);
+      if (run === minBlocks) gaps += 1;
+    } else run = 0;
+  }
+  return { gaps, typical, longest };
+}
+
+/**
+ * Full mode's check of where gaps come from: the VM's speaker recorded at the source (ffmpeg on
+ * the data folder's PulseAudio, the sink's monitor, as the server's encoder records it) for
+ * `seconds`, its 1 kHz level per 256-frame block as the page's tap computes it.
+ */
+function recordSource(dataDir: string, seconds: number): Promise<number[]> {
+  const child = spawn(
+    'ffmpeg',
+    [
+      ...['-hide_banner', '-loglevel', 'error', '-f', 'pulse'],
+      ...['-server', `unix:${join(dataDir, 'run', 'pa.sock')}`, '-name', 'bench'],
+      ...['-sample_rate', '48000', '-channels', '2', '-fragment_size', '1920'],
+      ...['-i', 'kvm_speaker.monitor', '-t', String(seconds), '-f', 's16le', 'pipe:1'],
+    ],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (d: Buffer) => chunks.push(d));
+  return new Promise<number[]>((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 20) * 1000);
+    child.once('error', reject);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      const pcm = s16(Buffer.concat(chunks));
+      const levels: number[] = [];
+      for (let i = 0; i + 512 <= pcm.length; i += 512) {
+        levels.push(toneLevel(pcm.subarray(i, i + 512), 48_000, 2, SPEAKER_HZ));
+      }
+      resolve(levels);
+    });
+  });
 }
 
 // --- targets ------------------------------------------------------------------------------
@@ -183,7 +259,8 @@ async function qemuTarget(): Promise<Target> {
       async armHear(hz) {
         hearFrom = (await serialText(dir)).length;
         await serialWrite(dir, `hear ${hz} 5`);
-        await serialWait(dir, hearFrom, /hear start/, 3_000, 5).catch(() => wait(700));
+        // the guest prints nothing when it starts recording: time for its helper to start
+        await wait(700);
       },
       async heard(hz, timeoutMs) {
         const { seenAt } = await serialWait(
@@ -203,6 +280,7 @@ async function qemuTarget(): Promise<Target> {
         const kids = await descendants(pid);
         return [pid, ...kids.filter((k) => !k.comm.startsWith('qemu')).map((k) => k.pid)];
       },
+      recordSource: (seconds) => recordSource(dir, seconds),
       close: () => server.dispose(),
     };
   } catch (err) {
@@ -352,47 +430,57 @@ async function micLatency(page: Page, t: Target, offset: number) {
 async function dropouts(page: Page, t: Target) {
   await page.evaluate(`window.__kvmAudio.listen(${SPEAKER_HZ})`);
   const since = await pageNow(page);
+  const source = t.recordSource?.(DROPOUT_S + 3);
   await t.tone(SPEAKER_HZ, (DROPOUT_S + 2) * 1000);
   const first = await firstAbove(page, since, 5_000);
   if (first === null) throw new Error('the long tone never reached the page');
   const from = first + 500;
   const to = from + DROPOUT_S * 1000;
-  const cpu = await cpuPercent(
-    () => t.cpuPids(),
-    0,
-    (async () => {
-      while ((await pageNow(page)) < to + 200) await wait(250);
-    })(),
-  );
+  while ((await pageNow(page)) < to + 200) await wait(250);
   const b = (await page.evaluate(`window.__kvmAudio.since(${from})`)) as {
     t: number[];
     short: number[];
   };
   const levels = b.short.filter((_, i) => b.t[i]! <= to);
-  const typical = median(levels);
-  let gaps = 0;
-  let run = 0;
-  let longest = 0;
-  for (const l of levels) {
-    if (l < typical * GAP_SHARE) {
-      run += 1;
-      longest = Math.max(longest, run);
-      if (run === GAP_BLOCKS) gaps += 1;
-    } else run = 0;
-  }
+  const { gaps, typical, longest } = countGaps(levels, GAP_SHARE, GAP_BLOCKS);
   const expected = (DROPOUT_S * 48_000) / 256;
   note(
     `dropouts: ${gaps} in ${levels.length} blocks (${round(expected, 0)} expected), median level ${round(typical, 3)}, longest low run ${longest} blocks`,
   );
   await t.toneDone();
-  return { gaps, blocks: levels.length, typical, cpu, longest };
+  let sourceGaps = NaN;
+  if (source) {
+    // the same window of the source: 0.5 s after the tone's first block there
+    const all = await source;
+    const start = all.findIndex((l) => l >= DETECT);
+    const window = all.slice(start + 94, start + 94 + Math.round(expected));
+    const s = countGaps(window, GAP_SHARE, GAP_BLOCKS);
+    sourceGaps = s.gaps;
+    note(
+      `at the source (the sink's monitor): ${s.gaps} gaps in ${window.length} blocks, longest low run ${s.longest} blocks`,
+    );
+  }
+  return { gaps, blocks: levels.length, typical, longest, sourceGaps };
+}
+
+/** The server's CPU with the one listener while the guest plays a tone, over CPU_MS. */
+async function listenerCpu(page: Page, t: Target): Promise<number> {
+  await page.evaluate(`window.__kvmAudio.listen(${SPEAKER_HZ})`);
+  const since = await pageNow(page);
+  await t.tone(SPEAKER_HZ, CPU_MS + 2_000);
+  if ((await firstAbove(page, since, 5_000)) === null)
+    throw new Error('no tone for the CPU window');
+  const cpu = await cpuPercent(() => t.cpuPids(), CPU_MS);
+  await t.toneDone();
+  await wait(300);
+  return cpu;
 }
 
 async function main(): Promise<Record<string, number | boolean>> {
   const t = SHORT ? await testbedTarget() : await qemuTarget();
   const browser = await Browser.launch();
   try {
-    const idle = await cpuPercent(() => t.cpuPids(), sized(10_000, 2_000));
+    const idle = await cpuPercent(() => t.cpuPids(), CPU_MS);
     const page = await openListener(browser, t, true);
     const { offset, bound } = await clockOffset(() => pageNow(page));
     note(`page clock ${round(offset, 2)} ms ahead (within ${round(bound, 2)})`);
@@ -400,6 +488,7 @@ async function main(): Promise<Record<string, number | boolean>> {
     await wait(1500);
     const speaker = await speakerLatency(page, t, offset);
     const mic = await micLatency(page, t, offset);
+    const cpu = await listenerCpu(page, t);
     const drop = await dropouts(page, t);
     await page.evaluate('window.__kvmAudio.unwatch()');
     return {
@@ -414,10 +503,11 @@ async function main(): Promise<Record<string, number | boolean>> {
       mic_latency_samples: mic.times.length,
       mic_latency_missed: mic.missed,
       audio_dropouts_60s: drop.gaps,
+      ...(Number.isNaN(drop.sourceGaps) ? {} : { audio_dropouts_source_60s: drop.sourceGaps }),
       audio_dropout_window_s: DROPOUT_S,
       audio_dropout_blocks_samples: drop.blocks,
       audio_level: round(drop.typical, 3),
-      cpu_pct_audio: round(drop.cpu, 2),
+      cpu_pct_audio: round(cpu, 2),
       cpu_pct_no_listener: round(idle, 2),
       clock_offset_ms: round(offset, 2),
     };
