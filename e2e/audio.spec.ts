@@ -109,15 +109,31 @@ async function soundTo(state: 'on' | 'muted'): Promise<void> {
     .toBe(state);
 }
 
-/** The guest's `listen 1`: whether the dominant frequency it records now is the mic's tone. */
+/**
+ * The guest's `listen 1`: whether the dominant frequency it records now is the mic's tone.
+ * Quick on silence; with sound its frequency scan takes the guest several seconds.
+ */
 async function guestListens(): Promise<boolean> {
-  const m = await guest('listen 1', /listen ([\d.]+) ([\d.]+)/, 20_000);
+  const m = await guest('listen 1', /listen ([\d.]+) ([\d.]+)/, 60_000);
   return Math.abs(Number(m[1]) - MIC_HZ) <= 25;
 }
 
-/** The guest's `hear <MIC_HZ> 5`: `heard 700`, or `hear none` after 5 s. */
-async function guestHears(): Promise<string> {
-  return (await guest(`hear ${MIC_HZ} 5`, /heard \d+|hear none/, 20_000))[0];
+/** The guest's `hear <MIC_HZ> <seconds>`: `heard 700` at once, or `hear none` after it. */
+async function guestHears(seconds: number): Promise<string> {
+  return (await guest(`hear ${MIC_HZ} ${seconds}`, /heard \d+|hear none/, 30_000))[0];
+}
+
+/** The microphone's tone reaches the guest (each round records up to 5 s). */
+async function micReachesGuest(): Promise<void> {
+  await expect
+    .poll(() => guestHears(5), { timeout: 60_000, interval: 500 })
+    .toBe(`heard ${MIC_HZ}`);
+}
+
+/** The guest records no microphone tone: 2 s of `hear` without it, then `listen` agrees. */
+async function micSilentInGuest(): Promise<void> {
+  await expect.poll(() => guestHears(2), { timeout: 60_000, interval: 500 }).toBe('hear none');
+  expect(await guestListens()).toBe(false);
 }
 
 /** The guest plays SPEAKER_HZ for `seconds` in the background (its shell goes on). */
@@ -177,8 +193,8 @@ describe('sound both ways on the QEMU guest', () => {
         },
       )
       .toBeGreaterThan(0);
-    // each round records up to 5 s; the first may start before the sound arrives
-    await expect.poll(guestHears, { timeout: 60_000, interval: 500 }).toBe(`heard ${MIC_HZ}`);
+    // the first round may start before the sound arrives
+    await micReachesGuest();
   }, 120_000);
 
   it('mute stops both: the page plays nothing, the guest records no tone', async () => {
@@ -188,7 +204,7 @@ describe('sound both ways on the QEMU guest', () => {
     await expect
       .poll(async () => (await pageLevel(page)).level, { timeout: 15_000 })
       .toBeGreaterThan(0.1);
-    expect(await guestListens()).toBe(true);
+    await micReachesGuest();
 
     await soundTo('muted');
     // what the user hears: the element muted and the track silent
@@ -203,7 +219,7 @@ describe('sound both ways on the QEMU guest', () => {
       .toBe(true);
     expect((await remoteAudio(page))?.muted).toBe(true);
     // the microphone's track follows the muted setting
-    await expect.poll(guestListens, { timeout: 30_000, interval: 500 }).toBe(false);
+    await micSilentInGuest();
 
     // unmuted, both come back
     await soundTo('on');
@@ -216,12 +232,12 @@ describe('sound both ways on the QEMU guest', () => {
         { timeout: 10_000 },
       )
       .toBe(true);
-    await expect.poll(guestListens, { timeout: 30_000, interval: 500 }).toBe(true);
-  }, 180_000);
+    await micReachesGuest();
+  }, 240_000);
 
   it('the microphone turned off: the guest records no tone', async () => {
     await byTestId(page, 'audio-mic').click();
     await expect.poll(() => byTestId(page, 'audio-mic').getAttribute('data-state')).toBe('off');
-    await expect.poll(guestListens, { timeout: 30_000, interval: 500 }).toBe(false);
-  }, 60_000);
+    await micSilentInGuest();
+  }, 150_000);
 });
