@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NoAudio } from '../drivers/audio/none';
 import { TestbedAudio } from '../drivers/testbed/audio';
 import { SILENT_LOGGER } from '../log';
-import { MicSink, micSinkArgs } from './mic-sink';
+import { freshBacklog, MicSink, micSinkArgs } from './mic-sink';
 import { OggOpusReader } from './ogg';
 import { OpusPacketizer } from './opus-rtp';
 
@@ -50,6 +50,16 @@ describe('micSinkArgs', () => {
     const args = micSinkArgs(['-f', 's16le', 'pipe:1']);
     expect(args.join(' ')).toContain('-f ogg -i pipe:0');
     expect(args.slice(-3)).toEqual(['-f', 's16le', 'pipe:1']);
+  });
+});
+
+describe('freshBacklog', () => {
+  it('keeps what arrived within the window of the newest packet, in order', () => {
+    const held = [0, 100, 250, 290, 300, 310].map((at, i) => ({ at, i }));
+    expect(freshBacklog(held, 60).map((p) => p.i)).toEqual([2, 3, 4, 5]);
+    expect(freshBacklog([], 60)).toEqual([]);
+    // a burst (one arrival time) is kept whole
+    expect(freshBacklog([{ at: 5 }, { at: 5 }], 60)).toHaveLength(2);
   });
 });
 

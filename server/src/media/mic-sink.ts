@@ -40,8 +40,19 @@ const DEFAULT_IDLE_MS = 2000;
 const DEFAULT_MAX_QUEUE_BYTES = 16 * 1024;
 /** Packets held while ffmpeg starts (1 s of 20 ms packets). */
 const MAX_PENDING = 50;
+/**
+ * Of those, what the new decoder gets: what arrived within this many ms of the newest (sound
+ * that waited longer would only add its wait to the delay).
+ */
+const START_BACKLOG_MS = 60;
 /** Senders remembered as taken over; peers are bounded far below this. */
 const MAX_REPLACED = 64;
+
+/** The packets that arrived within `windowMs` of the newest one (pure). */
+export function freshBacklog<T extends { at: number }>(held: readonly T[], windowMs: number): T[] {
+  const newest = held.at(-1)?.at ?? 0;
+  return held.filter((p) => p.at >= newest - windowMs);
+}
 
 /** ffmpeg's command line: Ogg Opus on stdin, decoded with no buffering, to `playback` (pure). */
 export function micSinkArgs(playback: readonly string[]): string[] {
@@ -74,7 +85,7 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
   private readonly replaced = new Set<string>();
   private supervisor: Supervisor | null = null;
   private writer: OggOpusWriter | null = null;
-  private pending: { data: Buffer; samples: number }[] = [];
+  private pending: { data: Buffer; samples: number; at: number }[] = [];
   private idleTimer: NodeJS.Timeout | null = null;
   private serial = 0;
   private disposed = false;
@@ -161,7 +172,7 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
         this.stats.dropped += 1;
         return;
       }
-      this.pending.push({ data, samples });
+      this.pending.push({ data, samples, at: performance.now() });
       return;
     }
     if (stdin.writableLength > (this.opts.maxQueueBytes ?? DEFAULT_MAX_QUEUE_BYTES)) {
@@ -214,7 +225,13 @@ export class MicSink extends EventEmitter<{ active: [boolean] }> {
       const stdin = sup.stdin;
       if (!stdin) return;
       stdin.write(writer.headers());
-      for (const p of this.pending.splice(0)) {
+      // only the freshest packets: what piled up while ffmpeg started would stay queued ahead of
+      // the live sound for as long as the microphone runs (bench/audio.ts: mic_latency_ms 231
+      // in a run whose decoder took long to start, 127 in others)
+      const held = this.pending.splice(0);
+      const fresh = freshBacklog(held, START_BACKLOG_MS);
+      this.stats.dropped += held.length - fresh.length;
+      for (const p of fresh) {
         this.stats.packets += 1;
         stdin.write(writer.packet(p.data, p.samples));
       }
