@@ -5,7 +5,8 @@
  * window, RMS of the first channel.
  *
  *   snd tone <hz> <seconds>    plays a sine, both channels, -6 dBFS; `tone start <hz>` just
- *                              before the first sample is written, `tone end` once played
+ *                              before the first sample is written, `tone end` once played,
+ *                              after `tone underruns <n>` if the guest was late n times
  *   snd hear <hz> <seconds>    records until <hz> is present in a 20 ms window:
  *                              `heard <hz>` then `hear end`, or `hear none` after <seconds>
  *   snd listen <seconds>       records, then `listen <dominant hz> <rms 0..1>` (hz 0: silence)
@@ -31,8 +32,14 @@
 #define PERIOD 480
 #define WINDOW 960 /* 20 ms: what `hear` looks at */
 
-/* 8 periods (80 ms) ride out a busy TCG host; the first sample still leaves at once (start_threshold). */
-static int periods = 8;
+/*
+ * 32 periods (320 ms) of buffer ride out a busy TCG host (a vCPU that does not run for a while);
+ * the first sample still leaves at once (start_threshold is one period), so a tone's start is
+ * not delayed by it. SND_PERIODS=n (2-32) overrides it.
+ */
+static int periods = 32;
+/* Underruns (playback) and overruns (capture) recovered from, reported by `tone`. */
+static long xruns;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -114,6 +121,7 @@ static void transfer(int fd, int capture, short *buf, unsigned long frames) {
         0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno == EPIPE || errno == ESTRPIPE) {
+        xruns++;
         if (ioctl(fd, SNDRV_PCM_IOCTL_PREPARE) < 0) die("prepare");
         continue;
       }
@@ -125,11 +133,26 @@ static void transfer(int fd, int capture, short *buf, unsigned long frames) {
 }
 
 /* Amplitude of `hz` in the first channel, 0..1 (as toneLevel of tone.ts). */
+/* The Hann window of the last length asked for: cos() is slow under TCG, and the guest's CPU
+ * is the VM's (a busy vCPU delays QEMU's own sound timer). */
+static const double *hann(int n) {
+  static double *tab;
+  static int len;
+  if (len != n) {
+    free(tab);
+    tab = malloc((size_t)n * sizeof *tab);
+    if (!tab) die("malloc");
+    for (int i = 0; i < n; i++) tab[i] = 0.5 - 0.5 * cos(2 * M_PI * i / (n - 1));
+    len = n;
+  }
+  return tab;
+}
+
 static double tone_level(const short *pcm, int n, double hz) {
   double w = 2 * M_PI * hz / RATE, coeff = 2 * cos(w), s1 = 0, s2 = 0;
+  const double *win = hann(n);
   for (int i = 0; i < n; i++) {
-    double hann = 0.5 - 0.5 * cos(2 * M_PI * i / (n - 1));
-    double s0 = pcm[i * CHANNELS] / 32768.0 * hann + coeff * s1 - s2;
+    double s0 = pcm[i * CHANNELS] / 32768.0 * win[i] + coeff * s1 - s2;
     s2 = s1;
     s1 = s0;
   }
@@ -144,15 +167,25 @@ static double rms(const short *pcm, int n) {
   return n ? sqrt(sum / n) : 0;
 }
 
+static long gcd(long a, long b) {
+  return b ? gcd(b, a % b) : a;
+}
+
 static int tone(double hz, double seconds) {
   int fd = pcm_open(0);
   short buf[PERIOD * CHANNELS];
   long total = (long)(seconds * RATE), done = 0;
+  /* One whole cycle of samples, computed before the first is written (sin() is slow under
+   * TCG): RATE / gcd(RATE, hz) frames for a whole hz, else one second (a click each second). */
+  long cycle = hz == floor(hz) ? RATE / gcd(RATE, (long)hz) : RATE;
+  short *wave = malloc((size_t)cycle * sizeof *wave);
+  if (!wave) die("malloc");
+  for (long i = 0; i < cycle; i++) wave[i] = (short)lrint(0.5 * 32767 * sin(2 * M_PI * hz * i / RATE));
   say("tone start %g\n", hz);
   while (done < total) {
     int n = total - done < PERIOD ? (int)(total - done) : PERIOD;
     for (int i = 0; i < n; i++) {
-      short v = (short)lrint(0.5 * 32767 * sin(2 * M_PI * hz * (double)(done + i) / RATE));
+      short v = wave[(done + i) % cycle];
       for (int c = 0; c < CHANNELS; c++) buf[i * CHANNELS + c] = v;
     }
     transfer(fd, 0, buf, (unsigned long)n);
@@ -160,6 +193,8 @@ static int tone(double hz, double seconds) {
   }
   ioctl(fd, SNDRV_PCM_IOCTL_DRAIN);
   close(fd);
+  free(wave);
+  if (xruns) say("tone underruns %ld\n", xruns);
   say("tone end\n");
   return 0;
 }

@@ -65,8 +65,8 @@ describe('qemuArgs', () => {
     expect(args.join(' ')).toContain(
       '-audiodev pa,id=snd0,server=unix:/run/a,,b/pa.sock,out.name=kvm_speaker,' +
         'in.name=kvm_mic.monitor,out.frequency=48000,in.frequency=48000,' +
-        'out.latency=10000,in.latency=10000,timer-period=5000 ' +
-        '-device intel-hda,id=sound0 -device hda-duplex,audiodev=snd0,mixer=off',
+        'out.latency=80000,in.latency=10000,timer-period=5000 ' +
+        '-device intel-hda,id=sound0 -device hda-duplex,audiodev=snd0,mixer=off,use-timer=off',
     );
   });
 });

@@ -178,10 +178,14 @@ const optValue = (v: string): string => v.replaceAll(',', ',,');
 
 /**
  * The sound card: intel-hda with an hda-duplex codec (line out and line in), on QEMU's `pa`
- * backend. 48 kHz both ways as the sinks run (no resampling); 10 ms PulseAudio latency and a
- * 5 ms audio timer keep the delay low (measured: guest `tone` to an ffmpeg capture about 25 ms).
- * `mixer=off`: no amplifiers in the codec, so the guest has no volume to unmute (the kernel
- * leaves an HDA amp muted) and the sound passes at the level it was made.
+ * backend. 48 kHz both ways as the sinks run (no resampling). `use-timer=off`: the codec moves
+ * the guest's samples when PulseAudio asks for them, not by the wall clock (which drops sound
+ * when QEMU's main loop is late on a busy host); then an 80 ms PulseAudio buffer covers QEMU's
+ * stalls without delaying a sound's start, as the guest's own buffer is ahead (measured: guest
+ * `tone` to an ffmpeg capture 20-30 ms; 10 ms with the timer gave holes in a 60 s tone under
+ * load). Input: 10 ms, for the microphone's delay. `mixer=off`: no amplifiers in the codec, so
+ * the guest has no volume to unmute (the generic HDA driver leaves the amps muted) and the sound
+ * passes at the level it was made.
  */
 export function audioArgs(a: QemuAudioBackend): string[] {
   const audiodev = [
@@ -190,12 +194,17 @@ export function audioArgs(a: QemuAudioBackend): string[] {
     `out.name=${optValue(a.speakerSink)}`,
     `in.name=${optValue(a.micSource)}`,
     'out.frequency=48000,in.frequency=48000',
-    'out.latency=10000,in.latency=10000',
+    'out.latency=80000,in.latency=10000',
     'timer-period=5000',
   ].join(',');
   return [
     ...['-audiodev', audiodev],
-    ...['-device', 'intel-hda,id=sound0', '-device', 'hda-duplex,audiodev=snd0,mixer=off'],
+    ...[
+      '-device',
+      'intel-hda,id=sound0',
+      '-device',
+      'hda-duplex,audiodev=snd0,mixer=off,use-timer=off',
+    ],
   ];
 }
 
