@@ -122,6 +122,14 @@ describe('PulseAudio of a data folder', () => {
     process.kill(pid, 'SIGKILL');
     await until('a new pulseaudio', () => audio.running && audio.pid !== pid && audio.pid, 10_000);
     await until('its socket', () => audio.capture() !== null && existsSync(audio.paths.socket));
+    // and it works (its socket file was the dead one's: PulseAudio replaces a stale one)
+    const again = record([
+      ...pulseCaptureArgs(audio.paths.socket).slice(0, -1),
+      `${MIC_SINK}.monitor`,
+    ]);
+    playTone(700, 3, audio.playback()!.args);
+    await until('700 Hz after the restart', () => again.first(700, 0), 10_000);
+    again.stop();
 
     const last = audio.pid!;
     await audio.stop();
