@@ -9,17 +9,18 @@ import fastifyWebsocket from '@fastify/websocket';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, type RtpPacket } from 'werift';
 import { NoAudio } from '../drivers/audio/none';
-import { dominantFrequency, s16 } from '../drivers/audio/tone';
+import { dominantFrequency } from '../drivers/audio/tone';
 import type { AudioDriver } from '../drivers/audio/types';
 import { TestbedAudio } from '../drivers/testbed/audio';
 import { SILENT_LOGGER } from '../log';
 import { AudioHub } from '../media/audio-hub';
 import { MicSink } from '../media/mic-sink';
-import { OggOpusReader, OggOpusWriter } from '../media/ogg';
+import { OggOpusReader } from '../media/ogg';
 import { OpusPacketizer } from '../media/opus-rtp';
 import { AudioService } from '../services/audio/audio-service';
 import { janusFeatures, registerJanus } from './gateway';
 import { FakeFeed, JanusTestClient, pluginData, type JanusMessage } from './test-support';
+import { decodeOpus } from '../media/opus-test-support';
 
 const PLUGIN = 'janus.plugin.ustreamer';
 
@@ -135,28 +136,6 @@ function opusTone(hz: number, seconds: number): Promise<Buffer[]> {
   });
 }
 
-function decode(payloads: Buffer[]): Promise<Int16Array> {
-  const w = new OggOpusWriter(1);
-  const ogg = Buffer.concat([w.headers(), ...payloads.map((p) => w.packet(p, 960))]);
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'ffmpeg',
-      ['-hide_banner', '-loglevel', 'error', '-f', 'ogg', '-i', 'pipe:0'].concat([
-        '-f',
-        's16le',
-        '-ar',
-        '48000',
-        '-ac',
-        '2',
-        'pipe:1',
-      ]),
-      { encoding: 'buffer', timeout: 20_000, maxBuffer: 64 << 20 },
-      (err, stdout) => (err ? reject(err) : resolve(s16(stdout))),
-    );
-    child.stdin!.end(ogg);
-  });
-}
-
 let mic600: Buffer[];
 beforeAll(async () => {
   mic600 = await opusTone(600, 1);
@@ -224,7 +203,7 @@ describe('janus gateway: audio', () => {
     expect(seqs.every((s, i) => i === 0 || s === ((seqs[i - 1]! + 1) & 0xffff))).toBe(true);
     const ts = got.map((p) => p.header.timestamp);
     expect(ts.every((t, i) => i === 0 || t === (ts[i - 1]! + 960) >>> 0)).toBe(true);
-    const pcm = await decode(got.map((p) => p.payload));
+    const pcm = await decodeOpus(got.map((p) => ({ data: p.payload })));
     const mid = pcm.subarray(0.2 * 96000, 0.5 * 96000);
     expect(dominantFrequency(mid, 48000, 2, { minHz: 500, maxHz: 2000 }).hz).toBe(1000);
 

@@ -1,39 +1,16 @@
-import { execFile } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NoAudio } from '../drivers/audio/none';
-import { dominantFrequency, s16 } from '../drivers/audio/tone';
+import { dominantFrequency } from '../drivers/audio/tone';
 import { TestbedAudio } from '../drivers/testbed/audio';
 import { SILENT_LOGGER } from '../log';
 import { readProcArgv } from '../process/supervisor';
 import { AudioHub, audioHubArgs, type AudioPacket } from './audio-hub';
-import { OggOpusWriter } from './ogg';
+import { decodeOpus } from './opus-test-support';
 
 const hubs: AudioHub[] = [];
 afterEach(async () => {
   await Promise.all(hubs.splice(0).map((h) => h.dispose()));
 });
-
-function decode(packets: AudioPacket[]): Promise<Int16Array> {
-  const w = new OggOpusWriter(1);
-  const ogg = Buffer.concat([w.headers(), ...packets.map((p) => w.packet(p.data, p.samples))]);
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'ffmpeg',
-      ['-hide_banner', '-loglevel', 'error', '-f', 'ogg', '-i', 'pipe:0'].concat([
-        '-f',
-        's16le',
-        '-ar',
-        '48000',
-        '-ac',
-        '2',
-        'pipe:1',
-      ]),
-      { encoding: 'buffer', timeout: 20_000, maxBuffer: 64 << 20 },
-      (err, stdout) => (err ? reject(err) : resolve(s16(stdout))),
-    );
-    child.stdin!.end(ogg);
-  });
-}
 
 describe('audioHubArgs', () => {
   it('wraps the capture in low-delay input flags and a 20 ms Opus, one Ogg page per packet', () => {
@@ -63,7 +40,7 @@ describe('AudioHub', () => {
     const from = got.length;
     driver.tone(1000, 600);
     await vi.waitFor(() => expect(got.length).toBeGreaterThan(from + 30), { timeout: 10_000 });
-    const pcm = await decode(got.slice(from));
+    const pcm = await decodeOpus(got.slice(from));
     // the middle of the tone: whatever the encoder's delay, it is in there
     const mid = pcm.subarray(0.2 * 96000, 0.5 * 96000);
     expect(dominantFrequency(mid, 48000, 2, { minHz: 500, maxHz: 2000 }).hz).toBe(1000);

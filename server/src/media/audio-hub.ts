@@ -47,6 +47,21 @@ const CAPTURE_RETRY_MS = 1000;
 const MAX_SUBSCRIBERS = 64;
 
 /** ffmpeg's command line around the driver's capture (pure, unit-tested). */
+/**
+ * ffmpeg input options of a live sound stream (the capture, the microphone's Ogg): start at
+ * once (nothing to probe in a raw, pulse or Ogg Opus input) and buffer nothing.
+ */
+export const LOW_DELAY_INPUT: readonly string[] = [
+  '-fflags',
+  'nobuffer',
+  '-flags',
+  'low_delay',
+  '-probesize',
+  '32',
+  '-analyzeduration',
+  '0',
+];
+
 export function audioHubArgs(
   capture: readonly string[],
   bitrateKbps = AUDIO_BITRATE_KBPS,
@@ -56,15 +71,7 @@ export function audioHubArgs(
     '-loglevel',
     'error',
     '-nostats',
-    // start at once: nothing to probe in a raw or pulse input, and no input buffering
-    '-fflags',
-    'nobuffer',
-    '-flags',
-    'low_delay',
-    '-probesize',
-    '32',
-    '-analyzeduration',
-    '0',
+    ...LOW_DELAY_INPUT,
     ...capture,
     '-vn',
     '-ac',

@@ -17,6 +17,7 @@ import { AUDIO_FORMAT } from '@kvm/protocol';
 import type { AudioDriver, AudioPlayback } from '../drivers/audio/types';
 import type { Logger } from '../log';
 import { Supervisor } from '../process/supervisor';
+import { LOW_DELAY_INPUT } from './audio-hub';
 import { OggOpusWriter } from './ogg';
 import { depacketize, opusPacketSamples } from './opus-rtp';
 
@@ -61,14 +62,7 @@ export function micSinkArgs(playback: readonly string[]): string[] {
     '-loglevel',
     'error',
     '-nostats',
-    '-fflags',
-    'nobuffer',
-    '-flags',
-    'low_delay',
-    '-probesize',
-    '32',
-    '-analyzeduration',
-    '0',
+    ...LOW_DELAY_INPUT,
     '-f',
     'ogg',
     '-i',
