@@ -174,11 +174,10 @@ async function cpuPercent(
     const name = await commOf(pid);
     byName.set(name, (byName.get(name) ?? 0) + used);
   }
-  const pct = (n: number) => round((n / CLK_TCK / seconds) * 100, 2);
-  note(
-    `cpu over ${round(seconds, 1)} s: ${[...byName].map(([n, v]) => `${n} ${pct(v)}%`).join(', ')}`,
-  );
   const share = (n: number) => (n / CLK_TCK / seconds) * 100;
+  note(
+    `cpu over ${round(seconds, 1)} s: ${[...byName].map(([n, v]) => `${n} ${round(share(v), 2)}%`).join(', ')}`,
+  );
   return { total: share(ticks), soundServer: share(byName.get('pulseaudio') ?? 0) };
 }
 
