@@ -27,14 +27,37 @@ async function info(query: string) {
 }
 
 describe('/api/info', () => {
-  it("GL's answer: four fields, platform with video and board", async () => {
+  it("a bare request: GL's four fields and kvmd's default hw {health, platform} beside them", async () => {
     const { status, body } = await info('');
     expect(status).toBe(200);
-    expect(Object.keys(body.result).sort()).toEqual(['auth', 'extras', 'meta', 'system']);
-    const platform = body.result.system.platform;
+    const r = body.result;
+    expect(Object.keys(r).sort()).toEqual([
+      'auth',
+      'extras',
+      'fan',
+      'hw',
+      'meta',
+      'node',
+      'system',
+      'uptime',
+    ]);
+    // GL's clients read the platform in system, PiKVM's Home Assistant integration in hw
+    const platform = r.system.platform;
     expect(platform).toHaveProperty('video', 'testbed');
     expect(platform).toHaveProperty('board', null);
     for (const k of ['type', 'base', 'model', 'serial']) expect(platform).toHaveProperty(k);
+    expect(Object.keys(r.hw).sort()).toEqual(['health', 'platform']);
+    expect(r.hw.platform).toEqual(platform);
+    expect(Object.keys(r.hw.health).sort()).toEqual(['cpu', 'mem', 'temp', 'throttling']);
+    expect(r.hw.health.mem.total).toBeGreaterThan(0);
+    expect(r).not.toHaveProperty('health');
+    expect(r.fan).toEqual({ monitored: false, state: null });
+  });
+
+  it('fields= names exactly what comes back', async () => {
+    const { body } = await info('?fields=system,meta');
+    expect(Object.keys(body.result).sort()).toEqual(['meta', 'system']);
+    expect(body.result.system).toHaveProperty('platform');
   });
 
   it("PiKVM's index page: node among the fields", async () => {

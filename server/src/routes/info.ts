@@ -1,10 +1,13 @@
 /**
  * `/api/info` (wire-protocol.md 1.3); the answer is built by services/info.ts.
  *
- * Without `legacy`, GL's answer: `system, auth, meta, extras` unless `?fields=` names others.
- * With `legacy` (kvmd 4.2xx; its own default is on), kvmd's: `legacy=0` answers every field
- * (also `health, uptime, node, fan`); `legacy=1` adds the `hw` alias and drops `health` from
- * the default set, and a requested `hw` takes `platform` out of `system` as kvmd does.
+ * Without `legacy` and `fields` (issue 21, item 9): GL's `system, auth, meta, extras`, with
+ * `system.platform` where GL's clients read it, and kvmd's default set beside them (kvmd 4.82
+ * and 4.197 answer a bare request as `legacy=1`): `hw {health, platform}`, `uptime`, `node`,
+ * `fan`. PiKVM's Home Assistant integration reads `hw.platform` from that answer.
+ * With `legacy` (kvmd 4.2xx), kvmd's: `legacy=0` answers every field (also `health, uptime,
+ * node, fan`); `legacy=1` adds the `hw` alias and drops `health` from the default set, and a
+ * requested `hw` takes `platform` out of `system` as kvmd does.
  */
 import type { FastifyInstance } from 'fastify';
 import { INFO_ALL_FIELDS, INFO_FIELDS, type InfoField, type InfoResult } from '@kvm/protocol';
@@ -13,6 +16,15 @@ import { ValidatorError } from '../errors';
 import { bool } from '../validators';
 
 export type InfoRequestField = InfoField | 'hw';
+
+/** A bare request's fields: GL's four, then kvmd's legacy default (`health` inside `hw`). */
+export const INFO_BARE_FIELDS: readonly InfoRequestField[] = [
+  ...INFO_FIELDS,
+  'hw',
+  'uptime',
+  'node',
+  'fan',
+];
 
 export function parseInfoQuery(query: Record<string, unknown>): InfoRequestField[] {
   const kvmd = query['legacy'] !== undefined;
@@ -23,7 +35,7 @@ export function parseInfoQuery(query: Record<string, unknown>): InfoRequestField
     throw new ValidatorError("The argument 'fields' is not a valid list of info fields");
   const wanted = (raw ?? '').split(/[\s,]+/).filter(Boolean);
   if (wanted.length === 0) {
-    if (!kvmd) return [...INFO_FIELDS];
+    if (!kvmd) return [...INFO_BARE_FIELDS];
     return legacy ? available.filter((f) => f !== 'health') : available;
   }
   for (const f of wanted) {
@@ -36,12 +48,20 @@ export function parseInfoQuery(query: Record<string, unknown>): InfoRequestField
   return [...new Set(wanted)] as InfoRequestField[];
 }
 
-export function infoAnswer(info: InfoResult, fields: InfoRequestField[]): Record<string, unknown> {
+/**
+ * `keepPlatform`: the bare request keeps `system.platform` (GL's place for it) beside
+ * `hw.platform`; a kvmd request moves it, as kvmd does.
+ */
+export function infoAnswer(
+  info: InfoResult,
+  fields: InfoRequestField[],
+  keepPlatform = false,
+): Record<string, unknown> {
   const answer: Record<string, unknown> = {};
   for (const f of fields) if (f !== 'hw') answer[f] = info[f];
   if (fields.includes('hw')) {
     answer['hw'] = { health: info.health, platform: info.system.platform };
-    if (answer['system']) {
+    if (answer['system'] && !keepPlatform) {
       const { platform: _moved, ...rest } = info.system;
       answer['system'] = rest;
     }
@@ -51,7 +71,9 @@ export function infoAnswer(info: InfoResult, fields: InfoRequestField[]): Record
 
 export function infoRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/api/info', async (request) => {
-    const fields = parseInfoQuery(request.query as Record<string, unknown>);
-    return infoAnswer(ctx.info.build(), fields);
+    const query = request.query as Record<string, unknown>;
+    const fields = parseInfoQuery(query);
+    const bare = query['legacy'] === undefined && !String(query['fields'] ?? '').trim();
+    return infoAnswer(ctx.info.build(), fields, bare);
   });
 }

@@ -163,11 +163,13 @@ describe('set_config bounds and unusable stored files (issue 9, item 13)', () =>
 });
 
 describe('info', () => {
-  it('answers all four fields, or the ones asked for', async () => {
+  it("answers GL's four fields (and kvmd's default ones), or the ones asked for", async () => {
     app = await newApp();
     const token = await initAndLogin(app);
     const all = (await app.inject({ url: '/api/info', headers: { token } })).json().result;
-    expect(Object.keys(all).sort()).toEqual(['auth', 'extras', 'meta', 'system']);
+    expect(Object.keys(all).sort()).toEqual(
+      ['auth', 'extras', 'fan', 'hw', 'meta', 'node', 'system', 'uptime'].sort(),
+    );
     expect(all.system.kvmd.version).toBe('4.82');
     expect(all.system.product.version).toBe('0.0.0-test');
     expect(all.auth).toEqual({ enabled: true });
