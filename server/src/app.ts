@@ -440,6 +440,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     new TerminalService({
       serial: serialConsoleFor(ctx.drivers.target, config.data_dir),
       shell: { file: config.terminal.shell ?? undefined, args: config.terminal.args },
+      startTimeoutMs: config.terminal.start_timeout_s * 1000,
       log: app.log,
     }),
     sockets,
@@ -482,6 +483,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
     log: app.log,
     sockets,
+    auth: {
+      apiSecret: config.webrtc.janus_api_secret,
+      tokenAuth: config.webrtc.janus_token_auth,
+    },
   });
   ctx.auth.sessions.on('ended', (hash) => ctx.hid.sessionEnded(hash));
   registerStatic(app, config.server.web_dir, ctx.auth, config.server.trust_proxy);

@@ -123,6 +123,13 @@ const configSchema = z.strictObject({
         .default(DEFAULT_STUN_URL),
       /** TURN credentials file in GL's format {username, password, ttl, uris}; null = none. */
       turn_file: z.string().nullable().default(null),
+      /**
+       * Janus `api_secret` of `/janus/ws`: every request but info/ping must carry it as
+       * `apisecret` (error 403 otherwise); null = not asked (docs/api.md).
+       */
+      janus_api_secret: z.string().min(1).max(256).nullable().default(null),
+      /** Janus `token_auth`: every request must carry the socket's session token as `token`. */
+      janus_token_auth: z.boolean().default(false),
     })
     .prefault({}),
   video: z
@@ -220,6 +227,8 @@ const configSchema = z.strictObject({
       shell: z.string().min(1).max(4096).nullable().default(null),
       /** Its arguments: a login shell by default (the admin's profile runs). */
       args: z.array(z.string().max(4096)).max(32).default(['-l']),
+      /** A shell that prints nothing this long after it starts is ended with a message. */
+      start_timeout_s: z.number().int().min(1).max(3600).default(30),
     })
     .prefault({}),
   support: z

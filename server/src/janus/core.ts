@@ -13,6 +13,7 @@
  * a transaction. Plugin calls of one handle run one after another (a `watch` builds its offer
  * asynchronously; `stop`, `start`, `hangup` and `detach` wait for it).
  */
+import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../log';
@@ -43,6 +44,44 @@ export interface JanusCoreOptions {
   sockets?: SocketRegistry;
   /** Runs at each new `/janus/ws` socket (the WebRTC prewarm, see webrtc.ts). */
   onSocket?: () => void;
+  /** Janus's `apisecret` / `token` checks (config `webrtc.janus_*`); off when absent. */
+  auth?: JanusAuthOptions;
+}
+
+/**
+ * Janus's own request authentication (janus.jcfg `api_secret`, `token_auth`), on top of the
+ * login session the socket already needed. With either set, every request but `info` and
+ * `ping` must carry a right `apisecret` or a right `token` (either suffices when both are
+ * set, as in Janus); otherwise it is answered with error 403. `token` is the login session's
+ * own token (the one the socket was opened with): Janus's stored tokens are our sessions.
+ */
+export interface JanusAuthOptions {
+  /** The shared secret every request must carry as `apisecret`; null: none asked. */
+  apiSecret: string | null;
+  /** Every request must carry the socket's login session token as `token`. */
+  tokenAuth: boolean;
+}
+
+export const JANUS_UNAUTHORIZED_REASON = 'Unauthorized request (wrong or missing secret/token)';
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Constant-time text comparison (through hashes, so the lengths leak nothing either). */
+function sameSecret(given: unknown, expected: string): boolean {
+  return typeof given === 'string' && timingSafeEqual(sha256(given), sha256(expected));
+}
+
+/** Whether a request passes the Janus secret/token check (see JanusAuthOptions). */
+export function janusRequestAuthorized(
+  auth: JanusAuthOptions | undefined,
+  req: Record<string, unknown>,
+  socketToken: string | null,
+): boolean {
+  if (!auth || (auth.apiSecret === null && !auth.tokenAuth)) return true;
+  if (auth.apiSecret !== null && sameSecret(req['apisecret'], auth.apiSecret)) return true;
+  return auth.tokenAuth && socketToken !== null && sameSecret(req['token'], socketToken);
 }
 
 export type JanusSocketInfo = Omit<SocketOwner, 'kind' | 'token'> & { token?: string | null };
@@ -84,8 +123,10 @@ export class JanusGateway {
   private closed = false;
   readonly sockets: SocketRegistry;
   readonly log: Logger;
+  readonly auth: JanusAuthOptions | undefined;
 
   constructor(private readonly opts: JanusCoreOptions) {
+    this.auth = opts.auth;
     this.log = opts.log;
     this.plugins = new Map(opts.plugins.map((p) => [p.name, p]));
     this.sockets = opts.sockets ?? new SocketRegistry(opts.log);
@@ -387,10 +428,6 @@ class JanusConnection implements JanusSocket {
 
   private dispatch(janus: string, req: Record<string, unknown>, transaction: string): void {
     switch (janus) {
-      case 'create': {
-        const session = this.gw.createSession(this, req['id']);
-        return this.reply({ janus: 'success', transaction, data: { id: session.id } });
-      }
       case 'ping':
         this.reply({ janus: 'pong', transaction });
         this.gw.sockets.checkSession(this.guard);
@@ -404,6 +441,16 @@ class JanusConnection implements JanusSocket {
           data_channels: true,
           plugins: this.gw.pluginInfo,
         });
+    }
+    // Janus answers `info` and `ping` to anyone; everything else needs the secret or token.
+    if (!janusRequestAuthorized(this.gw.auth, req, this.guard.owner.token)) {
+      throw new JanusRequestError(JanusErrorCode.unauthorized, JANUS_UNAUTHORIZED_REASON);
+    }
+    switch (janus) {
+      case 'create': {
+        const session = this.gw.createSession(this, req['id']);
+        return this.reply({ janus: 'success', transaction, data: { id: session.id } });
+      }
       case 'claim': {
         const session = this.gw.findSession(this, req['session_id'], true);
         return this.reply({ janus: 'success', session_id: session.id, transaction });

@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SocketRegistry } from '../ws/socket-guard';
-import { JanusGateway, mountJanus } from './core';
+import { JanusGateway, mountJanus, type JanusAuthOptions } from './core';
 import { UstreamerPlugin, type UstreamerPluginDeps } from './ustreamer-plugin';
 import { prewarmWebrtc } from './webrtc';
 
-export { JanusGateway } from './core';
+export { JanusGateway, type JanusAuthOptions } from './core';
 export { janusFeatures } from './ustreamer-plugin';
 
 export interface JanusDeps extends UstreamerPluginDeps {
@@ -17,16 +17,34 @@ export interface JanusDeps extends UstreamerPluginDeps {
   sessionTimeoutMs?: number;
   /** The server's socket registry (app.ts); a gateway on its own keeps one of its own. */
   sockets?: SocketRegistry;
+  /** Janus `apisecret` / `token` checks (config `webrtc.janus_api_secret`, `janus_token_auth`). */
+  auth?: JanusAuthOptions;
+}
+
+/** `GET /api/janus/auth`: what the console hands janus.js (docs/api.md). */
+export interface JanusAuthAnswer {
+  apisecret: string | null;
+  token_auth: boolean;
 }
 
 export function registerJanus(app: FastifyInstance, deps: JanusDeps): JanusGateway {
-  const { sessionTimeoutMs, sockets, ...pluginDeps } = deps;
+  const { sessionTimeoutMs, sockets, auth, ...pluginDeps } = deps;
   const gateway = new JanusGateway({
     plugins: [new UstreamerPlugin(pluginDeps)],
     log: deps.log,
     ...(sessionTimeoutMs !== undefined ? { sessionTimeoutMs } : {}),
     ...(sockets ? { sockets } : {}),
+    ...(auth ? { auth } : {}),
     onSocket: () => prewarmWebrtc(deps.log),
+  });
+  // Session required (the global auth hook): the console's own janus.js needs what a
+  // configured gateway asks for; a logged-in user may know it.
+  app.get('/api/janus/auth', async () => {
+    const answer: JanusAuthAnswer = {
+      apisecret: auth?.apiSecret ?? null,
+      token_auth: auth?.tokenAuth ?? false,
+    };
+    return answer;
   });
   return mountJanus(app, gateway);
 }

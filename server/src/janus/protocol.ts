@@ -12,6 +12,7 @@ export const JanusErrorCode = {
   unknownRequest: 453,
   invalidJson: 454,
   invalidJsonObject: 455,
+  unauthorized: 403,
   missingMandatoryElement: 456,
   sessionNotFound: 458,
   handleNotFound: 459,

@@ -8,6 +8,7 @@ import {
   STREAM_ERROR_RETRY_MS,
   JanusStream,
   iceServersFromTurn,
+  janusCredentials,
   janusServerUrl,
   stereoOpus,
 } from './janus-stream';
@@ -748,5 +749,46 @@ describe('janus helpers', () => {
     expect(iceServersFromTurn({ username: '', password: '', ttl: 1, uris: ['stun:s'] })).toEqual([
       { urls: ['stun:s'] },
     ]);
+  });
+});
+
+describe('Janus token and apisecret (SPEC 7)', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('hands janus.js the secret and the session token as the gateway asks', () => {
+    expect(janusCredentials({ apisecret: null, token_auth: false }, 'tok')).toEqual({});
+    expect(janusCredentials({ apisecret: 's', token_auth: false }, 'tok')).toEqual({
+      apisecret: 's',
+    });
+    expect(janusCredentials({ apisecret: null, token_auth: true }, 'tok')).toEqual({
+      token: 'tok',
+    });
+    expect(janusCredentials({ apisecret: null, token_auth: true }, null)).toEqual({});
+  });
+
+  it('creates the session with them, and without them when they cannot be read', async () => {
+    for (const [credentials, expected] of [
+      [() => Promise.resolve({ apisecret: 's', token: 't' }), { apisecret: 's', token: 't' }],
+      [() => Promise.reject(new Error('offline')), {}],
+    ] as const) {
+      const runtime = new FakeRuntime();
+      const stream = new JanusStream({
+        serverUrl: () => 'ws://device.test/janus/ws',
+        getTurn: () => Promise.resolve(null),
+        orientation: () => 0,
+        loadRuntime: () => Promise.resolve(runtime),
+        credentials,
+      });
+      stream.start();
+      await vi.advanceTimersByTimeAsync(0);
+      const options = runtime.last().options;
+      expect({ apisecret: options.apisecret, token: options.token }).toEqual({
+        apisecret: undefined,
+        token: undefined,
+        ...expected,
+      });
+      stream.stop();
+    }
   });
 });

@@ -157,6 +157,28 @@ export interface JanusStreamOptions {
   /** The microphone track to send, or null; read at every watch and answer. */
   micTrack?: () => MediaStreamTrack | null;
   loadRuntime?: () => Promise<JanusRuntime>;
+  /** What a gateway configured with Janus `api_secret` / `token_auth` asks for (SPEC 7). */
+  credentials?: () => Promise<JanusCredentials>;
+}
+
+/** Janus `token` / `apisecret` for janus.js; absent members are not sent. */
+export interface JanusCredentials {
+  token?: string;
+  apisecret?: string;
+}
+
+/** `GET /api/janus/auth` (docs/api.md). */
+export interface JanusAuthAnswer {
+  apisecret: string | null;
+  token_auth: boolean;
+}
+
+/** What janus.js is given: the secret when the gateway has one, the session token when asked. */
+export function janusCredentials(answer: JanusAuthAnswer, token: string | null): JanusCredentials {
+  return {
+    ...(answer.apisecret !== null ? { apisecret: answer.apisecret } : {}),
+    ...(answer.token_auth && token ? { token } : {}),
+  };
 }
 
 export class JanusStream implements StreamClient {
@@ -284,10 +306,13 @@ export class JanusStream implements StreamClient {
   private async open(gen: number): Promise<void> {
     let runtime: JanusRuntime;
     let turn: TurnState | null;
+    let credentials: JanusCredentials;
     try {
-      [runtime, turn] = await Promise.all([
+      [runtime, turn, credentials] = await Promise.all([
         (this.options.loadRuntime ?? loadJanusRuntime)(),
         this.options.getTurn().catch(() => null),
+        // Unknown: connect without; a gateway that needs them answers 403 and this retries.
+        this.options.credentials?.().catch(() => ({})) ?? {},
       ]);
     } catch {
       if (gen === this.generation) this.gatewayEnded(); // The chunk did not load: offline.
@@ -302,6 +327,7 @@ export class JanusStream implements StreamClient {
     const session = runtime.create({
       server: this.options.serverUrl(),
       iceServers: this.iceServers,
+      ...credentials,
       ipv6: true,
       // The page going away closes the socket; the gateway cleans up by itself.
       destroyOnUnload: false,

@@ -82,6 +82,9 @@ export interface JanusSessionOptions {
   iceServers: RTCIceServer[];
   ipv6: boolean;
   destroyOnUnload: boolean;
+  /** Janus `token` / `apisecret`, sent by janus.js in every request when given (SPEC 7). */
+  token?: string;
+  apisecret?: string;
   success: () => void;
   error: (error: unknown) => void;
   destroyed: () => void;

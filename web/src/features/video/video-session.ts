@@ -6,6 +6,8 @@
 import { useEffect, useState, useSyncExternalStore } from 'react';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
+import { api } from '../../lib/api';
+import type { JanusAuthAnswer } from '../../lib/janus-stream';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
 import { useConfig } from '../config/config-store';
@@ -30,9 +32,12 @@ export function setMicTrackSource(source: () => MediaStreamTrack | null): void {
 
 export const videoController = new VideoController({
   createWebRtc: async () => {
-    const { JanusStream, janusServerUrl } = await import('../../lib/janus-stream');
+    const { JanusStream, janusCredentials, janusServerUrl } =
+      await import('../../lib/janus-stream');
     return new JanusStream({
       serverUrl: () => janusServerUrl(window.location, getAuthToken()),
+      credentials: async () =>
+        janusCredentials(await api.get<JanusAuthAnswer>('/janus/auth'), getAuthToken()),
       getTurn: fetchTurn,
       orientation: () => useConfig.getState().config?.orientation ?? 0,
       micTrack: () => micTrackSource(),
