@@ -8,10 +8,11 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, createContext } from '../app';
 import { buildConfig } from '../config';
 import type { AppContext } from '../context';
+import { keepTrial } from '../install/boot';
 import { readTrial, setCurrent, writeOutcome, type InstallLayout } from '../install/install-dir';
 import { loadConfigDefaults } from '../paths';
 import { makePackage, makeTree } from '../services/upgrade/test-package';
@@ -67,6 +68,7 @@ afterEach(teardown);
 
 interface Setup {
   post: (url: string) => Promise<Record<string, unknown>>;
+  raw: (url: string) => Promise<LightMyRequestResponse>;
   get: (url: string) => Promise<Record<string, unknown>>;
   layout: InstallLayout;
   data: string;
@@ -74,7 +76,13 @@ interface Setup {
 }
 
 async function setup(
-  opts: { install?: boolean; upgrade?: Record<string, unknown>; pkg?: string } = {},
+  opts: {
+    install?: boolean;
+    upgrade?: Record<string, unknown>;
+    pkg?: string;
+    /** The running version (package.json's spelling). */
+    version?: string;
+  } = {},
 ): Promise<Setup> {
   root = await mkdtemp(join(tmpdir(), 'kvm-upgrade-start-run-'));
   const data = join(root, 'data');
@@ -91,16 +99,17 @@ async function setup(
     },
     loadConfigDefaults(),
   );
-  let exits = 0;
-  ctx = await createContext(config, '0.1.0', undefined, {
-    install: opts.install === false ? undefined : layout,
-    exitForUpgrade: () => exits++,
-  });
-  app = await buildApp(ctx);
+  // There before the server starts, as a package downloaded before a restart is.
   if (opts.pkg) {
     await mkdir(join(data, 'upgrade'), { recursive: true });
     await copyFile(opts.pkg, join(data, 'upgrade', 'update.pkg'));
   }
+  let exits = 0;
+  ctx = await createContext(config, opts.version ?? '0.1.0', undefined, {
+    install: opts.install === false ? undefined : layout,
+    exitForUpgrade: () => exits++,
+  });
+  app = await buildApp(ctx);
   const token = await ctx.auth.sessions.create('admin', 3_600_000);
   const a = app;
   const call = async (method: 'GET' | 'POST', url: string) => {
@@ -111,6 +120,7 @@ async function setup(
   return {
     post: (url) => call('POST', url),
     get: (url) => call('GET', url),
+    raw: (url) => a.inject({ method: 'POST', url, headers: { token } }),
     layout,
     data,
     exits: () => exits,
@@ -175,7 +185,8 @@ describe('POST /api/upgrade/start', () => {
 
   it('refuses a foreign signature, a torn package and a too-old device, 200 with the flags', async () => {
     for (const [pkg, flags, reason] of [
-      [pkgs.stranger, { signature_valid: false, firmware_valid: true }, /trusted key/],
+      // The first failed check ends the read: an untrusted package's files are never checked.
+      [pkgs.stranger, { signature_valid: false, firmware_valid: false }, /trusted key/],
       [pkgs.torn, { firmware_valid: false }, /./],
       [pkgs.old, { signature_valid: true, firmware_valid: false }, /V0\.2\.5 or later/],
     ] as const) {
@@ -212,6 +223,38 @@ describe('POST /api/upgrade/start', () => {
     expect(await s.post('/api/upgrade/start?skip_verify=1')).toMatchObject({
       status: 'Upgrade failed',
       firmware_valid: false,
+    });
+  });
+
+  it('refuses an older release with 409 until the admin confirms the downgrade (issue 21)', async () => {
+    // V0.3.0 runs; the waiting package is a signed, valid V0.2.0.
+    let s = await setup({ pkg: pkgs.good, version: '0.3.0' });
+    const refused = await s.raw('/api/upgrade/start');
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json()).toEqual({
+      ok: false,
+      result: {
+        error: 'UpgradeDowngradeError',
+        error_msg:
+          'The package (V0.2.0) is older than the running version (V0.3.0): confirm the downgrade (allow_downgrade=1) to install it',
+        package_version: 'V0.2.0',
+        local_version: 'V0.3.0',
+      },
+    });
+    // Nothing unpacked, nothing handed over; the package waits for the confirmed start.
+    expect(readTrial(s.layout)).toBeNull();
+    expect(await readdir(join(s.layout.installDir, 'slots')).catch(() => [])).toEqual([]);
+    expect(existsSync(join(s.data, 'upgrade', 'update.pkg'))).toBe(true);
+    // allow_downgrade=0 is no confirmation.
+    expect((await s.raw('/api/upgrade/start?allow_downgrade=0')).statusCode).toBe(409);
+    const started = await s.post('/api/upgrade/start?allow_downgrade=1');
+    expect(started).toMatchObject({ status: 'Upgrade started', version: 'V0.2.0' });
+    expect(readTrial(s.layout)).toMatchObject({ from_version: 'V0.3.0', to_version: 'V0.2.0' });
+    await teardown();
+    // A newer release needs no flag (and the flag changes nothing for it).
+    s = await setup({ pkg: pkgs.good, version: '0.1.0' });
+    expect(await s.post('/api/upgrade/start?allow_downgrade=1')).toMatchObject({
+      status: 'Upgrade started',
     });
   });
 
@@ -252,6 +295,28 @@ describe('GET /api/upgrade/status and download_info after a restart', () => {
       in_progress: false,
       last_upgrade: outcome,
     });
+  });
+
+  it('the kept upgrade removes its package: download_info answers zeros again (issue 21)', async () => {
+    const s = await setup({ pkg: pkgs.good });
+    const size = (await readFile(pkgs.good)).length;
+    expect(await s.get('/api/upgrade/download_info')).toEqual({ size, total_size: size });
+    // The new version is healthy: the launcher keeps the trial, which removes the package.
+    keepTrial(s.layout, {
+      id: 't1',
+      from_slot: 'factory',
+      to_slot: 'a',
+      from_version: 'V0.1.0',
+      to_version: 'V0.2.0',
+      save_config: true,
+      data_dir: s.data,
+      data_aside: null,
+      attempts: 1,
+      created_at: new Date().toISOString(),
+    });
+    expect(existsSync(join(s.data, 'upgrade', 'update.pkg'))).toBe(false);
+    // Not a download stuck at 0 % of the old size: nothing at all.
+    expect(await s.get('/api/upgrade/download_info')).toEqual({ size: 0, total_size: 0 });
   });
 
   it('a complete package keeps its total_size; a torn part file is removed', async () => {

@@ -35,12 +35,15 @@ export function upgradeRoutes(app: FastifyInstance, upgrade: UpgradeService): vo
   app.get('/api/upgrade/download_cancel', async () => upgrade.cancelDownload());
   app.get('/api/upgrade/status', async () => upgrade.status());
 
-  // GL 5.13: 200 in every case; save_config defaults to true, skip_verify to false.
+  // GL 5.13: 200 for every refusal of the package; save_config defaults to true, skip_verify
+  // and allow_downgrade to false. Ours: an older release is 409 UpgradeDowngradeError until
+  // the admin confirms it with allow_downgrade=1.
   app.post('/api/upgrade/start', async (request) => {
     const q = request.query as Record<string, unknown>;
     return upgrade.start({
       saveConfig: !isFalse(q['save_config']),
       skipVerify: isTrue(q['skip_verify']),
+      allowDowngrade: isTrue(q['allow_downgrade']),
     });
   });
 

@@ -3,7 +3,9 @@
  * gzip'd ustar tar of `manifest.json`, `manifest.sig` and `files/<path>`, in that order. One
  * streaming pass: the signature is known before the first file byte, every file is hashed as
  * it goes by, and `extractTo` (the A/B install) writes a file only after its manifest was signed
- * by a trusted key.
+ * by a trusted key. The first failed check ends the read (issue 21: an unsigned gzip bomb cost
+ * 21 s of CPU when it did not). A package installs `package.json`, `server/dist/**` and
+ * `web/dist/**` only (INSTALLABLE).
  */
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
@@ -34,7 +36,48 @@ export interface VerifyResult {
   manifest: PackageManifest | null;
   /** Why the package is refused; null when both flags are true. */
   reason: string | null;
+  /**
+   * Set when the one failed check is that the package is older than the running version (and
+   * `allowDowngrade` was not given): the caller asks the admin instead of only refusing.
+   */
+  downgrade: boolean;
+  /** Bytes the reader took from the gzip stream (the work done; the tests bound it). */
+  inflated: number;
 }
+
+export interface VerifyOptions {
+  /** Unpack `files/` here (the A/B install). */
+  extractTo?: string;
+  /**
+   * skip_verify (only when upgrade.allow_skip_verify): an untrusted signature does not stop
+   * the reading; every other check still does.
+   */
+  allowUnsigned?: boolean;
+  /** The admin confirmed installing a release older than the running one. */
+  allowDowngrade?: boolean;
+  /** The whole read stops past this (a package this device cannot verify in time). */
+  budgetMs?: number;
+  /** The clock the budget is measured on (tests). */
+  now?: () => number;
+}
+
+/** What a package may install: the release tree and nothing else (docs/security.md). */
+export const INSTALLABLE = { files: ['package.json'], folders: ['server/dist/', 'web/dist/'] };
+
+/** A manifest path the install may write: package.json, or a file under server/dist or web/dist. */
+export function installablePath(path: string): boolean {
+  return (
+    safePackagePath(path) &&
+    (INSTALLABLE.files.includes(path) || INSTALLABLE.folders.some((d) => path.startsWith(d)))
+  );
+}
+
+/** Verifying a package may take this long (a 1 GiB package reads in well under a minute). */
+export const VERIFY_BUDGET_MS = 5 * 60_000;
+/** The most a manifest may declare in all: the largest package, inflated, with room. */
+export const UNPACKED_MAX_BYTES = 4 * 1024 * 1024 * 1024;
+/** Compressed bytes read at a time: one read inflates at most ~1000 times this. */
+const READ_CHUNK = 16 * 1024;
 
 /** The manifest and signature are read into memory: bound them. */
 const META_MAX = 4 * 1024 * 1024;
@@ -70,7 +113,13 @@ function parseManifest(data: Buffer): PackageManifest {
   }
   if (!Array.isArray(m.files) || m.files.length > FILES_MAX) throw new Error('manifest: files');
   const seen = new Set<string>();
+  let declared = 0;
   for (const f of m.files) {
+    if (typeof f?.path === 'string' && safePackagePath(f.path) && !installablePath(f.path)) {
+      throw new Error(
+        `manifest: ${JSON.stringify(f.path)} is outside package.json, server/dist and web/dist`,
+      );
+    }
     if (
       typeof f?.path !== 'string' ||
       !safePackagePath(f.path) ||
@@ -83,7 +132,9 @@ function parseManifest(data: Buffer): PackageManifest {
       throw new Error(`manifest: bad file entry ${JSON.stringify(f?.path ?? null)}`);
     }
     seen.add(f.path);
+    declared += f.size;
   }
+  if (declared > UNPACKED_MAX_BYTES) throw new Error(`manifest: ${declared} bytes in all`);
   return m as PackageManifest;
 }
 
@@ -125,27 +176,43 @@ function parseHeader(h: Buffer): TarHeader | null {
   };
 }
 
-class Refused extends Error {}
+class Refused extends Error {
+  constructor(
+    message: string,
+    readonly downgrade = false,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Verifies `file` (and with `extractTo`, unpacks its `files/` there; the caller gives an empty
  * folder and discards it unless both flags come back true). Never throws for a bad package.
+ *
+ * It stops at the first failed check, reading no further: the manifest's own checks (model,
+ * min_version, not older than this version) and the signature are known before the first file
+ * byte, so an unsigned or foreign package costs the inflation of its manifest only. Past that
+ * every entry's size must be the manifest's and the stream ends at the archive's end, so what
+ * is inflated is bounded by the signed sizes; the whole read by `budgetMs`.
  */
 export async function verifyPackage(
   file: string,
   trustedKeys: readonly KeyObject[],
   model: string,
   localVersion: string,
-  opts: { extractTo?: string; extractUnsigned?: boolean } = {},
+  opts: VerifyOptions = {},
 ): Promise<VerifyResult> {
   const result: VerifyResult = {
     signature_valid: false,
     firmware_valid: false,
     manifest: null,
     reason: null,
+    downgrade: false,
+    inflated: 0,
   };
-  // Set when a check fails that does not stop the hashing (model, version, a file's hash).
-  let firmwareProblem: string | null = null;
+  const now = opts.now ?? (() => performance.now());
+  const budgetMs = opts.budgetMs ?? VERIFY_BUDGET_MS;
+  const began = now();
   let manifestData: Buffer | null = null;
   let expected = new Map<string, ManifestFile>();
   const done = new Set<string>();
@@ -160,6 +227,24 @@ export async function verifyPackage(
   let index = 0;
   let ended = false;
   let writeError: Error | null = null;
+
+  /** The manifest's own checks: the first that fails, or null. */
+  const manifestProblem = (m: PackageManifest): Refused | null => {
+    if (m.model !== model) return new Refused(`the package is for ${m.model}, not ${model}`);
+    if (formatVersion(m.version) === null) return new Refused(`bad version ${m.version}`);
+    if (compareVersions(m.min_version, localVersion) > 0) {
+      return new Refused(
+        `the package upgrades from ${m.min_version} or later; this is ${localVersion}`,
+      );
+    }
+    if (!opts.allowDowngrade && compareVersions(m.version, localVersion) < 0) {
+      return new Refused(
+        `the package (${formatVersion(m.version)}) is older than the running version (${localVersion}); installing it is a downgrade`,
+        true,
+      );
+    }
+    return null;
+  };
 
   const startEntry = async (h: TarHeader): Promise<void> => {
     if (h.type !== '0' && h.type !== '\0') throw new Refused(`${h.path}: not a regular file`);
@@ -179,10 +264,11 @@ export async function verifyPackage(
     if (done.has(rel)) throw new Refused(`${rel} appears twice`);
     if (want.size !== h.size) throw new Refused(`${rel}: size ${h.size}, manifest ${want.size}`);
     hash = createHash('sha256');
-    if (opts.extractTo && (result.signature_valid || opts.extractUnsigned)) {
+    if (opts.extractTo) {
       const dest = join(opts.extractTo, rel);
       await mkdir(dirname(dest), { recursive: true });
-      const o = createWriteStream(dest, { mode: 0o644 });
+      // 'wx': a path the tar already wrote (or anything else there) is never written through.
+      const o = createWriteStream(dest, { mode: 0o644, flags: 'wx' });
       // A full disk fails the unpack (below); a stream destroyed mid-write must not throw.
       o.on('error', (err) => (writeError ??= err));
       out = o;
@@ -199,12 +285,6 @@ export async function verifyPackage(
         throw new Refused((e as Error).message);
       }
       expected = new Map(result.manifest.files.map((f) => [f.path, f]));
-      const m = result.manifest;
-      if (m.model !== model) firmwareProblem ??= `the package is for ${m.model}, not ${model}`;
-      else if (formatVersion(m.version) === null) firmwareProblem ??= `bad version ${m.version}`;
-      else if (compareVersions(m.min_version, localVersion) > 0) {
-        firmwareProblem ??= `the package upgrades from ${m.min_version} or later; this is ${localVersion}`;
-      }
     } else if (index === 2) {
       const sig = Buffer.from(Buffer.concat(meta).toString('ascii').trim(), 'base64');
       result.signature_valid = trustedKeys.some((k) => {
@@ -214,6 +294,12 @@ export async function verifyPackage(
           return false;
         }
       });
+      // The first failed check ends the read: nothing of an untrusted package is inflated.
+      if (!result.signature_valid && !opts.allowUnsigned) {
+        throw new Refused('the signature is not from a trusted key');
+      }
+      const problem = manifestProblem(result.manifest!);
+      if (problem) throw problem;
     } else {
       const rel = h.path.slice('files/'.length);
       done.add(rel);
@@ -225,7 +311,7 @@ export async function verifyPackage(
         o.end();
         await finished(o);
       }
-      if (digest !== expected.get(rel)!.sha256) firmwareProblem ??= `${rel}: sha256 mismatch`;
+      if (digest !== expected.get(rel)!.sha256) throw new Refused(`${rel}: sha256 mismatch`);
     }
     entry = null;
   };
@@ -267,24 +353,36 @@ export async function verifyPackage(
     }
   };
 
+  const input = createReadStream(file, { highWaterMark: READ_CHUNK });
+  const gunzip = createGunzip({ chunkSize: READ_CHUNK });
   try {
-    const gunzip = createReadStream(file).pipe(createGunzip());
-    for await (const chunk of gunzip) await feed(chunk as Buffer);
+    input.pipe(gunzip);
+    input.once('error', (err) => gunzip.destroy(err));
+    for await (const chunk of gunzip) {
+      result.inflated += (chunk as Buffer).length;
+      if (now() - began > budgetMs) {
+        throw new Refused(`the package could not be verified within ${budgetMs / 1000} s`);
+      }
+      await feed(chunk as Buffer);
+      // The end-of-archive block: whatever follows is not read (nor inflated).
+      if (ended) break;
+    }
     if (writeError) throw new Refused(`could not unpack: ${(writeError as Error).message}`);
     if (!ended || entry) throw new Refused('the package is truncated');
     if (index < 2) throw new Refused('no manifest');
     const missing = [...expected.keys()].find((p) => !done.has(p));
     if (missing) throw new Refused(`${missing} is missing`);
-    result.firmware_valid = firmwareProblem === null;
-    result.reason = !result.signature_valid
-      ? 'the signature is not from a trusted key'
-      : firmwareProblem;
+    result.firmware_valid = true;
+    result.reason = result.signature_valid ? null : 'the signature is not from a trusted key';
   } catch (e) {
     result.firmware_valid = false;
+    result.downgrade = e instanceof Refused && e.downgrade;
     result.reason =
       e instanceof Refused ? e.message : `unreadable package: ${(e as Error).message}`;
   } finally {
     (out as WriteStream | null)?.destroy();
+    input.destroy();
+    gunzip.destroy();
   }
   return result;
 }

@@ -25,6 +25,7 @@ import {
 } from '@kvm/protocol';
 import {
   BadRequestError,
+  ConflictError,
   IsBusyError,
   PayloadTooLargeError,
   ServiceUnavailableError,
@@ -82,6 +83,13 @@ export interface UpgradeDeps {
 
 /** The upload is refused: another upload runs. */
 export class UpgradeUploadBusyError extends IsBusyError {}
+
+/**
+ * 409: the waiting package is a signed, valid release older than the running one; `start`
+ * installs it only with `allow_downgrade=1` (the console asks the admin first). The envelope
+ * carries both versions.
+ */
+export class UpgradeDowngradeError extends ConflictError {}
 
 /** The channel or its package could not be fetched (the download's answer). */
 export class UpgradeDownloadError extends ServiceUnavailableError {}
@@ -239,12 +247,26 @@ export class UpgradeService {
   async downloadInfo(): Promise<UpgradeDownloadInfo> {
     await this.restored;
     if (this.totalSize === 0) return { size: 0, total_size: 0 };
-    const path = this.download ? this.partPath : this.packagePath;
-    const size = await stat(path).then(
+    if (this.download) {
+      const size = await stat(this.partPath).then(
+        (s) => s.size,
+        () => 0,
+      );
+      return { size, total_size: this.totalSize };
+    }
+    // Nothing is transferring: what counts is the complete package, if it is still there. The
+    // launcher removes it once the version it installed is healthy (issue 21: a size kept from
+    // before the upgrade read as a download stuck at 0 %).
+    const size = await stat(this.packagePath).then(
       (s) => s.size,
-      () => 0,
+      () => null,
     );
-    return { size, total_size: this.totalSize };
+    if (size === null) {
+      this.totalSize = 0;
+      return { size: 0, total_size: 0 };
+    }
+    this.totalSize = size;
+    return { size, total_size: size };
   }
 
   async cancelDownload(): Promise<UpgradeDownloadCancel> {
@@ -319,7 +341,11 @@ export class UpgradeService {
    * one second later stops the server; the launcher boots the new version and keeps it only
    * once it is healthy (install/boot.ts).
    */
-  async start(opts: { saveConfig: boolean; skipVerify: boolean }): Promise<UpgradeStartResult> {
+  async start(opts: {
+    saveConfig: boolean;
+    skipVerify: boolean;
+    allowDowngrade?: boolean;
+  }): Promise<UpgradeStartResult> {
     const install = this.deps.install;
     if (!install) {
       return failed(
@@ -359,9 +385,25 @@ export class UpgradeService {
         keys,
         this.deps.model,
         this.localVersion(),
-        { extractTo: staging, extractUnsigned: opts.skipVerify },
+        {
+          extractTo: staging,
+          allowUnsigned: opts.skipVerify,
+          allowDowngrade: opts.allowDowngrade === true,
+        },
       );
       const trusted = result.signature_valid || opts.skipVerify;
+      if (result.downgrade && result.manifest) {
+        await rm(staging, { recursive: true, force: true });
+        const pkgVersion = formatVersion(result.manifest.version) ?? result.manifest.version;
+        this.deps.log.warn(
+          { version: pkgVersion, running: this.localVersion() },
+          'upgrade refused: an older release needs allow_downgrade',
+        );
+        throw new UpgradeDowngradeError(
+          `The package (${pkgVersion}) is older than the running version (${this.localVersion()}): confirm the downgrade (allow_downgrade=1) to install it`,
+          { package_version: pkgVersion, local_version: this.localVersion() },
+        );
+      }
       if (!trusted || !result.firmware_valid || !result.manifest) {
         await rm(staging, { recursive: true, force: true });
         this.deps.log.warn({ reason: result.reason }, 'upgrade package refused');
@@ -407,6 +449,7 @@ export class UpgradeService {
           slot,
           saveConfig: opts.saveConfig,
           skipVerify: opts.skipVerify,
+          downgrade: opts.allowDowngrade === true,
           ms: Math.round(performance.now() - began),
         },
         'upgrade started: restarting into the new version',
@@ -426,6 +469,7 @@ export class UpgradeService {
         version,
       };
     } catch (e) {
+      if (e instanceof UpgradeDowngradeError) throw e;
       this.deps.log.error({ err: e }, 'upgrade start failed');
       return failed(`The package could not be installed: ${messageOf(e)}`);
     } finally {
