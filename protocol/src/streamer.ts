@@ -21,7 +21,8 @@ export interface StreamerParams {
 export const STREAMER_LIMITS = {
   h264_bitrate: { min: 25, max: 20_000 },
   h264_gop: { min: 0, max: 240 },
-  desired_fps: { min: 1, max: 60 },
+  /** 0: as fast as the source gives (ustreamer's `--desired-fps 0`), which is this max. */
+  desired_fps: { min: 0, max: 60 },
   quality: { min: 1, max: 100 },
 } as const;
 

@@ -102,12 +102,12 @@ describe('streamer', () => {
       'h264_bitrate=1&h264_bitrate=2',
       'h264_gop=-1',
       'h264_gop=241',
-      'desired_fps=0',
-      'desired_fps=61',
+      'desired_fps=-1',
+      'desired_fps=121',
       'desired_fps=1000000',
       'video_processing=__proto__',
       // one bad value spoils the whole request: nothing of it is applied
-      'h264_bitrate=3000&desired_fps=0',
+      'h264_bitrate=3000&desired_fps=121',
     ]) {
       const res = await app.inject({
         method: 'POST',
@@ -120,6 +120,81 @@ describe('streamer', () => {
     const after = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
       .params;
     expect(after).toEqual(before);
+  });
+
+  it("desired_fps is kvmd's 0..120 (0: the most the source gives), resolution is refused as kvmd does", async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const post = (q: string) =>
+      app.inject({ method: 'POST', url: `/api/streamer/set_params?${q}`, headers: { token } });
+    const params = async () =>
+      (await app.inject({ url: '/api/streamer', headers: { token } })).json().result.params;
+    const hubFps = () => (app.ctx.video as unknown as { params: { fps: number } }).params.fps;
+
+    let res = await post('desired_fps=0');
+    expect(res.statusCode).toBe(200);
+    expect((await params()).desired_fps).toBe(0);
+    // ustreamer's 0 is "as fast as the source gives": the encoder runs at the limit
+    expect(hubFps()).toBe(60);
+    const state = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result;
+    expect(state.limits.desired_fps).toEqual({ min: 0, max: 60 });
+    expect(state.streamer.source.desired_fps).toBe(0);
+
+    // kvmd takes up to 120; the limits bound what runs
+    res = await post('desired_fps=120');
+    expect(res.statusCode).toBe(200);
+    expect((await params()).desired_fps).toBe(60);
+    res = await post('desired_fps=25');
+    expect(res.statusCode).toBe(200);
+    expect((await params()).desired_fps).toBe(25);
+    expect(hubFps()).toBe(25);
+
+    // the picture size is the remote computer's: any resolution is kvmd's 400, nothing applied
+    for (const q of [
+      'resolution=1280x720',
+      'resolution=1920x1080&desired_fps=30',
+      'resolution=x',
+    ]) {
+      res = await post(q);
+      expect(res.statusCode, q).toBe(400);
+      expect(res.json().result, q).toEqual({
+        error: 'StreamerResolutionNotSupported',
+        error_msg: 'This streamer does not support resolution settings',
+      });
+    }
+    expect((await params()).desired_fps).toBe(25);
+    // kvmd counts only non-empty values
+    expect((await post('resolution=')).statusCode).toBe(200);
+  });
+
+  it('frame rates are whole numbers in the state and the streamer event, as ustreamer sends them', async () => {
+    app = await newApp();
+    const token = await initAndLogin(app);
+    const hub = app.ctx.video;
+    const real = hub.getStats.bind(hub);
+    hub.getStats = () => ({ ...real(), capturedFps: 0.8, fps: 0.9 });
+    try {
+      const st = (await app.inject({ url: '/api/streamer', headers: { token } })).json().result
+        .streamer;
+      expect(st.source.captured_fps).toBe(1);
+      expect(st.h264.fps).toBe(1);
+      hub.getStats = () => ({ ...real(), capturedFps: 29.4, fps: 0.4 });
+      const events: Array<{
+        event: { streamer: { source: { captured_fps: number }; h264: { fps: number } } };
+      }> = [];
+      const off = app.ctx.streamer.provider().subscribe((e) => events.push(e as never));
+      hub.emit('stats', hub.getStats());
+      off();
+      const last = events.at(-1)!.event.streamer;
+      expect(last.source.captured_fps).toBe(29);
+      expect(last.h264.fps).toBe(0);
+      for (const v of [last.source.captured_fps, last.h264.fps])
+        expect(Number.isInteger(v)).toBe(true);
+      const [snap] = app.ctx.streamer.provider().snapshot() as typeof events;
+      expect(snap!.event.streamer.source.captured_fps).toBe(29);
+    } finally {
+      hub.getStats = real;
+    }
   });
 
   it('exports drop counters per reason in the state and the streamer event', async () => {

@@ -12,7 +12,16 @@ import {
 import type { RawFrame } from '../drivers/video/types';
 import { makePreview, previewBox } from '../media/jpeg';
 import { UnavailableError, type Snapshot, type StreamerService } from '../services/streamer';
+import { BadRequestError } from '../errors';
 import { bool, int, oneOf } from '../validators';
+
+/** kvmd's answer to `resolution` on a streamer whose picture size is not settable. */
+export class StreamerResolutionNotSupported extends BadRequestError {
+  static override readonly defaultMessage = 'This streamer does not support resolution settings';
+}
+
+/** kvmd's `valid_stream_fps`: what a client may ask for; the limits then bound what runs. */
+const DESIRED_FPS_ARG = { min: 0, max: 120 } as const;
 
 /**
  * The OCR of `snapshot?ocr=1` (services/ocr): `parse` reads and checks the `ocr_*` query
@@ -104,6 +113,10 @@ export function streamerRoutes<R>(
 
   // kvmd: only non-empty values count; unchanged values are ignored; answers at once and the
   // change is applied by a quick encoder restart (viewers stay connected).
+  // `desired_fps` is kvmd's 0..120 (0: as fast as the source gives, ustreamer's meaning), then
+  // bounded by `limits.desired_fps` (kvmd leaves an out-of-limits value unapplied; the nearest
+  // limit is what runs here, and `params` says so). The picture size is the remote computer's
+  // (`features.resolution: false`), so any `resolution` is kvmd's StreamerResolutionNotSupported.
   app.post('/api/streamer/set_params', async (request) => {
     const q = request.query as Record<string, unknown>;
     const patch: Partial<StreamerParams> = {};
@@ -112,8 +125,11 @@ export function streamerRoutes<R>(
       patch.h264_bitrate = int('h264_bitrate', q['h264_bitrate'], STREAMER_LIMITS.h264_bitrate);
     if (present('h264_gop'))
       patch.h264_gop = int('h264_gop', q['h264_gop'], STREAMER_LIMITS.h264_gop);
-    if (present('desired_fps'))
-      patch.desired_fps = int('desired_fps', q['desired_fps'], STREAMER_LIMITS.desired_fps);
+    if (present('desired_fps')) {
+      const fps = int('desired_fps', q['desired_fps'], DESIRED_FPS_ARG);
+      patch.desired_fps = Math.min(fps, STREAMER_LIMITS.desired_fps.max);
+    }
+    if (present('resolution')) throw new StreamerResolutionNotSupported();
     if (present('video_processing'))
       patch.video_processing = oneOf('video_processing', q['video_processing'], VIDEO_PROCESSING);
     // kvmd's (ustreamer's) JPEG quality of snapshots and MJPEG, 1..100.

@@ -69,7 +69,8 @@ export function hubParams(p: StreamerParams): {
   return {
     bitrateKbps: p.h264_bitrate,
     gop: p.h264_gop,
-    fps: p.desired_fps,
+    // ustreamer's 0: the most the source gives
+    fps: p.desired_fps === 0 ? STREAMER_LIMITS.desired_fps.max : p.desired_fps,
     processing: p.video_processing,
   };
 }
@@ -385,14 +386,14 @@ export class StreamerService {
         bitrate: this.params.h264_bitrate,
         gop: this.params.h264_gop,
         online: st.h264.online,
-        fps: Math.round(st.h264.fps),
+        fps: st.h264.fps,
       },
       sinks: st.sinks,
       source: {
         resolution: st.source.resolution,
         online: this.online,
         desired_fps: st.source.desired_fps,
-        captured_fps: Math.round(st.source.captured_fps),
+        captured_fps: st.source.captured_fps,
       },
       stream: st.stream,
     };
@@ -426,14 +427,15 @@ export class StreamerService {
         source: {
           online: src.online,
           resolution: { width: src.width, height: src.height },
-          captured_fps: stats.capturedFps,
+          // whole frames a second, as ustreamer counts them (kvmd and aiopikvm expect ints)
+          captured_fps: Math.round(stats.capturedFps),
           desired_fps: this.params.desired_fps,
         },
         h264: {
           bitrate: stats.bitrate,
           gop: this.params.h264_gop,
           online: stats.encoderOnline,
-          fps: stats.fps,
+          fps: Math.round(stats.fps),
           profile_level_id: stats.profileLevelId,
         },
         hdmi: { signal: src.online && src.signal },
