@@ -16,7 +16,10 @@ export const HEARTBEAT_PING_MS = 2_000;
 export const HEARTBEAT_LOST_MS = 10_000;
 /** SPEC 4/9: login status polled every 1 s while the connection is lost. */
 export const LOGIN_RECHECK_MS = 1_000;
-/** SPEC 4/9: a check that keeps failing within this window ends the recheck. */
+/**
+ * SPEC 4/9 quick-repeat cutoff: a failed login check that comes within this long of the
+ * previous failure ends the check (web/src/lib/heartbeat.ts says what follows).
+ */
 export const LOGIN_RECHECK_CUTOFF_MS = 5_000;
 /** SPEC 2/9: init check retried every 2 s on HTTP 502. */
 export const INIT_RETRY_MS = 2_000;

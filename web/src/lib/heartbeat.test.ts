@@ -78,8 +78,6 @@ describe('Heartbeat', () => {
     expect(check).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
     expect(check).toHaveBeenCalledTimes(1);
-    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS * 2);
-    expect(check).toHaveBeenCalledTimes(3);
     expect(FakeWebSocket.instances).toHaveLength(1);
 
     outcome = 'ok';
@@ -94,7 +92,7 @@ describe('Heartbeat', () => {
     second.open();
     await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS);
     expect(pings(second)).toHaveLength(1);
-    expect(check).toHaveBeenCalledTimes(4);
+    expect(check).toHaveBeenCalledTimes(2);
   });
 
   it('stops polling on 401/403 and reports denied', async () => {
@@ -109,25 +107,72 @@ describe('Heartbeat', () => {
     expect(FakeWebSocket.instances).toHaveLength(1);
   });
 
-  it('aborts a check that hangs for 5 s and keeps polling, one check at a time', async () => {
-    const signals: AbortSignal[] = [];
+  it('ends the check when a failure repeats within 5 s (SPEC 4), re-creates the socket, and a pong brings it back', async () => {
+    const { heartbeat, check } = setup(async () => 'failed');
+    const reconnected = vi.fn();
+    heartbeat.onReconnected(reconnected);
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
+    expect(check).toHaveBeenCalledTimes(1);
+    expect(heartbeat.checkEnded).toBe(false);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS); // second failure, 1 s after the first
+    expect(check).toHaveBeenCalledTimes(2);
+    expect(heartbeat.checkEnded).toBe(true);
+    expect(heartbeat.getState()).toBe('lost'); // the overlay stays
+    expect(FakeWebSocket.instances).toHaveLength(2); // the event socket is re-created
+    // The polling has ended: no more checks while the new socket is given its 10 s.
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS * 2);
+    expect(check).toHaveBeenCalledTimes(2);
+
+    const fresh = FakeWebSocket.last();
+    fresh.open();
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS);
+    expect(pings(fresh).length).toBeGreaterThan(0); // pinged like a live socket
+    fresh.receiveFrame('pong');
+    expect(heartbeat.getState()).toBe('alive');
+    expect(reconnected).toHaveBeenCalledTimes(1);
+    expect(FakeWebSocket.instances).toHaveLength(2); // not re-created a second time
+    expect(check).toHaveBeenCalledTimes(2);
+  });
+
+  it('starts a new check when the re-created socket stays silent for 10 s', async () => {
+    let outcome: AuthCheckOutcome = 'failed';
+    const { heartbeat, check } = setup(async () => outcome);
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS * 2);
+    expect(heartbeat.checkEnded).toBe(true);
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS - 1);
+    expect(check).toHaveBeenCalledTimes(2);
+    outcome = 'ok';
+    await vi.advanceTimersByTimeAsync(1 + LOGIN_RECHECK_MS);
+    expect(check).toHaveBeenCalledTimes(3);
+    expect(heartbeat.getState()).toBe('alive');
+  });
+
+  it('keeps polling while failures are more than 5 s apart (slow failures), one check at a time', async () => {
+    const slow = LOGIN_RECHECK_CUTOFF_MS + 1_000;
     const { heartbeat, check } = setup(
-      (signal) =>
-        new Promise<AuthCheckOutcome>((resolve) => {
-          signals.push(signal);
-          signal.addEventListener('abort', () => resolve('failed'));
-        }),
+      () => new Promise<AuthCheckOutcome>((resolve) => setTimeout(() => resolve('failed'), slow)),
     );
     await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS);
     expect(check).toHaveBeenCalledTimes(1);
-    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_CUTOFF_MS - 1);
-    expect(signals[0]?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(slow - 1);
     expect(check).toHaveBeenCalledTimes(1); // no overlapping checks
-    await vi.advanceTimersByTimeAsync(1);
-    expect(signals[0]?.aborted).toBe(true);
-    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
-    expect(check).toHaveBeenCalledTimes(2);
+    await vi.advanceTimersByTimeAsync((slow + LOGIN_RECHECK_MS) * 3);
+    expect(check.mock.calls.length).toBeGreaterThanOrEqual(4);
+    expect(heartbeat.checkEnded).toBe(false);
     expect(heartbeat.getState()).toBe('lost');
+    expect(FakeWebSocket.instances).toHaveLength(1);
+  });
+
+  it('a 4001 close of the re-created socket starts a check at once (which finds the session gone)', async () => {
+    let outcome: AuthCheckOutcome = 'failed';
+    const { heartbeat } = setup(async () => outcome);
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS * 2);
+    expect(heartbeat.checkEnded).toBe(true);
+    outcome = 'denied';
+    FakeWebSocket.last().serverClose(4001);
+    expect(heartbeat.checkEnded).toBe(false);
+    await vi.advanceTimersByTimeAsync(LOGIN_RECHECK_MS);
+    expect(heartbeat.getState()).toBe('denied');
   });
 
   it('goes lost at once when the server ends the session (close code 4001)', () => {

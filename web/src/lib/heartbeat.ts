@@ -6,7 +6,10 @@
  * | idle    | not started                             | start() → alive                        |
  * | alive   | ping every 2 s, pongs arriving          | 10 s without pong → lost               |
  * | lost    | overlay shows; auth check every 1 s     | check ok → alive (sockets re-created), |
- * |         |                                         | 401/403 → denied                       |
+ * |         | (the check); a failure repeating within | 401/403 → denied; after an ended check |
+ * |         | 5 s of the previous one ends the check: | a pong on the re-created socket →      |
+ * |         | the socket is re-created and pinged,    | alive                                  |
+ * |         | 10 s without a pong start a new check   |                                        |
  * | denied  | session is gone; nothing runs           | (final; the session-lost redirect)     |
  * | stopped | stop() was called                       | start() → alive                        |
  *
@@ -63,6 +66,10 @@ export class Heartbeat {
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private recheckTimer: ReturnType<typeof setInterval> | undefined;
   private inFlight: AbortController | null = null;
+  /** When the current check last failed (SPEC 4's quick-repeat cutoff counts from it). */
+  private lastFailureAt: number | null = null;
+  /** Lost, the check ended, the socket re-created: a pong now means the device is back. */
+  private awaitingPong = false;
   /** Bumped on every state change, so a late check result of an earlier round is ignored. */
   private round = 0;
   private readonly listeners = new Set<() => void>();
@@ -97,10 +104,15 @@ export class Heartbeat {
     if (!this.becomeAlive()) return;
     const offPong = this.socket.on('pong', () => {
       this.lastPong = this.now();
+      // A pong on the socket re-created after an ended check: the device and the session
+      // (the socket needs one) are back.
+      if (this.state === 'lost' && this.awaitingPong) this.recover(false);
     });
     const offClose = this.socket.onClose((code) => {
       // The server closes with 4001 when the session ended: no need to wait 10 s to find out.
-      if (code === SESSION_ENDED_CLOSE_CODE && this.state === 'alive') this.markLost();
+      if (code !== SESSION_ENDED_CLOSE_CODE) return;
+      if (this.state === 'alive') this.markLost();
+      else if (this.state === 'lost' && this.awaitingPong) this.startCheck();
     });
     this.unsubscribeSocket = () => {
       offPong();
@@ -110,6 +122,7 @@ export class Heartbeat {
 
   stop(): void {
     this.clearTimers();
+    this.awaitingPong = false;
     this.unsubscribeSocket?.();
     this.unsubscribeSocket = null;
     this.setState('stopped');
@@ -132,9 +145,10 @@ export class Heartbeat {
     // the connection lost.
     if (now - this.lastTick > HEARTBEAT_LOST_MS) this.lastPong = now;
     this.lastTick = now;
-    // SPEC 4: no pong for 10 s marks the connection lost.
+    // SPEC 4: no pong for 10 s marks the connection lost (again, after an ended check).
     if (now - this.lastPong >= HEARTBEAT_LOST_MS) {
-      this.markLost();
+      if (this.state === 'lost') this.startCheck();
+      else this.markLost();
       return;
     }
     this.socket.send(PING_FRAME);
@@ -143,7 +157,15 @@ export class Heartbeat {
   private markLost(): void {
     this.clearTimers();
     this.setState('lost');
-    // SPEC 4: the login status is polled every 1 s until it succeeds.
+    this.startCheck();
+  }
+
+  /** SPEC 4: the login status is polled every 1 s until it succeeds (the check). */
+  private startCheck(): void {
+    this.clearTimers();
+    this.round += 1;
+    this.awaitingPong = false;
+    this.lastFailureAt = null;
     this.recheckTimer = setInterval(() => this.recheckTick(), LOGIN_RECHECK_MS);
   }
 
@@ -152,29 +174,54 @@ export class Heartbeat {
     const round = this.round;
     const controller = new AbortController();
     this.inFlight = controller;
-    // SPEC 4 says "a failure repeating within 5 s also ends the check". Our reading: one check
-    // may not hang for longer than LOGIN_RECHECK_CUTOFF_MS; it is aborted then, counts as
-    // failed, and the next 1-s tick tries again. (The polling itself only ends on success or on
-    // 401/403.)
-    const cutoff = setTimeout(() => controller.abort(), LOGIN_RECHECK_CUTOFF_MS);
+    // A request is bounded by the API's own timeout (30 s), not here.
     const settle = (outcome: AuthCheckOutcome) => {
-      clearTimeout(cutoff);
       if (this.inFlight === controller) this.inFlight = null;
       if (round !== this.round || this.state !== 'lost') return;
-      if (outcome === 'ok') this.recover();
+      if (outcome === 'ok') this.recover(true);
       else if (outcome === 'denied') this.deny();
+      else this.checkFailed();
     };
     this.checkAuth(controller.signal).then(settle, () => settle('failed'));
   }
 
-  private recover(): void {
-    // SPEC 4: on success the sockets are re-created and the reconnected callbacks run.
+  /**
+   * SPEC 4: "a failure repeating within 5 s also ends the check". A failure that comes within
+   * LOGIN_RECHECK_CUTOFF_MS of the previous one (the device refuses at once: down, rebooting)
+   * ends the 1-s polling; failures further apart (each request slow to fail) keep it going.
+   * An ended check does not give up on the device: the event socket is re-created and pinged,
+   * a pong brings the console back, and 10 s without one start a new check (SPEC's loss rule).
+   */
+  private checkFailed(): void {
+    const now = this.now();
+    const previous = this.lastFailureAt;
+    this.lastFailureAt = now;
+    if (previous === null || now - previous > LOGIN_RECHECK_CUTOFF_MS) return;
+    this.clearTimers();
+    this.round += 1;
+    this.awaitingPong = true;
+    this.lastPong = now;
+    this.lastTick = now;
     this.socket.connect();
+    this.pingTimer = setInterval(() => this.pingTick(), HEARTBEAT_PING_MS);
+  }
+
+  /** Whether the current check ended and the heartbeat waits for a pong (for tests). */
+  get checkEnded(): boolean {
+    return this.state === 'lost' && this.awaitingPong;
+  }
+
+  private recover(reconnectSocket: boolean): void {
+    // SPEC 4: on success the sockets are re-created and the reconnected callbacks run (after
+    // an ended check the event socket is new already).
+    this.awaitingPong = false;
+    if (reconnectSocket) this.socket.connect();
     this.becomeAlive();
     for (const callback of this.reconnectedCallbacks) callback();
   }
 
   private deny(): void {
+    this.awaitingPong = false;
     // SPEC 4: a 401 or 403 stops polling; the session-lost redirect is the subscriber's job.
     this.clearTimers();
     this.setState('denied');
