@@ -134,6 +134,23 @@ describe('Heartbeat', () => {
     expect(check).toHaveBeenCalledTimes(2);
   });
 
+  it('after an ended check, opens the socket again every 2 s while the server refuses it', async () => {
+    const { heartbeat, check } = setup(async () => 'failed');
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_LOST_MS + LOGIN_RECHECK_MS * 2);
+    expect(heartbeat.checkEnded).toBe(true);
+    expect(FakeWebSocket.instances).toHaveLength(2);
+    FakeWebSocket.last().serverClose(1006); // refused: the server is still down
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS);
+    expect(FakeWebSocket.instances).toHaveLength(3);
+    const back = FakeWebSocket.last();
+    back.open(); // the server is back
+    await vi.advanceTimersByTimeAsync(HEARTBEAT_PING_MS);
+    expect(FakeWebSocket.instances).toHaveLength(3);
+    back.receiveFrame('pong');
+    expect(heartbeat.getState()).toBe('alive');
+    expect(check).toHaveBeenCalledTimes(2);
+  });
+
   it('starts a new check when the re-created socket stays silent for 10 s', async () => {
     let outcome: AuthCheckOutcome = 'failed';
     const { heartbeat, check } = setup(async () => outcome);

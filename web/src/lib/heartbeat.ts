@@ -70,6 +70,8 @@ export class Heartbeat {
   private lastFailureAt: number | null = null;
   /** Lost, the check ended, the socket re-created: a pong now means the device is back. */
   private awaitingPong = false;
+  /** The re-created socket closed (the server is not back yet): opened again at the next tick. */
+  private socketClosed = false;
   /** Bumped on every state change, so a late check result of an earlier round is ignored. */
   private round = 0;
   private readonly listeners = new Set<() => void>();
@@ -109,6 +111,7 @@ export class Heartbeat {
       if (this.state === 'lost' && this.awaitingPong) this.recover(false);
     });
     const offClose = this.socket.onClose((code) => {
+      this.socketClosed = true;
       // The server closes with 4001 when the session ended: no need to wait 10 s to find out.
       if (code !== SESSION_ENDED_CLOSE_CODE) return;
       if (this.state === 'alive') this.markLost();
@@ -149,6 +152,12 @@ export class Heartbeat {
     if (now - this.lastPong >= HEARTBEAT_LOST_MS) {
       if (this.state === 'lost') this.startCheck();
       else this.markLost();
+      return;
+    }
+    if (this.awaitingPong && this.socketClosed) {
+      // After an ended check: one socket attempt per ping instead of one HTTP check a second.
+      this.socketClosed = false;
+      this.socket.connect();
       return;
     }
     this.socket.send(PING_FRAME);
@@ -202,6 +211,7 @@ export class Heartbeat {
     this.awaitingPong = true;
     this.lastPong = now;
     this.lastTick = now;
+    this.socketClosed = false;
     this.socket.connect();
     this.pingTimer = setInterval(() => this.pingTick(), HEARTBEAT_PING_MS);
   }
