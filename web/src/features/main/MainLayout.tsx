@@ -1,11 +1,14 @@
 import { lazy, Suspense } from 'react';
-import { Spin, theme } from 'antd';
+import { theme } from 'antd';
 import { Outlet } from 'react-router';
 import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
 import { useViewport } from '../../components/hooks';
+import { LoadingIcon } from '../../components/LoadingIcon';
+import { NoticeStackHost } from '../../components/NoticeStack';
 import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
+import { layoutRules } from './layout-rules';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
 
@@ -27,47 +30,52 @@ function LeftPanelContent({ section }: { section: LeftPanelSection }) {
 export default function MainLayout() {
   const { token } = theme.useToken();
   const section = useLayout((s) => s.leftPanel);
-  const { isSmallScreen } = useViewport();
+  const { panel } = layoutRules(useViewport());
 
   return (
-    <div style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}>
-      <Toolbar />
-      <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
-        {section !== 'none' && (
-          <aside
-            data-testid="left-panel"
-            data-section={section}
-            style={{
-              width: LEFT_PANEL_WIDTH,
-              maxWidth: '100%',
-              flex: 'none',
-              overflowY: 'auto',
-              background: token.colorBgContainer,
-              borderRight: `1px solid ${token.colorBorderSecondary}`,
-              // Small screens: float over the remote screen instead of squeezing it.
-              ...(isSmallScreen
-                ? { position: 'absolute', top: 0, bottom: 0, left: 0, zIndex: 5 }
-                : {}),
-            }}
-          >
-            <Suspense
-              fallback={
-                <div style={{ padding: 24, textAlign: 'center' }}>
-                  <Spin />
-                </div>
-              }
+    <NoticeStackHost>
+      <div
+        style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}
+      >
+        <Toolbar />
+        <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
+          {section !== 'none' && (
+            <aside
+              data-testid="left-panel"
+              data-section={section}
+              data-panel={panel}
+              style={{
+                width: LEFT_PANEL_WIDTH,
+                maxWidth: '100%',
+                flex: 'none',
+                overflowY: 'auto',
+                background: token.colorBgContainer,
+                borderRight: `1px solid ${token.colorBorderSecondary}`,
+                // Below 1366 px: float over the remote screen instead of squeezing it.
+                ...(panel === 'floating'
+                  ? { position: 'absolute', top: 0, bottom: 0, left: 0, zIndex: 5 }
+                  : {}),
+              }}
             >
-              <LeftPanelContent section={section} />
-            </Suspense>
-          </aside>
-        )}
-        <main style={{ flex: 1, minWidth: 0, minHeight: 0 }}>
-          <Outlet />
-        </main>
+              <Suspense
+                fallback={
+                  <div style={{ padding: 24, textAlign: 'center' }}>
+                    <LoadingIcon size={24} />
+                  </div>
+                }
+              >
+                <LeftPanelContent section={section} />
+              </Suspense>
+            </aside>
+          )}
+          <main style={{ flex: 1, minWidth: 0, minHeight: 0 }}>
+            <Outlet />
+          </main>
+        </div>
+        <VirtualKeyboardHost />
+        <UpgradeHost />
+        <StatusBar />
       </div>
-      <VirtualKeyboardHost />
-      <UpgradeHost />
-      <StatusBar />
-    </div>
+    </NoticeStackHost>
   );
 }

@@ -4,6 +4,7 @@ import { Alert, Button, Checkbox, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { useNavigate } from 'react-router';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
+import { StackedNotice } from '../../components/NoticeStack';
 import { useMessage } from '../../components/notify';
 import {
   answerCancelDownload,
@@ -120,33 +121,36 @@ function NewVersionTip() {
   const downloading = useUpgrade((s) => s.download.status !== 'none');
   const installable = useUpgrade(canInstall);
   if (!version) return null;
+  // In the notice stack: other notices (the video fallback) take rows of their own.
   return (
-    <Alert
-      data-testid="upgrade-tip"
-      type="info"
-      showIcon
-      closable
-      onClose={dismissTip}
-      style={{ position: 'fixed', top: 56, right: 16, zIndex: 1000, maxWidth: 360 }}
-      title={t('upgrade.tip', { version })}
-      description={installable ? undefined : t('upgrade.cannotInstall')}
-      action={
-        installable && (
-          <Button
-            size="small"
-            type="primary"
-            disabled={downloading}
-            data-testid="upgrade-tip-download"
-            onClick={() => {
-              dismissTip();
-              beginDownload().catch(() => void message.error(t('upgrade.downloadFailed')));
-            }}
-          >
-            {t('upgrade.download')}
-          </Button>
-        )
-      }
-    />
+    <StackedNotice>
+      <Alert
+        data-testid="upgrade-tip"
+        type="info"
+        showIcon
+        closable
+        onClose={dismissTip}
+        style={{ maxWidth: 360 }}
+        title={t('upgrade.tip', { version })}
+        description={installable ? undefined : t('upgrade.cannotInstall')}
+        action={
+          installable && (
+            <Button
+              size="small"
+              type="primary"
+              disabled={downloading}
+              data-testid="upgrade-tip-download"
+              onClick={() => {
+                dismissTip();
+                beginDownload().catch(() => void message.error(t('upgrade.downloadFailed')));
+              }}
+            >
+              {t('upgrade.download')}
+            </Button>
+          )
+        }
+      />
+    </StackedNotice>
   );
 }
 

@@ -8,6 +8,7 @@ import {
 } from 'react';
 import { CloseOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
+import { StackedNotice } from '../../components/NoticeStack';
 import { useMessage } from '../../components/notify';
 import { setStreamWanted } from '../connection/connection';
 import { useInputCapture } from '../input/input-capture';
@@ -42,15 +43,10 @@ function useElementSize(ref: RefObject<HTMLElement | null>): Size {
   return size;
 }
 
+/** In the notice stack (components/NoticeStack): never over another notice. */
 const noticeStyle: CSSProperties = {
-  position: 'absolute',
-  top: 8,
-  left: '50%',
-  transform: 'translateX(-50%)',
-  zIndex: 2,
-  maxWidth: '90%',
   display: 'flex',
-  alignItems: 'center',
+  alignItems: 'flex-start',
   gap: 8,
   padding: '4px 8px 4px 12px',
   borderRadius: 4,
@@ -78,7 +74,7 @@ export function VideoView() {
   useInputCapture(areaRef);
   const [webrtcSize, setWebrtcSize] = useState<Size | null>(null);
   const [directSize, setDirectSize] = useState<Size | null>(null);
-  const { mode, track, direct, fallback, unsupported, state } = video;
+  const { mode, track, direct, fallback, retrying, unsupported, state } = video;
   // The fallback notice can be dismissed; a new fallback shows it again.
   const [noticeClosed, setNoticeClosed] = useState(false);
   const [noticeFor, setNoticeFor] = useState(fallback);
@@ -154,6 +150,8 @@ export function VideoView() {
         if (metadata.presentedFrames < last) before += last;
         last = metadata.presentedFrames;
         presented = before + last;
+        // A WebRTC frame is on screen: a handover from direct H.264 can end direct now.
+        videoController.webrtcPresented();
         handle = element.requestVideoFrameCallback(onFrame);
       };
       if (hasCallback) handle = element.requestVideoFrameCallback(onFrame);
@@ -162,6 +160,7 @@ export function VideoView() {
           ? presented
           : (element.getVideoPlaybackQuality?.().totalVideoFrames ?? 0);
         element.dataset['frames'] = String(frames);
+        if (frames > 0) videoController.webrtcPresented();
       }, FRAMES_ATTRIBUTE_MS);
       return () => {
         clearInterval(timer);
@@ -213,6 +212,7 @@ export function VideoView() {
       data-mode={mode ?? ''}
       data-state={state}
       data-fallback={fallback ? 'true' : 'false'}
+      data-handover={video.handover ? 'true' : 'false'}
       data-orientation={orientation}
       style={{
         position: 'relative',
@@ -240,7 +240,9 @@ export function VideoView() {
           style={elementStyle}
         />
       )}
-      {mode === 'direct_h264' && (
+      {/* After the video: during a handover (both run) the canvas stays on top until the
+          WebRTC video presents its first frame. */}
+      {(mode === 'direct_h264' || direct) && (
         <canvas
           ref={canvasRef}
           data-testid="video-direct"
@@ -268,23 +270,36 @@ export function VideoView() {
         </div>
       )}
       {unsupported ? (
-        <div data-testid="video-unsupported" role="alert" style={noticeStyle}>
-          {t('video.directUnsupported')}
-        </div>
+        <StackedNotice>
+          <div data-testid="video-unsupported" role="alert" style={noticeStyle}>
+            {t('video.directUnsupported')}
+          </div>
+        </StackedNotice>
       ) : (
         fallback &&
         !noticeClosed && (
-          <div data-testid="video-fallback-notice" role="status" style={noticeStyle}>
-            <span>{t('video.fallbackNotice')}</span>
-            <button
-              type="button"
-              aria-label={t('video.dismiss')}
-              onClick={() => setNoticeClosed(true)}
-              style={{ border: 0, background: 'transparent', cursor: 'pointer', padding: 4 }}
-            >
-              <CloseOutlined />
-            </button>
-          </div>
+          <StackedNotice>
+            <div data-testid="video-fallback-notice" role="status" style={noticeStyle}>
+              <div>
+                <div>{t('video.fallbackNotice')}</div>
+                {/* Direct H.264 carries no sound (and takes no microphone): say what it costs. */}
+                <div data-testid="video-fallback-no-sound" style={{ fontWeight: 600 }}>
+                  {t('video.fallbackNoSound')}
+                </div>
+                {retrying && (
+                  <div data-testid="video-fallback-retrying">{t('video.fallbackRetrying')}</div>
+                )}
+              </div>
+              <button
+                type="button"
+                aria-label={t('video.dismiss')}
+                onClick={() => setNoticeClosed(true)}
+                style={{ border: 0, background: 'transparent', cursor: 'pointer', padding: 4 }}
+              >
+                <CloseOutlined />
+              </button>
+            </div>
+          </StackedNotice>
         )
       )}
     </div>
