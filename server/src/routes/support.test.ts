@@ -254,15 +254,15 @@ describe('/api/support', () => {
     );
     expect(nine.statusCode).toBe(400);
     expect(nine.json().result.error_msg).toMatch(/^images: at most 8/);
+    // SPEC's 10 MB is 10,000,000 bytes: one byte over is refused, saying so in bytes
+    const image = (size: number) => Buffer.concat([PNG, Buffer.alloc(size - PNG.length)]);
     const large = await send({ message: 'm' }, [
-      {
-        field: 'image1',
-        filename: 'a.png',
-        data: Buffer.concat([PNG, Buffer.alloc(10 * 1024 * 1024)]),
-      },
+      { field: 'image1', filename: 'a.png', data: image(10_000_001) },
     ]);
     expect(large.statusCode).toBe(400);
-    expect(large.json().result.error_msg).toMatch(/^image1: an image may be at most 10 MB/);
+    expect(large.json().result.error_msg).toBe(
+      'image1: an image may be at most 10 MB (10,000,000 bytes)',
+    );
     const notForm = await app.inject({
       method: 'POST',
       url: '/api/support/submit',
@@ -273,6 +273,18 @@ describe('/api/support', () => {
     expect(await readdir(dir)).not.toContain('support');
     const anon = await app.inject({ method: 'GET', url: '/api/support/bundles' });
     expect(anon.statusCode).toBe(401);
+  });
+
+  it('takes an image of exactly 10 MB (10,000,000 bytes)', async () => {
+    const { app, token } = await start();
+    const data = Buffer.concat([PNG, Buffer.alloc(10_000_000 - PNG.length)]);
+    const res = await submit(
+      app,
+      token,
+      multipart({ message: 'm' }, [{ field: 'image1', filename: 'a.png', data }]),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(res.json().result.delivered).toBe('saved');
   });
 
   it('sends to the configured support URL with the log bundle', async () => {

@@ -9,6 +9,7 @@ import { FRONTEND_LOG_MAX_BYTES, type LogBundle } from '../services/support/log-
 import {
   SUPPORT_CONTACT_MAX_CHARS,
   SUPPORT_IMAGE_MAX_BYTES,
+  SUPPORT_IMAGE_TOO_LARGE,
   SUPPORT_MAX_IMAGES,
   SUPPORT_MESSAGE_MAX_CHARS,
   type SupportImage,
@@ -85,7 +86,7 @@ export function supportRoutes(
           throw new ValidatorError(`images: at most ${SUPPORT_MAX_IMAGES} images`);
         const data = await part.toBuffer();
         if (part.file.truncated || data.length > SUPPORT_IMAGE_MAX_BYTES)
-          throw new ValidatorError(`${part.fieldname}: an image may be at most 10 MB`);
+          throw new ValidatorError(`${part.fieldname}: ${SUPPORT_IMAGE_TOO_LARGE}`);
         images.push({ field: part.fieldname, filename: part.filename ?? '', data });
       } else if (part.fieldname === 'message' || part.fieldname === 'contact') {
         if (part.valueTruncated) throw new ValidatorError(`${part.fieldname}: too long`);

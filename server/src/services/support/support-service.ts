@@ -12,7 +12,10 @@ import { buildZip } from '../../storage/zip';
 import { stamp, type LogBundle } from './log-bundle';
 
 export const SUPPORT_MAX_IMAGES = 8;
-export const SUPPORT_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+/** SPEC's "10 MB" in decimal megabytes: 10,000,000 bytes (not 10 MiB). */
+export const SUPPORT_IMAGE_MAX_BYTES = 10_000_000;
+/** The refusal of a larger image, in the words SPEC uses and in bytes. */
+export const SUPPORT_IMAGE_TOO_LARGE = 'an image may be at most 10 MB (10,000,000 bytes)';
 export const SUPPORT_MESSAGE_MAX_CHARS = 10_000;
 export const SUPPORT_CONTACT_MAX_CHARS = 256;
 export const SUPPORT_BUNDLES_KEPT = 5;
@@ -60,7 +63,7 @@ export function validateSupport(req: SupportRequest): void {
     throw new ValidatorError(`images: at most ${SUPPORT_MAX_IMAGES} images`);
   for (const image of req.images) {
     if (image.data.length > SUPPORT_IMAGE_MAX_BYTES)
-      throw new ValidatorError(`${image.field}: an image may be at most 10 MB`);
+      throw new ValidatorError(`${image.field}: ${SUPPORT_IMAGE_TOO_LARGE}`);
     if (!EXTENSION.test(image.filename) || imageType(image.data) === null)
       throw new ValidatorError(`${image.field}: only JPG, JPEG, GIF or PNG images`);
   }

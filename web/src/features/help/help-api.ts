@@ -8,7 +8,8 @@ import { getAuthToken } from '../../lib/storage';
 
 /** SPEC 5 help form rules. */
 export const SUPPORT_MAX_IMAGES = 8;
-export const SUPPORT_IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+/** SPEC's 10 MB: 10,000,000 bytes, as the server counts (server/src/services/support). */
+export const SUPPORT_IMAGE_MAX_BYTES = 10_000_000;
 export const SUPPORT_IMAGE_EXTENSIONS = /\.(jpe?g|gif|png)$/i;
 
 export type SupportResult =
