@@ -2,14 +2,15 @@
  * The terminal sockets against a real pty: ttyd's handshake, echo, resize, the per-session
  * bound, the session's end; and the serial line over a unix socket of the test's own.
  */
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyWebsocket from '@fastify/websocket';
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { initAndLogin, login, newApp, PASSWORD, tempDataDir } from '../test-helpers';
 import { NoSerialConsole, UnixSocketSerial } from '../terminal/backends';
 import { TerminalService } from '../terminal/terminal-service';
 import { SocketRegistry } from '../ws/socket-guard';
@@ -19,7 +20,16 @@ import { terminalRoutes } from './terminal';
 let app: FastifyInstance | null = null;
 let dir: string | null = null;
 const clients: WebSocket[] = [];
+/** Processes a test started in a shell: killed after it, whatever the test found. */
+const strays: number[] = [];
 afterEach(async () => {
+  for (const pid of strays.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone, as it should be */
+    }
+  }
   for (const c of clients.splice(0)) c.terminate();
   await app?.close();
   app = null;
@@ -27,9 +37,11 @@ afterEach(async () => {
   dir = null;
 });
 
-async function start(): Promise<{ base: string; token: string }> {
+async function start(
+  overrides: Record<string, unknown> = {},
+): Promise<{ base: string; token: string }> {
   dir = await tempDataDir();
-  app = await newApp(dir);
+  app = await newApp(dir, overrides);
   const token = await initAndLogin(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -45,7 +57,7 @@ function term(url: string, token: string | null, hello = true) {
     token ? { headers: { cookie: `auth_token=${token}` } } : {},
   );
   clients.push(ws);
-  const state = { out: '', frames: [] as Buffer[], close: 0, status: 0, opened: false };
+  const state = { out: '', frames: [] as Buffer[], close: 0, reason: '', status: 0, opened: false };
   ws.on('message', (d: Buffer) => {
     state.frames.push(d);
     if (d[0] === 0x30) state.out += d.subarray(1).toString('utf8');
@@ -54,7 +66,10 @@ function term(url: string, token: string | null, hello = true) {
     state.opened = true;
     if (hello) ws.send(JSON.stringify({ AuthToken: '', columns: 80, rows: 24 }));
   });
-  ws.on('close', (code) => (state.close = code));
+  ws.on('close', (code, reason) => {
+    state.reason = reason.toString();
+    state.close = code;
+  });
   ws.on('unexpected-response', (_req, res) => (state.status = res.statusCode ?? 0));
   ws.on('error', () => undefined);
   const input = (text: string) => ws.send(Buffer.from(`0${text}`));
@@ -62,6 +77,49 @@ function term(url: string, token: string | null, hello = true) {
 }
 
 const rand = () => 10_000 + Math.floor(Math.random() * 80_000);
+
+/** Waits for `re` in a terminal's output (typed input echoes literally: match only results). */
+async function waitFor(t: { state: { out: string } }, re: RegExp): Promise<RegExpExecArray> {
+  await expect.poll(() => re.exec(t.state.out), { timeout: 15_000 }).toBeTruthy();
+  return re.exec(t.state.out)!;
+}
+
+/** A process's state, process group and session (`/proc/<pid>/stat`), null once gone/zombie. */
+async function procStat(pid: number): Promise<{ pgrp: number; sid: number } | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (f[0] === 'Z' || f[0] === 'X') return null;
+    return { pgrp: Number(f[2]), sid: Number(f[3]) };
+  } catch {
+    return null;
+  }
+}
+
+async function alive(pids: number[]): Promise<number[]> {
+  const out: number[] = [];
+  for (const p of pids) if (await procStat(p)) out.push(p);
+  return out;
+}
+
+/**
+ * Starts, in a shell, a job that ignores SIGHUP and SIGTERM (own process group, job control)
+ * and a child in the shell's own process group, the shell ignoring both signals too.
+ */
+async function stubbornShell(t: ReturnType<typeof term>): Promise<number[]> {
+  await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+  t.input(
+    "trap '' HUP TERM; sleep 1000 & a=$!; set +m; sleep 1001 & b=$!; set -m; echo pids-$$-$a-$b-end\r",
+  );
+  const m = await waitFor(t, /pids-(\d+)-(\d+)-(\d+)-end/);
+  const [shell, job, child] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  strays.push(shell, job, child);
+  // what the test means to build: a job of its own and a child in the shell's group
+  expect(await procStat(job)).toMatchObject({ sid: shell });
+  expect((await procStat(job))!.pgrp).not.toBe(shell);
+  expect(await procStat(child)).toEqual({ pgrp: shell, sid: shell });
+  return [shell, job, child];
+}
 
 describe('terminal sockets', () => {
   it('needs a session', async () => {
@@ -127,6 +185,72 @@ describe('terminal sockets', () => {
       })
       .toBe('gone');
   });
+
+  it('gives a new shell its own terminal only: no other pty master, pipe or socket', async () => {
+    const { base, token } = await start();
+    const a = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => a.state.frames.length).toBeGreaterThan(1);
+    a.input('echo first-$$-end\r');
+    await waitFor(a, /first-(\d+)-end/);
+    const b = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => b.state.frames.length).toBeGreaterThan(1);
+    b.input('echo second-$$-$(tty)-end\r');
+    const m = await waitFor(b, /second-(\d+)-(\/dev\/pts\/\d+)-end/);
+    const [pid, tty] = [Number(m[1]), m[2]!];
+    const fds = await readdir(`/proc/${pid}/fd`);
+    const links = Object.fromEntries(
+      await Promise.all(fds.map(async (fd) => [fd, await readlink(`/proc/${pid}/fd/${fd}`)])),
+    ) as Record<string, string>;
+    expect(links).toMatchObject({ '0': tty, '1': tty, '2': tty });
+    // bash keeps a copy of its terminal (fd 255); anything else is inherited
+    for (const [fd, target] of Object.entries(links))
+      expect({ fd, target }).toEqual({ fd, target: tty });
+  });
+
+  it('ends a shell that ignores SIGHUP and SIGTERM, its job and its child, on logout', async () => {
+    const { base, token } = await start();
+    const t = term(`${base}/api/terminal/ws?target=device`, token);
+    const pids = await stubbornShell(t);
+    await app!.inject({ method: 'POST', url: '/api/auth/logout', headers: { token } });
+    await expect.poll(() => t.state.close).toBe(4001);
+    // SIGHUP, 2 s, SIGTERM, 2 s, SIGKILL
+    await expect.poll(() => alive(pids), { timeout: 20_000, interval: 200 }).toEqual([]);
+  }, 40_000);
+
+  it('ends the shell and its jobs when another session changes the password', async () => {
+    const { base, token } = await start();
+    const other = await login(app!, PASSWORD);
+    const t = term(`${base}/api/terminal/ws?target=device`, other);
+    const pids = await stubbornShell(t);
+    const res = await app!.inject({
+      method: 'POST',
+      url: `/api/init/change_password?user=admin&old_password=${encodeURIComponent(PASSWORD)}&new_password=another-one`,
+      headers: { token },
+    });
+    expect(res.statusCode).toBe(200);
+    await expect.poll(() => t.state.close).toBe(4001);
+    await expect.poll(() => alive(pids), { timeout: 20_000, interval: 200 }).toEqual([]);
+  }, 40_000);
+
+  it('ends a shell that prints nothing within terminal.start_timeout_s, with a message', async () => {
+    const pidFile = join(tmpdir(), `kvm-term-${process.pid}-${rand()}.pid`);
+    const { base, token } = await start({
+      terminal: {
+        shell: '/bin/sh',
+        // a login profile that hangs
+        args: ['-c', `echo $$ > ${pidFile}; exec sleep 1000`],
+        start_timeout_s: 1,
+      },
+    });
+    const t = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => t.state.close, { timeout: 15_000 }).toBe(1000);
+    expect(t.state.out).toContain('The shell printed nothing for 1 s and was ended');
+    expect(t.state.reason).toBe('start timeout 1');
+    const pid = Number(await readFile(pidFile, 'utf8'));
+    await rm(pidFile, { force: true });
+    strays.push(pid);
+    await expect.poll(() => alive([pid]), { timeout: 10_000, interval: 200 }).toEqual([]);
+  }, 30_000);
 
   it('closes a socket whose input frame is over 64 KiB', async () => {
     const { base, token } = await start();
@@ -224,6 +348,38 @@ describe('UnixSocketSerial', () => {
     const again = await serial.open();
     expect(typeof again).toBe('object');
     if (typeof again !== 'string') again.kill();
+    for (const p of peers) p.destroy();
+  });
+
+  it('closes and releases the line when the credentials of its socket end', async () => {
+    sockDir = await tempDataDir();
+    const path = join(sockDir, 'serial.sock');
+    const peers: Socket[] = [];
+    const peerClosed: boolean[] = [];
+    server = createServer((s) => {
+      const i = peers.push(s) - 1;
+      peerClosed[i] = false;
+      s.on('close', () => (peerClosed[i] = true));
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => server!.listen(path, r));
+    app = Fastify();
+    await app.register(fastifyWebsocket);
+    const registry = new SocketRegistry(SILENT_LOGGER);
+    const serial = new UnixSocketSerial(path);
+    terminalRoutes(app, new TerminalService({ serial, log: SILENT_LOGGER }), registry);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const addr = app.server.address();
+    if (!addr || typeof addr === 'string') throw new Error('no address');
+    const t = term(`ws://127.0.0.1:${addr.port}/api/terminal/ws?target=serial`, null);
+    await expect.poll(() => peers.length).toBe(1);
+    // what a password change does to sockets opened with header credentials
+    registry.endHeaderAuthenticated('credentials changed');
+    await expect.poll(() => t.state.close).toBe(4001);
+    await expect.poll(() => peerClosed[0]).toBe(true);
+    const again = await serial.open();
+    expect(typeof again).toBe('object');
+    if (typeof again !== 'string') await again.kill();
     for (const p of peers) p.destroy();
   });
 

@@ -30,6 +30,14 @@ export const HELLO_TIMEOUT_MS = 10_000;
 export const PAUSE_ABOVE = 256 * 1024;
 export const RESUME_BELOW = 64 * 1024;
 
+/**
+ * A shell that prints nothing this long after it was started (a login profile that hangs) is
+ * ended with a message (issue 21 item 18; config `terminal.start_timeout_s`).
+ */
+export const START_TIMEOUT_MS = 30_000;
+/** The close reason of such a shell: `start timeout <seconds>` (the console shows its text). */
+export const START_TIMEOUT_REASON = 'start timeout';
+
 const DEFAULT_SIZE: TermSize = { columns: 80, rows: 24 };
 
 export interface TerminalServiceOptions {
@@ -38,6 +46,8 @@ export interface TerminalServiceOptions {
   log: Logger;
   perSession?: number;
   total?: number;
+  /** See `START_TIMEOUT_MS`. */
+  startTimeoutMs?: number;
 }
 
 interface Entry {
@@ -48,6 +58,8 @@ interface Entry {
 
 export class TerminalService {
   private readonly open = new Set<Entry>();
+  /** Terminals being ended (a shell's session takes up to a few seconds): the app waits. */
+  private readonly ending = new Set<Promise<void>>();
   private closed = false;
 
   constructor(private readonly opts: TerminalServiceOptions) {}
@@ -87,10 +99,12 @@ export class TerminalService {
       HELLO_TIMEOUT_MS,
     );
     helloTimer.unref();
+    let startTimer: NodeJS.Timeout | null = null;
     guard.onClose(() => {
       clearTimeout(helloTimer);
+      if (startTimer) clearTimeout(startTimer);
       this.open.delete(entry);
-      entry.backend?.kill();
+      if (entry.backend) this.end(entry.backend);
       entry.backend = null;
     });
     const flow = () => {
@@ -100,6 +114,10 @@ export class TerminalService {
       else b.resume();
     };
     const output = (data: Buffer) => {
+      if (startTimer) {
+        clearTimeout(startTimer);
+        startTimer = null;
+      }
       guard.send(frame(OUT_OUTPUT, data), {
         cb: () => {
           if (drainPaused && guard.bufferedAmount < RESUME_BELOW) {
@@ -117,7 +135,9 @@ export class TerminalService {
       let backend: TerminalBackend | string;
       try {
         backend =
-          target === 'device' ? new PtyShell(size, this.opts.shell) : await this.opts.serial.open();
+          target === 'device'
+            ? new PtyShell(size, { log: this.opts.log, ...this.opts.shell })
+            : await this.opts.serial.open();
       } catch (err) {
         this.opts.log.warn({ err: (err as Error).message, target }, 'terminal: cannot start');
         backend = `Cannot start the terminal: ${(err as Error).message}`;
@@ -129,10 +149,27 @@ export class TerminalService {
         return;
       }
       if (!guard.open) {
-        backend.kill();
+        this.end(backend);
         return;
       }
       entry.backend = backend;
+      if (target === 'device') {
+        // a serial line may well be silent until a key is pressed; a shell prompts
+        const ms = this.opts.startTimeoutMs ?? START_TIMEOUT_MS;
+        const secs = Math.round(ms / 1000);
+        startTimer = setTimeout(() => {
+          startTimer = null;
+          this.opts.log.warn({ ms }, 'terminal: the shell printed nothing; ended');
+          guard.send(
+            frame(
+              OUT_OUTPUT,
+              `\r\n[The shell printed nothing for ${secs} s and was ended: check its login profile.]\r\n`,
+            ),
+            { cb: () => guard.close(1000, `${START_TIMEOUT_REASON} ${secs}`) },
+          );
+        }, ms);
+        startTimer.unref();
+      }
       backend.onData(output);
       backend.onExit((message) => {
         if (message && guard.open) guard.send(frame(OUT_OUTPUT, `\r\n[${message}]\r\n`));
@@ -177,12 +214,22 @@ export class TerminalService {
     });
   }
 
-  /** App close: every terminal's socket closes, and with it its shell. */
-  dispose(): void {
+  private end(backend: TerminalBackend): void {
+    const p = backend.kill().finally(() => this.ending.delete(p));
+    this.ending.add(p);
+  }
+
+  /**
+   * App close: every terminal's socket closes, and with it its shell; resolves once every shell's
+   * session has ended (at most HANGUP_GRACE_MS + TERM_GRACE_MS and a little).
+   */
+  async dispose(): Promise<void> {
     this.closed = true;
     for (const e of this.open) {
-      e.backend?.kill();
+      if (e.backend) this.end(e.backend);
+      e.backend = null;
       e.guard.close(1001, 'server stopping');
     }
+    await Promise.all([...this.ending]);
   }
 }
