@@ -5,7 +5,9 @@
  * measured pipe).
  *
  * - One sender at a time: the newest takes over and the one it replaced is ignored from then
- *   on (until its peer closes); two microphones are never mixed.
+ *   on (until its peer closes); two microphones are never mixed. What the replaced sender sent
+ *   before the takeover is already in the decoder and still plays, ahead of the new sender's
+ *   sound (one decoder, one stream in order).
  * - ffmpeg starts with the first packet and stops `idleMs` after the last one, or at once
  *   when the sending peer closes.
  * - Bounded: packets wait in memory only while ffmpeg starts (at most `MAX_PENDING`), and a
