@@ -11,45 +11,41 @@ afterEach(async () => {
 
 interface Family {
   type: string;
-  help: string;
   samples: Array<{ labels: Record<string, string>; value: number }>;
 }
 
 /**
- * A strict reader of the text format 0.0.4: every family has one HELP and one TYPE before its
- * samples, samples of one family are contiguous, names and label names are valid, values are
- * Go floats. Throws on the first violation.
+ * A strict reader of kvmd's exposition (text format 0.0.4 as kvmd's export API writes it):
+ * every family is one `# TYPE` line, its samples, then one empty line; no `# HELP` or other
+ * comment; names and label names valid; values Go floats. Throws on the first violation.
  */
 function parseExposition(text: string): Map<string, Family> {
   if (!text.endsWith('\n')) throw new Error('no final line feed');
   const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
   const families = new Map<string, Family>();
+  if (text.endsWith('\n\n')) throw new Error('an empty line at the end');
+  const lines = text.slice(0, -1).split('\n');
   let current: string | null = null;
-  for (const line of text.slice(0, -1).split('\n')) {
-    if (line === '') continue;
-    const meta = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
-    if (meta) {
-      const [, kind, name, rest] = meta as unknown as [string, string, string, string];
+  for (const [i, line] of lines.entries()) {
+    if (line === '') {
+      if (current === null || families.get(current)!.samples.length === 0)
+        throw new Error(`empty line ${i} not after a family`);
+      current = null;
+      continue;
+    }
+    if (line.startsWith('#')) {
+      const meta = /^# TYPE (\S+) (\S+)$/.exec(line);
+      if (!meta) throw new Error(`not kvmd's layout: ${line}`);
+      const [, name, type] = meta as unknown as [string, string, string];
+      if (current !== null) throw new Error(`TYPE of ${name} without the empty line before it`);
       if (!NAME.test(name)) throw new Error(`bad name ${name}`);
-      const f = families.get(name) ?? { type: '', help: '', samples: [] };
-      if (f.samples.length > 0) throw new Error(`${kind} after samples of ${name}`);
-      if (kind === 'TYPE') {
-        if (f.type) throw new Error(`second TYPE of ${name}`);
-        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest)) {
-          throw new Error(`bad type ${rest}`);
-        }
-        f.type = rest;
-      } else {
-        if (f.help) throw new Error(`second HELP of ${name}`);
-        if (!/^(?:[^\\]|\\[\\n])*$/.test(rest)) throw new Error(`bad escape in HELP of ${name}`);
-        f.help = rest;
-      }
-      families.set(name, f);
+      if (families.has(name)) throw new Error(`second TYPE of ${name}`);
+      if (!['counter', 'gauge'].includes(type)) throw new Error(`bad type ${type}`);
+      families.set(name, { type, samples: [] });
       current = name;
       continue;
     }
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: -?\d+)?$/.exec(line);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`bad sample line: ${line}`);
     const [, name, rawLabels, rawValue] = m as unknown as [
       string,
@@ -78,27 +74,50 @@ function parseExposition(text: string): Map<string, Family> {
     }
     families.get(name)!.samples.push({ labels, value });
   }
-  for (const [name, f] of families) {
-    if (!f.type || !f.help) throw new Error(`${name} lacks TYPE or HELP`);
-  }
+  // kvmd joins rows that end with an empty one: the last family ends with the final line feed
+  if (current !== null && families.get(current)!.samples.length === 0)
+    throw new Error(`${current} has no sample`);
   return families;
 }
 
 describe('Prometheus exposition', () => {
-  it('escapes help and label values and reads back', () => {
+  it("writes kvmd's layout, escapes label values and reads back", () => {
     const text = new Exposition()
-      .family('a_total', 'counter', 'back\\slash\nline', [
+      .family('a_total', 'counter', [
         { labels: { path: 'x"y\\z\nw' }, value: 3 },
         { labels: { path: 'b' }, value: 1.5 },
       ])
-      .family('b', 'gauge', 'a bool', true)
-      .family('c', 'gauge', 'absent', null)
+      .family('b', 'gauge', true)
+      .family('c', 'gauge', null)
       .toString();
+    expect(text).toBe(
+      '# TYPE a_total counter\na_total{path="x\\"y\\\\z\\nw"} 3\na_total{path="b"} 1.5\n\n' +
+        '# TYPE b gauge\nb 1\n',
+    );
     const f = parseExposition(text);
     expect(f.get('a_total')?.samples[0]?.labels['path']).toBe('x\\"y\\\\z\\nw');
     expect(f.get('b')?.samples).toEqual([{ labels: {}, value: 1 }]);
     expect(f.has('c')).toBe(false);
     expect(gpioMetricName('input', 'state', 'a.b-c')).toBe('pikvm_gpio_input_state_a_b_c');
+  });
+
+  it('walks a state as kvmd does: sorted keys, numbers and booleans only', () => {
+    const text = new Exposition()
+      .tree('pikvm_hw', {
+        temp: { cpu: null },
+        mem: { total: 8, available: 2, percent: 75.5 },
+        cpu: { percent: 12 },
+        throttling: { parsed_flags: { undervoltage: { now: false } }, raw_flags: 0 },
+      })
+      .toString();
+    expect(text.split('\n').filter((l) => l.startsWith('#'))).toEqual([
+      '# TYPE pikvm_hw_cpu_percent gauge',
+      '# TYPE pikvm_hw_mem_available gauge',
+      '# TYPE pikvm_hw_mem_percent gauge',
+      '# TYPE pikvm_hw_mem_total gauge',
+      '# TYPE pikvm_hw_throttling_undervoltage_now gauge',
+      '# TYPE pikvm_hw_throttling_raw_flags gauge',
+    ]);
   });
 });
 
@@ -119,8 +138,22 @@ describe('GET /api/export/prometheus/metrics', () => {
       },
     });
     expect(res.statusCode).toBe(200);
-    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(res.body).not.toContain('# HELP');
+    // kvmd's families first, in kvmd's order and layout
+    expect(
+      res.body.startsWith(
+        '# TYPE pikvm_atx_enabled gauge\npikvm_atx_enabled 0\n\n' +
+          '# TYPE pikvm_atx_power gauge\npikvm_atx_power 0\n\n',
+      ),
+    ).toBe(true);
     const f = parseExposition(res.body);
+    const names = [...f.keys()];
+    const hw = names.filter((n) => n.startsWith('pikvm_hw_'));
+    expect(hw).toEqual([...hw].sort());
+    expect(names.indexOf('pikvm_fan_monitored')).toBe(names.indexOf(hw.at(-1)!) + 1);
+    expect(f.get('pikvm_fan_monitored')?.samples).toEqual([{ labels: {}, value: 0 }]);
+    expect(Number.isInteger(f.get('pikvm_hw_cpu_percent')!.samples[0]!.value)).toBe(true);
     for (const name of [
       'pikvm_atx_enabled',
       'pikvm_atx_power',

@@ -1,8 +1,10 @@
 /**
- * `GET /api/export/prometheus/metrics` (kvmd's export API, wire-protocol.md 1.8): Prometheus
- * text exposition 0.0.4, every family with `# HELP` and `# TYPE`. kvmd's names where kvmd has
- * the value (`pikvm_atx_*`, `pikvm_gpio_*`, `pikvm_hw_*`), `kvm_*` for ours, and the client
- * libraries' standard `process_*` names.
+ * `GET /api/export/prometheus/metrics` (kvmd's export API, wire-protocol.md 1.8): the text
+ * exposition exactly as kvmd writes it (issue 21, item 12): `text/plain; charset=utf-8`, each
+ * family a `# TYPE` line, its samples and an empty line, no `# HELP` lines. kvmd's families
+ * first, in kvmd's order and with kvmd's names (`pikvm_atx_*`, `pikvm_gpio_*`, `pikvm_hw_*` from
+ * the health state's sorted keys, `pikvm_fan_*`), then ours (`kvm_*`) and the client libraries'
+ * standard `process_*` names in the same layout.
  */
 import { readFile } from 'node:fs/promises';
 import { cpus, freemem, totalmem } from 'node:os';
@@ -13,7 +15,8 @@ import type { HidService } from '../services/hid/hid-service';
 import type { MsdService } from '../services/msd/msd-service';
 import type { StreamerService } from '../services/streamer';
 
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+/** What kvmd's aiohttp `Response(text=...)` sends (the text format 0.0.4, unversioned). */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
@@ -23,7 +26,6 @@ interface Sample {
   value: number;
 }
 
-const escapeHelp = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 const escapeLabel = (s: string): string =>
   s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -34,33 +36,52 @@ function formatValue(v: number): string {
   return String(v);
 }
 
-/** The exposition, built one family at a time. */
+/** The exposition, built one family at a time in kvmd's layout. */
 export class Exposition {
   private readonly lines: string[] = [];
   private readonly seen = new Set<string>();
 
+  /** A family of samples; null or undefined (kvmd: a value that is not a number) is left out. */
   family(
     name: string,
     type: 'gauge' | 'counter',
-    help: string,
     samples: Sample[] | number | boolean | null | undefined,
   ): this {
     if (samples === null || samples === undefined || this.seen.has(name)) return this;
     const list: Sample[] = typeof samples === 'object' ? samples : [{ value: Number(samples) }];
     if (list.length === 0) return this;
     this.seen.add(name);
-    this.lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`);
+    this.lines.push(`# TYPE ${name} ${type}`);
     for (const s of list) {
       const labels = Object.entries(s.labels ?? {})
         .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
         .join(',');
       this.lines.push(`${name}${labels ? `{${labels}}` : ''} ${formatValue(s.value)}`);
     }
+    this.lines.push('');
+    return this;
+  }
+
+  /**
+   * kvmd's walk of a state object (`__append_prometheus_rows`): numbers and booleans are gauges
+   * named by the path of keys (sorted at every level), anything else is skipped.
+   */
+  tree(path: string, value: unknown): this {
+    if (typeof value === 'boolean' || typeof value === 'number')
+      return this.family(path, 'gauge', value);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const key of Object.keys(value).sort()) {
+        this.tree(
+          key === 'parsed_flags' ? path : `${path}_${key}`,
+          (value as Record<string, unknown>)[key],
+        );
+      }
+    }
     return this;
   }
 
   toString(): string {
-    return `${this.lines.join('\n')}\n`;
+    return this.lines.join('\n');
   }
 }
 
@@ -127,109 +148,58 @@ export function metricsRoutes(
     const hid = deps.hid.getState();
     const msd = deps.msd.getState();
     const now = cpuTimes();
+    // kvmd's health: a whole percent (it truncates)
     const cpuPercent =
       now.total > lastCpu.total
-        ? Math.round((1000 * (now.busy - lastCpu.busy)) / (now.total - lastCpu.total)) / 10
+        ? Math.trunc((100 * (now.busy - lastCpu.busy)) / (now.total - lastCpu.total))
         : 0;
     lastCpu = now;
     const total = totalmem();
     const available = await memAvailable();
     const usage = process.cpuUsage();
     const ex = new Exposition()
-      .family('pikvm_atx_enabled', 'gauge', 'ATX control is available (1) or not (0).', atx.enabled)
-      .family('pikvm_atx_power', 'gauge', 'The power LED of the remote computer.', atx.leds.power)
-      .family('kvm_atx_hdd', 'gauge', 'The disk activity LED of the remote computer.', atx.leds.hdd)
-      .family('kvm_atx_busy', 'gauge', 'An ATX button press is running.', atx.busy);
+      .family('pikvm_atx_enabled', 'gauge', atx.enabled)
+      .family('pikvm_atx_power', 'gauge', atx.leds.power);
     for (const mode of ['input', 'output'] as const) {
       for (const [ch, st] of Object.entries(gpio[`${mode}s`])) {
         if (ch.startsWith('__')) continue; // kvmd hides its special channels
-        ex.family(
-          gpioMetricName(mode, 'online', ch),
-          'gauge',
-          `GPIO ${mode} ${ch} is online.`,
-          st.online,
-        );
-        ex.family(
-          gpioMetricName(mode, 'state', ch),
-          'gauge',
-          `GPIO ${mode} ${ch} state.`,
-          st.state,
-        );
+        // kvmd writes the state under both names (a slip of its loop); online is the online flag here
+        ex.family(gpioMetricName(mode, 'online', ch), 'gauge', st.online);
+        ex.family(gpioMetricName(mode, 'state', ch), 'gauge', st.state);
       }
     }
-    ex.family('pikvm_hw_temp_cpu', 'gauge', 'CPU temperature, degrees Celsius.', await cpuTemp())
-      .family(
-        'pikvm_hw_cpu_percent',
-        'gauge',
-        'CPU use since the previous scrape, percent.',
-        cpuPercent,
-      )
-      .family(
-        'pikvm_hw_mem_percent',
-        'gauge',
-        'Memory in use, percent.',
-        total > 0 ? Math.round((1000 * (total - available)) / total) / 10 : 0,
-      )
-      .family('pikvm_hw_mem_total', 'gauge', 'Total memory, bytes.', total)
-      .family('pikvm_hw_mem_available', 'gauge', 'Available memory, bytes.', available)
-      .family(
-        'kvm_streamer_online',
-        'gauge',
-        'The video source delivers frames.',
-        streamer?.source.online ?? false,
-      )
-      .family(
-        'kvm_streamer_captured_fps',
-        'gauge',
-        'Frames per second captured from the source.',
-        streamer?.source.captured_fps ?? 0,
-      )
-      .family(
-        'kvm_streamer_h264_fps',
-        'gauge',
-        'H.264 frames per second encoded.',
-        streamer?.h264.fps ?? 0,
-      )
-      .family(
-        'kvm_streamer_clients',
-        'gauge',
-        'Video viewers connected.',
-        streamer?.stream.clients ?? 0,
-      )
-      .family('kvm_hid_online', 'gauge', 'The keyboard and mouse gadget is online.', hid.online)
-      .family('kvm_hid_keyboard_online', 'gauge', 'The keyboard is online.', hid.keyboard.online)
-      .family('kvm_hid_mouse_online', 'gauge', 'The mouse is online.', hid.mouse.online)
-      .family('kvm_msd_enabled', 'gauge', 'Virtual media is enabled.', msd.enabled)
-      .family('kvm_msd_online', 'gauge', 'Virtual media is online.', msd.online)
-      .family('kvm_msd_busy', 'gauge', 'A virtual media operation is running.', msd.busy)
-      .family(
-        'kvm_msd_connected',
-        'gauge',
-        'An image is lent to the remote computer.',
-        msd.drive.connected,
-      )
-      .family(
-        'process_resident_memory_bytes',
-        'gauge',
-        'Resident memory size in bytes.',
-        process.memoryUsage.rss(),
-      )
-      .family(
-        'process_cpu_seconds_total',
-        'counter',
-        'Total user and system CPU time spent in seconds.',
-        (usage.user + usage.system) / 1e6,
-      )
-      .family(
-        'process_start_time_seconds',
-        'gauge',
-        'Start time of the process since unix epoch in seconds.',
-        startS,
-      )
+    // kvmd's health state (info `health`), walked as kvmd walks it: sorted keys, nulls left out
+    ex.tree('pikvm_hw', {
+      temp: { cpu: await cpuTemp() },
+      cpu: { percent: cpuPercent },
+      mem: {
+        percent: total > 0 ? Math.round((1000 * (total - available)) / total) / 10 : 0,
+        total,
+        available,
+      },
+      throttling: null,
+    })
+      // kvmd's fan state without a fan daemon: {monitored: false, state: null}
+      .tree('pikvm_fan', { monitored: false, state: null })
+      .family('kvm_atx_hdd', 'gauge', atx.leds.hdd)
+      .family('kvm_atx_busy', 'gauge', atx.busy)
+      .family('kvm_streamer_online', 'gauge', streamer?.source.online ?? false)
+      .family('kvm_streamer_captured_fps', 'gauge', streamer?.source.captured_fps ?? 0)
+      .family('kvm_streamer_h264_fps', 'gauge', streamer?.h264.fps ?? 0)
+      .family('kvm_streamer_clients', 'gauge', streamer?.stream.clients ?? 0)
+      .family('kvm_hid_online', 'gauge', hid.online)
+      .family('kvm_hid_keyboard_online', 'gauge', hid.keyboard.online)
+      .family('kvm_hid_mouse_online', 'gauge', hid.mouse.online)
+      .family('kvm_msd_enabled', 'gauge', msd.enabled)
+      .family('kvm_msd_online', 'gauge', msd.online)
+      .family('kvm_msd_busy', 'gauge', msd.busy)
+      .family('kvm_msd_connected', 'gauge', msd.drive.connected)
+      .family('process_resident_memory_bytes', 'gauge', process.memoryUsage.rss())
+      .family('process_cpu_seconds_total', 'counter', (usage.user + usage.system) / 1e6)
+      .family('process_start_time_seconds', 'gauge', startS)
       .family(
         'kvm_http_requests_total',
         'counter',
-        'HTTP requests answered, by method and status code.',
         [...requests].map(([k, value]) => {
           const [method = '', code = ''] = k.split(' ');
           return { labels: { method, code }, value };
