@@ -1,33 +1,35 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { Alert, Button, Space } from 'antd';
+import { Alert, Button, Space, Spin } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
-import { SESSION_ENDED_CLOSE_CODE } from '../../lib/event-socket';
 import {
-  decodeServer,
-  helloFrame,
-  inputFrame,
-  resizeFrame,
-  terminalUrl,
-  TTYD_SUBPROTOCOL,
-  type TerminalTarget,
-} from './ttyd-codec';
+  TerminalConnection,
+  type TerminalSocketFactory,
+  type TerminalStatus,
+} from './terminal-connection';
+import { inputFrame, resizeFrame, type TerminalTarget } from './ttyd-codec';
 
 /** Window and pane resizes settle before the terminal is refitted (one resize per burst). */
 const FIT_DEBOUNCE_MS = 150;
 
-type Status = 'connecting' | 'open' | 'closed' | 'sessionEnded';
-
 /** One xterm.js terminal over one ttyd socket; a new socket (and shell) on reconnect. */
-export function TerminalView({ target }: { target: TerminalTarget }) {
+export function TerminalView({
+  target,
+  createSocket,
+}: {
+  target: TerminalTarget;
+  /** Tests play the server. */
+  createSocket?: TerminalSocketFactory;
+}) {
   const { t } = useTranslation();
   const box = useRef<HTMLDivElement>(null);
   const term = useRef<Terminal | null>(null);
   const fit = useRef<FitAddon | null>(null);
-  const socket = useRef<WebSocket | null>(null);
-  const [status, setStatus] = useState<Status>('connecting');
+  const socket = useRef<TerminalConnection | null>(null);
+  const [status, setStatus] = useState<TerminalStatus>('connecting');
+  const [startTimeoutS, setStartTimeoutS] = useState<number | null>(null);
   const [generation, setGeneration] = useState(0);
 
   useEffect(() => {
@@ -49,10 +51,7 @@ export function TerminalView({ target }: { target: TerminalTarget }) {
     } catch {
       /* not laid out yet: the observer fits later */
     }
-    const send = (frame: Uint8Array) => {
-      const ws = socket.current;
-      if (ws && ws.readyState === WebSocket.OPEN) ws.send(frame);
-    };
+    const send = (frame: Uint8Array) => socket.current?.send(frame);
     const onData = xterm.onData((d) => send(inputFrame(d)));
     const onBinary = xterm.onBinary((d) =>
       send(inputFrame(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff))),
@@ -84,28 +83,23 @@ export function TerminalView({ target }: { target: TerminalTarget }) {
     const xterm = term.current;
     if (!xterm) return;
     setStatus('connecting');
-    const ws = new WebSocket(terminalUrl(target), [TTYD_SUBPROTOCOL]);
-    ws.binaryType = 'arraybuffer';
-    socket.current = ws;
-    ws.onopen = () => {
-      ws.send(helloFrame({ columns: xterm.cols, rows: xterm.rows }));
-      setStatus('open');
-      xterm.focus();
-    };
-    ws.onmessage = (e: MessageEvent<ArrayBuffer | string>) => {
-      const msg = decodeServer(e.data);
-      if (msg.type === 'output') xterm.write(msg.data);
-    };
-    ws.onclose = (e) => {
-      if (socket.current === ws) socket.current = null;
-      setStatus(e.code === SESSION_ENDED_CLOSE_CODE ? 'sessionEnded' : 'closed');
-    };
+    const conn: TerminalConnection = new TerminalConnection({
+      target,
+      createSocket,
+      size: () => ({ columns: xterm.cols, rows: xterm.rows }),
+      onOutput: (data) => xterm.write(data),
+      onStatus: (s) => {
+        setStartTimeoutS(conn.startTimeoutS);
+        setStatus(s);
+        if (s === 'starting' || (s === 'open' && target !== 'device')) xterm.focus();
+      },
+    });
+    socket.current = conn;
     return () => {
-      ws.onclose = null;
-      ws.close();
-      if (socket.current === ws) socket.current = null;
+      conn.dispose();
+      if (socket.current === conn) socket.current = null;
     };
-  }, [target, generation]);
+  }, [target, generation, createSocket]);
 
   const reconnect = useCallback(() => {
     term.current?.reset();
@@ -114,12 +108,32 @@ export function TerminalView({ target }: { target: TerminalTarget }) {
 
   return (
     <div style={{ display: 'flex', flexDirection: 'column', height: 'calc(100vh - 80px)' }}>
-      {status === 'closed' || status === 'sessionEnded' ? (
+      {status === 'starting' ? (
         <Alert
-          type={status === 'sessionEnded' ? 'error' : 'warning'}
+          type="info"
+          style={{ marginBottom: 8 }}
+          data-testid={`terminal-starting-${target}`}
+          message={
+            <Space>
+              <Spin size="small" />
+              {t('terminal.starting')}
+            </Space>
+          }
+        />
+      ) : null}
+      {status === 'closed' || status === 'sessionEnded' || status === 'startTimeout' ? (
+        <Alert
+          type={status === 'closed' ? 'warning' : 'error'}
           showIcon
           style={{ marginBottom: 8 }}
-          message={status === 'sessionEnded' ? t('terminal.sessionEnded') : t('terminal.closed')}
+          data-testid={`terminal-closed-${target}`}
+          message={
+            status === 'sessionEnded'
+              ? t('terminal.sessionEnded')
+              : status === 'startTimeout'
+                ? t('terminal.startTimeout', { seconds: startTimeoutS ?? 0 })
+                : t('terminal.closed')
+          }
           action={
             <Space>
               <Button size="small" onClick={reconnect} data-testid={`terminal-reconnect-${target}`}>
