@@ -85,7 +85,8 @@ describe('Launcher', () => {
 
 /**
  * A slot's stand-in server: writes which version it is to `<data>/booted`, then by its mode
- * (a file in the slot) sends READY, exits 1, stays silent, or exits 3 (an upgrade is ready).
+ * (a file in the slot) sends READY, exits 1, stays silent, exits 3 (an upgrade is ready), or
+ * sends READY naming a problem of its start (its network could not be restored).
  */
 const SLOT_SERVER = `
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
@@ -98,6 +99,9 @@ appendFileSync(process.argv[2], version + ' ' + (process.env.KVM_INSTALL_DIR ? '
 process.on('SIGTERM', () => process.exit(0));
 if (mode === 'crash') process.exit(1);
 if (mode === 'ready') process.send({ type: 'kvm-ready', version });
+if (mode === 'problems') {
+  process.send({ type: 'kvm-ready', version, problems: ['the saved network settings could not be applied: ENOENT'] });
+}
 if (mode === 'upgrade') {
   // once: the version it restarts into after a rollback just runs
   writeFileSync(join(root, 'mode'), 'ready');
@@ -197,6 +201,29 @@ describe('Launcher with an install folder', () => {
       reason: 'V0.2.0 exited with code 1 before it was ready',
     });
     expect(readCurrent(s.install)).toBe('factory');
+  });
+
+  it('rolls back a new version that is ready but could not restore the network (issue 21)', async () => {
+    const s = await setup('problems');
+    s.askUpgrade();
+    s.launcher.start();
+    await expect.poll(s.boots, { timeout: 10_000 }).toEqual(['0.2.0 env', '0.1.0 env']);
+    expect(readOutcome(s.install)).toMatchObject({
+      result: 'failed',
+      reason: 'V0.2.0 started, but the saved network settings could not be applied: ENOENT',
+    });
+    expect(readCurrent(s.install)).toBe('factory');
+  });
+
+  it('a start with problems outside a trial is logged, and keeps running', async () => {
+    const s = await setup('ready');
+    await writeFile(join(s.install.factoryRoot, 'mode'), 'problems');
+    s.launcher.start();
+    await expect
+      .poll(() => s.lines.some((l) => /started with problems: the saved network/.test(l)))
+      .toBe(true);
+    expect(s.launcher.current).toBe('running');
+    expect(s.launcher.starts).toBe(1);
   });
 
   it('rolls back a new version that is not ready in time', async () => {

@@ -16,8 +16,10 @@
  *
  * With an install folder (issue 12, install/boot.ts) every start first asks `planBoot` which
  * version to run: the `current` slot, or the new one of an upgrade on trial. A trial must send
- * READY_MESSAGE within `healthTimeoutMs`; if it exits first or stays silent, the previous
- * version is put back and started at once, and the reason is kept for /api/upgrade/status.
+ * READY_MESSAGE within `healthTimeoutMs`, with no `problems` (a start that could not restore
+ * the device's network is not healthy); if it exits first, stays silent or names problems, the
+ * previous version is put back and started at once, and the reason is kept for
+ * /api/upgrade/status.
  * Exit EXIT_UPGRADE (the server prepared an upgrade) restarts at once, without backoff. The
  * launcher itself is never upgraded: like a boot loader, it stays the factory's.
  */
@@ -173,7 +175,12 @@ export class Launcher {
       if (this.state === 'starting') this.setState('running');
     });
     child.on('message', (msg: unknown) => {
-      if ((msg as { type?: unknown } | null)?.type === READY_MESSAGE) this.onReady(child);
+      const m = msg as { type?: unknown; problems?: unknown } | null;
+      if (m?.type !== READY_MESSAGE) return;
+      const problems = Array.isArray(m.problems)
+        ? m.problems.filter((p): p is string => typeof p === 'string')
+        : [];
+      this.onReady(child, problems);
     });
     if (this.trial) {
       const timeoutMs = this.opts.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
@@ -194,11 +201,20 @@ export class Launcher {
     child.once('exit', (code, signal) => this.onExit(child, code, signal));
   }
 
-  private onReady(child: ChildProcess): void {
+  private onReady(child: ChildProcess, problems: readonly string[]): void {
     if (child !== this.child) return;
     const trial = this.trial;
+    if (problems.length > 0) this.log(`the server started with problems: ${problems.join('; ')}`);
     if (!trial || this.trialFailure) return;
     this.clearHealthTimer();
+    if (problems.length > 0) {
+      // Listening, but it could not put back what the device had (its network): not healthy.
+      this.trialFailure = `${trial.to_version} started, but ${problems.join('; ')}`;
+      this.log(`${this.trialFailure}: stopping it`);
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), TRIAL_KILL_MS).unref();
+      return;
+    }
     this.trial = null;
     try {
       keepTrial(this.opts.install!, trial);

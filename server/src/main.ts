@@ -101,6 +101,8 @@ async function main(): Promise<void> {
   // it, every driver and child process with it, and builds it anew on the same port.
   let app: FastifyInstance;
   let restarting: Promise<void> | null = null;
+  /** What this start could not put back (the network's kept settings): READY carries it. */
+  let startProblems: string[] = [];
   // Under the launcher (npm start, systemd) an upgrade can be installed: it names the folder.
   const installDir = process.env['KVM_INSTALL_DIR'];
   const factoryRoot = process.env['KVM_FACTORY_ROOT'];
@@ -118,6 +120,7 @@ async function main(): Promise<void> {
     });
     app = await buildApp(ctx, { logger, https });
     await app.listen({ host, port });
+    startProblems = [ctx.network.startProblem].filter((p): p is string => p !== null);
   };
   const restart = async (): Promise<void> => {
     // let the answer of the call that asked for it go out first
@@ -152,8 +155,9 @@ async function main(): Promise<void> {
     `KVM console ${version} (target ${config.target}) on ${scheme}://${shown}:${realPort}/ ready in ${readyMs} ms\n`,
   );
 
-  // Listening with its drivers started: the launcher keeps an upgrade on trial from here on.
-  process.send?.({ type: READY_MESSAGE, version });
+  // Listening with its drivers started: the launcher keeps an upgrade on trial from here on,
+  // unless this start has problems (then it rolls the upgrade back; otherwise it logs them).
+  process.send?.({ type: READY_MESSAGE, version, problems: startProblems });
 
   let stopping = false;
   function stop(signal: string, code = 0): void {

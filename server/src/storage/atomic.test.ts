@@ -19,6 +19,22 @@ describe('atomicWriteFile', () => {
     expect(await readdir(dir)).toEqual(['state.json']);
   });
 
+  it('tmpDir: the temp is made beside the folder, never in it; overlapping writes all land', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'ns', 'resolv.conf');
+    const seen: string[][] = [];
+    const writes = Array.from({ length: 10 }, (_, i) =>
+      atomicWriteFile(path, `nameserver 10.0.0.${i}\n`, 0o644, { tmpDir: dir }).then(async () => {
+        seen.push(await readdir(join(dir, 'ns')));
+      }),
+    );
+    await Promise.all(writes);
+    expect(await readFile(path, 'utf8')).toMatch(/^nameserver 10\.0\.0\.\d\n$/);
+    // The folder held resolv.conf only, every time; the temps were all renamed.
+    expect(seen.every((names) => names.join() === 'resolv.conf')).toBe(true);
+    expect(await readdir(dir)).toEqual(['ns']);
+  });
+
   it('keeps the old file when the write fails', async () => {
     const dir = await tempDir();
     const path = join(dir, 'state.json');

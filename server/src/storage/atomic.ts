@@ -18,14 +18,23 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/**
+ * `tmpDir`: where the temp file is made instead of the target's folder (same file system), for
+ * a folder whose every entry is used as it appears (`/etc/netns/<ns>`: `ip netns exec`
+ * bind-mounts each file in it over /etc). Each call has its own temp name, so writes that
+ * overlap never rename each other's file away.
+ */
 export async function atomicWriteFile(
   path: string,
   data: string | Uint8Array,
   mode = 0o600,
+  opts: { tmpDir?: string } = {},
 ): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(path)}${TMP_MARK}${randomBytes(6).toString('hex')}`);
+  const tmpDir = opts.tmpDir ?? dir;
+  if (tmpDir !== dir) await mkdir(tmpDir, { recursive: true });
+  const tmp = join(tmpDir, `.${basename(path)}${TMP_MARK}${randomBytes(6).toString('hex')}`);
   const handle = await open(tmp, 'wx', mode);
   try {
     await handle.writeFile(data);

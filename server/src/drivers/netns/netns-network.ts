@@ -12,7 +12,7 @@
  * `NetworkApplyError` naming the step and what the command said.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { InternalError } from '../../errors';
 import type { Logger } from '../../log';
@@ -122,6 +122,8 @@ export class NetnsNetwork implements NetworkDriver {
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | null = null;
   private region: Promise<unknown> = Promise.resolve();
+  /** The last resolv.conf write: the next waits for it (writeResolv). */
+  private resolvWrites: Promise<void> = Promise.resolve();
 
   constructor(opts: NetnsNetworkOptions) {
     this.opts = opts;
@@ -594,27 +596,27 @@ export class NetnsNetwork implements NetworkDriver {
     };
   }
 
-  /** The namespace's resolv.conf: manual servers win over the lease's; static without: none. */
-  private async writeResolv(): Promise<void> {
+  /**
+   * The namespace's resolv.conf: manual servers win over the lease's; static without: none.
+   * Writes run one at a time, each with what is in force when it runs (a lease's write and an
+   * apply's overlapped at start and renamed one shared temp file twice: ENOENT, issue 21).
+   */
+  private writeResolv(): Promise<void> {
+    const next = this.resolvWrites.catch(() => undefined).then(() => this.writeResolvNow());
+    this.resolvWrites = next;
+    return next;
+  }
+
+  private async writeResolvNow(): Promise<void> {
     const manual = this.applied.dns_servers;
     const servers = isManual(manual)
       ? manual
       : this.applied.mode === 'dhcp'
         ? (this.lease?.dns ?? [])
         : [];
-    const p = this.paths;
-    await mkdir(p.etc, { recursive: true });
     // The temp file stays outside /etc/netns/<dev>: `ip netns exec` bind-mounts every file
     // in there over /etc, and would trip over a half-written one.
-    const tmp = join(NETNS_ETC, `.${this.names.dev}.resolv.conf.tmp`);
-    const handle = await open(tmp, 'w', 0o644);
-    try {
-      await handle.writeFile(resolvConf(servers));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, p.resolv);
+    await atomicWriteFile(this.paths.resolv, resolvConf(servers), 0o644, { tmpDir: NETNS_ETC });
   }
 
   // --- helpers ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -104,6 +104,29 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     const leases = (await runInLan(d.names, ['cat', join(dir, 'run', 'netns', 'dnsmasq.leases')]))
       .stdout;
     expect(leases).toContain(`${ip} glkvm`);
+  });
+
+  it('overlapping resolv.conf writes all land, the last one wins, no temp file stays (issue 21)', async () => {
+    // At start a lease's write and the saved settings' write overlapped; with one shared temp
+    // name the second rename found nothing (ENOENT) and the restore failed.
+    const d = make();
+    const inner = d as unknown as {
+      writeResolv(): Promise<void>;
+      applied: EthernetSettings;
+    };
+    const writes: Promise<void>[] = [];
+    for (let i = 1; i <= 20; i++) {
+      inner.applied = { mode: 'dhcp', dns_servers: [`10.0.0.${i}`] };
+      writes.push(inner.writeResolv());
+    }
+    const results = await Promise.allSettled(writes);
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    const resolv = join(NETNS_ETC, d.names.dev, 'resolv.conf');
+    expect(await readFile(resolv, 'utf8')).toContain('nameserver 10.0.0.20');
+    // Only resolv.conf in the namespace's folder (ip netns exec mounts each file there), and
+    // no temp file of ours beside it.
+    expect(await readdir(join(NETNS_ETC, d.names.dev))).toEqual(['resolv.conf']);
+    expect((await readdir(NETNS_ETC)).filter((n) => n.startsWith('.resolv.conf.tmp'))).toEqual([]);
   });
 
   it('starts by itself at init when eager', async () => {

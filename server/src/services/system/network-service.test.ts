@@ -333,6 +333,35 @@ describe('NetworkService', () => {
     expect(driver.applied).toEqual([{ mode: 'dhcp', dns_servers: ['1.1.1.1'] }]);
   });
 
+  it('a start whose restore fails says why in startProblem (the launcher reads it, issue 21)', async () => {
+    const driver = new FakeNetwork();
+    await mkdir(join(dataDir, 'system'), { recursive: true });
+    await writeFile(
+      savedPath(),
+      JSON.stringify({ settings: { mode: 'dhcp', dns_servers: ['1.1.1.1'] } }),
+    );
+    const ok = service(driver);
+    await ok.start();
+    expect(ok.startProblem).toBeNull();
+    driver.failNext = new Error("ENOENT: no such file or directory, rename '/etc/netns/x'");
+    const failed = service(driver);
+    await failed.start();
+    expect(failed.startProblem).toBe(
+      "the saved network settings could not be applied: ENOENT: no such file or directory, rename '/etc/netns/x'",
+    );
+    // A pending change whose revert fails at the restart is a failed restore too.
+    await failed.set(staticQuery, origin);
+    failed.dispose();
+    // (no saved settings to apply after it: the revert was the only try)
+    await rm(savedPath());
+    driver.failNext = new Error('addr add failed');
+    const reverted = service(driver);
+    await reverted.start();
+    expect(reverted.startProblem).toBe(
+      'the network settings could not be restored: addr add failed',
+    );
+  });
+
   it('host name: validated, naming the argument', async () => {
     const driver = new FakeNetwork();
     const s = service(driver);

@@ -123,6 +123,11 @@ export class NetworkService {
   readonly safe: SafeChanges;
   private readonly saved: JsonFile<SavedNetwork>;
   private settings: EthernetSettings | null = null;
+  /**
+   * Why the kept settings could not be put back at this start, or null: the server tells the
+   * launcher (main.ts READY), which does not keep an upgrade that starts like this (issue 21).
+   */
+  startProblem: string | null = null;
 
   constructor(
     readonly driver: NetworkDriver,
@@ -146,7 +151,8 @@ export class NetworkService {
   /**
    * At start: the kept settings are applied again (only when saved); an Ethernet change left
    * pending by a restart is reverted to them. Failures are logged, never fatal: the device keeps
-   * what the system has. Wi-Fi's pending change is recovered by the WifiService.
+   * what the system has, and `startProblem` says why (an upgrade that starts like this is not
+   * healthy: main.ts, launcher.ts). Wi-Fi's pending change is recovered by the WifiService.
    */
   async start(recoverWifi?: (previous: unknown) => Promise<void>): Promise<void> {
     const { log } = this.opts;
@@ -163,13 +169,20 @@ export class NetworkService {
         return;
       }
       const previous = this.settings ?? (record.previous as EthernetSettings | null);
-      if (previous && this.driver.availability().available) await this.driver.apply(previous);
+      try {
+        if (previous && this.driver.availability().available) await this.driver.apply(previous);
+      } catch (err) {
+        this.startProblem = `the network settings could not be restored: ${messageOf(err)}`;
+        throw err;
+      }
       reverted = true;
     });
     if (reverted || !this.settings || !this.driver.availability().available) return;
     try {
       await this.driver.apply(this.settings);
+      this.startProblem = null;
     } catch (err) {
+      this.startProblem = `the saved network settings could not be applied: ${messageOf(err)}`;
       log.error({ err }, 'network: saved settings could not be applied at start');
     }
   }
@@ -266,4 +279,8 @@ export function urlOf(origin: RequestOrigin, ip: string): string {
   const defaultPort = origin.protocol === 'https' ? 443 : 80;
   const port = origin.port && origin.port !== defaultPort ? `:${origin.port}` : '';
   return `${origin.protocol}://${ip}${port}/`;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
