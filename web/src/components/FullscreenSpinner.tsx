@@ -1,7 +1,7 @@
-import { Spin } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { LoadingIcon } from './LoadingIcon';
 
-/** SPEC 2 app shell: the full-screen spinner with the text 'loading'. */
+/** SPEC 2 app shell: the full-screen spinner with the text 'loading' (SPEC 9's icon, 140 px). */
 export function FullscreenSpinner({ testId = 'app-loading' }: { testId?: string }) {
   const { t } = useTranslation();
   return (
@@ -17,7 +17,7 @@ export function FullscreenSpinner({ testId = 'app-loading' }: { testId?: string 
         gap: 16,
       }}
     >
-      <Spin size="large" />
+      <LoadingIcon testId={`${testId}-icon`} />
       <span>{t('loading')}</span>
     </div>
   );

@@ -1,14 +1,23 @@
 import type { ReactNode } from 'react';
 import { Button, Tooltip } from 'antd';
+import { layoutRules } from '../lib/layout-rules';
+import { useViewport } from './hooks';
 
-/** An icon button of the toolbar with its tooltip; `active` shows a toggle that is on. */
+/**
+ * An icon button of the toolbar with its tooltip; `active` shows a toggle that is on.
+ * The title is also written beside the icon from 1920 px (SPEC 9's large breakpoint,
+ * lib/layout-rules.ts) unless `showLabel` says otherwise.
+ */
 export function ToolButton(props: {
   title: string;
   icon: ReactNode;
   onClick: () => void;
   testId: string;
   active?: boolean;
+  showLabel?: boolean;
 }) {
+  const wide = layoutRules(useViewport()).toolbarLabels;
+  const showLabel = props.showLabel ?? wide;
   return (
     <Tooltip title={props.title} placement="bottom">
       <Button
@@ -18,7 +27,9 @@ export function ToolButton(props: {
         aria-pressed={props.active}
         onClick={props.onClick}
         data-testid={props.testId}
-      />
+      >
+        {showLabel ? props.title : null}
+      </Button>
     </Tooltip>
   );
 }

@@ -8,7 +8,7 @@ import { NoticeStackHost } from '../../components/NoticeStack';
 import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
-import { layoutRules } from './layout-rules';
+import { layoutRules } from '../../lib/layout-rules';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
 

@@ -53,6 +53,7 @@ export function Toolbar() {
       icon={collapsed ? <DownOutlined /> : <UpOutlined />}
       onClick={() => setToolbarCollapsed(!collapsed)}
       testId="toolbar-collapse"
+      showLabel={false}
     />
   );
 
