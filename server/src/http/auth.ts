@@ -109,28 +109,85 @@ function ownOrigin(request: FastifyRequest, trustProxy: boolean): string | null 
   }
 }
 
-/** Why a browser request comes from another origin, or null when it does not. */
+/** A header value as an error message may echo it: printable ASCII, at most 100 characters. */
+function echo(value: string): string {
+  const clean = value.replace(/[^\x20-\x7e]/g, '?');
+  return clean.length > 100 ? `${clean.slice(0, 100)}...` : clean;
+}
+
+/**
+ * What the proxy headers say, for a refusal behind a reverse proxy (issue 21, item 13): the
+ * setting that makes them count (`server.trust_proxy`) and which of X-Forwarded-Host and
+ * X-Forwarded-Proto came with the request.
+ */
+function proxyHint(request: FastifyRequest, trustProxy: boolean): string {
+  const host = single(request.headers['x-forwarded-host'])?.split(',')[0]?.trim();
+  const proto = single(request.headers['x-forwarded-proto'])?.split(',')[0]?.trim();
+  const seen = [
+    host ? `X-Forwarded-Host: ${echo(host)}` : null,
+    proto ? `X-Forwarded-Proto: ${echo(proto)}` : null,
+  ].filter((x): x is string => x !== null);
+  const missing = [host ? null : 'X-Forwarded-Host', proto ? null : 'X-Forwarded-Proto'].filter(
+    (x): x is string => x !== null,
+  );
+  if (!trustProxy) {
+    if (seen.length > 0) {
+      return (
+        ` The request came through a proxy (${seen.join(', ')}), but server.trust_proxy is ` +
+        'off, so this server does not take its origin from those headers: set ' +
+        'server.trust_proxy: true in the device config (docs/operations.md, "Behind a reverse proxy").'
+      );
+    }
+    return (
+      ' Behind a reverse proxy, set server.trust_proxy: true in the device config and have the ' +
+      'proxy send X-Forwarded-Host and X-Forwarded-Proto (this request has neither; ' +
+      'docs/operations.md, "Behind a reverse proxy").'
+    );
+  }
+  if (missing.length > 0) {
+    return (
+      ` server.trust_proxy is on, but the proxy did not send ${missing.join(' and ')}` +
+      `${seen.length > 0 ? ` (only ${seen.join(', ')})` : ''}: it must send both ` +
+      '(docs/operations.md, "Behind a reverse proxy").'
+    );
+  }
+  return ` server.trust_proxy is on and the proxy sent ${seen.join(', ')}.`;
+}
+
+/**
+ * Why a browser request comes from another origin, or null when it does not: the error message
+ * of the refusal, which says what to set when the request came through a proxy.
+ */
 export function crossOrigin(request: FastifyRequest, trustProxy: boolean): string | null {
   const site = single(request.headers['sec-fetch-site']);
-  if (site === 'cross-site' || site === 'same-site') return `Sec-Fetch-Site: ${site}`;
+  if (site === 'cross-site' || site === 'same-site') {
+    return `Cross-origin request refused: the browser sent it from another site (Sec-Fetch-Site: ${site})`;
+  }
   const origin = single(request.headers.origin);
   if (origin === undefined) return null;
   let theirs: string;
   try {
     theirs = new URL(origin).origin;
   } catch {
-    return 'Origin: malformed';
+    return 'Cross-origin request refused: the Origin header is not an origin';
   }
   // An opaque origin ("null": sandboxed frames, file:) is never the console.
-  if (theirs === 'null' || theirs !== ownOrigin(request, trustProxy)) return 'Origin: foreign';
-  return null;
+  if (theirs === 'null') {
+    return 'Cross-origin request refused: Origin null (a sandboxed frame or a local file) is never the console';
+  }
+  const own = ownOrigin(request, trustProxy);
+  if (theirs === own) return null;
+  return (
+    `Cross-origin request refused: Origin ${echo(theirs)} is not this server's own origin ` +
+    `${own === null ? '(the Host header is unusable)' : echo(own)}.${proxyHint(request, trustProxy)}`
+  );
 }
 
 export function refuseCrossOrigin(request: FastifyRequest, trustProxy: boolean): void {
   const why = crossOrigin(request, trustProxy);
   if (why === null) return;
   request.log.debug({ why, url: request.url.split('?')[0] }, 'cross-origin request refused');
-  throw new ForbiddenError('Cross-origin request refused');
+  throw new ForbiddenError(why);
 }
 
 /** Printable ASCII, at most 32 characters: a user name as the log may show it. */

@@ -169,10 +169,8 @@ describe('cross-origin requests', () => {
     ]) {
       const res = await ask(headers);
       expect(res.statusCode, JSON.stringify(headers)).toBe(403);
-      expect(res.json().result).toEqual({
-        error: 'ForbiddenError',
-        error_msg: 'Cross-origin request refused',
-      });
+      expect(res.json().result.error).toBe('ForbiddenError');
+      expect(res.json().result.error_msg).toMatch(/^Cross-origin request refused: /);
     }
     for (const headers of [
       {} as Record<string, string>,
@@ -241,6 +239,66 @@ describe('cross-origin requests', () => {
       (await app.inject({ url: '/api/info', cookies: { auth_token: token }, headers: proxied }))
         .statusCode,
     ).toBe(403);
+  });
+
+  it('behind a reverse proxy, the login refusal names server.trust_proxy and the X-Forwarded headers', async () => {
+    // nginx in front: the browser is at https://kvm.example, the device sees http://kvm.example
+    const loginVia = (headers: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        payload: form({ user: 'admin', passwd: PASSWORD }).payload,
+        headers: {
+          ...form({}).headers,
+          host: 'kvm.example',
+          origin: 'https://kvm.example',
+          'sec-fetch-site': 'same-origin',
+          ...headers,
+        },
+      });
+    const msg = async (headers: Record<string, string>) => {
+      const res = await loginVia(headers);
+      expect(res.statusCode).toBe(403);
+      expect(res.json().result.error).toBe('ForbiddenError');
+      return res.json().result.error_msg as string;
+    };
+    const both = { 'x-forwarded-host': 'kvm.example', 'x-forwarded-proto': 'https' };
+
+    app = await newApp();
+    await initAndLogin(app);
+    // the proxy sends its headers, the setting is off: say which setting and what was seen
+    expect(await msg(both)).toBe(
+      "Cross-origin request refused: Origin https://kvm.example is not this server's own origin " +
+        'http://kvm.example. The request came through a proxy (X-Forwarded-Host: kvm.example, ' +
+        'X-Forwarded-Proto: https), but server.trust_proxy is off, so this server does not take ' +
+        'its origin from those headers: set server.trust_proxy: true in the device config ' +
+        '(docs/operations.md, "Behind a reverse proxy").',
+    );
+    // no header at all: both the setting and the headers are named
+    const none = await msg({});
+    expect(none).toContain('set server.trust_proxy: true');
+    expect(none).toContain('X-Forwarded-Host and X-Forwarded-Proto (this request has neither');
+    // what is echoed is bounded and printable
+    const long = await msg({ 'x-forwarded-host': 'a'.repeat(5000) });
+    expect(long.length).toBeLessThan(600);
+    await app.close();
+
+    app = await newApp(undefined, { server: { trust_proxy: true } });
+    await initAndLogin(app);
+    // the setting is on but the proxy forgot one header
+    expect(await msg({ 'x-forwarded-host': 'kvm.example' })).toBe(
+      "Cross-origin request refused: Origin https://kvm.example is not this server's own origin " +
+        'http://kvm.example. server.trust_proxy is on, but the proxy did not send ' +
+        'X-Forwarded-Proto (only X-Forwarded-Host: kvm.example): it must send both ' +
+        '(docs/operations.md, "Behind a reverse proxy").',
+    );
+    // nginx's $host drops the port: the refusal shows what the proxy said
+    expect(await msg({ ...both, origin: 'https://kvm.example:8443' })).toContain(
+      'server.trust_proxy is on and the proxy sent X-Forwarded-Host: kvm.example, X-Forwarded-Proto: https',
+    );
+    // both headers and the setting: the login works
+    const ok = await loginVia(both);
+    expect(ok.statusCode).toBe(200);
   });
 
   it('refuses login and first-run init started by another origin (login CSRF)', async () => {
