@@ -152,6 +152,17 @@ describe('/api/repeater on the testbed (test radio)', () => {
       await post('connect', { ssid: 'KVM-Lab', key: 'k'.repeat(64) }),
       /^key must be/,
     );
+    // No radio takes a line break or a non-ASCII letter in a WPA key.
+    for (const key of ['kvm-lab-pass\nX', 'kvm-läb-pass']) {
+      await expect400(
+        await post('connect', { ssid: 'KVM-Lab', key, hidden: true }),
+        /^key must be 8 to 63 printable ASCII characters or 64 hex digits$/,
+      );
+    }
+    await expect400(
+      await post('connect', { ssid: 'KVM\u0000Lab', hidden: true }),
+      /^ssid cannot contain a NUL character$/,
+    );
     await expect400(await post('connect', { ssid: 'Nowhere' }), /^ssid 'Nowhere' was not found/);
     await expect400(await post('remove_saved_ap', {}), /^Missing SSID$/);
     // A 64-hex-digit key is a raw PSK: accepted (and wrong here).

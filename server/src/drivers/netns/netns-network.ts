@@ -27,6 +27,7 @@ import type {
 } from '../system/types';
 import { LEASE_SCRIPT } from './lease-script';
 import {
+  isHostLabel,
   type Lease,
   netmaskToPrefix,
   parseAddrShow,
@@ -35,6 +36,7 @@ import {
   parseResolvConf,
   prefixToNetmask,
   resolvConf,
+  settingsProblem,
 } from './parse';
 import { CommandError, type CommandRunner, execRunner } from './runner';
 
@@ -452,6 +454,8 @@ export class NetnsNetwork implements NetworkDriver {
   }
 
   async apply(settings: EthernetSettings): Promise<void> {
+    const problem = settingsProblem(settings);
+    if (problem) throw new NetworkApplyError(problem);
     await this.ensureUp();
     await this.exclusive(async () => {
       if (this.disposed) throw new NetworkApplyError('The network is stopped');
@@ -481,15 +485,20 @@ export class NetnsNetwork implements NetworkDriver {
     });
   }
 
+  /** The file's name when it is one host label (udhcpc sends it), else the default. */
   async hostname(): Promise<string> {
     try {
-      return (await readFile(this.paths.hostname, 'utf8')).trim() || DEFAULT_HOSTNAME;
+      const name = (await readFile(this.paths.hostname, 'utf8')).trim();
+      return isHostLabel(name) ? name : DEFAULT_HOSTNAME;
     } catch {
       return DEFAULT_HOSTNAME;
     }
   }
 
   async setHostname(name: string): Promise<void> {
+    if (!isHostLabel(name)) {
+      throw new NetworkApplyError(`hostname: not a host name: ${JSON.stringify(name)}`);
+    }
     if (this.unavailable) throw new SystemFeatureUnavailableError(this.unavailable);
     await this.exclusive(async () => {
       await atomicWriteFile(this.paths.hostname, `${name}\n`, 0o644);

@@ -129,3 +129,35 @@ export function parseResolvConf(text: string): string[] {
 export function resolvConf(servers: readonly string[]): string {
   return `# Written by the KVM server's netns driver.\n${servers.map((s) => `nameserver ${s}\n`).join('')}`;
 }
+
+/** A host name as one RFC 1123 label (what udhcpc sends, `-x hostname:<name>`). */
+export function isHostLabel(name: string): boolean {
+  return /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(name);
+}
+
+/**
+ * Why settings cannot reach `ip` or resolv.conf, or null: every address, gateway and name server
+ * is a dotted quad, so none can read as an `ip` option or add a line to resolv.conf. The service
+ * checks first (network-service.ts); this is the driver not trusting what it is handed.
+ */
+export function settingsProblem(s: {
+  mode: string;
+  ip_address?: string;
+  netmask?: string;
+  gateway?: string;
+  dns_servers: readonly string[] | null;
+}): string | null {
+  if (s.mode !== 'dhcp' && s.mode !== 'static') return `mode must be dhcp or static`;
+  for (const dns of s.dns_servers ?? []) {
+    if (!isIpv4(dns)) return `dns_servers: not an IPv4 address: ${JSON.stringify(dns)}`;
+  }
+  if (s.mode === 'dhcp') return null;
+  if (!isIpv4(s.ip_address ?? '')) {
+    return `ip_address: not an IPv4 address: ${JSON.stringify(s.ip_address)}`;
+  }
+  if (!isIpv4(s.netmask ?? '')) return `netmask: not a netmask: ${JSON.stringify(s.netmask)}`;
+  if (s.gateway && !isIpv4(s.gateway)) {
+    return `gateway: not an IPv4 address: ${JSON.stringify(s.gateway)}`;
+  }
+  return null;
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SystemFeatureUnavailableError } from '../system/none';
 import { NetworkApplyError } from '../netns/netns-network';
-import { NmcliNetwork } from './network';
+import { modifyArgs, NmcliHostnameError, NmcliNetwork } from './network';
 import { fail, fakeRunner, fixture, type Reply } from './test-support';
 
 const UUID = '7f43423d-bd9c-38ca-ada1-efe4923c7c5b';
@@ -9,10 +9,18 @@ const SHOW_FIELDS = 'GENERAL.HWADDR,GENERAL.STATE,GENERAL.CON-UUID,IP4.ADDRESS,I
 const PROFILE_FIELDS = 'ipv4.method,ipv4.addresses,ipv4.gateway,ipv4.dns,ipv4.ignore-auto-dns';
 
 /** A NetworkManager holding eth0 on `profile` (dhcp or static fixtures). */
-function nm(opts: { profile?: 'dhcp' | 'static'; up?: Reply[]; modify?: Reply[] } = {}) {
+function nm(
+  opts: {
+    profile?: 'dhcp' | 'static';
+    up?: Reply[];
+    modify?: Reply[];
+    hostnameStuck?: boolean;
+  } = {},
+) {
   let profile = opts.profile ?? 'dhcp';
   const ups = [...(opts.up ?? [])];
   const modifies = [...(opts.modify ?? [])];
+  let hostname = 'kvm-desk';
   return fakeRunner((argv) => {
     const a = argv.slice(1).join(' ');
     if (a === '-t -f DEVICE,TYPE,STATE device') return fixture('device-list.txt');
@@ -34,8 +42,15 @@ function nm(opts: { profile?: 'dhcp' | 'static'; up?: Reply[]; modify?: Reply[] 
         `Connection successfully activated (D-Bus active path: /org/freedesktop/NetworkManager/ActiveConnection/7)\n`
       );
     }
-    if (a === 'general hostname') return 'kvm-desk\n';
-    if (a.startsWith('general hostname ')) return '';
+    if (a === 'general hostname') return `${hostname}\n`;
+    if (a.startsWith('general hostname ')) {
+      // nmcli: a bare argument that is a prefix of "help" prints the usage and exits 0
+      const name = argv[3] ?? '';
+      if ('help'.startsWith(name.replace(/^--?/, '')))
+        return 'Usage: nmcli general hostname { ARGUMENTS | help }\n';
+      if (!opts.hostnameStuck) hostname = name;
+      return '';
+    }
     return undefined;
   });
 }
@@ -218,7 +233,48 @@ describe('NmcliNetwork', () => {
     const d = await started(fake);
     expect(await d.hostname()).toBe('kvm-desk');
     await d.setHostname('glkvm-lab');
-    expect(fake.lines().at(-1)).toBe('nmcli general hostname glkvm-lab');
+    expect(fake.lines()).toContain('nmcli general hostname glkvm-lab');
+    expect(await d.hostname()).toBe('glkvm-lab');
+  });
+
+  it('refuses a host name nmcli would read as a help request, and checks what nmcli set', async () => {
+    const fake = nm();
+    const d = await started(fake);
+    for (const name of ['help', 'h', 'hel']) {
+      await expect(d.setHostname(name)).rejects.toBeInstanceOf(NmcliHostnameError);
+    }
+    expect(fake.lines().filter((l) => l.startsWith('nmcli general hostname '))).toEqual([]);
+    expect(await d.hostname()).toBe('kvm-desk');
+    // "helpdesk" is no prefix of help: nmcli takes it as a name
+    await d.setHostname('helpdesk');
+    expect(await d.hostname()).toBe('helpdesk');
+
+    const stuck = new NmcliNetwork({
+      runner: nm({ hostnameStuck: true }).run,
+      monitor: null,
+      hostnameSettleMs: 300,
+    });
+    await stuck.init();
+    await expect(stuck.setHostname('glkvm-lab')).rejects.toThrow(
+      "nmcli general hostname left the host name 'kvm-desk', not 'glkvm-lab'",
+    );
+  });
+
+  it('puts nothing but dotted quads where nmcli reads addresses', () => {
+    for (const bad of ['-1', '1.2.3.4\n', '1.2.3.4,5.6.7.8', '+ipv4.dns']) {
+      expect(() => modifyArgs(UUID, { mode: 'dhcp', dns_servers: [bad] })).toThrow(
+        /not an IPv4 address/,
+      );
+      expect(() =>
+        modifyArgs(UUID, {
+          mode: 'static',
+          ip_address: bad,
+          netmask: '255.255.255.0',
+          gateway: '192.168.1.1',
+          dns_servers: null,
+        }),
+      ).toThrow(/not an IPv4 address/);
+    }
   });
 
   it('tells listeners after a change', async () => {

@@ -8,7 +8,7 @@
  * previous settings stay in force, then throws naming the step and what nmcli said.
  */
 import type { Logger } from '../../log';
-import { InternalError } from '../../errors';
+import { BadRequestError, InternalError } from '../../errors';
 import { NetworkApplyError } from '../netns/netns-network';
 import { SystemFeatureUnavailableError } from '../system/none';
 import type {
@@ -17,6 +17,7 @@ import type {
   EthernetStatus,
   NetworkDriver,
 } from '../system/types';
+import { isIpv4Arg, isSafeIfname, isUuid, nmcliReadsAsOption } from './args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from './monitor';
 import { CommandFailedError, execRunner, type CommandRunner } from './runner';
 import {
@@ -35,6 +36,9 @@ import {
 /** An nmcli step failed (the device's fault, not the request's); the message names the step. */
 export class NmcliError extends InternalError {}
 
+/** A host name valid elsewhere that nmcli cannot set (it reads `help` as a help request). */
+export class NmcliHostnameError extends BadRequestError {}
+
 export interface NmcliOptions {
   /** The interface to manage; default: the first Ethernet device NetworkManager manages. */
   interface?: string;
@@ -43,6 +47,8 @@ export interface NmcliOptions {
   monitor?: MonitorSpawner | null;
   /** Seconds `connection up` may take (a DHCP lease included). Default 30. */
   upWaitS?: number;
+  /** How long a new host name may take to show in `nmcli general hostname`. Default 3000 ms. */
+  hostnameSettleMs?: number;
   log?: Logger;
 }
 
@@ -121,6 +127,10 @@ export class NmcliNetwork implements NetworkDriver {
       const iface = wanted ?? devices[0];
       if (!iface) {
         this.reason = 'NetworkManager manages no Ethernet interface';
+        return;
+      }
+      if (!isSafeIfname(iface)) {
+        this.reason = `The Ethernet interface name ${JSON.stringify(iface)} cannot be given to nmcli`;
         return;
       }
       this.iface = iface;
@@ -207,7 +217,7 @@ export class NmcliNetwork implements NetworkDriver {
       iface,
     ]);
     const active = plain(field(parseRecords(shown.stdout)[0], 'GENERAL.CON-UUID'));
-    if (active) return active;
+    if (active && isUuid(active)) return active;
     const { stdout } = await this.nmcli('connection show', [
       '-t',
       '-f',
@@ -217,7 +227,7 @@ export class NmcliNetwork implements NetworkDriver {
     ]);
     const rows = parseTable(stdout, 3).filter(([, type]) => type === '802-3-ethernet');
     const own = rows.find(([, , dev]) => dev === iface) ?? rows[0];
-    if (!own?.[0]) {
+    if (!own?.[0] || !isUuid(own[0])) {
       throw new NmcliError(`NetworkManager has no connection profile for ${iface}`);
     }
     return own[0];
@@ -265,15 +275,35 @@ export class NmcliNetwork implements NetworkDriver {
     return stdout.trim();
   }
 
+  /**
+   * `nmcli general hostname <name>` reads the name bare: `h`..`help` would print the usage and
+   * exit 0 (args.ts), and no other nmcli command sets the host name, so those four are refused
+   * here. What nmcli answers afterwards must be the name asked for.
+   */
   setHostname(name: string): Promise<void> {
     return this.exclusive(async () => {
       this.device();
+      if (nmcliReadsAsOption(name)) {
+        throw new NmcliHostnameError(
+          `nmcli reads the host name '${name}' as a request for help: choose another name`,
+        );
+      }
       try {
         await this.run('nmcli', ['general', 'hostname', name]);
       } catch (err) {
         throw stepError('general hostname', err, null);
       }
       this.watch.changed();
+      // NetworkManager takes the new name over from hostnamed a moment later.
+      const deadline = Date.now() + (this.opts.hostnameSettleMs ?? 3000);
+      for (;;) {
+        const now = (await this.nmcli('general hostname', ['general', 'hostname'])).stdout.trim();
+        if (now === name) return;
+        if (Date.now() >= deadline) {
+          throw new NmcliError(`nmcli general hostname left the host name '${now}', not '${name}'`);
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
     });
   }
 
@@ -296,6 +326,16 @@ export class NmcliNetwork implements NetworkDriver {
 /** `nmcli connection modify` argv for `settings`. */
 export function modifyArgs(uuid: string, s: EthernetSettings): string[] {
   const dns = s.dns_servers && s.dns_servers.length > 0 ? s.dns_servers : null;
+  // The service validated these; the driver still puts nothing but dotted quads on the line.
+  for (const [what, value] of [
+    ['ip_address', s.mode === 'static' ? s.ip_address : undefined],
+    ['gateway', s.mode === 'static' ? s.gateway || undefined : undefined],
+    ...(dns ?? []).map((d) => ['dns_servers', d] as const),
+  ] as const) {
+    if (value !== undefined && !isIpv4Arg(value ?? '')) {
+      throw new NmcliError(`${what} is not an IPv4 address: ${JSON.stringify(value)}`);
+    }
+  }
   const dnsArgs = [
     'ipv4.dns',
     dns ? dns.join(',') : '',

@@ -34,15 +34,50 @@ export function splitTerse(line: string): string[] {
   return fields;
 }
 
-/** Tabular terse output: one array of `fieldCount` strings per non-empty line. */
+/** How many unescaped `:` (field separators) a tabular terse line holds. */
+function separators(line: string): number {
+  let n = 0;
+  for (let i = 0; i < line.length; i++) {
+    if (line[i] === '\\') i++;
+    else if (line[i] === ':') n++;
+  }
+  return n;
+}
+
+/**
+ * Tabular terse output: one array of `fieldCount` strings per row. nmcli escapes `:` and `\`
+ * but not a line break, and an SSID may hold one (any bytes on air): a line short of separators
+ * continues on the next one when the two together still fit one row.
+ */
 export function parseTable(stdout: string, fieldCount: number): string[][] {
   const rows: string[][] = [];
-  for (const line of stdout.split('\n')) {
-    if (line.trim() === '') continue;
+  const push = (line: string) => {
     const fields = splitTerse(line.replace(/\r$/, ''));
     while (fields.length < fieldCount) fields.push('');
     rows.push(fields);
+  };
+  const lines = stdout.split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  let pending: string | null = null;
+  for (const raw of lines) {
+    if (pending !== null) {
+      const joined: string = `${pending}\n${raw}`;
+      if (separators(joined) <= fieldCount - 1) {
+        if (separators(joined) < fieldCount - 1) pending = joined;
+        else {
+          push(joined);
+          pending = null;
+        }
+        continue;
+      }
+      push(pending);
+      pending = null;
+    }
+    if (raw.trim() === '') continue;
+    if (separators(raw) < fieldCount - 1) pending = raw;
+    else push(raw);
   }
+  if (pending !== null) push(pending);
   return rows;
 }
 

@@ -8,10 +8,12 @@ const OFFICE = '5e6f7a8b-1c2d-4e3f-8a9b-0c1d2e3f4a5b';
 const NEW = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
 
 /**
- * A NetworkManager with wlan0 and two saved networks. `connect` answers the join; a join that
- * succeeds (or fails: nmcli leaves the profile it made) adds profile NEW for that SSID.
+ * A NetworkManager with wlan0 and two saved networks. `connection add` makes profile NEW from
+ * its property values (unless `add` fails it); `connection up` answers the join (`connect`).
  */
-function nm(opts: { connect?: Reply; connected?: boolean; radio?: string } = {}) {
+function nm(
+  opts: { connect?: Reply; add?: Reply; connected?: boolean; radio?: string; scan?: string } = {},
+) {
   const profiles = new Map<string, string>([
     [HOME, fixture('connection-show-wifi-home.txt')],
     [OFFICE, fixture('connection-show-wifi-office.txt')],
@@ -28,10 +30,12 @@ function nm(opts: { connect?: Reply; connected?: boolean; radio?: string } = {})
     if (a.startsWith('-t -f GENERAL.STATE,GENERAL.CONNECTION,IP4.ADDRESS')) {
       return fixture(`device-show-wlan0-${opts.connected ? 'connected' : 'disconnected'}.txt`);
     }
-    if (a.startsWith('-t -f IN-USE,BSSID,SSID,CHAN,SIGNAL')) return fixture('wifi-list.txt');
-    if (a === '-t -f NAME,UUID,TYPE,DEVICE connection show') {
-      const own = [...profiles.keys()].map((u) => `x:${u}:802-11-wireless:`).join('\n');
-      return `Wired connection 1:7f43423d-bd9c-38ca-ada1-efe4923c7c5b:802-3-ethernet:eth0\n${own}\n`;
+    if (a.startsWith('-t -f IN-USE,BSSID,SSID,CHAN,SIGNAL')) {
+      return fixture(opts.scan ?? 'wifi-list.txt');
+    }
+    if (a === '-t -f UUID,TYPE connection show') {
+      const own = [...profiles.keys()].map((u) => `${u}:802-11-wireless`).join('\n');
+      return `7f43423d-bd9c-38ca-ada1-efe4923c7c5b:802-3-ethernet\n${own}\n`;
     }
     if (
       a.startsWith(
@@ -40,15 +44,21 @@ function nm(opts: { connect?: Reply; connected?: boolean; radio?: string } = {})
     ) {
       return profiles.get(argv.at(-1) ?? '');
     }
-    if (a.startsWith('--wait 45 device wifi connect ')) {
-      const ssid = argv[6] ?? '';
-      if (!/^Error: No network/.test(typeof opts.connect === 'object' ? opts.connect.fail : '')) {
-        profiles.set(
-          NEW,
-          `802-11-wireless.ssid:${ssid}\n802-11-wireless-security.key-mgmt:wpa-psk\n`,
-        );
-      }
-      return opts.connect ?? `Device 'wlan0' successfully activated with '${NEW}'.\n`;
+    if (argv[1] === 'connection' && argv[2] === 'add') {
+      if (opts.add) return opts.add;
+      const props = addProperties(argv);
+      profiles.set(
+        NEW,
+        `802-11-wireless.ssid:${props.get('802-11-wireless.ssid') ?? ''}\n` +
+          `802-11-wireless-security.key-mgmt:${props.get('802-11-wireless-security.key-mgmt') ?? ''}\n`,
+      );
+      return `Connection '${props.get('connection.id') ?? ''}' (${NEW}) successfully added.\n`;
+    }
+    if (a.startsWith('--wait 45 connection up uuid ')) {
+      return (
+        opts.connect ??
+        'Connection successfully activated (D-Bus active path: /org/freedesktop/NetworkManager/ActiveConnection/7)\n'
+      );
     }
     if (a.startsWith('connection delete')) {
       for (let i = 4; i < argv.length; i += 2) profiles.delete(argv[i] ?? '');
@@ -57,6 +67,37 @@ function nm(opts: { connect?: Reply; connected?: boolean; radio?: string } = {})
     if (a === 'device disconnect wlan0') return fail(fixture('err-disconnect-not-active.txt'), 6);
     return undefined;
   });
+}
+
+/** The property names a join may set: nmcli takes the argument after each as its value. */
+const PROPERTY_NAMES = new Set([
+  'connection.type',
+  'connection.id',
+  'connection.autoconnect',
+  '802-11-wireless.ssid',
+  '802-11-wireless.hidden',
+  '802-11-wireless.bssid',
+  '802-11-wireless-security.key-mgmt',
+  '802-11-wireless-security.psk',
+  '802-11-wireless-security.wep-key0',
+]);
+
+/**
+ * `nmcli connection add` argv → its properties, as nmcli reads them (src/nmcli/connections.c:
+ * after `add`, arguments pair up as `<setting>.<property> <value>`). Fails the test when a name
+ * position holds anything but a known property name.
+ */
+function addProperties(argv: string[]): Map<string, string> {
+  expect(argv.slice(0, 3)).toEqual(['nmcli', 'connection', 'add']);
+  const rest = argv.slice(3);
+  expect(rest.length % 2).toBe(0);
+  const props = new Map<string, string>();
+  for (let i = 0; i < rest.length; i += 2) {
+    const name = rest[i] ?? '';
+    expect(PROPERTY_NAMES.has(name), `a property name, not ${JSON.stringify(name)}`).toBe(true);
+    props.set(name, rest[i + 1] ?? '');
+  }
+  return props;
 }
 
 async function started(fake: ReturnType<typeof nm>): Promise<NmcliWifi> {
@@ -124,37 +165,125 @@ describe('NmcliWifi', () => {
     });
   });
 
-  it('joins with exactly this command and keeps the profile', async () => {
+  it('joins by adding a profile with the values as properties, then bringing it up', async () => {
     const fake = nm();
     const d = await started(fake);
+    await d.scan();
     const out = await d.connect({
       ssid: 'Guest Net',
       key: 'correct horse',
       bssid: '24:DE:C6:C5:0B:23',
     });
     expect(out.ok).toBe(true);
-    expect(fake.calls.find((c) => c.includes('connect'))).toEqual([
+    expect(fake.calls.find((c) => c[2] === 'add')).toEqual([
       'nmcli',
-      '--wait',
-      '45',
-      'device',
-      'wifi',
-      'connect',
+      'connection',
+      'add',
+      'connection.type',
+      '802-11-wireless',
+      'connection.id',
       'Guest Net',
-      'password',
-      'correct horse',
-      'ifname',
-      'wlan0',
-      'bssid',
+      'connection.autoconnect',
+      'yes',
+      '802-11-wireless.ssid',
+      'Guest Net',
+      '802-11-wireless.bssid',
       '24:DE:C6:C5:0B:23',
+      '802-11-wireless-security.key-mgmt',
+      'wpa-psk',
+      '802-11-wireless-security.psk',
+      'correct horse',
     ]);
+    expect(fake.lines()).toContain(`nmcli --wait 45 connection up uuid ${NEW} ifname wlan0`);
+    expect(fake.lines().some((l) => l.includes('device wifi connect'))).toBe(false);
     expect((await d.saved()).map((s) => s.ssid)).toContain('Guest Net');
+  });
+
+  it('hands SSIDs and keys that look like options or hold line breaks to nmcli only as values', async () => {
+    const cases: { ssid: string; key?: string; hidden?: boolean }[] = [
+      { ssid: '--help', hidden: true },
+      { ssid: 'KVM-Lab\nX', hidden: true, key: '-aaaaaaaaaa' },
+      { ssid: '"; id; "', key: '--show-secrets' },
+      { ssid: '-a', key: 'password' },
+      { ssid: 'h', hidden: true },
+      { ssid: 'aa:bb:cc:dd:ee:ff', hidden: true, key: 'ifname eth0' },
+    ];
+    for (const c of cases) {
+      const fake = nm();
+      const d = await started(fake);
+      const out = await d.connect({ ...c });
+      expect(out.ok, JSON.stringify(c)).toBe(true);
+      const add = fake.calls.find((call) => call[2] === 'add');
+      expect(add, JSON.stringify(c)).toBeDefined();
+      const props = addProperties(add!);
+      expect(props.get('802-11-wireless.ssid')).toBe(c.ssid);
+      expect(props.get('802-11-wireless.hidden')).toBe(c.hidden ? 'yes' : undefined);
+      expect(props.get('802-11-wireless-security.psk')).toBe(c.key);
+      expect(props.get('connection.id')).not.toMatch(/\n/);
+      // what nmcli reads bare (or as a keyword's value) never holds a client's value
+      for (const call of fake.calls.filter((x) => x !== add)) {
+        for (const value of [c.ssid, c.key].filter((v) => v !== undefined)) {
+          expect(call, JSON.stringify(c)).not.toContain(value);
+        }
+      }
+      expect(fake.lines()).toContain(`nmcli --wait 45 connection up uuid ${NEW} ifname wlan0`);
+      // the exact SSID comes back (a line break too) and is forgotten by it
+      expect((await d.saved()).map((s) => s.ssid)).toContain(c.ssid);
+      expect(await d.forget(c.ssid)).toBe(true);
+      expect(fake.lines().at(-1)).toBe(`nmcli connection delete uuid ${NEW}`);
+    }
+  });
+
+  it('scans SSIDs with line breaks and option-like names, and joins them with the scanned security', async () => {
+    const fake = nm({ scan: 'wifi-list-odd-ssids.txt' });
+    const d = await started(fake);
+    const list = await d.scan();
+    expect(list.map((n) => [n.ssid, n.bssid, n.channel, n.encryption])).toEqual([
+      ['--help', '02:11:22:33:44:01', 1, 'wpa2-psk'],
+      ['KVM-Lab\nX', '02:11:22:33:44:02', 6, 'wpa3-sae'],
+      ['"; id; "', '02:11:22:33:44:03', 11, 'none'],
+      ['a:b\\c', '02:11:22:33:44:04', 36, 'wpa2-psk'],
+    ]);
+    expect((await d.connect({ ssid: 'KVM-Lab\nX', key: 'kvm-lab-pass' })).ok).toBe(true);
+    const props = addProperties(fake.calls.find((c) => c[2] === 'add')!);
+    expect(props.get('802-11-wireless.ssid')).toBe('KVM-Lab\nX');
+    expect(props.get('802-11-wireless-security.key-mgmt')).toBe('sae');
+  });
+
+  it('rejoins a saved network by its profile, and a new key replaces the saved profile', async () => {
+    const fake = nm();
+    const d = await started(fake);
+    expect((await d.connect({ ssid: 'Home:5G' })).ok).toBe(true);
+    expect(fake.calls.some((c) => c[2] === 'add')).toBe(false);
+    expect(fake.lines()).toContain(`nmcli --wait 45 connection up uuid ${HOME} ifname wlan0`);
+    expect((await d.connect({ ssid: 'Home:5G', key: 'the-new-key' })).ok).toBe(true);
+    expect(fake.lines()).toContain(`nmcli connection delete uuid ${HOME}`);
+    expect(await d.saved()).toEqual([
+      { ssid: 'Office', encryption: 'wpa3-sae' },
+      { ssid: 'Home:5G', encryption: 'wpa2-psk' },
+    ]);
+  });
+
+  it('refuses an interface name nmcli would read as help or an option', async () => {
+    for (const name of ['help', 'h', '-w']) {
+      const fake = fakeRunner((argv) =>
+        argv.slice(1).join(' ') === '-t -f DEVICE,TYPE,STATE device'
+          ? `${name.replace(/:/g, '\\:')}:wifi:disconnected\n`
+          : undefined,
+      );
+      const d = new NmcliWifi({ runner: fake.run, monitor: null });
+      await d.init();
+      expect(d.availability().available, name).toBe(false);
+      expect(d.availability().reason).toMatch(/cannot be given to nmcli/);
+      await expect(d.scan()).rejects.toBeInstanceOf(SystemFeatureUnavailableError);
+      expect(fake.calls).toHaveLength(1);
+    }
   });
 
   it('maps a refused key to fail_type key and removes the profile the attempt left', async () => {
     const fake = nm({ connect: fail(fixture('err-wifi-secrets.txt')) });
     const d = await started(fake);
-    const out = await d.connect({ ssid: 'Office2', key: 'wrong-key-1' });
+    const out = await d.connect({ ssid: 'Office2', key: 'wrong-key-1', hidden: true });
     expect(out).toEqual({
       ok: false,
       fail_type: 'key',
@@ -165,9 +294,28 @@ describe('NmcliWifi', () => {
     expect(await d.status()).toMatchObject({ state: 3, fail_type: 'key' });
   });
 
-  it('maps an unknown SSID to not-found', async () => {
-    const d = await started(nm({ connect: fail(fixture('err-wifi-no-network.txt'), 10) }));
-    expect(await d.connect({ ssid: 'Nowhere', key: 'whatever1' })).toMatchObject({
+  it('answers a key nmcli refuses while adding the profile as the key’s fault', async () => {
+    const fake = nm({
+      add: fail('Error: failed to modify 802-11-wireless-security.psk: property is invalid.', 2),
+    });
+    const d = await started(fake);
+    expect(await d.connect({ ssid: 'Office2', key: 'wrong-key-1', hidden: true })).toMatchObject({
+      ok: false,
+      fail_type: 'key',
+    });
+    expect(fake.lines().some((l) => l.includes('connection up'))).toBe(false);
+  });
+
+  it('maps a network that is not there to not-found', async () => {
+    const d = await started(
+      nm({
+        connect: fail(
+          'Error: Connection activation failed: No suitable device found for this connection (device wlan0 not available because profile is not compatible with device (no compatible access point)).',
+          4,
+        ),
+      }),
+    );
+    expect(await d.connect({ ssid: 'Nowhere', hidden: true })).toMatchObject({
       ok: false,
       fail_type: 'not-found',
     });
@@ -201,8 +349,12 @@ describe('NmcliWifi', () => {
   it('removes a network joined with remember: false when disconnecting', async () => {
     const fake = nm();
     const d = await started(fake);
+    await d.scan();
     await d.connect({ ssid: 'Cafe', remember: false });
-    expect(fake.calls.find((c) => c.includes('connect'))).not.toContain('password');
+    const props = addProperties(fake.calls.find((c) => c[2] === 'add')!);
+    expect(props.get('802-11-wireless-security.psk')).toBeUndefined();
+    expect(props.get('802-11-wireless-security.key-mgmt')).toBe('owe');
+    expect(props.get('connection.autoconnect')).toBe('no');
     await d.disconnect();
     expect(fake.lines().at(-1)).toBe(`nmcli connection delete uuid ${NEW}`);
   });

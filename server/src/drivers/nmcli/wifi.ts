@@ -4,6 +4,12 @@
  * Saved networks are NetworkManager's `802-11-wireless` connection profiles. A join that fails
  * answers an outcome (GL's `fail_type`), not an error, and removes the profile the attempt left
  * behind, so a wrong key is not kept as a saved network.
+ *
+ * A join is `nmcli connection add` of a profile whose SSID and key are property values
+ * (`802-11-wireless.ssid <v>`, `802-11-wireless-security.psk <v>`), then `connection up uuid`:
+ * nmcli takes a property's value as it is, so an SSID `--help` or `-a` joins that network. It
+ * is never `device wifi connect <ssid>`, where nmcli reads a bare SSID as a help request, a
+ * global option or a BSSID (args.ts).
  */
 import type { WifiNetwork, WifiStatus } from '@kvm/protocol';
 import type { Logger } from '../../log';
@@ -14,6 +20,7 @@ import type {
   WifiConnectRequest,
   WifiDriver,
 } from '../system/types';
+import { isSafeIfname, isUuid } from './args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from './monitor';
 import { findDevices, NmcliError, unavailableReason } from './network';
 import { CommandFailedError, execRunner, type CommandRunner } from './runner';
@@ -92,7 +99,9 @@ export function encryptionOfKeyMgmt(keyMgmt: string): string {
  * after failed handshakes), hence a key given reads as the key's fault.
  */
 export function wifiFailType(message: string, keyGiven: boolean): 'not-found' | 'key' | null {
-  if (/No network with SSID|No access point with BSSID/i.test(message)) return 'not-found';
+  if (/No network with SSID|No access point with BSSID|no compatible access point/i.test(message)) {
+    return 'not-found';
+  }
   if (
     /secrets were required|no valid secrets|802[.-]1x|psk|password|wep-key|key-mgmt/i.test(message)
   ) {
@@ -102,6 +111,59 @@ export function wifiFailType(message: string, keyGiven: boolean): 'not-found' | 
     return keyGiven ? 'key' : 'not-found';
   }
   return null;
+}
+
+const SSID_FIELD = '802-11-wireless.ssid:';
+const KEY_MGMT_LINE = '\n802-11-wireless-security.key-mgmt:';
+
+/**
+ * `nmcli -t -f 802-11-wireless.ssid,802-11-wireless-security.key-mgmt connection show uuid X`.
+ * Multiline terse values are not escaped, and an SSID may hold a line break, so the SSID runs up
+ * to the key-mgmt line (which no SSID can contain: that line alone is longer than 32 bytes).
+ */
+export function parseWifiProfile(stdout: string): { ssid: string; keyMgmt: string } {
+  const text = stdout.replace(/\r?\n$/, '');
+  if (!text.startsWith(SSID_FIELD)) return { ssid: '', keyMgmt: '' };
+  const at = text.indexOf(KEY_MGMT_LINE);
+  const ssid = at < 0 ? text.slice(SSID_FIELD.length) : text.slice(SSID_FIELD.length, at);
+  const keyMgmt = at < 0 ? '' : (text.slice(at + KEY_MGMT_LINE.length).split('\n')[0] ?? '');
+  return { ssid, keyMgmt: keyMgmt.trim() === '--' ? '' : keyMgmt.trim() };
+}
+
+/** The UUID in `connection add`'s "Connection 'NAME' (UUID) successfully added.". */
+export function addedUuid(stdout: string): string | null {
+  const m = /\(([0-9A-Fa-f-]{32,36})\) successfully added\.\s*$/.exec(stdout.trim());
+  return m?.[1] && isUuid(m[1]) ? m[1] : null;
+}
+
+/** A profile's name: its SSID, control characters shown as `?` (the name is listed per line). */
+export function profileName(ssid: string): string {
+  // eslint-disable-next-line no-control-regex
+  return ssid.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+}
+
+/**
+ * The `802-11-wireless-security.*` properties of a join, from what the last scan said of the
+ * network (`encryption` as encryptionOf gives it; undefined for a hidden or unscanned one).
+ * A string answers a network this form cannot join.
+ */
+export function securityProperties(
+  encryption: string | undefined,
+  key?: string,
+): string[] | string {
+  const sec = '802-11-wireless-security';
+  if (encryption === 'wpa2-eap' || encryption === 'wpa3-eap') {
+    return 'This is an 802.1X (enterprise) network: it needs an identity, not only a key';
+  }
+  if (encryption === 'owe') return [`${sec}.key-mgmt`, 'owe'];
+  if (key === undefined) {
+    // A secured network without a key: NetworkManager asks for one, and nobody answers.
+    if (encryption && encryption !== 'none') return [`${sec}.key-mgmt`, 'wpa-psk'];
+    return [];
+  }
+  if (encryption === 'wep') return [`${sec}.key-mgmt`, 'none', `${sec}.wep-key0`, key];
+  if (encryption === 'wpa3-sae') return [`${sec}.key-mgmt`, 'sae', `${sec}.psk`, key];
+  return [`${sec}.key-mgmt`, 'wpa-psk', `${sec}.psk`, key];
 }
 
 interface SavedProfile {
@@ -119,6 +181,8 @@ export class NmcliWifi implements WifiDriver {
   private reason: string | null = 'NetworkManager has not been asked yet';
   private lastFail: 'not-found' | 'key' | null = null;
   private failed = false;
+  /** SSID → encryption, from the last scan: which security a new profile gets. */
+  private scanned = new Map<string, string>();
   /** Profiles joined with `remember: false`: removed on disconnect. */
   private readonly ephemeral = new Set<string>();
   private readonly watch: DeviceWatch;
@@ -144,6 +208,10 @@ export class NmcliWifi implements WifiDriver {
       const iface = wanted ? devices.find((d) => d === wanted) : devices[0];
       if (!iface) {
         this.reason = NO_WIFI_DEVICE;
+        return;
+      }
+      if (!isSafeIfname(iface)) {
+        this.reason = `The Wi-Fi interface name ${JSON.stringify(iface)} cannot be given to nmcli`;
         return;
       }
       this.iface = iface;
@@ -254,6 +322,7 @@ export class NmcliWifi implements WifiDriver {
       30_000,
     );
     const out: Omit<WifiNetwork, 'saved' | 'connected'>[] = [];
+    const found = new Map<string, string>();
     for (const [, bssid = '', ssid = '', chan = '', sig = '', security = ''] of parseTable(
       stdout,
       6,
@@ -261,6 +330,7 @@ export class NmcliWifi implements WifiDriver {
       // hidden networks have no SSID to join by name
       if (ssid === '' || ssid === '--') continue;
       const quality = Math.min(100, Math.max(0, Number(sig) || 0));
+      found.set(ssid, encryptionOf(security).encryption);
       out.push({
         ssid,
         bssid: bssid.toLowerCase(),
@@ -270,6 +340,7 @@ export class NmcliWifi implements WifiDriver {
         ...encryptionOf(security),
       });
     }
+    this.scanned = found;
     return out;
   }
 
@@ -279,17 +350,17 @@ export class NmcliWifi implements WifiDriver {
   }
 
   private async profiles(): Promise<SavedProfile[]> {
+    // No NAME column: a name may hold anything, a line break too.
     const { stdout } = await this.nmcli('connection show', [
       '-t',
       '-f',
-      'NAME,UUID,TYPE,DEVICE',
+      'UUID,TYPE',
       'connection',
       'show',
     ]);
-    const uuids = parseTable(stdout, 4)
-      .filter(([, , type]) => type === '802-11-wireless')
-      .map(([, uuid]) => uuid ?? '')
-      .filter((u) => u !== '')
+    const uuids = parseTable(stdout, 2)
+      .filter(([uuid = '', type]) => type === '802-11-wireless' && isUuid(uuid))
+      .map(([uuid]) => uuid ?? '')
       .slice(0, MAX_SAVED);
     const out: SavedProfile[] = [];
     for (const uuid of uuids) {
@@ -302,50 +373,91 @@ export class NmcliWifi implements WifiDriver {
         'uuid',
         uuid,
       ]);
-      const rec = parseRecords(shown.stdout)[0];
-      const ssid = field(rec, '802-11-wireless.ssid');
-      if (ssid) {
-        out.push({
-          uuid,
-          ssid,
-          encryption: encryptionOfKeyMgmt(field(rec, '802-11-wireless-security.key-mgmt')),
-        });
-      }
+      const { ssid, keyMgmt } = parseWifiProfile(shown.stdout);
+      if (ssid) out.push({ uuid, ssid, encryption: encryptionOfKeyMgmt(keyMgmt) });
     }
     return out;
   }
 
+  /**
+   * A saved network without a new key, BSSID or hidden flag: its profile goes up. Otherwise a
+   * new profile is added with every value a property value, and goes up; it replaces the older
+   * profiles of that SSID when the join works, and is deleted when it does not.
+   */
   connect(request: WifiConnectRequest): Promise<WifiConnectOutcome> {
     return this.exclusive(async () => {
       const iface = this.device();
-      const before = new Set((await this.profiles()).map((p) => p.uuid));
-      const args = ['--wait', String(this.connectWaitS), 'device', 'wifi', 'connect', request.ssid];
-      if (request.key) args.push('password', request.key);
-      args.push('ifname', iface);
-      if (request.bssid) args.push('bssid', request.bssid);
+      const saved = await this.profiles();
+      const same = saved.filter((p) => p.ssid === request.ssid);
+      const reuse =
+        request.key === undefined && !request.hidden && !request.bssid ? same[0] : undefined;
+      let uuid = reuse?.uuid ?? null;
+      let added: string | null = null;
       let outcome: WifiConnectOutcome;
       try {
-        const { stdout } = await this.run('nmcli', args, {
-          timeoutMs: (this.connectWaitS + 5) * 1000,
-        });
+        if (!uuid) {
+          const security = securityProperties(this.scanned.get(request.ssid), request.key);
+          if (typeof security === 'string') throw new NmcliError(security);
+          const before = new Set(saved.map((p) => p.uuid));
+          uuid = added = await this.addProfile(request, security, before);
+        }
+        const { stdout } = await this.run(
+          'nmcli',
+          ['--wait', String(this.connectWaitS), 'connection', 'up', 'uuid', uuid, 'ifname', iface],
+          { timeoutMs: (this.connectWaitS + 5) * 1000 },
+        );
         outcome = { ok: true, fail_type: null, message: stdout.trim() };
       } catch (err) {
-        const message = err instanceof CommandFailedError ? err.said || err.message : String(err);
+        const message =
+          err instanceof CommandFailedError
+            ? err.said || err.message
+            : err instanceof Error
+              ? err.message
+              : String(err);
         outcome = { ok: false, fail_type: wifiFailType(message, !!request.key), message };
       }
       this.lastFail = outcome.fail_type;
       this.failed = !outcome.ok;
-      const added = (await this.profiles().catch(() => [])).filter(
-        (p) => !before.has(p.uuid) && p.ssid === request.ssid,
-      );
-      if (!outcome.ok) {
-        await this.deleteProfiles(added.map((p) => p.uuid)).catch(() => undefined);
-      } else if (request.remember === false) {
-        for (const p of added) this.ephemeral.add(p.uuid);
+      if (added && !outcome.ok) {
+        await this.deleteProfiles([added]).catch(() => undefined);
+      } else if (added && request.remember === false) {
+        this.ephemeral.add(added);
+      } else if (added) {
+        // the new key (or hidden flag, or BSSID) replaces what was saved for this SSID
+        const older = same.map((p) => p.uuid).filter((u) => !this.ephemeral.has(u));
+        await this.deleteProfiles(older).catch(() => undefined);
       }
       this.watch.changed();
       return outcome;
     });
+  }
+
+  /** `nmcli connection add` of a Wi-Fi profile: its UUID. Values only after property names. */
+  private async addProfile(
+    request: WifiConnectRequest,
+    security: string[],
+    before: Set<string>,
+  ): Promise<string> {
+    // prettier-ignore
+    const args = [
+      'connection', 'add',
+      'connection.type', '802-11-wireless',
+      'connection.id', profileName(request.ssid),
+      'connection.autoconnect', request.remember === false ? 'no' : 'yes',
+      '802-11-wireless.ssid', request.ssid,
+      ...(request.hidden ? ['802-11-wireless.hidden', 'yes'] : []),
+      ...(request.bssid ? ['802-11-wireless.bssid', request.bssid] : []),
+      ...security,
+    ];
+    const { stdout } = await this.run('nmcli', args);
+    const uuid = addedUuid(stdout);
+    if (uuid) return uuid;
+    // a version that words it otherwise: the profile of this SSID that was not there before
+    const made = (await this.profiles()).find(
+      (p) => !before.has(p.uuid) && p.ssid === request.ssid,
+    );
+    if (!made) throw new NmcliError(`nmcli connection add said no UUID: ${stdout.trim()}`);
+    return made.uuid;
   }
 
   disconnect(): Promise<void> {
@@ -389,7 +501,8 @@ export class NmcliWifi implements WifiDriver {
     });
   }
 
-  private async deleteProfiles(uuids: string[]): Promise<void> {
+  private async deleteProfiles(list: string[]): Promise<void> {
+    const uuids = list.filter(isUuid);
     if (uuids.length === 0) return;
     await this.nmcli('connection delete', [
       'connection',

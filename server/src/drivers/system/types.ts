@@ -58,6 +58,8 @@ export interface WifiConnectRequest {
   ssid: string;
   key?: string;
   bssid?: string;
+  /** A network that does not broadcast its SSID: probe for it by name. */
+  hidden?: boolean;
   /** Keep it in the saved list (default true). */
   remember?: boolean;
 }

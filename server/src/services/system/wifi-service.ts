@@ -8,6 +8,8 @@ import {
   WIFI_KEY_MAX,
   WIFI_KEY_MIN,
   WIFI_SSID_MAX_BYTES,
+  isValidWpaKey,
+  wifiSsidProblem,
   type SavedWifiNetwork,
   type WifiConnectResult,
   type WifiNetwork,
@@ -27,27 +29,35 @@ export class WifiIsBusyError extends IsBusyError {
 /** Scans remembered for the "seen" rule; a bound on what one client can make us hold. */
 const SCAN_LIST_MAX = 256;
 
+/**
+ * An SSID is any 1 to 32 bytes on air: `--help` or `"; id; "` are names like others (the driver
+ * hands them to the radio as values, never as arguments). Refused is only what no radio takes or
+ * no command line carries.
+ */
 function ssidOf(body: Record<string, unknown>): string {
   const ssid = body['ssid'];
   if (ssid === undefined || ssid === null || ssid === '') throw new BadRequestError('Missing SSID');
   if (typeof ssid !== 'string') throw new BadRequestError('ssid must be a string');
-  if (Buffer.byteLength(ssid, 'utf8') > WIFI_SSID_MAX_BYTES) {
-    throw new BadRequestError(`ssid is longer than ${WIFI_SSID_MAX_BYTES} bytes`);
+  switch (wifiSsidProblem(ssid)) {
+    case 'long':
+      throw new BadRequestError(`ssid is longer than ${WIFI_SSID_MAX_BYTES} bytes`);
+    case 'nul':
+      throw new BadRequestError('ssid cannot contain a NUL character');
+    case 'unpaired':
+      throw new BadRequestError('ssid is not valid Unicode (an unpaired surrogate)');
+    default:
+      return ssid;
   }
-  return ssid;
 }
 
-/** WPA: 8 to 63 characters, or 64 hex digits (the raw PSK). */
+/** WPA: 8 to 63 printable ASCII characters, or 64 hex digits (the raw PSK). */
 function keyOf(body: Record<string, unknown>): string | undefined {
   const key = body['key'];
   if (key === undefined || key === null || key === '') return undefined;
   if (typeof key !== 'string') throw new BadRequestError('key must be a string');
-  const ok =
-    (key.length >= WIFI_KEY_MIN && key.length < WIFI_KEY_MAX) ||
-    (key.length === WIFI_KEY_MAX && /^[0-9a-fA-F]+$/.test(key));
-  if (!ok) {
+  if (!isValidWpaKey(key)) {
     throw new BadRequestError(
-      `key must be ${WIFI_KEY_MIN} to ${WIFI_KEY_MAX - 1} characters or ${WIFI_KEY_MAX} hex digits`,
+      `key must be ${WIFI_KEY_MIN} to ${WIFI_KEY_MAX - 1} printable ASCII characters or ${WIFI_KEY_MAX} hex digits`,
     );
   }
   return key;
@@ -128,6 +138,7 @@ export class WifiService {
       ssid,
       ...(key !== undefined ? { key } : {}),
       ...(bssid !== undefined ? { bssid } : {}),
+      ...(hidden ? { hidden } : {}),
       remember,
     };
     this.joining = true;
