@@ -72,6 +72,7 @@ import {
   requireHost,
 } from './http/edge';
 import { LogBudget } from './http/log-budget';
+import { frameAncestorsHook } from './http/frame-ancestors';
 import { registerStatic } from './http/static';
 import { authRoutes } from './routes/auth';
 import { infoRoutes } from './routes/info';
@@ -322,6 +323,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   app.addHook('onRequest', requireHost);
   app.addHook('onRequest', edgeRequestChecks);
+  app.addHook('onRequest', frameAncestorsHook(config.server.frame_ancestors));
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.decorate('ctx', ctx);

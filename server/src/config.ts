@@ -13,6 +13,7 @@ import {
   KEYMAPS,
   SESSION_EXPIRE_DEFAULT_S,
 } from '@kvm/protocol';
+import { DEFAULT_FRAME_ANCESTORS, frameAncestorsIssue } from './http/frame-ancestors';
 
 export const TARGETS = ['qemu', 'testbed'] as const;
 export type TargetName = (typeof TARGETS)[number];
@@ -79,6 +80,19 @@ const configSchema = z.strictObject({
       max_connections_per_address: z.number().int().min(1).max(65536).default(128),
       /** Extra names of the device the HTTP redirect may send browsers to (DNS names, IPs). */
       names: z.array(z.string().min(1).max(253)).default([]),
+      /**
+       * Pages allowed to show the console in a frame (CSP frame-ancestors): `'self'`, `'none'`
+       * or origins like `https://app.example`. Default: the device's own origin only.
+       */
+      frame_ancestors: z
+        .array(z.string().min(1).max(300))
+        .min(1)
+        .max(32)
+        .superRefine((list, ctx) => {
+          const issue = frameAncestorsIssue(list);
+          if (issue) ctx.addIssue({ code: 'custom', message: issue });
+        })
+        .default([...DEFAULT_FRAME_ANCESTORS]),
     })
     .prefault({}),
   auth: z
