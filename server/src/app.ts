@@ -95,6 +95,7 @@ import { TerminalService } from './terminal/terminal-service';
 import { serialConsoleFor } from './terminal/backends';
 import { AuthService } from './services/auth/auth-service';
 import { SettingsStore } from './services/settings-store';
+import { SESSION_SWEEP_MS } from './services/auth/sessions';
 import { removeStaleTemps } from './storage/atomic';
 import { EventHub } from './ws/event-hub';
 import { MAX_WS_PAYLOAD, SocketRegistry, wsErrorHandler } from './ws/socket-guard';
@@ -394,6 +395,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 
+  // An expired session's sockets close although their client never uses its token (a terminal).
+  const sessionSweep = setInterval(() => ctx.auth.sessions.expireDue(), SESSION_SWEEP_MS);
+  sessionSweep.unref();
+  app.addHook('onClose', async () => clearInterval(sessionSweep));
   const events = new EventHub(
     ctx.registry,
     app.log,

@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyWebsocket from '@fastify/websocket';
 import WebSocket from 'ws';
-import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, login, newApp, PASSWORD, tempDataDir } from '../test-helpers';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { form, initAndLogin, login, newApp, PASSWORD, tempDataDir } from '../test-helpers';
+import { FAST_HASHER, newAuthApp, TestClock } from '../services/auth/auth-test-kit';
+import { MAX_SESSIONS_PER_USER, SESSION_SWEEP_MS } from '../services/auth/sessions';
 import { NoSerialConsole, UnixSocketSerial } from '../terminal/backends';
 import { TerminalService } from '../terminal/terminal-service';
 import { SocketRegistry } from '../ws/socket-guard';
@@ -31,6 +33,7 @@ afterEach(async () => {
     }
   }
   for (const c of clients.splice(0)) c.terminate();
+  vi.useRealTimers();
   await app?.close();
   app = null;
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -42,6 +45,22 @@ async function start(
 ): Promise<{ base: string; token: string }> {
   dir = await tempDataDir();
   app = await newApp(dir, overrides);
+  const token = await initAndLogin(app);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no address');
+  return { base: `ws://127.0.0.1:${addr.port}`, token };
+}
+
+/** The app with a session clock the test moves and a cheap password hash. */
+async function startAuth(clock?: TestClock): Promise<{ base: string; token: string }> {
+  dir = await tempDataDir();
+  app = await newAuthApp({
+    dataDir: dir,
+    clock,
+    passwords: FAST_HASHER,
+    overrides: { terminal: { shell: '/bin/bash', args: ['--noprofile', '--norc'] } },
+  });
   const token = await initAndLogin(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -231,6 +250,52 @@ describe('terminal sockets', () => {
     await expect.poll(() => t.state.close).toBe(4001);
     await expect.poll(() => alive(pids), { timeout: 20_000, interval: 200 }).toEqual([]);
   }, 40_000);
+
+  it('ends the shell when its session expires idle; typing counts as using the session', async () => {
+    const clock = new TestClock();
+    // only the session sweep's interval is the test's; every timeout stays real
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const { base, token } = await startAuth(clock);
+    const lifetime = 43_200_000; // auth.session_expire_s's default
+    const t = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    clock.advance(lifetime * 0.75);
+    t.input('echo pid-$$-end\r');
+    const pid = Number((await waitFor(t, /pid-(\d+)-end/))[1]);
+    strays.push(pid);
+    // 1.25 lifetimes after the login, 0.5 after the typing: the session lives on
+    clock.advance(lifetime * 0.5);
+    vi.advanceTimersByTime(SESSION_SWEEP_MS);
+    t.input('echo alive-$((2+3))\r');
+    await waitFor(t, /alive-5/);
+    expect(t.state.close).toBe(0);
+    // idle past its expiry: the sweep ends it without waiting for the token's next use
+    clock.advance(lifetime * 10);
+    vi.advanceTimersByTime(SESSION_SWEEP_MS);
+    await expect.poll(() => t.state.close).toBe(4001);
+    expect(t.state.reason).toBe('expired');
+    await expect.poll(() => alive([pid]), { timeout: 10_000, interval: 200 }).toEqual([]);
+  });
+
+  it('ends the shell when its session is evicted by newer logins', async () => {
+    const { base, token } = await startAuth();
+    const t = term(`${base}/api/terminal/ws?target=device`, token);
+    await expect.poll(() => t.state.frames.length).toBeGreaterThan(1);
+    t.input('echo pid-$$-end\r');
+    const pid = Number((await waitFor(t, /pid-(\d+)-end/))[1]);
+    strays.push(pid);
+    for (let i = 0; i < MAX_SESSIONS_PER_USER; i += 1) {
+      const res = await app!.inject({
+        method: 'POST',
+        url: '/api/auth/login',
+        ...form({ user: 'admin', passwd: PASSWORD }),
+      });
+      expect(res.statusCode).toBe(200);
+    }
+    await expect.poll(() => t.state.close).toBe(4001);
+    expect(t.state.reason).toBe('evicted');
+    await expect.poll(() => alive([pid]), { timeout: 10_000, interval: 200 }).toEqual([]);
+  });
 
   it('ends a shell that prints nothing within terminal.start_timeout_s, with a message', async () => {
     const pidFile = join(tmpdir(), `kvm-term-${process.pid}-${rand()}.pid`);

@@ -57,7 +57,10 @@ export function terminalRoutes(
       handler: notAWebSocket,
       wsHandler: (socket, request) => {
         const guard = sockets.guard(socket, ownerOf(request, 'terminal'), TERMINAL_SOCKET_LIMITS);
-        terminals.attach(guard, keyOf(request), targetOf(request, fixed));
+        // typing uses the session: it slides its expiry, and an ended one closes the socket
+        terminals.attach(guard, keyOf(request), targetOf(request, fixed), () =>
+          sockets.checkSession(guard),
+        );
       },
     });
   }

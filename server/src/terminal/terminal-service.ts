@@ -35,6 +35,11 @@ export const RESUME_BELOW = 64 * 1024;
  * ended with a message (issue 21 item 18; config `terminal.start_timeout_s`).
  */
 export const START_TIMEOUT_MS = 30_000;
+/**
+ * Typing is a use of the login session (it slides its expiry as a request does); checked at
+ * most this often per terminal. An idle terminal's session expires and ends it (4001).
+ */
+export const SESSION_USE_EVERY_MS = 10_000;
 /** The close reason of such a shell: `start timeout <seconds>` (the console shows its text). */
 export const START_TIMEOUT_REASON = 'start timeout';
 
@@ -79,8 +84,11 @@ export class TerminalService {
       throw new TooManyTerminalsError('Too many terminals');
   }
 
-  /** Serves ttyd's protocol on an upgraded, guarded socket until either side ends. */
-  attach(guard: GuardedSocket, key: string, target: TerminalTarget): void {
+  /**
+   * Serves ttyd's protocol on an upgraded, guarded socket until either side ends. `use` marks
+   * the socket's login session used (and closes the socket when it has ended).
+   */
+  attach(guard: GuardedSocket, key: string, target: TerminalTarget, use?: () => void): void {
     if (!guard.open) return;
     try {
       // two upgrades may have passed the check together
@@ -94,6 +102,7 @@ export class TerminalService {
     let clientPaused = false;
     let drainPaused = false;
     let starting = false;
+    let usedAt = 0;
     const helloTimer = setTimeout(
       () => guard.close(CLOSE_POLICY, 'no handshake'),
       HELLO_TIMEOUT_MS,
@@ -194,6 +203,11 @@ export class TerminalService {
       }
       switch (msg.type) {
         case 'input':
+          if (use && Date.now() - usedAt >= SESSION_USE_EVERY_MS) {
+            usedAt = Date.now();
+            use();
+            if (!guard.open) return;
+          }
           entry.backend?.write(msg.data);
           return;
         case 'resize':

@@ -39,6 +39,8 @@ const FLUSH_DELAY_MS = 30_000;
 export const MAX_SESSIONS_PER_USER = 64;
 /** Sessions kept in all (and so in the file, about 250 bytes each). */
 export const MAX_SESSIONS = 256;
+/** How often expired sessions are ended without waiting for their token's next use. */
+export const SESSION_SWEEP_MS = 30_000;
 
 export interface SessionStoreOptions {
   now?: () => number;
@@ -144,6 +146,23 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
     session.expiresAt = t + session.lifetimeMs;
     this.scheduleFlush();
     return session;
+  }
+
+  /**
+   * Ends every session past its expiry now ('expired': its sockets close with 4001). Sessions
+   * expire lazily, when their token is next used; a socket that does not use it (an idle
+   * terminal) would outlive its session without this sweep (app.ts, every `SESSION_SWEEP_MS`).
+   */
+  expireDue(): void {
+    const t = this.now();
+    let any = false;
+    for (const [hash, s] of this.sessions) {
+      if (s.expiresAt > t) continue;
+      this.sessions.delete(hash);
+      this.emit('ended', hash, 'expired');
+      any = true;
+    }
+    if (any) this.scheduleFlush();
   }
 
   async remove(token: string, reason = 'logout'): Promise<boolean> {
