@@ -47,8 +47,11 @@ export const BINARY_PONG = 0xff;
 export interface InfoResult {
   system: {
     kvmd: { version: string };
-    /** Our own product and firmware version (shown in the help/about dialog). */
-    product: { name: string; version: string; model: string; target: string };
+    /**
+     * Our own product and firmware version (shown in the help/about dialog). `version` is
+     * package.json's (`0.2.0`); `device_id` the device's stable id (server/src/services/device-id.ts).
+     */
+    product: { name: string; version: string; model: string; target: string; device_id: string };
     kernel: { system: string; release: string; version: string; machine: string };
     /** `video` and `board` are always sent, null when unknown (kvmd, GL). */
     platform: {

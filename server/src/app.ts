@@ -19,6 +19,7 @@ import { mediaRoutes } from './routes/media';
 import { rebootRoutes } from './routes/reboot';
 import { upgradeRoutes } from './routes/upgrade';
 import { UpgradeService } from './services/upgrade/upgrade-service';
+import { deviceId } from './services/device-id';
 import type { InstallLayout } from './install/install-dir';
 import { resetRoutes } from './routes/reset';
 import { supportRoutes } from './routes/support';
@@ -265,7 +266,12 @@ export async function createContext(
     video,
     streamer,
     turn,
-    info: new InfoService({ config, version, host: defaultHost() }),
+    info: new InfoService({
+      config,
+      version,
+      host: defaultHost(),
+      deviceId: await deviceId(config.data_dir),
+    }),
     ocr: new OcrService({ ffmpeg: config.video.ffmpeg, log }),
     audio,
   };

@@ -11,6 +11,8 @@ export interface InfoDeps {
   version: string;
   /** Host name reported in meta and node. */
   host: string;
+  /** The device's stable id (services/device-id.ts): product.device_id, the About dialog's. */
+  deviceId: string;
   /** CPU temperature in °C, null when the machine has no sensor (tests replace it). */
   cpuTemp?: () => number | null;
 }
@@ -54,6 +56,7 @@ export class InfoService {
           version: this.deps.version,
           model: config.device.model,
           target: config.target,
+          device_id: this.deps.deviceId,
         },
         kernel: { system: type(), release: release(), version: version(), machine: machine() },
         platform: {
