@@ -37,7 +37,16 @@ export interface AudioState {
   camera: {
     /** The browser's camera can be sent to the remote computer (needs the UVC gadget). */
     available: boolean;
-    /** Why not, for the console to show (e.g. the QEMU target: it needs hardware). */
+    /** Why not, in English (e.g. the QEMU target: it needs hardware). */
     reason: string | null;
+    /**
+     * The same as a stable code the console translates (issue 21 item 17); absent from older
+     * servers, whose `reason` the console then shows as it is.
+     */
+    code?: CameraUnavailableCode | null;
   };
 }
+
+/** Why the browser's camera cannot reach the remote computer (AudioState.camera.code). */
+export const CAMERA_UNAVAILABLE_CODES = ['no_camera_input', 'testbed', 'needs_hardware'] as const;
+export type CameraUnavailableCode = (typeof CAMERA_UNAVAILABLE_CODES)[number];

@@ -25,7 +25,8 @@ const TESTBED = {
   simulated: true,
   listeners: 0,
   mic: { enabled: false, available: true, active: false },
-  camera: { available: false, reason: 'The testbed has no camera input' },
+  // The English text for kvmd-style clients, the code for the console to translate.
+  camera: { available: false, reason: 'The testbed has no camera input', code: 'testbed' },
 };
 
 describe('GET /api/audio', () => {

@@ -5,6 +5,7 @@ export class NoAudio implements AudioDriver {
   readonly kind = 'none';
   readonly simulated = false;
   readonly cameraUnavailableReason = 'This device has no camera input';
+  readonly cameraUnavailableCode = 'no_camera_input' as const;
   capture(): AudioCapture | null {
     return null;
   }

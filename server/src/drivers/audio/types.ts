@@ -11,6 +11,7 @@
  * - none (drivers/audio/none.ts): no sound; the console says so.
  */
 import type { Readable, Writable } from 'node:stream';
+import type { CameraUnavailableCode } from '@kvm/protocol';
 
 /** Where ffmpeg reads the remote computer's sound from. */
 export interface AudioCapture {
@@ -42,6 +43,8 @@ export interface AudioDriver {
   playback(): AudioPlayback | null;
   /** Why the browser's camera cannot reach the remote computer (null when it can). */
   readonly cameraUnavailableReason: string | null;
+  /** The same as a code the console translates (null when the camera can be used). */
+  readonly cameraUnavailableCode: CameraUnavailableCode | null;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }

@@ -150,6 +150,7 @@ export class QemuAudio implements AudioDriver {
   readonly simulated = false;
   readonly cameraUnavailableReason =
     'The camera needs the hardware target (a USB video gadget); the QEMU target has none';
+  readonly cameraUnavailableCode = 'needs_hardware' as const;
   readonly paths: PulsePaths;
   private readonly opts: QemuAudioOptions;
   private supervisor: Supervisor | null = null;

@@ -57,6 +57,7 @@ export class TestbedAudio implements AudioDriver {
   readonly kind = 'testbed';
   readonly simulated = true;
   readonly cameraUnavailableReason = 'The testbed has no camera input';
+  readonly cameraUnavailableCode = 'testbed' as const;
   private tones: Tone[] = [];
   /** Continuous phase of the generated sine across chunks, in frames. */
   private phase = 0;

@@ -52,7 +52,11 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
         available: micAvailable,
         active: this.mic.active,
       },
-      camera: { available: reason === null, reason },
+      camera: {
+        available: reason === null,
+        reason,
+        code: reason === null ? null : this.driver.cameraUnavailableCode,
+      },
     };
   }
 

@@ -16,6 +16,7 @@ import {
 } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { CONFIRM_DIALOG_WIDTH } from '@kvm/protocol/constants';
+import type { CameraUnavailableCode } from '@kvm/protocol/audio';
 import { useMessage } from '../../components/notify';
 import { PlainModal } from '../../components/PlainModal';
 import type { I18nKey } from '../../i18n/keys';
@@ -269,6 +270,13 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
   );
 }
 
+/** The server's camera codes (protocol/audio.ts) as texts of this console. */
+const CAMERA_REASON_TEXT: Record<CameraUnavailableCode, I18nKey> = {
+  no_camera_input: 'audio.camera.reason.no_camera_input',
+  testbed: 'audio.camera.reason.testbed',
+  needs_hardware: 'audio.camera.reason.needs_hardware',
+};
+
 export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
   const { t } = useTranslation();
   const camera = useAudio((s) => s.device?.camera ?? null);
@@ -282,18 +290,21 @@ export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
     );
   }
   if (!camera.available) {
-    // No capture is attempted: the reason says what it needs (e.g. the hardware target).
+    // No capture is attempted: the reason says what it needs (e.g. the hardware target). The
+    // server's code is translated; an older server's English text is shown as it is.
+    const reason = camera.code ? t(CAMERA_REASON_TEXT[camera.code]) : camera.reason;
     return (
-      <Tooltip title={camera.reason ?? t('audio.camera.unavailable')}>
+      <Tooltip title={reason ?? t('audio.camera.unavailable')}>
         <span
           data-testid={`${testIdPrefix}audio-camera`}
           data-state="unavailable"
           data-reason={camera.reason ?? ''}
+          data-reason-code={camera.code ?? ''}
           style={itemStyle}
         >
           <VideoCameraOutlined /> {t('status.camera')}: {t('audio.camera.unavailable')}
           {/* The status bar keeps it short: the reason is in the tooltip there. */}
-          {testIdPrefix !== '' && camera.reason ? ` (${camera.reason})` : ''}
+          {testIdPrefix !== '' && reason ? ` (${reason})` : ''}
         </span>
       </Tooltip>
     );

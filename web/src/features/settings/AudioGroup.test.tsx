@@ -3,6 +3,8 @@ import { act } from 'react';
 import type { AudioState } from '@kvm/protocol/audio';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
+import zh from '../../i18n/zh.json';
+import { i18n } from '../../i18n';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { render, type Rendered } from '../../test/render';
 import { resetAudioForTests, useAudio } from '../audio/audio-store';
@@ -45,5 +47,30 @@ describe('AudioGroup', () => {
     expect(view.byTestId('settings-group-audio')?.textContent).toContain(en.audio.simulatedTip);
     // The status bar's ids stay unique on the page.
     expect(view.byTestId('audio-volume')).toBeNull();
+  });
+
+  it("translates the server's camera code (the Chinese console shows no English reason)", async () => {
+    view = await render(
+      <NotifyProvider>
+        <AudioGroup />
+      </NotifyProvider>,
+    );
+    const coded: AudioState = {
+      ...STATE,
+      camera: { available: false, reason: 'The testbed has no camera input', code: 'testbed' },
+    };
+    act(() => useAudio.setState({ device: coded, mode: 'webrtc' }));
+    expect(view.byTestId('settings-audio-camera')?.textContent).toContain(
+      en.audio.camera.reason.testbed,
+    );
+    await act(() => i18n.changeLanguage('zh'));
+    try {
+      const text = view.byTestId('settings-audio-camera')?.textContent ?? '';
+      expect(text).toContain(zh.audio.camera.reason.testbed);
+      expect(text).not.toContain('testbed');
+      expect(view.byTestId('settings-audio-camera')?.dataset['reasonCode']).toBe('testbed');
+    } finally {
+      await act(() => i18n.changeLanguage('en'));
+    }
   });
 });
