@@ -9,6 +9,8 @@ export interface ConfirmDialogProps {
   open: boolean;
   children: ReactNode;
   okText?: ReactNode;
+  /** The cancel button's text (default Cancel): say what it keeps when OK also "cancels". */
+  cancelText?: ReactNode;
   /**
    * Awaited with a loading OK button; a rejection keeps the dialog open. On success the caller
    * closes the dialog (open = false), or navigates away.
@@ -18,7 +20,14 @@ export interface ConfirmDialogProps {
 }
 
 /** SPEC 2 shared dialogs: caution title, red OK button, 400 wide. */
-export function ConfirmDialog({ open, children, okText, onConfirm, onCancel }: ConfirmDialogProps) {
+export function ConfirmDialog({
+  open,
+  children,
+  okText,
+  cancelText,
+  onConfirm,
+  onCancel,
+}: ConfirmDialogProps) {
   const { t } = useTranslation();
   return (
     <PlainModal
@@ -32,6 +41,7 @@ export function ConfirmDialog({ open, children, okText, onConfirm, onCancel }: C
         </Space>
       }
       okText={okText ?? t('common.ok')}
+      cancelText={cancelText}
       beforeOk={async () => {
         await onConfirm();
       }}

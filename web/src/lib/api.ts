@@ -43,6 +43,8 @@ export class ApiError extends Error {
   readonly error_msg: string;
   /** RateLimitError only: seconds until another login may be tried. */
   readonly remaining_time?: number;
+  /** The envelope's other fields (e.g. UpgradeDowngradeError's package_version). */
+  readonly details: Record<string, unknown>;
 
   constructor(status: number, result: Partial<ApiErrorResult>) {
     super(result.error_msg || `HTTP ${status}`);
@@ -50,6 +52,8 @@ export class ApiError extends Error {
     this.error = result.error ?? 'HttpError';
     this.error_msg = result.error_msg ?? '';
     if (typeof result.remaining_time === 'number') this.remaining_time = result.remaining_time;
+    const { error: _e, error_msg: _m, ...details } = result as Record<string, unknown>;
+    this.details = details;
   }
 }
 

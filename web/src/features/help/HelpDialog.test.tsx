@@ -42,7 +42,13 @@ describe('HelpDialog', () => {
   it('shows version, model and device id, and exports the log zip', async () => {
     useInfo.setState({
       system: {
-        product: { name: 'KVM console', version: '1.2.3', model: 'RM1', target: 'testbed' },
+        product: {
+          name: 'KVM console',
+          version: '1.2.3',
+          model: 'RM1',
+          target: 'testbed',
+          device_id: '3F2A-91C0-7B44-E1D9',
+        },
       },
       meta: { kvm: {}, server: { host: 'kvm-host' } },
     } as never);
@@ -73,9 +79,16 @@ describe('HelpDialog', () => {
       </NotifyProvider>,
     );
     await flush();
-    expect(view.byTestId('about-version')?.textContent).toBe('1.2.3');
+    // SPEC 4's spelling, as the upgrade control's versions (issue 21: "0.1.0" beside "V0.2.0").
+    expect(view.byTestId('about-version')?.textContent).toBe('V1.2.3');
     expect(view.byTestId('about-model')?.textContent).toBe('RM1');
-    expect(view.byTestId('about-device-id')?.textContent).toBe('kvm-host');
+    // The device's id, not its host name (issue 21: "Device ID: vm").
+    expect(view.byTestId('about-device-id')?.textContent).toBe('3F2A-91C0-7B44-E1D9');
+    expect(document.body.textContent).not.toContain('kvm-host');
+    // Taller content scrolls inside the dialog, which fits the window (issue 21: 800 px).
+    const body = document.querySelector<HTMLElement>('.ant-modal-body');
+    expect(body?.style.overflowY).toBe('auto');
+    expect(body?.style.maxHeight).toMatch(/^calc\(100vh - \d+px\)$/);
     click(view, 'export-logs');
     await vi.waitFor(() => expect(clicked).toEqual(['system_logs_20260101_000000.zip']));
     expect(requests.some((r: RecordedRequest) => r.path === '/api/upgrade/log')).toBe(true);

@@ -154,13 +154,14 @@ describe('UpgradeHost (SPEC 4)', () => {
     expect(document.body.textContent).toContain(en.upgrade.started);
   });
 
-  it('unchecked save-config sends save_config=0; a bad signature says so, with the message', async () => {
+  it('unchecked save-config sends save_config=0; a bad signature says so once', async () => {
+    // Our device stops at the bad signature: firmware_valid is false too (never checked).
     startAnswer = () =>
       envelope(200, {
         status: 'Upgrade failed',
         signature_valid: false,
-        firmware_valid: true,
-        message: 'no trusted key signed this package',
+        firmware_valid: false,
+        message: 'the signature is not from a trusted key',
         stdout: '',
         stderr: '',
       });
@@ -170,14 +171,23 @@ describe('UpgradeHost (SPEC 4)', () => {
     await click(saveConfigBox());
     await click(dialogButton('upgrade-confirm', 'confirm-ok'));
     await until(() => document.body.textContent?.includes(en.upgrade.signatureInvalid));
-    expect(document.body.textContent).toContain('no trusted key signed this package');
+    // Issue 21: the toast said it twice (the text and the device's words for the same thing).
+    const toasts = () => [...document.querySelectorAll('.ant-message-notice')];
+    expect(toasts().map((n) => n.textContent)).toEqual([en.upgrade.signatureInvalid]);
+    // A second try that fails the same way replaces the toast instead of stacking another.
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => count('/api/upgrade/start') === 2);
+    await flush();
+    expect(toasts().map((n) => n.textContent)).toEqual([en.upgrade.signatureInvalid]);
     expect(requests.find((r) => r.path === '/api/upgrade/start')?.query.get('save_config')).toBe(
       '0',
     );
     expect(view?.byTestId('at-upgrading')).toBeNull();
   });
 
-  it('damaged files say the package is damaged; both checks failing say verification failed', async () => {
+  it('damaged files say the package is damaged, with the file the device names', async () => {
     startAnswer = () =>
       envelope(200, {
         status: 'Upgrade failed',
@@ -193,13 +203,59 @@ describe('UpgradeHost (SPEC 4)', () => {
     await click(dialogButton('upgrade-confirm', 'confirm-ok'));
     await until(() => document.body.textContent?.includes(en.upgrade.firmwareInvalid));
     expect(document.body.textContent).toContain('server/main.js: sha256 mismatch');
+  });
 
+  it('an older release asks to confirm the downgrade; yes starts with allow_downgrade=1', async () => {
+    let refuse = true;
     startAnswer = () =>
-      envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: false });
+      refuse
+        ? envelope(409, {
+            error: 'UpgradeDowngradeError',
+            error_msg: 'The package (V1.1.0) is older than the running version (V1.2.0 release1)',
+            package_version: 'V1.1.0',
+            local_version: 'V1.2.0 release1',
+          })
+        : envelope(200, { status: 'Upgrade started', stdout: '', stderr: '', id: 'd1' });
+    await mount();
     requestConfirm('upload');
     await until(() => view?.byTestId('upgrade-confirm'));
     await click(dialogButton('upgrade-confirm', 'confirm-ok'));
-    await until(() => document.body.textContent?.includes(en.upgrade.verifyFailed));
+    await until(() => view?.byTestId('upgrade-downgrade'));
+    expect(view?.byTestId('upgrade-downgrade')?.textContent).toContain(
+      'The package is V1.1.0, older than the running firmware V1.2.0 release1.',
+    );
+    expect(dialogButton('upgrade-downgrade', 'confirm-ok')?.textContent).toBe(
+      en.upgrade.downgradeOk,
+    );
+    // No failure toast: the dialog is the answer.
+    expect(document.querySelector('.ant-message-notice')).toBeNull();
+    const first = requests.find((r) => r.path === '/api/upgrade/start');
+    expect(first?.query.get('allow_downgrade')).toBeNull();
+    refuse = false;
+    await click(dialogButton('upgrade-downgrade', 'confirm-ok'));
+    await until(() => view?.byTestId('at-upgrading'));
+    const second = requests.filter((r) => r.path === '/api/upgrade/start')[1];
+    expect(second?.query.get('allow_downgrade')).toBe('1');
+    expect(second?.query.get('save_config')).toBe('1');
+  });
+
+  it('not confirming the downgrade installs nothing', async () => {
+    startAnswer = () =>
+      envelope(409, {
+        error: 'UpgradeDowngradeError',
+        error_msg: 'older',
+        package_version: 'V1.1.0',
+        local_version: 'V1.2.0 release1',
+      });
+    await mount();
+    requestConfirm('upload');
+    await until(() => view?.byTestId('upgrade-confirm'));
+    await click(dialogButton('upgrade-confirm', 'confirm-ok'));
+    await until(() => view?.byTestId('upgrade-downgrade'));
+    await click(dialogButton('upgrade-downgrade', 'confirm-cancel'));
+    await until(() => getUpgradeState().downgrade === null);
+    expect(count('/api/upgrade/start')).toBe(1);
+    expect(view?.byTestId('at-upgrading')).toBeNull();
   });
 
   it('any other failure shows Upgrade failed (try again or upload a new package) and the message', async () => {
@@ -219,6 +275,13 @@ describe('UpgradeHost (SPEC 4)', () => {
     await until(() => view?.byTestId('upgrade-confirm'));
     await click(dialogButton('upgrade-confirm', 'confirm-cancel'));
     await until(() => view?.byTestId('upgrade-ask-cancel-download'));
+    // Two buttons that cannot be mistaken for each other (issue 21: "Cancel" / "Cancel download").
+    expect(dialogButton('upgrade-ask-cancel-download', 'confirm-cancel')?.textContent).toBe(
+      en.upgrade.keepDownload,
+    );
+    expect(dialogButton('upgrade-ask-cancel-download', 'confirm-ok')?.textContent).toBe(
+      en.upgrade.cancelDownload,
+    );
     await click(dialogButton('upgrade-ask-cancel-download', 'confirm-ok'));
     await until(() => count('/api/upgrade/download_cancel') === 1);
     expect(count('/api/upgrade/start')).toBe(0);

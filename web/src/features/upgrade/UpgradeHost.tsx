@@ -13,6 +13,7 @@ import {
   checkStatus,
   checkVersion,
   dismissConfirm,
+  dismissDowngrade,
   dismissTip,
   offeredVersion,
   resumeDownload,
@@ -23,34 +24,50 @@ import {
 } from './upgrade-store';
 
 const CHECK_TEXT = {
-  both: 'upgrade.verifyFailed',
   signature: 'upgrade.signatureInvalid',
   firmware: 'upgrade.firmwareInvalid',
 } as const;
 
-/** The FAILED toast: which check failed (or the generic text) and the device's message. */
+/** One toast for start's answer: a second failure replaces the first instead of stacking. */
+const START_TOAST_KEY = 'upgrade-start';
+
+/**
+ * The FAILED toast: which check failed (or the generic text) and the device's message where it
+ * adds something (which file, which model). A bad signature's text already says all the
+ * device's message would (issue 21: the toast said it twice).
+ */
 export function useFailedText(): (check: FailedCheck, message: string) => string {
   const { t } = useTranslation();
   return (check, message) => {
     const text = t(check ? CHECK_TEXT[check] : 'upgrade.failed');
-    return message.trim() ? t('upgrade.failedDetail', { text, message: message.trim() }) : text;
+    const detail = check === 'signature' ? '' : message.trim();
+    return detail ? t('upgrade.failedDetail', { text, message: detail }) : text;
   };
 }
 
 /** What the console does with the answer of start (SPEC 4 step 4). */
-export function useUpgradeOutcome(): (saveConfig: boolean) => Promise<void> {
+export function useUpgradeOutcome(): (
+  saveConfig: boolean,
+  opts?: { allowDowngrade?: boolean },
+) => Promise<void> {
   const { t } = useTranslation();
   const message = useMessage();
   const navigate = useNavigate();
   const failedText = useFailedText();
-  return async (saveConfig) => {
-    const outcome = await runUpgrade(saveConfig);
+  return async (saveConfig, opts = {}) => {
+    const outcome = await runUpgrade(saveConfig, opts);
     if (outcome.kind === 'started') {
-      void message.success(t('upgrade.started'));
+      void message.open({ type: 'success', key: START_TOAST_KEY, content: t('upgrade.started') });
       void navigate('/upgrading');
       return;
     }
-    void message.error(failedText(outcome.check, outcome.message));
+    // An older release: the downgrade dialog asks (ConfirmDowngrade), no toast.
+    if (outcome.kind === 'downgrade') return;
+    void message.open({
+      type: 'error',
+      key: START_TOAST_KEY,
+      content: failedText(outcome.check, outcome.message),
+    });
   };
 }
 
@@ -98,6 +115,34 @@ function ConfirmUpgradeDialog({ source }: { source: 'download' | 'upload' | null
   );
 }
 
+/**
+ * start refused an older release (409 UpgradeDowngradeError): installing it is the admin's
+ * confirmed choice, never a side effect of "Upgrade".
+ */
+function ConfirmDowngrade() {
+  const { t } = useTranslation();
+  const downgrade = useUpgrade((s) => s.downgrade);
+  const upgrade = useUpgradeOutcome();
+  return (
+    <ConfirmDialog
+      open={downgrade !== null}
+      okText={t('upgrade.downgradeOk')}
+      onConfirm={() => upgrade(downgrade?.saveConfig ?? true, { allowDowngrade: true })}
+      onCancel={dismissDowngrade}
+    >
+      <Space direction="vertical" data-testid="upgrade-downgrade">
+        <Typography.Text>
+          {t('upgrade.downgradeAsk', {
+            package: downgrade?.packageVersion || '—',
+            running: downgrade?.localVersion || '—',
+          })}
+        </Typography.Text>
+        <Typography.Text type="warning">{t('upgrade.downgradeWarning')}</Typography.Text>
+      </Space>
+    </ConfirmDialog>
+  );
+}
+
 function AskCancelDownload() {
   const { t } = useTranslation();
   const open = useUpgrade((s) => s.askCancelDownload);
@@ -105,6 +150,7 @@ function AskCancelDownload() {
     <ConfirmDialog
       open={open}
       okText={t('upgrade.cancelDownload')}
+      cancelText={t('upgrade.keepDownload')}
       onConfirm={() => answerCancelDownload(true)}
       onCancel={() => void answerCancelDownload(false)}
     >
@@ -168,6 +214,7 @@ export default function UpgradeHost() {
     <>
       <NewVersionTip />
       <ConfirmUpgrade />
+      <ConfirmDowngrade />
       <AskCancelDownload />
     </>
   );

@@ -40,9 +40,19 @@ export function cancelDownload(): Promise<UpgradeDownloadCancel> {
   return api.get<UpgradeDownloadCancel>('/upgrade/download_cancel');
 }
 
-/** GL answers 200 in both cases; a failed check says which part failed. */
-export function startUpgrade(saveConfig: boolean): Promise<UpgradeStartResult> {
-  return api.post<UpgradeStartResult>('/upgrade/start', { query: { save_config: saveConfig } });
+/**
+ * GL answers 200 in both cases; a failed check says which part failed. An older release is
+ * 409 UpgradeDowngradeError unless `allowDowngrade` (allow_downgrade=1, the admin confirmed).
+ */
+export function startUpgrade(
+  saveConfig: boolean,
+  allowDowngrade = false,
+): Promise<UpgradeStartResult> {
+  return api.post<UpgradeStartResult>('/upgrade/start', {
+    query: allowDowngrade
+      ? { save_config: saveConfig, allow_downgrade: true }
+      : { save_config: saveConfig },
+  });
 }
 
 /** Whether this device can install, and how the last upgrade ended (after its restart). */

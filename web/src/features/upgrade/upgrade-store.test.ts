@@ -8,11 +8,13 @@ import {
   checkVersion,
   dismissConfirm,
   dismissTip,
+  DOWNLOAD_STALL_MS,
   firmwareUploader,
   getUpgradeState,
   offeredBeta,
   requestConfirm,
   resetUpgradeStore,
+  resumeDownload,
   runUpgrade,
   setControlOpen,
   tipVersion,
@@ -177,6 +179,35 @@ describe('online download (SPEC 4 step 2)', () => {
     expect(offeredBeta(getUpgradeState().compare)).toBeNull();
   });
 
+  it('stops polling a download that does not move (issue 21: polled for as long as the page was open)', async () => {
+    // The device answers the size of a package that is gone: 0 of 4 MB, forever.
+    total = TOTAL;
+    downloaded = 0;
+    await resumeDownload();
+    expect(getUpgradeState().download.status).toBe('downloading');
+    await advance(DOWNLOAD_STALL_MS + 2_000);
+    expect(getUpgradeState().download).toMatchObject({ status: 'none', failed: true });
+    const asked = count('/api/upgrade/download_info');
+    await advance(60_000);
+    expect(count('/api/upgrade/download_info')).toBe(asked);
+  });
+
+  it('a download that grows slowly is followed to its end', async () => {
+    await beginDownload();
+    for (let i = 1; i <= 8; i++) {
+      downloaded = (TOTAL / 8) * i;
+      await advance(DOWNLOAD_STALL_MS - 5_000);
+      expect(getUpgradeState().download.status).toBe(i < 8 ? 'downloading' : 'downloaded');
+    }
+  });
+
+  it('nothing is polled when the device has no download (zeros)', async () => {
+    await resumeDownload();
+    await advance(10_000);
+    expect(count('/api/upgrade/download_info')).toBe(1);
+    expect(getUpgradeState().download.status).toBe('none');
+  });
+
   it('stops when the device drops the download (total_size 0)', async () => {
     await beginDownload();
     total = 0;
@@ -266,14 +297,37 @@ describe('confirm dialog (SPEC 4 step 3)', () => {
     startAnswer = () =>
       envelope(200, { status: 'Upgrade failed', signature_valid: true, firmware_valid: false });
     expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: 'firmware', message: '' });
+    // Our device stops at a bad signature, its files unchecked: the signature is what failed.
     startAnswer = () =>
       envelope(200, { status: 'Upgrade failed', signature_valid: false, firmware_valid: false });
-    expect(await runUpgrade(true)).toMatchObject({ kind: 'failed', check: 'both' });
+    expect(await runUpgrade(true)).toMatchObject({ kind: 'failed', check: 'signature' });
     startAnswer = () => envelope(200, { status: 'Upgrade failed', message: 'no package' });
     expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: null, message: 'no package' });
     startAnswer = () => envelope(404, { error: 'NotFoundError', error_msg: 'Not found' });
     expect(await runUpgrade(true)).toEqual({ kind: 'failed', check: null, message: 'Not found' });
     expect(sessionStorage.getItem(UPGRADE_ID_KEY)).toBeNull();
+    // An older release: the versions for the downgrade question, kept with save_config.
+    startAnswer = () =>
+      envelope(409, {
+        error: 'UpgradeDowngradeError',
+        error_msg: 'older',
+        package_version: 'V1.1.0',
+        local_version: 'V1.2.0 release1',
+      });
+    expect(await runUpgrade(false)).toEqual({
+      kind: 'downgrade',
+      packageVersion: 'V1.1.0',
+      localVersion: 'V1.2.0 release1',
+    });
+    expect(getUpgradeState().downgrade).toEqual({
+      packageVersion: 'V1.1.0',
+      localVersion: 'V1.2.0 release1',
+      saveConfig: false,
+    });
+    startAnswer = () => envelope(200, { status: 'Upgrade started', id: 'x' });
+    expect(await runUpgrade(false, { allowDowngrade: true })).toEqual({ kind: 'started' });
+    expect(requests.at(-1)?.query.get('allow_downgrade')).toBe('1');
+    expect(getUpgradeState().downgrade).toBeNull();
   });
 });
 

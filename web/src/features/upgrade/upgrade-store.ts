@@ -7,7 +7,7 @@
 import { useSyncExternalStore } from 'react';
 import { isNewer } from '@kvm/protocol/upgrade';
 import type { UpgradeOutcome } from '@kvm/protocol/upgrade';
-import { errorMessage } from '../../lib/api';
+import { ApiError, errorMessage } from '../../lib/api';
 import { readStorage, writeStorage } from '../../lib/storage';
 import { UploadController } from '../storage/upload';
 import {
@@ -26,6 +26,13 @@ import {
 
 /** SPEC 4: download progress is polled every second. */
 export const DOWNLOAD_POLL_MS = 1_000;
+/**
+ * A download whose size has not grown for this long is over: the device drops one that
+ * receives nothing for 30 s (docs/upgrade.md), and an answer that never moves (a device that
+ * kept an old package's total_size, issue 21) must not be polled for as long as the page is
+ * open.
+ */
+export const DOWNLOAD_STALL_MS = 35_000;
 /** Local storage: the server version whose new-version tip was dismissed. */
 export const TIP_DISMISSED_KEY = 'upgrade_tip_dismissed_version';
 /** Session storage: what /upgrading compares the device's answers with. */
@@ -53,18 +60,29 @@ export interface UpgradeState {
   confirm: 'download' | 'upload' | null;
   /** Cancelling the confirm of a download asks whether to cancel the download too. */
   askCancelDownload: boolean;
+  /**
+   * start refused the package as older than the running version: the admin confirms the
+   * downgrade (start again with allow_downgrade=1) or not. The versions as the device said.
+   */
+  downgrade: { packageVersion: string; localVersion: string; saveConfig: boolean } | null;
   /** The device's upgrade status; null until asked, or when it has no such route. */
   status: UpgradeStatus | null;
   /** The last upgrade's outcome until the upgrade control has shown it (once per browser). */
   outcome: UpgradeOutcome | null;
 }
 
-/** Which of start's checks failed: the signature, the package's files (firmware), or both. */
-export type FailedCheck = 'signature' | 'firmware' | 'both' | null;
+/**
+ * Which of start's checks failed: the signature, or the package's files (firmware). Our device
+ * stops at the first failed check, so an untrusted signature comes with firmware_valid false
+ * too (its files were never read): that is the signature's failure.
+ */
+export type FailedCheck = 'signature' | 'firmware' | null;
 
-/** What start answered, for the toast (SPEC 4 step 4). */
+/** What start answered, for the toast (SPEC 4 step 4), or the downgrade to confirm. */
 export type StartOutcome =
-  { kind: 'started' } | { kind: 'failed'; check: FailedCheck; message: string };
+  | { kind: 'started' }
+  | { kind: 'failed'; check: FailedCheck; message: string }
+  | { kind: 'downgrade'; packageVersion: string; localVersion: string };
 
 function initialState(): UpgradeState {
   return {
@@ -76,6 +94,7 @@ function initialState(): UpgradeState {
     controlOpen: false,
     confirm: null,
     askCancelDownload: false,
+    downgrade: null,
     status: null,
     outcome: null,
   };
@@ -85,6 +104,8 @@ let state: UpgradeState = initialState();
 const listeners = new Set<() => void>();
 let pollTimer: ReturnType<typeof setInterval> | null = null;
 let polling = false;
+/** The download's size at the last poll, and how many polls since have seen it unchanged. */
+let lastGrowth = { size: -1, still: 0 };
 
 function set(patch: Partial<UpgradeState>): void {
   state = { ...state, ...patch };
@@ -192,6 +213,14 @@ async function pollOnce(): Promise<void> {
       set({ download: { status: 'none', size: 0, total: 0, failed: true } });
       return;
     }
+    // Counted in polls (each at least DOWNLOAD_POLL_MS after the last), not by the clock.
+    if (info.size !== lastGrowth.size) lastGrowth = { size: info.size, still: 0 };
+    else if (++lastGrowth.still >= DOWNLOAD_STALL_MS / DOWNLOAD_POLL_MS) {
+      // Not moving: no download is running there (or it is lost); stop asking.
+      stopPolling();
+      set({ download: { status: 'none', size: 0, total: 0, failed: true } });
+      return;
+    }
     if (info.size >= info.total_size) {
       stopPolling();
       set({
@@ -208,8 +237,10 @@ async function pollOnce(): Promise<void> {
   }
 }
 
+/** Polls download_info every second while a download runs, and only then. */
 function startPolling(): void {
   stopPolling();
+  lastGrowth = { size: -1, still: 0 };
   pollTimer = setInterval(() => void pollOnce(), DOWNLOAD_POLL_MS);
 }
 
@@ -277,11 +308,24 @@ export async function uploadFirmware(file: File): Promise<void> {
 }
 
 function describeFailure(result: UpgradeStartResult): StartOutcome {
-  const signature = result.signature_valid === false;
-  const firmware = result.firmware_valid === false;
   const check: FailedCheck =
-    signature && firmware ? 'both' : signature ? 'signature' : firmware ? 'firmware' : null;
+    result.signature_valid === false
+      ? 'signature'
+      : result.firmware_valid === false
+        ? 'firmware'
+        : null;
   return { kind: 'failed', check, message: result.message ?? '' };
+}
+
+/** The device's 409 for an older release (UpgradeDowngradeError), with its two versions. */
+function downgradeOf(err: unknown): StartOutcome | null {
+  if (!(err instanceof ApiError) || err.error !== 'UpgradeDowngradeError') return null;
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
+  return {
+    kind: 'downgrade',
+    packageVersion: str(err.details['package_version']),
+    localVersion: str(err.details['local_version']),
+  };
 }
 
 function writeSession(key: string, value: string | null | undefined): void {
@@ -298,7 +342,10 @@ function writeSession(key: string, value: string | null | undefined): void {
  * start answered (session storage); the version before it and save_config are kept too, for
  * devices whose status has no outcome (another version answering = done).
  */
-export async function runUpgrade(saveConfig: boolean): Promise<StartOutcome> {
+export async function runUpgrade(
+  saveConfig: boolean,
+  opts: { allowDowngrade?: boolean } = {},
+): Promise<StartOutcome> {
   let from = state.compare?.local_version;
   if (!from)
     from = await getVersion().then(
@@ -310,22 +357,40 @@ export async function runUpgrade(saveConfig: boolean): Promise<StartOutcome> {
   // A previous upgrade's id must not be taken for this one's.
   writeSession(UPGRADE_ID_KEY, null);
   writeSession(UPGRADE_TO_KEY, null);
-  set({ confirm: null, askCancelDownload: false });
+  set({ confirm: null, askCancelDownload: false, downgrade: null });
   try {
-    const result = await startUpgrade(saveConfig);
+    const result = await startUpgrade(saveConfig, opts.allowDowngrade === true);
     if (result.status !== 'Upgrade started') return describeFailure(result);
     writeSession(UPGRADE_ID_KEY, result.id);
     writeSession(UPGRADE_TO_KEY, result.version);
     return { kind: 'started' };
   } catch (err) {
+    const downgrade = downgradeOf(err);
+    if (downgrade?.kind === 'downgrade') {
+      // Asked in a dialog of its own (UpgradeHost); confirming starts again with the flag.
+      set({
+        downgrade: {
+          packageVersion: downgrade.packageVersion,
+          localVersion: downgrade.localVersion,
+          saveConfig,
+        },
+      });
+      return downgrade;
+    }
     return { kind: 'failed', check: null, message: errorMessage(err, '') };
   }
+}
+
+/** The admin did not confirm the downgrade: nothing is installed, the package stays. */
+export function dismissDowngrade(): void {
+  set({ downgrade: null });
 }
 
 /** Tests: back to a fresh console. */
 export function resetUpgradeStore(): void {
   stopPolling();
   polling = false;
+  lastGrowth = { size: -1, still: 0 };
   firmwareUploader.cancel();
   firmwareUploader.clear();
   state = initialState();
