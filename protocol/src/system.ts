@@ -215,6 +215,30 @@ export interface WifiStatus {
   adapter: 'nmcli' | 'test-radio' | 'none';
   /** Shown to the user: 'No Wi-Fi adapter', 'Test radio (simulated)', the interface name. */
   adapter_label: string;
+  /**
+   * The label as a code the console translates (issue 21 item 17): `test_radio`, `no_adapter`;
+   * null when the label is a name (the interface) or a driver's own reason, shown as it is.
+   */
+  adapter_label_code?: WifiAdapterLabelCode | null;
+}
+
+export type WifiAdapterLabelCode = 'test_radio' | 'no_adapter';
+
+/** The English labels that have a code (the drivers' texts), and their codes. */
+export const WIFI_ADAPTER_LABELS: Readonly<Record<WifiAdapterLabelCode, string>> = {
+  test_radio: 'Test radio (simulated)',
+  no_adapter: 'No Wi-Fi adapter',
+};
+
+/** The code of a status's label, from the driver's kind and text. */
+export function wifiAdapterLabelCode(
+  status: Pick<WifiStatus, 'adapter' | 'adapter_label'>,
+): WifiAdapterLabelCode | null {
+  if (status.adapter === 'test-radio') return 'test_radio';
+  if (status.adapter === 'none' && status.adapter_label === WIFI_ADAPTER_LABELS.no_adapter) {
+    return 'no_adapter';
+  }
+  return null;
 }
 
 export interface WifiNetwork {

@@ -50,6 +50,8 @@ describe('/api/repeater on the testbed (test radio)', () => {
         state: 0,
         adapter: 'test-radio',
         adapter_label: 'Test radio (simulated)',
+        // the code the console translates (issue 21 item 17)
+        adapter_label_code: 'test_radio',
         enabled: true,
       },
     });

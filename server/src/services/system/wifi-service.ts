@@ -9,6 +9,7 @@ import {
   WIFI_KEY_MIN,
   WIFI_SSID_MAX_BYTES,
   isValidWpaKey,
+  wifiAdapterLabelCode,
   wifiSsidProblem,
   type SavedWifiNetwork,
   type WifiConnectResult,
@@ -82,8 +83,10 @@ export class WifiService {
     private readonly log: Logger,
   ) {}
 
-  status(): Promise<WifiStatus> {
-    return this.driver.status();
+  /** The driver's status, with its label's code for the console to translate. */
+  async status(): Promise<WifiStatus> {
+    const status = await this.driver.status();
+    return { ...status, adapter_label_code: wifiAdapterLabelCode(status) };
   }
 
   /** At most one scan runs; callers meanwhile get its answer. */

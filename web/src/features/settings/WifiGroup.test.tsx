@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { WifiNetwork, WifiStatus } from '@kvm/protocol/system';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
+import zh from '../../i18n/zh.json';
+import { i18n } from '../../i18n';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { click, typeInto } from '../system/test-utils';
@@ -164,5 +166,31 @@ describe('WifiGroup', () => {
     expect(view.byTestId('wifi-status')?.textContent).toBe('No Wi-Fi adapter');
     expect(view.byTestId('wifi-scan')).toBeNull();
     expect(view.byTestId('wifi-enable')?.hasAttribute('disabled')).toBe(true);
+  });
+
+  it("translates the server's adapter label code; a name without one stays as it is", async () => {
+    stubFetch({
+      '/api/repeater/get_status': () =>
+        envelope(200, { ...STATUS, adapter_label_code: 'test_radio' }),
+      '/api/repeater/get_saved_ap_list': () => envelope(200, { ap_list: [] }),
+    });
+    await i18n.changeLanguage('zh');
+    try {
+      view = await renderGroup();
+      const label = view.byTestId('wifi-adapter')?.textContent;
+      expect(label).toBe(zh.settings.wifi.adapterLabel.test_radio);
+      expect(label).not.toBe('Test radio (simulated)');
+    } finally {
+      await i18n.changeLanguage('en');
+    }
+    view.unmount();
+    stubFetch({
+      '/api/repeater/get_status': () =>
+        envelope(200, { ...STATUS, adapter: 'nmcli', adapter_label: 'wlan0' }),
+      '/api/repeater/get_saved_ap_list': () => envelope(200, { ap_list: [] }),
+    });
+    view = await renderGroup();
+    expect(view.byTestId('wifi-adapter')?.textContent).toBe('wlan0');
+    expect(en.settings.wifi.adapterLabel.test_radio).toBe('Test radio (simulated)');
   });
 });

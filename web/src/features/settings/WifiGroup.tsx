@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { Button, Space, Spin, Switch, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
-import type { WifiState as WifiWireState } from '@kvm/protocol/system';
+import type { WifiAdapterLabelCode, WifiState as WifiWireState } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
@@ -24,6 +24,12 @@ const STATE_TEXT: Record<WifiWireState, I18nKey> = {
 };
 
 /** SPEC 2 settings: Wi-Fi (scan, known and available networks, join, disconnect, forget). */
+/** The server's label codes (protocol/system.ts) as texts of this console. */
+const ADAPTER_LABEL_TEXT: Record<WifiAdapterLabelCode, I18nKey> = {
+  test_radio: 'settings.wifi.adapterLabel.test_radio',
+  no_adapter: 'settings.wifi.adapterLabel.no_adapter',
+};
+
 export default function WifiGroup() {
   const { t } = useTranslation();
   const message = useMessage();
@@ -81,7 +87,11 @@ export default function WifiGroup() {
               data-state={status.state}
               data-ssid={connected ?? ''}
             >
-              <span data-testid="wifi-adapter">{status.adapter_label}</span>
+              <span data-testid="wifi-adapter" data-label-code={status.adapter_label_code ?? ''}>
+                {status.adapter_label_code
+                  ? t(ADAPTER_LABEL_TEXT[status.adapter_label_code])
+                  : status.adapter_label}
+              </span>
               {!noAdapter && (
                 <>
                   {' · '}
