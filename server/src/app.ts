@@ -469,7 +469,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   hidRoutes(app, { hid: ctx.hid, keymaps: ctx.keymaps, defaultKeymap: config.hid.keymap });
   atxRoutes(app, ctx.atx);
   wolRoutes(app, ctx.wol);
-  switchRoutes(app);
+  switchRoutes(app, ctx);
   fingerbotRoutes(app, ctx.fingerbot);
   msdRoutes(app, ctx.msd);
   gpioRoutes(app, gpio);

@@ -205,6 +205,12 @@ const configSchema = z.strictObject({
   device: z
     .strictObject({
       model: z.enum(DEVICE_MODELS).default('RM1'),
+      /**
+       * Serve kvmd 4.2xx's PiKVM Switch API (`/api/switch*`, an empty chain whose colors and
+       * EDIDs are kept) for PiKVM clients. GL has it only on a model with a Switch (RM4PE,
+       * none of these), so off by default: the routes are then unknown (404), as on GL.
+       */
+      pikvm_switch: z.boolean().default(false),
       country_code: z
         .string()
         .regex(/^[A-Z]{2}$/)

@@ -1,34 +1,34 @@
 /**
- * `/api/switch*` (kvmd 4.2xx, PiKVM Switch): this device never has a Switch, so it answers as
- * kvmd does with an empty chain. `GET /api/switch` is the empty state (protocol/switch.ts; the
- * PiKVM UI then hides its Switch menu). Every action checks its arguments as kvmd does (400
- * naming the argument) and then, like kvmd with no Switch on the port, has nothing to act on:
- * it answers `{}`. The only EDID is `default`, so changing or removing any other is kvmd's
- * SwitchUnknownEdidError, and creating one (which kvmd would keep for a later Switch) is
- * SwitchNotFoundError: nothing is stored here.
+ * `/api/switch*` (kvmd 4.2xx, PiKVM Switch), served only with `device.pikvm_switch: true`
+ * (issue 21, item 8). GL registers these routes only on a model with a Switch (the RM4PE; kvmd's
+ * `SwitchApi` is added when `get_hw_model() == "rm4pe"`), and none of SPEC's models (RM1, RM1PE,
+ * RM10) has one: by default every `/api/switch*` path is an unknown route (after the session
+ * check, 404 in the envelope), so GL's Home Assistant integration does not take the device for
+ * a 4-port switch. Turned on, for PiKVM clients, it answers as kvmd 4.2xx with nothing on the
+ * chain: `GET /api/switch` is the empty chain's state with the kept colors and EDIDs (the
+ * PiKVM UI hides its Switch menu without ports); every action checks its arguments as kvmd
+ * does (400 naming the argument); the settings kvmd keeps for a later Switch (`set_colors`,
+ * `edids/create|change|remove`) are kept in `<data>/switch.json` (issue 21, item 12); the rest
+ * has nothing to act on and answers `{}`.
  */
 import type { FastifyInstance } from 'fastify';
 import { ATX_BUTTONS, ATX_POWER_ACTIONS } from '@kvm/protocol';
-import { noSwitchState } from '@kvm/protocol/switch';
-import { BadRequestError } from '../errors';
+import type { AppConfig } from '../config';
+import {
+  SWITCH_COLOR_ROLES,
+  SwitchSettings,
+  SwitchUnknownEdidError,
+  type SwitchColorRole,
+} from '../services/switch/switch-settings';
 import { bool, fail, oneOf } from '../validators';
 
-/** kvmd: `No specified EDID ID found`. */
-export class SwitchUnknownEdidError extends BadRequestError {
-  static override readonly defaultMessage = 'No specified EDID ID found';
-}
-
-/** Ours: an operation that would keep something for a Switch that is not there. */
-export class SwitchNotFoundError extends BadRequestError {
-  static override readonly defaultMessage = 'No PiKVM Switch is connected';
-}
+export { SwitchUnknownEdidError } from '../services/switch/switch-settings';
 
 type Query = Record<string, unknown>;
 
 const EDID_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EDID_DATA_RE = /^([0-9a-f]{256}|[0-9a-f]{512})$/i;
 const COLOR_RE = /^[0-9a-f]{6}:[0-9a-f]{2}:[0-9a-f]{4}$/i;
-const COLOR_ROLES = ['inactive', 'active', 'flashing', 'beacon', 'bootloader'] as const;
 
 function given(q: Query, key: string): boolean {
   return q[key] !== undefined;
@@ -77,10 +77,17 @@ function portName(value: unknown): string {
   return text('name', value, 'switch port name').replace(/\s+/g, ' ').slice(0, 255).trim();
 }
 
-export function switchRoutes(app: FastifyInstance): void {
+export function switchRoutes(
+  app: FastifyInstance,
+  ctx: { config: Pick<AppConfig, 'data_dir' | 'device'> },
+): void {
+  if (!ctx.config.device.pikvm_switch) return;
   const q = (request: { query: unknown }) => request.query as Query;
+  let opened: Promise<SwitchSettings> | null = null;
+  const settings = (): Promise<SwitchSettings> =>
+    (opened ??= SwitchSettings.open(ctx.config.data_dir, app.log));
 
-  app.get('/api/switch', async () => noSwitchState());
+  app.get('/api/switch', async () => (await settings()).state());
 
   app.post('/api/switch/set_active_prev', async () => ({}));
   app.post('/api/switch/set_active_next', async () => ({}));
@@ -102,9 +109,7 @@ export function switchRoutes(app: FastifyInstance): void {
   app.post('/api/switch/set_port_params', async (request) => {
     const query = q(request);
     port(query);
-    if (given(query, 'edid_id') && edidId(query['edid_id'], true) !== 'default') {
-      throw new SwitchUnknownEdidError();
-    }
+    const edid = given(query, 'edid_id') ? edidId(query['edid_id'], true) : null;
     if (given(query, 'dummy')) bool('dummy', query['dummy']);
     if (given(query, 'name')) portName(query['name']);
     for (const key of [
@@ -114,17 +119,24 @@ export function switchRoutes(app: FastifyInstance): void {
     ]) {
       if (given(query, key)) num(key, query[key], 'ATX delay', { min: 0, max: 10 });
     }
+    // kvmd: an EDID the library does not have is refused; with no port there is nothing to assign
+    if (edid !== null && edid !== 'default' && !(await settings()).has(edid)) {
+      throw new SwitchUnknownEdidError();
+    }
     return {};
   });
 
   app.post('/api/switch/set_colors', async (request) => {
     const query = q(request);
-    for (const role of COLOR_ROLES) {
+    const values: Partial<Record<SwitchColorRole, string>> = {};
+    for (const role of SWITCH_COLOR_ROLES) {
       if (!given(query, role)) continue;
       const v = text(role, query[role], 'switch color');
       if (!COLOR_RE.test(v) && v.toLowerCase() !== 'default')
         fail(role, query[role], 'switch color');
+      values[role] = v;
     }
+    await (await settings()).setColors(values);
     return {};
   });
 
@@ -138,24 +150,27 @@ export function switchRoutes(app: FastifyInstance): void {
   app.post('/api/switch/edids/create', async (request) => {
     const query = q(request);
     const name = text('name', query['name'], 'string');
-    if (name === '') fail('name', query['name'], 'string');
-    edidData(query['data']);
-    throw new SwitchNotFoundError();
+    // kvmd: any non-empty text; ours at most 255 characters, as a port name
+    if (name === '' || name.length > 255) fail('name', query['name'], 'string');
+    const data = edidData(query['data']);
+    return { id: await (await settings()).createEdid(name, data) };
   });
 
   app.post('/api/switch/edids/change', async (request) => {
     const query = q(request);
-    edidId(query['id'], false);
-    if (given(query, 'name')) portName(query['name']);
-    if (given(query, 'data')) edidData(query['data']);
-    // Only `default` exists, and it is refused above: every other id is unknown.
-    if (given(query, 'name') || given(query, 'data')) throw new SwitchUnknownEdidError();
+    const id = edidId(query['id'], false);
+    const name = given(query, 'name') ? portName(query['name']) : undefined;
+    const data = given(query, 'data') ? edidData(query['data']) : undefined;
+    // kvmd changes nothing (and checks no id) when neither is given
+    if (name !== undefined || data !== undefined) {
+      await (await settings()).changeEdid(id, name, data);
+    }
     return {};
   });
 
   app.post('/api/switch/edids/remove', async (request) => {
-    edidId(q(request)['id'], false);
-    throw new SwitchUnknownEdidError();
+    await (await settings()).removeEdid(edidId(q(request)['id'], false));
+    return {};
   });
 
   app.post('/api/switch/atx/power', async (request) => {
