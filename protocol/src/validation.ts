@@ -28,6 +28,37 @@ export function isFiniteNumber(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value);
 }
 
+/** A decimal number as text: sign, digits, fraction, exponent (no hex, no Infinity, no `_`). */
+const DECIMAL_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/**
+ * SPEC 5's numeric check for text off a form or a query: the finite number `text` spells
+ * (surrounding blanks ignored), or null. `Number()` alone would take `''`, `0x1f`, `1e999`
+ * (Infinity) or `Infinity` itself; this takes decimals only, and only finite ones.
+ */
+export function parseFiniteNumber(text: unknown): number | null {
+  if (typeof text === 'number') return isFiniteNumber(text) ? text : null;
+  if (typeof text !== 'string') return null;
+  const trimmed = text.trim();
+  if (!DECIMAL_TEXT.test(trimmed)) return null;
+  const value = Number(trimmed);
+  return isFiniteNumber(value) ? value : null;
+}
+
+/**
+ * SPEC 5's text pattern: ASCII letters, digits, the space and `. , _ - + @ : / ( ) #`. For free
+ * text that reaches a device file or a message someone else reads (USB function names, SCSI
+ * vendor, support contact): no quotes, no shell or markup characters, no control characters.
+ */
+export const PLAIN_TEXT_PATTERN = /^[A-Za-z0-9 .,_\-+@:/()#]*$/;
+/** The punctuation PLAIN_TEXT_PATTERN allows, for messages. */
+export const PLAIN_TEXT_PUNCTUATION = '. , _ - + @ : / ( ) #';
+
+/** SPEC 5: `text` is a string of PLAIN_TEXT_PATTERN characters, at most `max` long. */
+export function isPlainText(text: unknown, max = Number.POSITIVE_INFINITY): text is string {
+  return typeof text === 'string' && text.length <= max && PLAIN_TEXT_PATTERN.test(text);
+}
+
 /**
  * A WPA key (IEEE 802.11i): a passphrase of 8 to 63 printable ASCII characters (0x20-0x7e), or
  * the pre-shared key itself as 64 hex digits. Anything else (a line break, a control character,

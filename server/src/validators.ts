@@ -2,6 +2,7 @@
  * kvmd-style argument validators (wire-protocol.md 1.1). Each names the argument in its
  * message; hidden arguments (passwords, codes, tokens) never echo their value.
  */
+import { isPlainText, parseFiniteNumber, PLAIN_TEXT_PUNCTUATION } from '@kvm/protocol';
 import { ValidatorError } from './errors';
 
 type Raw = unknown;
@@ -63,6 +64,46 @@ export function int(
   if (opts.min !== undefined && n < opts.min) fail(name, value, `int >= ${opts.min}`);
   if (opts.max !== undefined && n > opts.max) fail(name, value, `int <= ${opts.max}`);
   return n;
+}
+
+/**
+ * A finite decimal number (SPEC 5's numeric check: `parseFiniteNumber`), within [min, max];
+ * `what` names the kind in the message (kvmd's `float >= 0` and the like).
+ */
+export function float(
+  name: string,
+  value: Raw,
+  opts: { min?: number; max?: number; fallback?: number; what?: string } = {},
+): number {
+  if ((value === undefined || value === '') && opts.fallback !== undefined) return opts.fallback;
+  const n = typeof value === 'string' ? parseFiniteNumber(value) : null;
+  const what =
+    opts.what ??
+    (opts.min !== undefined && opts.max !== undefined
+      ? `float in [${opts.min}, ${opts.max}]`
+      : opts.min !== undefined
+        ? `float >= ${opts.min}`
+        : 'float');
+  if (n === null) return fail(name, value, what);
+  if (opts.min !== undefined && n < opts.min) fail(name, value, what);
+  if (opts.max !== undefined && n > opts.max) fail(name, value, what);
+  return n;
+}
+
+/**
+ * Free text SPEC 5's text pattern allows (`isPlainText`): ASCII letters, digits, the space and
+ * some punctuation, at most `max` characters.
+ */
+export function plainText(name: string, value: Raw, opts: { max: number }): string {
+  const v = str(name, value);
+  if (!isPlainText(v, opts.max)) {
+    fail(
+      name,
+      value,
+      `text (at most ${opts.max} ASCII letters, digits, spaces and ${PLAIN_TEXT_PUNCTUATION})`,
+    );
+  }
+  return v;
 }
 
 /** One of a fixed set of strings. */

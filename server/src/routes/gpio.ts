@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { GPIO_CHANNEL_MAX, GPIO_CHANNEL_RE } from '@kvm/protocol';
 import type { GpioService } from '../services/gpio/gpio-service';
-import { bool, fail } from '../validators';
+import { bool, fail, float } from '../validators';
 
 function channelArg(value: unknown): string {
   if (typeof value !== 'string') return fail('channel', value, 'GPIO channel');
@@ -15,14 +15,7 @@ function channelArg(value: unknown): string {
 
 /** kvmd's valid_float_f0: a finite number >= 0; absent means the channel's default. */
 function delayArg(value: unknown): number {
-  if (value === undefined || value === '') return 0;
-  // Python's float(): digits with an optional fraction and exponent.
-  const n =
-    typeof value === 'string' && /^\s*\+?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(value)
-      ? Number(value)
-      : NaN;
-  if (!Number.isFinite(n) || n < 0) return fail('delay', value, 'float >= 0');
-  return n;
+  return float('delay', value, { min: 0, fallback: 0, what: 'float >= 0' });
 }
 
 export function gpioRoutes(app: FastifyInstance, gpio: GpioService): void {

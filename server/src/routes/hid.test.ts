@@ -235,6 +235,17 @@ describe('/api/hid', () => {
       payload: 'a',
     });
     expect(res.statusCode).toBe(400);
+    // SPEC 5's numeric check: a delay is a finite decimal (Number() alone took 0x0).
+    for (const delay of ['0x0', '0b1', 'Infinity', '1e999', '0.0.1']) {
+      res = await app.inject({
+        method: 'POST',
+        url: `/api/hid/print?limit=1&delay=${encodeURIComponent(delay)}`,
+        headers: { token, 'content-type': 'text/plain' },
+        payload: 'a',
+      });
+      expect(res.statusCode, delay).toBe(400);
+      expect(res.json().result.error_msg, delay).toMatch(/^The argument 'delay'.* float in \[0, /);
+    }
     res = await app.inject({
       method: 'POST',
       url: '/api/hid/print',

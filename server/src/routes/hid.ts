@@ -20,7 +20,7 @@ import { TextKeyEvents } from '@kvm/protocol/hid/keymap';
 import { ConflictError, ValidatorError } from '../errors';
 import type { HidService, PasteStop } from '../services/hid/hid-service';
 import { UnknownKeymapError, type KeymapStore } from '../services/hid/keymap-store';
-import { bool, fail, int, str } from '../validators';
+import { bool, fail, float, int, str } from '../validators';
 
 /** kvmd's default `limit` of /hid/print; 0 means no limit (up to PRINT_MAX_CHARS). */
 export const PRINT_DEFAULT_LIMIT = 1024;
@@ -58,9 +58,7 @@ function clampedInt(name: string, value: unknown, min: number, max: number): num
 
 /** A float in [0, max] seconds (kvmd's `delay`). */
 function seconds(name: string, value: unknown, max: number): number {
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
-  if (!Number.isFinite(n) || n < 0 || n > max) fail(name, value, `float in [0, ${max}]`);
-  return n;
+  return float(name, value, { min: 0, max });
 }
 
 function charsetOf(contentType: string | undefined): string {

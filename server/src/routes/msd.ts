@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MSD_NDJSON_EOL, checkImagePrefix, type MsdWriteRemoteRecord } from '@kvm/protocol';
 import { ApiError, ValidatorError, errorBody, toHttp } from '../errors';
-import { bool, fail, str } from '../validators';
+import { bool, fail, float, str } from '../validators';
 import { imageNameOf, storedName } from '../services/msd/image-names';
 import type { MsdService } from '../services/msd/msd-service';
 import { parseHttpUrl } from '../services/msd/remote';
@@ -42,16 +42,12 @@ function contentLength(request: FastifyRequest): number {
 
 /** kvmd's float_f01 (≥ 0.1 s), capped at WRITE_REMOTE_TIMEOUT_MAX_S. */
 function timeoutSeconds(value: unknown): number {
-  if (value === undefined || value === '') return WRITE_REMOTE_TIMEOUT_S;
-  const n = typeof value === 'string' && value.trim() !== '' ? Number(value.trim()) : Number.NaN;
-  if (!Number.isFinite(n) || n < WRITE_REMOTE_TIMEOUT_MIN_S || n > WRITE_REMOTE_TIMEOUT_MAX_S) {
-    fail(
-      'timeout',
-      value,
-      `float between ${WRITE_REMOTE_TIMEOUT_MIN_S} and ${WRITE_REMOTE_TIMEOUT_MAX_S}`,
-    );
-  }
-  return n;
+  return float('timeout', value, {
+    min: WRITE_REMOTE_TIMEOUT_MIN_S,
+    max: WRITE_REMOTE_TIMEOUT_MAX_S,
+    fallback: WRITE_REMOTE_TIMEOUT_S,
+    what: `float between ${WRITE_REMOTE_TIMEOUT_MIN_S} and ${WRITE_REMOTE_TIMEOUT_MAX_S}`,
+  });
 }
 
 export function msdRoutes(app: FastifyInstance, msd: MsdService): void {

@@ -235,6 +235,12 @@ describe('/api/support', () => {
     const noMessage = await send({ message: '  ', contact: 'x' }, []);
     expect(noMessage.statusCode).toBe(400);
     expect(noMessage.json().result.error_msg).toMatch(/^message:/);
+    // SPEC 5's text pattern on the contact (an email address or a phone number)
+    for (const contact of ['me@x.com\nBcc: y@z', '<script>alert(1)</script>', '"a" b']) {
+      const bad = await send({ message: 'm', contact }, []);
+      expect(bad.statusCode, contact).toBe(400);
+      expect(bad.json().result.error_msg).toMatch(/^contact: only ASCII letters, digits/);
+    }
     const fake = await send({ message: 'm' }, [
       { field: 'image1', filename: 'x.png', data: Buffer.from('MZ not an image') },
     ]);

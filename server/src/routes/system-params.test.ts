@@ -86,6 +86,10 @@ describe('/api/system/get_param and set_param', () => {
       [`otg_product=${'p'.repeat(127)}`, /^otg_product must be at most 126 characters$/],
       [`mic_name=${'m'.repeat(127)}`, /^mic_name parameter must be at most 126/],
       ['flash_vendor=TooLongVendor', /^flash_vendor parameter must be at most 8/],
+      // SPEC 5's text pattern for the names that reach the USB gadget
+      ['mic_name=Desk%0Amic', /^mic_name parameter may only contain ASCII letters, digits/],
+      ['mic_name=%22mic%22', /^mic_name parameter may only contain ASCII letters, digits/],
+      ['cdrom_vendor=A%24B', /^cdrom_vendor parameter may only contain ASCII letters/],
       ['otg_serial=a%20b', /^otg_serial may only contain/],
       ['privacy_restore=perhaps', /^privacy_restore parameter must be a boolean/],
     ];

@@ -5,6 +5,7 @@
  */
 import { readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isPlainText, PLAIN_TEXT_PUNCTUATION } from '@kvm/protocol';
 import { IsBusyError, NotFoundError, ServiceUnavailableError, ValidatorError } from '../../errors';
 import type { Logger } from '../../log';
 import { atomicWriteFile } from '../../storage/atomic';
@@ -59,6 +60,11 @@ export function validateSupport(req: SupportRequest): void {
     throw new ValidatorError(`message: at most ${SUPPORT_MESSAGE_MAX_CHARS} characters`);
   if (req.contact.length > SUPPORT_CONTACT_MAX_CHARS)
     throw new ValidatorError(`contact: at most ${SUPPORT_CONTACT_MAX_CHARS} characters`);
+  // SPEC 5's text pattern: an email address or a phone number reaches whoever reads the bundle.
+  if (!isPlainText(req.contact))
+    throw new ValidatorError(
+      `contact: only ASCII letters, digits, spaces and ${PLAIN_TEXT_PUNCTUATION}`,
+    );
   if (req.images.length > SUPPORT_MAX_IMAGES)
     throw new ValidatorError(`images: at most ${SUPPORT_MAX_IMAGES} images`);
   for (const image of req.images) {

@@ -14,7 +14,9 @@ import {
   DEVICE_IDENTITY_PRESETS,
   deviceIdentityPreset,
   formatUsbId,
+  isPlainText,
   matchIdentityPreset,
+  PLAIN_TEXT_PUNCTUATION,
   parseUsbId,
   validateUsbIdentity,
   type DeviceIdentityPreset,
@@ -129,9 +131,9 @@ function parseStored(raw: unknown, defaults: StoredParams): StoredParams {
     otg_product_id: id('otg_product_id'),
     otg_serial: text('otg_serial', usbOk('otg_serial')),
     msd_partition: text('msd_partition', bounded),
-    cdrom_vendor: text('cdrom_vendor', bounded),
-    flash_vendor: text('flash_vendor', bounded),
-    mic_name: text('mic_name', bounded),
+    cdrom_vendor: text('cdrom_vendor', (v) => bounded(v) && isPlainText(v)),
+    flash_vendor: text('flash_vendor', (v) => bounded(v) && isPlainText(v)),
+    mic_name: text('mic_name', (v) => bounded(v) && isPlainText(v)),
     privacy_enable: flag(r['privacy_enable'], defaults.privacy_enable),
     privacy_restore: flag(r['privacy_restore'], defaults.privacy_restore),
     otg_functions: functions,
@@ -393,8 +395,14 @@ export class IdentityService {
         if (raw.length > max) {
           throw new BadRequestError(`${key} parameter must be at most ${max} characters`);
         }
-        if (!/^[\x20-\x7e]*$/.test(raw)) {
-          throw new BadRequestError(`${key} parameter may only contain printable ASCII`);
+        // msd_partition is a path; the names reach the USB gadget (SPEC 5's text pattern).
+        const ok = key === 'msd_partition' ? /^[\x20-\x7e]*$/.test(raw) : isPlainText(raw);
+        if (!ok) {
+          throw new BadRequestError(
+            key === 'msd_partition'
+              ? `${key} parameter may only contain printable ASCII`
+              : `${key} parameter may only contain ASCII letters, digits, spaces and ${PLAIN_TEXT_PUNCTUATION}`,
+          );
         }
       }
       next[key] = raw;

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { Alert, Button, Input, Progress, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { isPlainText, PLAIN_TEXT_PUNCTUATION } from '@kvm/protocol/validation';
 import { errorMessage } from '../../lib/api';
 import {
   downloadSupportBundle,
@@ -47,6 +48,10 @@ export default function SupportForm() {
   const submit = async () => {
     setResult(null);
     if (message.trim() === '') return setError(t('help.messageRequired'));
+    // SPEC 5's text pattern: an email address or a phone number, nothing that is markup.
+    if (!isPlainText(contact)) {
+      return setError(t('help.contactInvalid', { punctuation: PLAIN_TEXT_PUNCTUATION }));
+    }
     setError(null);
     setSending(true);
     setPercent(0);

@@ -4,6 +4,7 @@ import { useTranslation } from 'react-i18next';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { MOUSE_MODES, SCROLL_MODES, type MouseMode, type ScrollMode } from '@kvm/protocol/enums';
 import { MOUSE_OUTPUT_ABSOLUTE, MOUSE_OUTPUT_RELATIVE } from '@kvm/protocol/hid/state';
+import { parseFiniteNumber } from '@kvm/protocol/validation';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
@@ -52,7 +53,8 @@ function NumberSetting(props: {
     if (clamped !== value) onCommit(clamped);
   };
   // The text in the field, not the last onChange: out-of-range text never reaches onChange.
-  const commitText = (text: string) => commit(text.trim() === '' ? null : Number(text));
+  // SPEC 5's numeric check: a finite decimal, or nothing is committed.
+  const commitText = (text: string) => commit(parseFiniteNumber(text));
   return (
     <Space>
       <InputNumber<number>

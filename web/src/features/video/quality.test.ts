@@ -75,7 +75,8 @@ describe('quality presets', () => {
     expect(parseNonNegativeNumber(' 1500 ')).toBe(1500);
     expect(parseNonNegativeNumber('12.5')).toBe(12.5);
     expect(parseNonNegativeNumber('1e3')).toBe(1000);
-    for (const bad of ['', ' ', '-1', 'abc', 'Infinity', 'NaN', '12px']) {
+    // SPEC 5's numeric check: decimals only (Number() took 0x10 as 16 and 1e999 as Infinity).
+    for (const bad of ['', ' ', '-1', 'abc', 'Infinity', 'NaN', '12px', '0x10', '0b11', '1e999']) {
       expect(parseNonNegativeNumber(bad), bad).toBeNull();
     }
   });

@@ -10,6 +10,7 @@ import { qualityPresetParams } from '@kvm/protocol/edid/presets';
 import { STREAM_QUALITIES, type StreamQuality } from '@kvm/protocol/enums';
 import type { StreamerParams, StreamerState } from '@kvm/protocol/streamer';
 import type { EdidState } from '@kvm/protocol/system';
+import { parseFiniteNumber } from '@kvm/protocol/validation';
 import { api } from '../../lib/api';
 import { writeStorage } from '../../lib/storage';
 import { saveConfig, useConfig } from '../config/config-store';
@@ -67,10 +68,8 @@ export function qualityParams(
  * the generic numeric check). Returns the number, or null when the text is not one.
  */
 export function parseNonNegativeNumber(text: string): number | null {
-  const trimmed = text.trim();
-  if (trimmed === '') return null;
-  const value = Number(trimmed);
-  return Number.isFinite(value) && value >= 0 ? value : null;
+  const value = parseFiniteNumber(text);
+  return value !== null && value >= 0 ? value : null;
 }
 
 /** The bitrate and gop running now: the streamer's, else the preset of the stored quality. */
