@@ -1,34 +1,92 @@
 /**
- * Wake-on-LAN from the console (testbed target): the device list with SPEC 5's rules and a real
- * magic packet, caught by a UDP socket on loopback standing in for the sleeping computer.
+ * Wake-on-LAN from the console (testbed target, default Wake-on-LAN config): the device list with
+ * SPEC 5's rules and a real magic packet. The packet leaves from the device's network namespace
+ * to its LAN's broadcast and is counted by a UDP listener in the LAN namespace; a listener on
+ * every address of this computer, on the same port, must see nothing. Without root (no
+ * namespaces) the console's wake answers that it cannot send, and still nothing reaches the host.
  */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
+import { netnsNames } from '../server/src/drivers/netns/netns-network';
 import type { Browser } from './fixtures/browser';
 import { byTestId, expectText, loginViaUi, startConsole, stopConsole } from './fixtures/console';
 import type { ServerProcess } from './fixtures/server';
 
+const run = promisify(execFile);
+const asRoot = process.getuid?.() === 0;
+
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
-let nic: Socket;
-const packets: Buffer[] = [];
+let hostNic: Socket;
+const hostPackets: Buffer[] = [];
+let lanListener: ChildProcess | null = null;
+const lanLines: string[] = [];
+let names: { dev: string; lan: string } | null = null;
+
+/** Prints `listening`, then `<sender> <hex>` per datagram; ends by itself after a minute. */
+const LISTEN_JS = `
+const s = require('node:dgram').createSocket('udp4');
+s.on('message', (m, r) => console.log(r.address + ' ' + m.toString('hex')));
+s.bind(Number(process.argv[1]), '0.0.0.0', () => console.log('listening'));
+setTimeout(() => process.exit(0), 60000);`;
+
+async function poll(what: string, pred: () => Promise<boolean> | boolean, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 beforeAll(async () => {
-  nic = createSocket('udp4');
-  nic.on('message', (msg) => packets.push(msg));
-  await new Promise<void>((r) => nic.bind(0, '127.0.0.1', r));
-  ({ server, browser, page } = await startConsole({
-    config: `wol:\n  address: 127.0.0.1\n  port: ${nic.address().port}\n`,
-  }));
+  hostNic = createSocket('udp4');
+  hostNic.on('message', (msg) => hostPackets.push(msg));
+  await new Promise<void>((r) => hostNic.bind(0, '0.0.0.0', r));
+  const port = hostNic.address().port;
+  ({ server, browser, page } = await startConsole({ config: `wol:\n  port: ${port}\n` }));
+  names = netnsNames(server.dataDir);
   await loginViaUi(page, server);
+  if (asRoot) {
+    // The testbed starts its namespaces at first use: ask for the network, wait for the lease.
+    await poll('the device lease', async () => {
+      const ip = await page.evaluate(async () => {
+        const res = await fetch('/api/system/get_network_config');
+        const body = (await res.json()) as { result?: { config?: { ip_address?: string } } };
+        return body.result?.config?.ip_address ?? '';
+      });
+      return /^192\.168\.8\./.test(ip);
+    });
+    lanListener = spawn(
+      'ip',
+      ['netns', 'exec', names.lan, process.execPath, '-e', LISTEN_JS, String(port)],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    lanListener.stdout!.setEncoding('utf8');
+    lanListener.stdout!.on('data', (d: string) => lanLines.push(...d.split('\n').filter(Boolean)));
+    await poll('the LAN listener', () => lanLines.includes('listening'), 20_000);
+  }
   await byTestId(page, 'toolbar-wol').click();
   await byTestId(page, 'wol-panel').waitFor({ state: 'visible' });
-}, 60_000);
+}, 90_000);
+
 afterAll(async () => {
-  nic.close();
+  lanListener?.kill('SIGKILL');
+  hostNic?.close();
   await stopConsole(browser, server);
+  // The server removes its namespaces when it stops; one that did not must not stay behind.
+  if (asRoot && names) {
+    const { stdout } = await run('ip', ['netns', 'list'], { timeout: 5_000 });
+    const left = stdout
+      .split('\n')
+      .map((l) => l.split(' ')[0] ?? '')
+      .filter((n) => n === names!.dev || n === names!.lan);
+    for (const ns of left) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
+    expect(left).toEqual([]);
+  }
 });
 
 async function add(p: Page, name: string, mac: string): Promise<void> {
@@ -38,7 +96,7 @@ async function add(p: Page, name: string, mac: string): Promise<void> {
 }
 
 describe('Wake-on-LAN', () => {
-  it('adds a device, refuses a bad or duplicate MAC, and wakes it with a magic packet', async () => {
+  it('adds a device, refuses a bad or duplicate MAC, and wakes it on the device network only', async () => {
     await add(page, 'Office PC', 'aa:bb:cc:dd:ee:0f');
     await byTestId(page, 'wol-row-AA:BB:CC:DD:EE:0F').waitFor({ state: 'visible' });
     await add(page, 'Broken', 'aa:bb:cc:dd:ee');
@@ -47,11 +105,21 @@ describe('Wake-on-LAN', () => {
     await expectText(page, 'A device with this MAC address already exists');
 
     await byTestId(page, 'wol-wake-AA:BB:CC:DD:EE:0F').click();
-    await expect.poll(() => packets.length, { timeout: 10_000 }).toBe(1);
-    const packet = packets[0]!;
-    expect(packet.length).toBe(102);
-    expect(packet.subarray(0, 6).toString('hex')).toBe('ffffffffffff');
-    expect(packet.subarray(6).toString('hex')).toBe('aabbccddee0f'.repeat(16));
+    if (asRoot) {
+      const packets = () => lanLines.filter((l) => l !== 'listening');
+      await poll('the packet in the LAN namespace', () => packets().length === 1, 15_000);
+      const [from, hex] = packets()[0]!.split(' ');
+      expect(from).toMatch(/^192\.168\.8\.1\d\d$/);
+      expect(hex).toBe('ff'.repeat(6) + 'aabbccddee0f'.repeat(16));
+    } else {
+      const error = await page.evaluate(async () => {
+        const res = await fetch('/api/wol/wake?mac=AA:BB:CC:DD:EE:0F', { method: 'POST' });
+        return ((await res.json()) as { result: { error: string } }).result.error;
+      });
+      expect(error).toBe('WolUnavailableError');
+    }
+    // the host's network never saw it (a listener on all of this computer's addresses)
+    expect(hostPackets).toHaveLength(0);
     const devices = await page.evaluate(async () => {
       const res = await fetch('/api/wol/devices');
       return ((await res.json()) as { result: { devices: unknown[] } }).result.devices;

@@ -41,6 +41,7 @@ import { GpioService } from './services/gpio/gpio-service';
 import { AtxService } from './services/atx/atx-service';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { WolService } from './services/wol/wol-service';
+import { wolSender } from './drivers/wol/select';
 import { HidService } from './services/hid/hid-service';
 import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/hid-wiring';
 import { JigglerSchedule, deviceMinuteOfDay } from './services/hid/jiggler-schedule';
@@ -254,7 +255,11 @@ export async function createContext(
     time: new TimeService({ clock: drivers.system.clock, log }),
     edid,
     atx: new AtxService(drivers.atx, log),
-    wol: await WolService.open(config.data_dir, config.wol),
+    wol: await WolService.open(
+      config.data_dir,
+      config.wol,
+      wolSender(config.wol, drivers.system.network),
+    ),
     fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
     requestRestart,
     config,

@@ -154,10 +154,19 @@ const configSchema = z.strictObject({
     .prefault({}),
   wol: z
     .strictObject({
-      /** Where magic packets go: the limited broadcast; tests aim at 127.0.0.1. */
+      /**
+       * Where magic packets go: 255.255.255.255 = the broadcast of the network they leave on;
+       * loopback tests aim at 127.0.0.1 (with `network: host`).
+       */
       address: z.ipv4().default('255.255.255.255'),
       port: z.number().int().min(1).max(65535).default(9),
-      /** Send from this network interface (to its subnet's broadcast); null = any. */
+      /**
+       * Which network they leave on: `device` = the device's, as its network driver has it
+       * (the developer targets' namespace; NetworkManager's = this computer's); `host` = this
+       * computer's network, whatever the driver (docs/drivers.md "Wake-on-LAN").
+       */
+      network: z.enum(['device', 'host']).default('device'),
+      /** With the host's network: send from this interface (to its subnet's broadcast). */
       interface: z.string().min(1).nullable().default(null),
     })
     .prefault({}),

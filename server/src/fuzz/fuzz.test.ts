@@ -32,7 +32,7 @@ beforeAll(async () => {
   process.on('uncaughtException', onCrash);
   dataDir = await tempDataDir();
   // Wake-on-LAN packets go to loopback, never to the LAN's broadcast address.
-  app = await newApp(dataDir, { wol: { address: '127.0.0.1', port: 9 } });
+  app = await newApp(dataDir, { wol: { network: 'host', address: '127.0.0.1', port: 9 } });
   token = await initAndLogin(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
 });

@@ -19,7 +19,7 @@ const BASIC = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
 beforeAll(async () => {
   app = await newAuthApp({
     passwords: FAST_HASHER,
-    overrides: { wol: { address: '127.0.0.1', port: 9 } },
+    overrides: { wol: { network: 'host', address: '127.0.0.1', port: 9 } },
   });
   await initAndLogin(app);
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -56,7 +56,7 @@ async function appWith(opts: { atx?: FakeAtx; wolPort?: number } = {}): Promise<
       target: 'testbed',
       webrtc: { stun_url: null },
       // The magic packet goes to a loopback listener of the test, never to the LAN.
-      wol: { address: '127.0.0.1', port: opts.wolPort ?? 9, interface: null },
+      wol: { network: 'host', address: '127.0.0.1', port: opts.wolPort ?? 9, interface: null },
     },
     loadConfigDefaults(),
   );

@@ -1,9 +1,13 @@
+import { execFile, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WOL_DEVICES_MAX, WOL_NAME_MAX } from '@kvm/protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
+import { netnsNames } from '../drivers/netns/netns-network';
+import { listNamespaces } from '../drivers/netns/test-support';
+import { findExecutable } from '../process/supervisor';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance;
@@ -24,7 +28,9 @@ describe('/api/wol', () => {
   it('keeps a device list with SPEC 5 rules and sends a real magic packet', async () => {
     const nic = await listener();
     const dataDir = await tempDataDir();
-    app = await newApp(dataDir, { wol: { address: '127.0.0.1', port: nic.port } });
+    app = await newApp(dataDir, {
+      wol: { network: 'host', address: '127.0.0.1', port: nic.port },
+    });
     const token = await initAndLogin(app);
     const post = (q: string) =>
       app.inject({ method: 'POST', url: `/api/wol/${q}`, headers: { token } });
@@ -66,7 +72,9 @@ describe('/api/wol', () => {
 
     // the list survives a restart
     await app.close();
-    app = await newApp(dataDir, { wol: { address: '127.0.0.1', port: nic.port } });
+    app = await newApp(dataDir, {
+      wol: { network: 'host', address: '127.0.0.1', port: nic.port },
+    });
     const again = await app.inject({ url: '/api/wol/devices', headers: { token } });
     expect(again.json().result.devices).toEqual([{ name: 'Desk', mac: 'AA:BB:CC:DD:EE:0F' }]);
     expect(
@@ -157,7 +165,7 @@ describe('/api/wol', () => {
   });
 
   it('reports a send failure', async () => {
-    app = await newApp(undefined, { wol: { interface: 'no-such-nic0' } });
+    app = await newApp(undefined, { wol: { network: 'host', interface: 'no-such-nic0' } });
     const token = await initAndLogin(app);
     const res = await app.inject({
       method: 'POST',
@@ -187,3 +195,155 @@ describe('GL /api/wol/list', () => {
     });
   });
 });
+
+/** A UDP socket on every address of this computer: a packet on the host's network would land. */
+async function hostListener(): Promise<{ port: number; packets: Buffer[]; close: () => void }> {
+  const socket = createSocket('udp4');
+  const packets: Buffer[] = [];
+  socket.on('message', (msg) => packets.push(msg));
+  await new Promise<void>((r) => socket.bind(0, '0.0.0.0', r));
+  return { port: socket.address().port, packets, close: () => socket.close() };
+}
+
+describe('Wake-on-LAN on the developer targets: the device network, never the host', () => {
+  it('a network not managed here cannot wake (400), and nothing reaches the host', async () => {
+    const host = await hostListener();
+    try {
+      app = await newApp(undefined, {
+        system: { network: 'disabled' },
+        wol: { address: '127.0.0.1', port: host.port },
+      });
+      const token = await initAndLogin(app);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/wol/wake?mac=AA:BB:CC:DD:EE:0F',
+        headers: { token },
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({
+        ok: false,
+        result: { error: 'WolUnavailableError' },
+      });
+      expect(res.json().result.error_msg).toMatch(/wol\.network: host/);
+      // a loopback packet would be here by now (the host test above polls for it)
+      await new Promise((r) => setTimeout(r, 300));
+      expect(host.packets).toHaveLength(0);
+    } finally {
+      host.close();
+    }
+  });
+});
+
+const missing = ['ip', 'dnsmasq', 'udhcpc'].filter((c) => !findExecutable(c));
+const skipReason =
+  process.getuid?.() !== 0
+    ? 'network namespaces need root'
+    : missing.length > 0
+      ? `${missing.join(', ')} missing`
+      : null;
+if (skipReason) console.warn(`wol.test.ts namespace tests skipped: ${skipReason}`);
+
+/** Prints `listening`, then the hex of each datagram with its sender, one per line. */
+const LISTEN_JS = `
+const s = require('node:dgram').createSocket('udp4');
+s.on('message', (m, r) => console.log(r.address + ' ' + m.toString('hex')));
+s.bind(Number(process.argv[1]), '0.0.0.0', () => console.log('listening'));
+setTimeout(() => process.exit(0), Number(process.argv[2]));`;
+
+/** A UDP listener inside namespace `ns` (ends by itself after `lifeMs`). */
+async function namespaceListener(
+  ns: string,
+  port: number,
+  lifeMs = 60_000,
+): Promise<{ lines: string[]; stop: () => void }> {
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', ns, process.execPath, '-e', LISTEN_JS, String(port), String(lifeMs)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: string[] = [];
+  let err = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const stop = () => child.kill('SIGKILL');
+  try {
+    await vi.waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`listener in ${ns} exited: ${err}`);
+        expect(lines).toContain('listening');
+      },
+      { timeout: 20_000, interval: 50 },
+    );
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { lines: lines, stop };
+}
+
+describe.skipIf(skipReason !== null)(
+  'Wake-on-LAN from the device namespace (testbed, netns)',
+  () => {
+    let dataDir = '';
+    let stops: (() => void)[] = [];
+    afterEach(async () => {
+      for (const stop of stops) stop();
+      stops = [];
+      await app?.close();
+      // the namespaces go with the app; a failed close must not leave them behind
+      const names = netnsNames(dataDir);
+      for (const ns of [names.dev, names.lan]) {
+        if ((await listNamespaces()).includes(ns)) {
+          await new Promise((r) => execFile('ip', ['netns', 'del', ns], r));
+        }
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('sends from eth0 to the LAN broadcast, where the LAN namespace sees it, and not on the host', async () => {
+      const host = await hostListener();
+      stops.push(host.close);
+      dataDir = await tempDataDir();
+      // the default wol config but the port (9 may be taken on a CI machine)
+      app = await newApp(dataDir, { system: { network: 'netns' }, wol: { port: host.port } });
+      const token = await initAndLogin(app);
+      const names = netnsNames(dataDir);
+      // the namespaces start at first use; the device needs its lease to have a broadcast
+      await vi.waitFor(
+        async () => {
+          const res = await app.inject({
+            url: '/api/system/get_network_config',
+            headers: { token },
+          });
+          expect(res.json().result.config.ip_address).toMatch(/^192\.168\.8\./);
+        },
+        { timeout: 30_000, interval: 200 },
+      );
+      const lan = await namespaceListener(names.lan, host.port);
+      stops.push(lan.stop);
+
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/wol/wake?mac=aa:bb:cc:dd:ee:0f',
+        headers: { token },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().result.sent).toEqual({
+        mac: 'AA:BB:CC:DD:EE:0F',
+        address: '192.168.8.255',
+        port: host.port,
+      });
+      const packet = `ff`.repeat(6) + 'aabbccddee0f'.repeat(16);
+      await vi.waitFor(() => expect(lan.lines.filter((l) => l !== 'listening')).toHaveLength(1), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      const [from, hex] = lan.lines.find((l) => l !== 'listening')!.split(' ');
+      expect(from).toMatch(/^192\.168\.8\.1\d\d$/); // the device's DHCP address, eth0
+      expect(hex).toBe(packet);
+      // the host's own network saw nothing (a listener on all its addresses, same port)
+      expect(host.packets).toHaveLength(0);
+    }, 90_000);
+  },
+);

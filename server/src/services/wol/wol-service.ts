@@ -1,9 +1,9 @@
 /**
- * Wake-on-LAN: the device list kept in `<data_dir>/wol.json` and the magic packet, sent as a
- * UDP broadcast (port 9 by default) from the configured interface.
+ * Wake-on-LAN: the device list kept in `<data_dir>/wol.json` and the magic packet, a UDP
+ * datagram (port 9 by default) handed to the target's WolSender: from inside the device's
+ * network namespace on the developer targets, from this computer on a device whose network it is
+ * (drivers/wol/select.ts).
  */
-import { createSocket } from 'node:dgram';
-import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import {
   WOL_DEVICES_MAX,
@@ -14,21 +14,16 @@ import {
   wolNameProblem,
   type WolDevice,
 } from '@kvm/protocol';
-import {
-  ApiError,
-  BadRequestError,
-  InternalError,
-  NotFoundError,
-  ValidatorError,
-} from '../../errors';
+import { ApiError, BadRequestError, NotFoundError, ValidatorError } from '../../errors';
+import { WolSendError, type WolSender } from '../../drivers/wol/sender';
 import { JsonFile } from '../../storage/json-store';
 
+export { WolSendError, WolUnavailableError } from '../../drivers/wol/sender';
+
 export interface WolConfig {
-  /** Where the packet goes: the limited broadcast by default. */
+  /** Where the packet goes: the broadcast of the network it leaves on by default. */
   address: string;
   port: number;
-  /** Send from this interface (its IPv4 address, to its subnet's broadcast); null = any. */
-  interface: string | null;
 }
 
 export class WolDeviceExistsError extends BadRequestError {
@@ -40,12 +35,6 @@ export class WolDeviceExistsError extends BadRequestError {
 export class WolSameNameError extends BadRequestError {}
 
 export class WolDeviceNotFoundError extends NotFoundError {}
-
-export class WolSendError extends InternalError {
-  constructor(message: string) {
-    super(`The wake-up packet could not be sent: ${message}`);
-  }
-}
 
 /**
  * The stored list, held to the rules of `add`: a hand-edited or older file loses entries that
@@ -67,16 +56,6 @@ function parseDevices(raw: unknown): { devices: WolDevice[] } {
   return { devices };
 }
 
-/** The IPv4 address and subnet broadcast of a named interface. */
-export function interfaceBroadcast(name: string): { address: string; broadcast: string } {
-  const entry = networkInterfaces()[name]?.find((a) => a.family === 'IPv4');
-  if (!entry) throw new WolSendError(`no IPv4 address on interface ${name}`);
-  const ip = entry.address.split('.').map(Number);
-  const mask = entry.netmask.split('.').map(Number);
-  const broadcast = ip.map((b, i) => (b | (~mask[i]! & 0xff)) & 0xff).join('.');
-  return { address: entry.address, broadcast };
-}
-
 export class WolService {
   private devices: WolDevice[] = [];
   private chain: Promise<unknown> = Promise.resolve();
@@ -84,11 +63,12 @@ export class WolService {
   private constructor(
     private readonly file: JsonFile<{ devices: WolDevice[] }>,
     private readonly config: WolConfig,
+    private readonly sender: WolSender,
   ) {}
 
-  static async open(dataDir: string, config: WolConfig): Promise<WolService> {
+  static async open(dataDir: string, config: WolConfig, sender: WolSender): Promise<WolService> {
     const file = new JsonFile(join(dataDir, 'wol.json'), parseDevices);
-    const service = new WolService(file, config);
+    const service = new WolService(file, config, sender);
     service.devices = (await file.load()).devices;
     return service;
   }
@@ -136,34 +116,13 @@ export class WolService {
   /** Sends the magic packet for a known device (or any valid MAC). */
   async wake(macIn: string): Promise<{ mac: string; address: string; port: number }> {
     const mac = this.checkMac(macIn);
-    let { address } = this.config;
-    let bindAddress: string | undefined;
-    if (this.config.interface) {
-      const iface = interfaceBroadcast(this.config.interface);
-      bindAddress = iface.address;
-      if (address === '255.255.255.255') address = iface.broadcast;
-    }
-    const packet = magicPacket(mac);
-    const socket = createSocket('udp4');
+    const { port } = this.config;
     try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.bind({ address: bindAddress, port: 0 }, () => {
-          try {
-            socket.setBroadcast(true);
-          } catch (err) {
-            reject(err as Error);
-            return;
-          }
-          socket.send(packet, this.config.port, address, (err) => (err ? reject(err) : resolve()));
-        });
-      });
+      const { address } = await this.sender.send(magicPacket(mac), this.config.address, port);
+      return { mac, address, port };
     } catch (err) {
       throw err instanceof ApiError ? err : new WolSendError((err as Error).message);
-    } finally {
-      socket.close();
     }
-    return { mac, address, port: this.config.port };
   }
 
   private find(mac: string): WolDevice {
