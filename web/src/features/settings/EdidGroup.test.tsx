@@ -3,18 +3,20 @@ import { EDID_PRESETS } from '@kvm/protocol/edid/presets';
 import type { EdidState } from '@kvm/protocol/system';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
+import zh from '../../i18n/zh.json';
+import { i18n } from '../../i18n';
 import { stubFetch, envelope, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { chooseOption, click, typeInto } from '../system/test-utils';
-import EdidGroup from './EdidGroup';
+import EdidGroup, { presetLabel } from './EdidGroup';
 
 const P1080 = EDID_PRESETS.find((p) => p.key === 'E1920x1080')!;
 const P1600 = EDID_PRESETS.find((p) => p.key === 'E1600x1200')!;
 
-function edidRoutes(posts: RecordedRequest[], answer?: () => Response) {
+function edidRoutes(posts: RecordedRequest[], answer?: () => Response, fresh = false) {
   let state: EdidState = {
-    edid: P1600.content,
-    preset: P1600.key,
+    edid: fresh ? '' : P1600.content,
+    preset: fresh ? null : P1600.key,
     preferred: { width: 1600, height: 1200, hz: 60 },
     applies: 'power_cycle',
     pending: false,
@@ -112,5 +114,40 @@ describe('EdidGroup', () => {
     await vi.waitFor(() =>
       expect(document.body.textContent).toContain('EDID write failed: chip busy'),
     );
+  });
+
+  it('shows the default preset on a fresh device (nothing written yet) and says so', async () => {
+    const posts: RecordedRequest[] = [];
+    stubFetch(edidRoutes(posts, undefined, true));
+    view = await renderGroup();
+    expect(view.byTestId('edid-preset-field')?.dataset['value']).toBe('E1920x1080');
+    expect(view.byTestId('edid-preset')?.textContent).toContain(P1080.label);
+    expect(view.byTestId('edid-none-saved')?.textContent).toBe(en.settings.edid.noneSaved);
+    click(view, 'edid-apply');
+    await flush();
+    expect(new URLSearchParams(posts[0]?.body).get('edid')).toBe(P1080.content);
+    await vi.waitFor(() => expect(view?.byTestId('edid-none-saved')).toBeNull());
+  });
+
+  it("names the presets in the console's language from their keys (en: the server's labels)", async () => {
+    // en: every label as the server writes it (the keys carry the same facts)
+    for (const p of EDID_PRESETS) expect(presetLabel(p, i18n.t)).toBe(p.label);
+    expect(presetLabel({ ...P1080, key: 'other-device-7' }, i18n.t)).toBe(P1080.label);
+    stubFetch(edidRoutes([]));
+    view = await renderGroup();
+    view.unmount();
+    await i18n.changeLanguage('zh');
+    try {
+      view = await renderGroup();
+      const zhLabel = `1920x1080/${zh.settings.edid.displayOurs}/60Hz`;
+      await chooseOption(view, 'edid-preset', zhLabel);
+      const texts = [...document.querySelectorAll<HTMLElement>('.ant-select-item-option')].map(
+        (o) => o.textContent ?? '',
+      );
+      expect(texts.some((x) => x.includes('KVM Display') || x.includes('OV Monitor'))).toBe(false);
+      expect(texts).toContain(`2560x1440/${zh.settings.edid.displayOther}/60Hz`);
+    } finally {
+      await i18n.changeLanguage('en');
+    }
   });
 });

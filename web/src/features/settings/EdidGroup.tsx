@@ -1,6 +1,8 @@
 import { useEffect, useState } from 'react';
 import { Alert, Button, Input, Select, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import type { TFunction } from 'i18next';
+import type { EdidPreset } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
 import { EdidFormatError, EdidStore } from '../system/edid-store';
@@ -11,6 +13,24 @@ import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 const CUSTOM = 'custom';
 /** 512 hex characters plus generous whitespace: a bound on what the textarea holds. */
 const CUSTOM_MAX_CHARS = 2048;
+
+/** Our presets' keys (protocol/edid/presets.ts): `E<width>x<height>`, `_OV` the other vendor. */
+const PRESET_KEY = /^E(\d+)x(\d+)(_OV)?$/;
+
+/**
+ * A preset's name in this console's language, from its stable key (issue 21 item 17: the
+ * server's label is English); a key of another form (another device's list) keeps its label.
+ */
+export function presetLabel(preset: EdidPreset, t: TFunction): string {
+  const m = PRESET_KEY.exec(preset.key);
+  if (!m) return preset.label;
+  return t('settings.edid.presetLabel', {
+    width: m[1],
+    height: m[2],
+    hz: preset.hz,
+    display: t(m[3] ? 'settings.edid.displayOther' : 'settings.edid.displayOurs'),
+  });
+}
 
 /** SPEC 2/3 settings: display identity (EDID presets or custom hex, SPEC 5's check). */
 export default function EdidGroup() {
@@ -27,7 +47,11 @@ export default function EdidGroup() {
   }, [store]);
 
   const edid = state.edid;
-  const current = edid ? (edid.preset ?? (edid.edid ? CUSTOM : undefined)) : undefined;
+  // Nothing written yet (a fresh device): the box shows the default preset, which Apply writes,
+  // and a line says the display keeps its own identity until then.
+  const nothingSaved = edid !== null && !edid.edid;
+  const defaultPreset = state.presets.find((p) => p.is_default)?.key;
+  const current = edid ? (edid.preset ?? (edid.edid ? CUSTOM : defaultPreset)) : undefined;
   const selected = choice ?? current;
   const noDisplay = edid?.applies === 'none';
 
@@ -85,7 +109,7 @@ export default function EdidGroup() {
             value={selected}
             disabled={!edid || noDisplay || state.busy}
             options={[
-              ...state.presets.map((p) => ({ value: p.key, label: p.label })),
+              ...state.presets.map((p) => ({ value: p.key, label: presetLabel(p, t) })),
               { value: CUSTOM, label: t('settings.edid.custom') },
             ]}
             onChange={(value) => {
@@ -95,6 +119,15 @@ export default function EdidGroup() {
           />
         </div>
       </Field>
+      {nothingSaved && !noDisplay && (
+        <Typography.Paragraph
+          type="secondary"
+          data-testid="edid-none-saved"
+          style={{ fontSize: 12 }}
+        >
+          {t('settings.edid.noneSaved')}
+        </Typography.Paragraph>
+      )}
       {selected === CUSTOM && (
         <Field label={t('settings.edid.customHex')}>
           <Input.TextArea
