@@ -36,7 +36,11 @@ describe('config store', () => {
     expect(config).toMatchObject({ ...USER_CONFIG_DEFAULTS, language: 'zh', theme_mode: 1 });
     expect(config?.other_client_key).toBe('x');
     expect(useConfig.getState().status).toBe('ready');
-    expect(usePreferences.getState()).toEqual({ language: 'zh', themeMode: 1 });
+    expect(usePreferences.getState()).toEqual({
+      language: 'zh',
+      formatLocale: 'zh-CN',
+      themeMode: 1,
+    });
     expect(localStorage.getItem(STORAGE_KEYS.language)).toBe('zh');
     expect(localStorage.getItem(STORAGE_KEYS.themeMode)).toBe('1');
   });

@@ -4,6 +4,7 @@ import { useTranslation } from 'react-i18next';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import type { MsdMode } from '@kvm/protocol/enums';
 import { readStorage, writeStorage } from '../../lib/storage';
+import { useDateTimeFormat } from '../preferences/preferences-store';
 import { formatBytes } from './format';
 import { isIsoName, isoList, mountImage, type MsdImage } from './msd-store';
 import { Section } from './Section';
@@ -20,6 +21,7 @@ function ImageRow(props: {
 }) {
   const { t } = useTranslation();
   const { token } = theme.useToken();
+  const formatDate = useDateTimeFormat();
   const { image } = props;
   return (
     <div
@@ -38,7 +40,7 @@ function ImageRow(props: {
           {image.name}
         </Typography.Text>
         <Typography.Text type="secondary" style={{ fontSize: 12 }}>
-          {formatBytes(image.size)} · {new Date(image.mod_ts * 1000).toLocaleString()}
+          {formatBytes(image.size)} · {formatDate(image.mod_ts * 1000)}
         </Typography.Text>
         <div>
           {props.inUse ? (
