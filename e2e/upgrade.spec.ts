@@ -123,6 +123,52 @@ describe('upgrade through the console', () => {
     expect(server.log).toContain(`upgrade to ${next} is healthy and kept`);
   }, 180_000);
 
+  it('after it, About fits the window, names the version and the device, and its upgrade control is idle', async () => {
+    // Issue 21: download_info kept the old package's size, the console polled it every second
+    // for as long as the page was open, and About showed an empty bar with Upload disabled.
+    const polls: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (r.url().includes('/api/upgrade/download_info')) polls.push(r.url());
+    };
+    page.on('request', onRequest);
+    try {
+      await byTestId(page, 'help-button').click();
+      await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
+      // The running version in the upgrade control's spelling; a device id, not the host name.
+      expect(await byTestId(page, 'about-version').textContent()).toBe(next);
+      expect(await byTestId(page, 'about-device-id').textContent()).toMatch(
+        /^[0-9A-F]{4}(-[0-9A-F]{4}){3}$/,
+      );
+      expect(await byTestId(page, 'upgrade-download-progress').count()).toBe(0);
+      expect(await byTestId(page, 'upgrade-upload').isEnabled()).toBe(true);
+      // The whole dialog inside the 1366 x 800 window (its body scrolls).
+      const box = await page.evaluate(() => {
+        const modal = document
+          .querySelector('[data-testid="upgrade-control"]')
+          ?.closest('.ant-modal');
+        const r = modal?.getBoundingClientRect();
+        return r ? { top: r.top, bottom: r.bottom, window: window.innerHeight } : null;
+      });
+      expect(box).not.toBeNull();
+      expect(box!.window).toBe(800);
+      expect(box!.top).toBeGreaterThanOrEqual(0);
+      expect(box!.bottom).toBeLessThanOrEqual(800);
+      // Nothing is downloading: nothing is polled. Absence needs a window to look in: 3.5 s
+      // would hold three polls of the old console (one a second).
+      await page.waitForTimeout(3_500);
+      expect(polls).toEqual([]);
+    } finally {
+      page.off('request', onRequest);
+    }
+    const info = await page.evaluate(async () => {
+      const res = await fetch('/api/upgrade/download_info');
+      return ((await res.json()) as { result: unknown }).result;
+    });
+    expect(info).toEqual({ size: 0, total_size: 0 });
+    await page.keyboard.press('Escape');
+    await byTestId(page, 'upgrade-control').waitFor({ state: 'detached', timeout: 10_000 });
+  }, 60_000);
+
   it('rolls back a version whose server exits at start, and /upgrading says why', async () => {
     await byTestId(page, 'help-button').click();
     await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
