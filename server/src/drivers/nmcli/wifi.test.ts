@@ -310,7 +310,7 @@ describe('NmcliWifi', () => {
     const d = await started(
       nm({
         connect: fail(
-          'Error: Connection activation failed: No suitable device found for this connection (device wlan0 not available because profile is not compatible with device (no compatible access point)).',
+          'Error: Connection activation failed: No suitable device found for this connection (device wlan0 not available because profile is not compatible with device (no compatible access point found)).',
           4,
         ),
       }),

@@ -99,7 +99,11 @@ export function encryptionOfKeyMgmt(keyMgmt: string): string {
  * after failed handshakes), hence a key given reads as the key's fault.
  */
 export function wifiFailType(message: string, keyGiven: boolean): 'not-found' | 'key' | null {
-  if (/No network with SSID|No access point with BSSID|no compatible access point/i.test(message)) {
+  if (
+    /No network with SSID|No access point with BSSID|no compatible access point|access point not found/i.test(
+      message,
+    )
+  ) {
     return 'not-found';
   }
   if (
