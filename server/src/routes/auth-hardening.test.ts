@@ -362,7 +362,12 @@ describe('failed logins are logged', () => {
       ip: '127.0.0.1',
       factor: 'password',
     });
-    expect(locked[0]).toMatchObject({ level: 40, locked_s: 600 });
+    // the seconds still locked when the failure is logged, after the password check: on a
+    // loaded machine that check alone can take over a second
+    expect(locked[0]).toMatchObject({ level: 40 });
+    const lockedS = (locked[0] as { locked_s: number }).locked_s;
+    expect(lockedS).toBeGreaterThan(590);
+    expect(lockedS).toBeLessThanOrEqual(600);
     for (const word of secretWords) expect(log.text).not.toContain(word);
 
     // a wrong user name is said so (the answer to the client stays a plain 403)
