@@ -3,6 +3,7 @@
  * in every case, the checks before anything is touched, the verified unpack into the idle slot,
  * the trial record the launcher boots from, and the exit that hands over.
  */
+import { createPrivateKey } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,12 @@ import type { AppContext } from '../context';
 import { keepTrial } from '../install/boot';
 import { readTrial, setCurrent, writeOutcome, type InstallLayout } from '../install/install-dir';
 import { loadConfigDefaults } from '../paths';
-import { makePackage, makeTree } from '../services/upgrade/test-package';
+import {
+  craftManifest,
+  craftPackage,
+  makePackage,
+  makeTree,
+} from '../services/upgrade/test-package';
 
 let work = '';
 /** Packages: good (V0.2.0, trusted key), stranger (another key), torn (a flipped byte). */
@@ -224,6 +230,53 @@ describe('POST /api/upgrade/start', () => {
       status: 'Upgrade failed',
       firmware_valid: false,
     });
+  });
+
+  it('refuses an unsigned gzip bomb and a signed package naming a path outside the release tree', async () => {
+    const GiB = 1024 * 1024 * 1024;
+    const bomb = join(work, 'bomb.pkg');
+    await craftPackage(
+      bomb,
+      craftManifest([{ path: 'server/dist/main.js', size: 4 * GiB }]),
+      null,
+      [{ path: 'server/dist/main.js', zeros: 4 * GiB }],
+    );
+    const key = createPrivateKey(await readFile(join(work, 'k.key')));
+    const outside = join(work, 'outside.pkg');
+    const files = [
+      { path: 'package.json', data: '{"version":"0.2.0"}' },
+      { path: 'server/dist/main.js', data: 'x' },
+      { path: 'server/launcher.js', data: 'process.exit(0)' },
+    ];
+    await craftPackage(outside, craftManifest(files), key, files);
+    for (const [pkg, answer] of [
+      [
+        bomb,
+        {
+          signature_valid: false,
+          firmware_valid: false,
+          message: 'the signature is not from a trusted key',
+        },
+      ],
+      [
+        outside,
+        {
+          signature_valid: true,
+          firmware_valid: false,
+          message:
+            'manifest: "server/launcher.js" is outside package.json, server/dist and web/dist',
+        },
+      ],
+    ] as const) {
+      const s = await setup({ pkg });
+      expect(await s.post('/api/upgrade/start')).toMatchObject({
+        status: 'Upgrade failed',
+        ...answer,
+      });
+      expect(readTrial(s.layout)).toBeNull();
+      expect(await readdir(join(s.layout.installDir, 'slots')).catch(() => [])).toEqual([]);
+      await teardown();
+    }
   });
 
   it('refuses an older release with 409 until the admin confirms the downgrade (issue 21)', async () => {

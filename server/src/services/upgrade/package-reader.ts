@@ -214,6 +214,7 @@ export async function verifyPackage(
   const budgetMs = opts.budgetMs ?? VERIFY_BUDGET_MS;
   const began = now();
   let manifestData: Buffer | null = null;
+  let manifestError: Refused | null = null;
   let expected = new Map<string, ManifestFile>();
   const done = new Set<string>();
 
@@ -281,10 +282,12 @@ export async function verifyPackage(
       manifestData = Buffer.concat(meta);
       try {
         result.manifest = parseManifest(manifestData);
+        expected = new Map(result.manifest.files.map((f) => [f.path, f]));
       } catch (e) {
-        throw new Refused((e as Error).message);
+        // Said after the signature: a signed manifest naming a path outside the release tree
+        // is a trusted package that is refused, an unsigned one is refused for its signature.
+        manifestError = new Refused((e as Error).message);
       }
-      expected = new Map(result.manifest.files.map((f) => [f.path, f]));
     } else if (index === 2) {
       const sig = Buffer.from(Buffer.concat(meta).toString('ascii').trim(), 'base64');
       result.signature_valid = trustedKeys.some((k) => {
@@ -298,6 +301,7 @@ export async function verifyPackage(
       if (!result.signature_valid && !opts.allowUnsigned) {
         throw new Refused('the signature is not from a trusted key');
       }
+      if (manifestError) throw manifestError;
       const problem = manifestProblem(result.manifest!);
       if (problem) throw problem;
     } else {
