@@ -56,12 +56,46 @@ describe('detectEmbedKind', () => {
   });
 });
 
+/** An iframe of the device https://kvm.lan whose parent has `parent` as origin. */
+function framed(parent: string | null, how: 'ancestors' | 'referrer' = 'ancestors') {
+  return fakeWindow({
+    top: {},
+    location: {
+      search: '',
+      origin: 'https://kvm.lan',
+      ...(how === 'ancestors' && parent !== null ? { ancestorOrigins: [parent] } : {}),
+    },
+    document: { referrer: how === 'referrer' && parent !== null ? `${parent}/page?x=1` : '' },
+  });
+}
+
 describe('EmbedBridge.post', () => {
-  it('posts objects to the parent frame with target *', () => {
-    const win = fakeWindow({ top: {} });
-    const bridge = new EmbedBridge(win);
-    expect(bridge.post({ type: 'login_success', token: 't' })).toBe(true);
-    expect(win.parent.postMessage).toHaveBeenCalledWith({ type: 'login_success', token: 't' }, '*');
+  it("posts to the parent frame's own origin, the token only to its own origin or an official host", () => {
+    const LOGIN = { type: 'login_success', token: 't' } as const;
+    for (const parent of ['https://kvm.lan', 'https://www.glkvm.com', 'https://cloud.gl-inet.cn']) {
+      const win = framed(parent);
+      expect(new EmbedBridge(win).post(LOGIN)).toBe(true);
+      expect(win.parent.postMessage).toHaveBeenCalledWith(LOGIN, parent);
+    }
+    // Another embedder the administrator allowed learns of the login, not the token.
+    for (const parent of [
+      'https://intranet.example',
+      'http://www.glkvm.com',
+      'https://evilglkvm.com',
+    ]) {
+      const win = framed(parent, 'referrer');
+      new EmbedBridge(win).post(LOGIN);
+      expect(win.parent.postMessage).toHaveBeenCalledWith({ type: 'login_success' }, parent);
+    }
+    // The parent's origin unknown (referrer hidden): nothing secret, addressed to any.
+    const hidden = framed(null);
+    new EmbedBridge(hidden).post(LOGIN);
+    expect(hidden.parent.postMessage).toHaveBeenCalledWith({ type: 'login_success' }, '*');
+    new EmbedBridge(hidden).post({ type: 'open_window_url', url: '/webterm' });
+    expect(hidden.parent.postMessage).toHaveBeenCalledWith(
+      { type: 'open_window_url', url: '/webterm' },
+      '*',
+    );
   });
 
   it('posts JSON strings to webviews', () => {
@@ -101,9 +135,12 @@ describe('EmbedBridge.post', () => {
 
   it('asks the host for downloads only when embedded', () => {
     expect(new EmbedBridge(fakeWindow()).requestDownload('/x')).toBe(false);
-    const win = fakeWindow({ top: {} });
+    const win = framed('https://app.example');
     expect(new EmbedBridge(win).requestDownload('/x')).toBe(true);
-    expect(win.parent.postMessage).toHaveBeenCalledWith({ type: 'download_file', url: '/x' }, '*');
+    expect(win.parent.postMessage).toHaveBeenCalledWith(
+      { type: 'download_file', url: '/x' },
+      'https://app.example',
+    );
   });
 });
 

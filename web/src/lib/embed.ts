@@ -2,7 +2,14 @@
  * Embedded mode (SPEC 1): the console may run inside an iframe or a desktop/mobile webview. It
  * then tells the host application about things the host must do itself (open a window, save a
  * file) and about a successful login, and the host may tune the connection-lost overlay.
+ *
+ * An iframe's messages go to the parent's own origin (a parent that navigated away must not
+ * get them; `*` only when the browser hides that origin). The session token of `login_success` goes only to a parent the
+ * console trusts with it: its own origin or an official host (SPEC 9, protocol/hosts.ts);
+ * another embedder the administrator allowed (`server.frame_ancestors`) learns of the login
+ * without the token. Webviews are the host application itself.
  */
+import { isOfficialOrigin } from '@kvm/protocol/hosts';
 
 /** Messages to the host application (SPEC 1). */
 export type HostMessage =
@@ -18,7 +25,15 @@ export interface EmbedWindow {
   self: unknown;
   top: unknown;
   parent: { postMessage(message: unknown, targetOrigin: string): void };
-  location: { search: string };
+  location: {
+    search: string;
+    /** The console's own origin. */
+    origin?: string;
+    /** Chromium and Safari: the origins of the frames above, the parent's first. */
+    ancestorOrigins?: ArrayLike<string>;
+  };
+  /** The parent's address when the browser tells (the referrer policy may hide it). */
+  document?: { referrer: string };
   /** react-native-webview injects this. */
   ReactNativeWebView?: { postMessage(data: string): void };
   /** Microsoft WebView2 (desktop hosts). */
@@ -86,6 +101,25 @@ export function parseHostSettings(data: unknown): { showRefreshOnConnectionLost?
   return out;
 }
 
+/** The parent frame's origin: `ancestorOrigins`, else the referrer's; null when unknown. */
+export function parentOrigin(win: EmbedWindow): string | null {
+  const ancestor = win.location.ancestorOrigins?.[0];
+  if (ancestor && ancestor !== 'null') return ancestor;
+  const referrer = win.document?.referrer;
+  if (!referrer) return null;
+  try {
+    const origin = new URL(referrer).origin;
+    return origin === 'null' ? null : origin;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the session token may go to a parent of `origin` (see the file comment). */
+export function trustsParentWithToken(win: EmbedWindow, origin: string): boolean {
+  return origin === win.location.origin || isOfficialOrigin(origin);
+}
+
 export class EmbedBridge {
   private readonly win: EmbedWindow;
   private snapshot: EmbedSnapshot;
@@ -112,8 +146,9 @@ export class EmbedBridge {
   };
 
   /**
-   * Posts to the host. iframe: `parent.postMessage(msg, '*')` (the host's origin is unknown);
-   * webviews: their own postMessage with a JSON string. Returns false when there is no host.
+   * Posts to the host. iframe: `parent.postMessage(msg, <the parent's origin>)`, the token of
+   * `login_success` only to a trusted parent; webviews: their own postMessage with a JSON
+   * string. Returns false when nothing was posted.
    */
   post(message: HostMessage): boolean {
     const { win } = this;
@@ -125,18 +160,23 @@ export class EmbedBridge {
         win.chrome?.webview?.postMessage(JSON.stringify(message));
         return true;
       case 'iframe':
-        win.parent.postMessage(message, '*');
-        return true;
+        return this.postToParent(message);
       case 'query':
         // `embedded=1` without a detectable channel: try the parent if there is one.
-        if (inIframe(win)) {
-          win.parent.postMessage(message, '*');
-          return true;
-        }
-        return false;
+        return inIframe(win) && this.postToParent(message);
       case null:
         return false;
     }
+  }
+
+  private postToParent(message: HostMessage): boolean {
+    const origin = parentOrigin(this.win);
+    // An unknown parent (its referrer hidden) gets what holds no secret, addressed to any.
+    const trusted = origin !== null && trustsParentWithToken(this.win, origin);
+    const sent: HostMessage | { type: 'login_success' } =
+      message.type === 'login_success' && !trusted ? { type: 'login_success' } : message;
+    this.win.parent.postMessage(sent, origin ?? '*');
+    return true;
   }
 
   /** Applies a message from the host; returns whether it was a settings message. */
