@@ -8,6 +8,7 @@ import { Field } from './Field';
 import { clearPendingPassword, getPendingPassword } from './pending-login';
 import { twoFaCodeError } from './twofa-code';
 import { useFinishLogin, useLoginErrorToast } from './use-finish-login';
+import { rememberUsedCode, wasCodeJustUsed } from './dynamic-code';
 
 /** SPEC 2 /twofactor: the 6-digit code for the password typed on /login. */
 export default function TwoFactorPage() {
@@ -33,10 +34,17 @@ export default function TwoFactorPage() {
       setError(t(invalid));
       return;
     }
+    // The server would refuse it as used (and count it towards the lock): not sent.
+    if (wasCodeJustUsed(code)) {
+      setError(t('twofa.codeUsed'));
+      return;
+    }
     setError(null);
     setBusy(true);
     try {
-      finishLogin(await loginWithTwoFa(password, code, remember));
+      const result = await loginWithTwoFa(password, code, remember);
+      rememberUsedCode(code);
+      finishLogin(result);
     } catch (err) {
       showLoginError(err, true);
     } finally {

@@ -7,6 +7,7 @@ import { api, ApiError, errorMessage } from '../../lib/api';
 import { fetchTwoFaState } from '../session/session-actions';
 import { useSession } from '../session/session-store';
 import { twoFaCodeError } from '../auth/twofa-code';
+import { forgetUsedCode, rememberUsedCode, wasCodeJustUsed } from '../auth/dynamic-code';
 import { qrDataUrl } from './qr';
 import { useMessage } from '../../components/notify';
 
@@ -61,6 +62,7 @@ export function TwoFaSettings() {
     setBusy(true);
     try {
       await api.get('/2fa/init', { query: { secret: enrolment.secret, key: code } });
+      rememberUsedCode(code);
       useSession.setState({ twofaEnabled: true });
       setEnrolment(null);
       void message.success(t('settings.security.twofaEnabledToast'));
@@ -78,6 +80,11 @@ export function TwoFaSettings() {
       setOffCodeError(t(invalid));
       throw new Error(invalid); // Keeps the confirmation open.
     }
+    if (wasCodeJustUsed(offCode)) {
+      // Just used to log in or to turn 2FA on: the server would take it for a wrong one.
+      setOffCodeError(t('twofa.codeUsed'));
+      throw new Error('twofa.codeUsed'); // Keeps the confirmation open.
+    }
     setOffCodeError(null);
     try {
       await api.get('/2fa/delete', { query: { code: offCode } });
@@ -87,6 +94,7 @@ export function TwoFaSettings() {
       else void message.error(errorMessage(err, t('common.settingFailed')));
       throw err;
     }
+    forgetUsedCode();
     useSession.setState({ twofaEnabled: false });
     setConfirmOff(false);
     setOffCode('');
