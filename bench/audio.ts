@@ -14,14 +14,25 @@
  * Full mode: the built server in a process of its own on the QEMU target (ServerProcess) with
  * `enable_mic` stored before its start; the guest's `tone`/`hear` commands are typed on its
  * serial shell (run/serial.sock) and answer on run/serial.log, polled every 2 ms.
- * - audio_latency_ms: the guest's `tone start 1000` line seen on the serial log (it prints it
+ * - audio_latency_ms: the guest's `tone start <hz>` line seen on the serial log (it prints it
  *   right before its first sample; 16 characters at 115200 baud, ~1.4 ms) to the first block in
- *   the page with the 1 kHz level at 0.1 or more (the tone is ~0.5): p50 of 12 (budget 150).
+ *   the page with the tone's level at 0.1 or more (the tone is ~0.5): p50 of 12 (budget 150).
  *   `audio_latency_from_command_ms` counts from the serial command written instead (the
  *   guest's process start included).
- * - mic_latency_ms: `hear 700 5` typed in the guest and 700 ms for it to start recording (it
- *   prints nothing then), then the page's oscillator on at 700 Hz (the page's epoch
- *   time of the gain change) to `heard 700` seen on the serial log: p50 of 12 (budget 200).
+ * - mic_latency_ms: `hear <hz> 5` typed in the guest, its `hear start <hz> <rms>` once it
+ *   records, then the page's oscillator on at <hz> (the page's epoch time of the gain change)
+ *   to `heard <hz>` seen on the serial log: p50 of 12 (budget 200).
+ * - Every sample is provably its own (issue 21: a run once gave mic_latency_ms 3.1 with a p95
+ *   of 501, a `heard` line printed before the tone was on and seen at the first poll): each
+ *   has a frequency no earlier sample used (speakerHz, micHz), silence is proved before it (the
+ *   page's received RMS under -40 dBFS for 100 ms; the guest's first 20 ms of recording), and
+ *   what is detected must come after its own command (the page: a block after the tone was
+ *   asked for; the guest: nothing detected before the page's tone, `heard <hz>` printed after).
+ *   Samples that fail a proof are left out and counted: `audio_unattributed_samples`,
+ *   `mic_unattributed_samples` (0 expected; the notes say why), beside `..._missed`.
+ * - calibration_ms, calibration_cpu_ms (and their `_end_` twins), load_1m, cores:
+ *   lib.machineSpeed at the start and the end: how fast the machine was, so that a reader can
+ *   tell a slower machine from slower code (docs/webrtc.md, sound figures).
  * - audio_dropouts_60s: a 62 s `tone 1000` received by the page; from 0.5 s after its first
  *   block to 60 s later, runs of blocks whose 1 kHz level is under a third of the median level
  *   lasting 20 ms or more (four blocks, 21.3 ms): 0 expected. `audio_dropouts_source_60s`
@@ -71,6 +82,7 @@ import {
   shortMark,
   sized,
   SHORT,
+  machineSpeed,
 } from './lib';
 
 const PASSWORD = 'benchpass';
@@ -78,7 +90,16 @@ const SAMPLES = sized(12, 3);
 const DROPOUT_S = sized(60, 5);
 const CPU_MS = sized(10_000, 2_000);
 const SPEAKER_HZ = 1000;
-const MIC_HZ = 700;
+/**
+ * One frequency per sample, none heard before in the run, so that no sample can take a tone
+ * still sounding from an earlier one for its own: the speaker's 400 Hz apart (the page's 256-frame
+ * blocks tell frequencies apart from about 375 Hz), the microphone's 200 Hz apart (the guest's
+ * 20 ms windows: 100 Hz). Whole divisors of 48 kHz keep the guest's precomputed cycle short.
+ */
+const speakerHz = (i: number) => 600 + 400 * i;
+const micHz = (i: number) => 500 + 200 * i;
+/** Below this RMS (-40 dBFS; a tone is ~0.35) the page's received sound counts as silence. */
+const SILENCE_RMS = 0.01;
 /** A block in the page holds the tone from this level on (the tone is ~0.5). */
 const DETECT = 0.1;
 /** A gap: blocks under this share of the median level, this many in a row (21.3 ms). */
@@ -94,9 +115,18 @@ interface Target {
   tone(hz: number, ms: number): Promise<{ start: number; command: number }>;
   /** Waits until the tone played by `tone` is over. */
   toneDone(): Promise<void>;
-  /** Arms the microphone detector for `hz`; then `heard` answers when it came (epoch ms). */
-  armHear(hz: number): Promise<void>;
+  /**
+   * Waits (bounded) until the guest's input is silent, then arms the microphone detector for
+   * `hz` and answers once it records, with the RMS of its first 20 ms (the proof that nothing
+   * sounds at the guest's input before the page's tone).
+   */
+  armHear(hz: number): Promise<{ rms: number }>;
+  /** Something was detected since armHear, before the page's tone was on: not this sample's. */
+  heardEarly(): Promise<boolean>;
+  /** When `hz` was detected (epoch ms), counting only what the guest printed after this call. */
   heard(hz: number, timeoutMs: number): Promise<number>;
+  /** Waits until the detector armed last has ended (detected, or gave up). */
+  hearDone(): Promise<void>;
   /** The source's 1 kHz level per 256-frame block for `seconds` from now (QEMU only). */
   recordSource?: (seconds: number) => Promise<number[]>;
   /** Pids whose CPU counts as the server's sound. */
@@ -247,6 +277,7 @@ async function qemuTarget(): Promise<Target> {
     await serialWait(dir, 0, /guest ready/, 180_000, 200);
     let toneFrom = 0;
     let hearFrom = 0;
+    let heardFrom = 0;
     return {
       base: server.url,
       token,
@@ -267,22 +298,55 @@ async function qemuTarget(): Promise<Target> {
         await serialWait(dir, toneFrom, /tone end/, 130_000, 50);
       },
       async armHear(hz) {
+        // silence first: a tone the page sent before can still be on its way (a loaded machine
+        // delayed the microphone by 0.9 s, and the guest then heard the previous sample's tone
+        // as this one began): 40 ms probes until one records silence, for up to 10 s
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          const from = (await serialText(dir)).length;
+          await serialWrite(dir, `hear ${hz} 0.04`);
+          const { match } = await serialWait(
+            dir,
+            from,
+            new RegExp(`hear start ${hz} ([0-9.]+)`),
+            15_000,
+            5,
+          );
+          await serialWait(dir, from, /hear (end|none)/, 15_000, 5);
+          if (Number(match[1]) < SILENCE_RMS || Date.now() > deadline) break;
+          await wait(100);
+        }
         hearFrom = (await serialText(dir)).length;
         await serialWrite(dir, `hear ${hz} 5`);
-        // the guest prints nothing when it starts recording: time for its helper to start
-        await wait(700);
+        // the guest's `hear start <hz> <rms>` once it records (after its first 20 ms)
+        const { match } = await serialWait(
+          dir,
+          hearFrom,
+          new RegExp(`hear start ${hz} ([0-9.]+)`),
+          15_000,
+          5,
+        );
+        return { rms: Number(match[1]) };
+      },
+      async heardEarly() {
+        const text = await serialText(dir);
+        // what the guest prints from here on is the sample's: the page's tone comes next
+        heardFrom = text.length;
+        return /heard \d/.test(text.slice(hearFrom));
       },
       async heard(hz, timeoutMs) {
         const { seenAt } = await serialWait(
           dir,
-          hearFrom,
+          heardFrom,
           new RegExp(`heard ${hz}\\b`),
           timeoutMs,
           2,
         );
+        return seenAt;
+      },
+      async hearDone() {
         // the command's end, so the next one starts alone
         await serialWait(dir, hearFrom, /hear (end|none)/, 15_000, 50).catch(() => undefined);
-        return seenAt;
       },
       async cpuPids() {
         const pid = server.pid;
@@ -313,6 +377,7 @@ async function testbedTarget(): Promise<Target> {
     const sound = app.ctx.drivers.testbedAudio as TestbedAudio | undefined;
     if (!sound) throw new Error('the testbed has no testbedAudio driver');
     let toneEnd = 0;
+    let armed = 0;
     const closing = app;
     return {
       base,
@@ -326,9 +391,19 @@ async function testbedTarget(): Promise<Target> {
       async toneDone() {
         await wait(Math.max(0, toneEnd - performance.now()));
       },
-      async armHear() {
+      async armHear(hz) {
         sound.mark();
+        // the page sends silence all along: 100 ms of it decoded, then the level of this
+        // sample's frequency and of the previous one there (the testbed has no RMS to read)
+        await wait(100);
+        const rms = Math.max(sound.heard(hz).level, armed ? sound.heard(armed).level : 0);
+        armed = hz;
+        return { rms };
       },
+      async heardEarly() {
+        return armed !== 0 && sound.heard(armed).at !== null;
+      },
+      async hearDone() {},
       async heard(hz, timeoutMs) {
         const deadline = Date.now() + timeoutMs;
         for (;;) {
@@ -392,48 +467,104 @@ async function firstAbove(page: Page, since: number, timeoutMs: number): Promise
   }
 }
 
+/**
+ * Waits up to `timeoutMs` for 100 ms of the received sound under SILENCE_RMS (at least 10 of
+ * the page's blocks): the proof that no earlier tone still sounds. Answers whether it came.
+ */
+async function pageSilence(page: Page, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const l = (await page.evaluate('window.__kvmAudio.level(100)')) as {
+      blocks: number;
+      rms: number;
+    };
+    if (l.blocks >= 10 && l.rms < SILENCE_RMS) return true;
+    if (Date.now() > deadline) return false;
+    await wait(20);
+  }
+}
+
+/**
+ * The guest's tone to the page, SAMPLES times, each at its own frequency (speakerHz). A sample
+ * counts only when it is provably its own: silence in the page before its command, and its
+ * first block at its frequency after the command was written (the page cannot hear a
+ * frequency the guest was not yet asked to play). Others are `unattributed`, with the reason
+ * in the notes.
+ */
 async function speakerLatency(page: Page, t: Target, offset: number) {
   const fromTone: number[] = [];
   const fromCommand: number[] = [];
   let missed = 0;
+  let unattributed = 0;
+  const said: string[] = [];
   for (let i = 0; i < SAMPLES; i += 1) {
-    await page.evaluate(`window.__kvmAudio.listen(${SPEAKER_HZ})`);
+    const hz = speakerHz(i);
+    await page.evaluate(`window.__kvmAudio.listen(${hz})`);
+    const silent = await pageSilence(page, 3_000);
     const since = await pageNow(page);
-    const { start, command } = await t.tone(SPEAKER_HZ, 1000);
+    const { start, command } = await t.tone(hz, 1000);
     const at = await firstAbove(page, since, 5_000);
     await t.toneDone();
-    if (at === null) {
+    if (!silent) {
+      unattributed += 1;
+      said.push(`${hz} Hz: not silent before`);
+    } else if (at === null) {
       missed += 1;
-      continue;
+      said.push(`${hz} Hz: missed`);
+    } else if (at - offset < command) {
+      unattributed += 1;
+      said.push(`${hz} Hz: heard ${round(command - (at - offset))} ms before its command`);
+    } else {
+      fromTone.push(at - offset - start);
+      fromCommand.push(at - offset - command);
+      said.push(`${hz} Hz: ${round(at - offset - start)} ms`);
     }
-    fromTone.push(at - offset - start);
-    fromCommand.push(at - offset - command);
-    // silence between tones, so that every onset is one
-    await wait(300 + Math.random() * 200);
   }
-  note(`audio latency: ${fromTone.map((x) => round(x)).join(', ')} ms (${missed} missed)`);
-  return { fromTone, fromCommand, missed };
+  note(`audio latency: ${said.join(', ')} (${missed} missed, ${unattributed} unattributed)`);
+  return { fromTone, fromCommand, missed, unattributed };
 }
 
+/**
+ * The page's microphone to the guest, SAMPLES times, each at its own frequency (micHz). A
+ * sample counts only when it is provably its own: the guest's detector recorded silence first
+ * (its `hear start` RMS), detected nothing before the page's tone was on, and printed `heard`
+ * for this sample's frequency after that. Others are `unattributed`, the reason in the notes.
+ */
 async function micLatency(page: Page, t: Target, offset: number) {
   const times: number[] = [];
   let missed = 0;
+  let unattributed = 0;
+  const said: string[] = [];
   for (let i = 0; i < SAMPLES; i += 1) {
+    const hz = micHz(i);
     await page.evaluate('window.__kvmAudio.micTone(0)');
-    await wait(300);
-    await t.armHear(MIC_HZ);
-    const on = (await page.evaluate(`window.__kvmAudio.micTone(${MIC_HZ})`)) as number;
+    const { rms } = await t.armHear(hz);
+    const early = await t.heardEarly();
+    const on = (await page.evaluate(`window.__kvmAudio.micTone(${hz})`)) as number;
+    let heard: number | null = null;
     try {
-      const heard = await t.heard(MIC_HZ, 5_000);
-      times.push(heard - (on - offset));
+      heard = await t.heard(hz, 5_000);
     } catch (err) {
-      missed += 1;
       note(`mic sample ${i}: ${String(err).slice(0, 300)}`);
     }
+    await page.evaluate('window.__kvmAudio.micTone(0)');
+    await t.hearDone();
+    if (rms >= SILENCE_RMS) {
+      unattributed += 1;
+      said.push(`${hz} Hz: not silent before (${rms})`);
+    } else if (early) {
+      unattributed += 1;
+      said.push(`${hz} Hz: detected before the tone`);
+    } else if (heard === null) {
+      missed += 1;
+      said.push(`${hz} Hz: missed`);
+    } else {
+      times.push(heard - (on - offset));
+      said.push(`${hz} Hz: ${round(heard - (on - offset))} ms`);
+    }
   }
-  await page.evaluate('window.__kvmAudio.micTone(0)');
-  note(`mic latency: ${times.map((x) => round(x)).join(', ')} ms (${missed} missed)`);
-  return { times, missed };
+  note(`mic latency: ${said.join(', ')} (${missed} missed, ${unattributed} unattributed)`);
+  return { times, missed, unattributed };
 }
 
 /** Runs of low blocks of 20 ms or more in `seconds` of a steady tone; with the CPU meanwhile. */
@@ -487,6 +618,8 @@ async function listenerCpu(page: Page, t: Target): Promise<CpuUse> {
 }
 
 async function main(): Promise<Record<string, number | boolean>> {
+  const speed = machineSpeed();
+  note(`machine: ${JSON.stringify(speed)}`);
   const t = SHORT ? await testbedTarget() : await qemuTarget();
   const browser = await Browser.launch();
   try {
@@ -514,10 +647,12 @@ async function main(): Promise<Record<string, number | boolean>> {
       audio_latency_from_command_ms: round(median(speaker.fromCommand)),
       audio_latency_samples: speaker.fromTone.length,
       audio_latency_missed: speaker.missed,
+      audio_unattributed_samples: speaker.unattributed,
       mic_latency_ms: round(median(mic.times)),
       mic_latency_p95_ms: round(percentile(mic.times, 95)),
       mic_latency_samples: mic.times.length,
       mic_latency_missed: mic.missed,
+      mic_unattributed_samples: mic.unattributed,
       audio_dropouts_60s: drop.gaps,
       ...(Number.isNaN(drop.sourceGaps) ? {} : { audio_dropouts_source_60s: drop.sourceGaps }),
       audio_dropout_window_s: DROPOUT_S,
@@ -527,6 +662,11 @@ async function main(): Promise<Record<string, number | boolean>> {
       cpu_pct_sound_server: round(cpu.soundServer, 2),
       cpu_pct_no_listener: round(idle.total - idle.soundServer, 2),
       clock_offset_ms: round(offset, 2),
+      ...speed,
+      ...(({ calibration_ms, calibration_cpu_ms }) => ({
+        calibration_end_ms: calibration_ms,
+        calibration_cpu_end_ms: calibration_cpu_ms,
+      }))(machineSpeed()),
     };
   } finally {
     await browser.close();

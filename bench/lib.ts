@@ -1,4 +1,5 @@
 /** Helpers shared by the benches. */
+import { availableParallelism, loadavg } from 'node:os';
 
 /**
  * Short mode (`--short` after the bench's name, or KVM_BENCH_SHORT=1): the same measurements
@@ -75,4 +76,41 @@ export async function initAndLogin(base: string, password: string): Promise<stri
   });
   if (res.status !== 200) throw new Error(`login: HTTP ${res.status}`);
   return ((await res.json()) as { result: { token: string } }).result.token;
+}
+
+/**
+ * How fast this machine is right now, for a reader comparing figures of two runs: the wall ms
+ * of a fixed single-threaded JavaScript work (an integer hash loop of 2^25 rounds, no memory,
+ * no I/O; the median of 3), the CPU ms the same work was charged (`calibration_cpu_ms`: CPU
+ * figures such as cpu_pct_audio are charged time too, and a busy or shared host charges more
+ * for the same work), with the load average and the core count. Long enough (about 60 ms on one
+ * free core) that the scheduler's share shows in it, not one lucky time slice. A slower or
+ * busier machine shows in it: a figure that grew with it is the machine's, one that grew
+ * without it the code's.
+ */
+export function machineSpeed(): {
+  calibration_ms: number;
+  calibration_cpu_ms: number;
+  load_1m: number;
+  cores: number;
+} {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  let h = 0x811c9dc5;
+  for (let run = 0; run < 3; run += 1) {
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < 1 << 25; i += 1) h = Math.imul(h ^ i, 0x01000193) >>> 0;
+    const c = process.cpuUsage(c0);
+    wall.push(performance.now() - t0);
+    cpu.push((c.user + c.system) / 1000);
+  }
+  // h is used, so the loop cannot be dropped
+  if (h === 0.5) note('');
+  return {
+    calibration_ms: round(median(wall), 1),
+    calibration_cpu_ms: round(median(cpu), 1),
+    load_1m: round(loadavg()[0] ?? 0, 2),
+    cores: availableParallelism(),
+  };
 }

@@ -7,8 +7,10 @@
  *   snd tone <hz> <seconds>    plays a sine, both channels, -6 dBFS; `tone start <hz>` just
  *                              before the first sample is written, `tone end` once played,
  *                              after `tone underruns <n>` if the guest was late n times
- *   snd hear <hz> <seconds>    records until <hz> is present in a 20 ms window:
- *                              `heard <hz>` then `hear end`, or `hear none` after <seconds>
+ *   snd hear <hz> <seconds>    records until <hz> is present in a 20 ms window: `hear start
+ *                              <hz> <rms>` once the first 20 ms are in (their RMS, 0..1: what
+ *                              sounded as it began), `heard <hz>` then `hear end`, or `hear
+ *                              none` after <seconds>
  *   snd listen <seconds>       records, then `listen <dominant hz> <rms 0..1>` (hz 0: silence)
  *
  * Lines go to stdout (the guest's wrappers point it at ttyS0), unbuffered. The card is the
@@ -224,6 +226,7 @@ static int hear(double hz, double seconds) {
     transfer(fd, 1, win + (WINDOW - PERIOD) * CHANNELS, PERIOD);
     done += PERIOD;
     if (done < WINDOW) continue;
+    if (done == WINDOW) say("hear start %g %.4f\n", hz, rms(win, WINDOW));
     double level = tone_level(win, WINDOW, hz);
     if (level > 0.01 && level > 0.5 * rms(win, WINDOW) * M_SQRT2) {
       say("heard %g\n", hz);
