@@ -140,11 +140,24 @@ export interface UpgradeOutcome {
   to_version: string;
   /** Why it failed (the new version exited, was not healthy in time, …); null on success. */
   reason: string | null;
+  /**
+   * The same as a code with its values, for the console to say in its language (issue 21
+   * item 17); null on success or for a reason without a code (then `reason` is shown).
+   */
+  reason_key?: RollbackReasonKey | null;
   /** Whether the upgrade started on a fresh data folder (save_config=false). */
   save_config: boolean;
   /** ISO time the outcome was decided. */
   finished_at: string;
 }
+
+/** Why the launcher rolled an upgrade back: a code and the values its text needs. */
+export type RollbackReasonKey =
+  | { code: 'exited'; exit_code: number | null }
+  | { code: 'killed'; signal: string }
+  | { code: 'not_ready'; seconds: number }
+  /** Listening, but it reported problems (the server's own English lines, e.g. the network). */
+  | { code: 'unhealthy'; problems: string[] };
 
 /** `GET /api/upgrade/status`: GL's `enabled`, plus ours (extra fields GL clients ignore). */
 export interface UpgradeStatus {

@@ -199,6 +199,8 @@ describe('Launcher with an install folder', () => {
       id: 'u1',
       result: 'failed',
       reason: 'V0.2.0 exited with code 1 before it was ready',
+      // the code the console translates (issue 21 item 17)
+      reason_key: { code: 'exited', exit_code: 1 },
     });
     expect(readCurrent(s.install)).toBe('factory');
   });
@@ -211,6 +213,10 @@ describe('Launcher with an install folder', () => {
     expect(readOutcome(s.install)).toMatchObject({
       result: 'failed',
       reason: 'V0.2.0 started, but the saved network settings could not be applied: ENOENT',
+      reason_key: {
+        code: 'unhealthy',
+        problems: ['the saved network settings could not be applied: ENOENT'],
+      },
     });
     expect(readCurrent(s.install)).toBe('factory');
   });
@@ -234,6 +240,7 @@ describe('Launcher with an install folder', () => {
     expect(readOutcome(s.install)).toMatchObject({
       result: 'failed',
       reason: 'V0.2.0 was not ready within 1.5 s',
+      reason_key: { code: 'not_ready', seconds: 1.5 },
     });
     expect(s.lines.some((l) => /not ready within 1\.5 s: stopping it/.test(l))).toBe(true);
   });

@@ -30,6 +30,7 @@ import { raiseOpenFileLimit } from './fd-limit';
 import { EXIT_UPGRADE, keepTrial, planBoot, READY_MESSAGE, rollBack } from './install/boot';
 import { linkModules, type InstallLayout, type TrialRecord } from './install/install-dir';
 import { findSetpriv } from './process/supervisor';
+import type { RollbackReasonKey } from '@kvm/protocol';
 
 export type LauncherState = 'starting' | 'running' | 'backoff' | 'stopping' | 'stopped';
 
@@ -85,6 +86,8 @@ export class Launcher {
   /** The upgrade this child tries, until it is healthy. */
   private trial: TrialRecord | null = null;
   private trialFailure: string | null = null;
+  /** trialFailure as a code for the console (protocol/upgrade.ts RollbackReasonKey). */
+  private trialFailureKey: RollbackReasonKey | null = null;
   private healthTimer: NodeJS.Timeout | null = null;
   private readonly policy: RestartPolicy;
   private readonly log: (line: string) => void;
@@ -132,6 +135,7 @@ export class Launcher {
     const plan = planBoot(install, this.log);
     this.trial = plan.trial;
     this.trialFailure = null;
+    this.trialFailureKey = null;
     return {
       entry: plan.entry,
       env: {
@@ -188,6 +192,7 @@ export class Launcher {
         this.healthTimer = null;
         if (child !== this.child || !this.trial) return;
         this.trialFailure = `${this.trial.to_version} was not ready within ${timeoutMs / 1000} s`;
+        this.trialFailureKey = { code: 'not_ready', seconds: timeoutMs / 1000 };
         this.log(`${this.trialFailure}: stopping it`);
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), TRIAL_KILL_MS).unref();
@@ -210,6 +215,7 @@ export class Launcher {
     if (problems.length > 0) {
       // Listening, but it could not put back what the device had (its network): not healthy.
       this.trialFailure = `${trial.to_version} started, but ${problems.join('; ')}`;
+      this.trialFailureKey = { code: 'unhealthy', problems: [...problems] };
       this.log(`${this.trialFailure}: stopping it`);
       child.kill('SIGTERM');
       setTimeout(() => child.kill('SIGKILL'), TRIAL_KILL_MS).unref();
@@ -238,8 +244,13 @@ export class Launcher {
     if (trial && this.state !== 'stopping') {
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
       const reason = this.trialFailure ?? `${trial.to_version} ${how} before it was ready`;
+      const key: RollbackReasonKey | null = this.trialFailure
+        ? this.trialFailureKey
+        : signal
+          ? { code: 'killed', signal }
+          : { code: 'exited', exit_code: code };
       try {
-        rollBack(this.opts.install!, trial, reason, this.log);
+        rollBack(this.opts.install!, trial, reason, this.log, key);
       } catch (err) {
         this.log(`rollback failed: ${(err as Error).message}`);
       }

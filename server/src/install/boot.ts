@@ -12,6 +12,7 @@
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RollbackReasonKey } from '@kvm/protocol';
 import {
   clearTrial,
   MAX_TRIAL_ATTEMPTS,
@@ -102,6 +103,7 @@ export function rollBack(
   trial: TrialRecord,
   reason: string,
   log: (line: string) => void,
+  reasonKey: RollbackReasonKey | null = null,
 ): void {
   const back: SlotName = slotUsable(layout, trial.from_slot) ? trial.from_slot : 'factory';
   setCurrent(layout, back);
@@ -112,6 +114,7 @@ export function rollBack(
     from_version: trial.from_version,
     to_version: trial.to_version,
     reason,
+    reason_key: reasonKey,
     save_config: trial.save_config,
     finished_at: new Date().toISOString(),
   });

@@ -31,7 +31,7 @@ import {
   mkdirSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { UpgradeOutcome } from '@kvm/protocol';
+import type { RollbackReasonKey, UpgradeOutcome } from '@kvm/protocol';
 
 export type SlotName = 'factory' | 'a' | 'b';
 
@@ -200,9 +200,33 @@ export function readOutcome(layout: InstallLayout): UpgradeOutcome | null {
     from_version: String(o.from_version ?? ''),
     to_version: String(o.to_version ?? ''),
     reason: typeof o.reason === 'string' ? o.reason : null,
+    reason_key: reasonKeyOf(o.reason_key),
     save_config: o.save_config !== false,
     finished_at: String(o.finished_at ?? ''),
   };
+}
+
+/** A stored reason key as written by rollBack, or null (older file, or not one). */
+function reasonKeyOf(value: unknown): RollbackReasonKey | null {
+  if (!value || typeof value !== 'object') return null;
+  const k = value as Record<string, unknown>;
+  switch (k['code']) {
+    case 'exited':
+      return {
+        code: 'exited',
+        exit_code: typeof k['exit_code'] === 'number' ? k['exit_code'] : null,
+      };
+    case 'killed':
+      return typeof k['signal'] === 'string' ? { code: 'killed', signal: k['signal'] } : null;
+    case 'not_ready':
+      return typeof k['seconds'] === 'number' ? { code: 'not_ready', seconds: k['seconds'] } : null;
+    case 'unhealthy':
+      return Array.isArray(k['problems'])
+        ? { code: 'unhealthy', problems: k['problems'].filter((p) => typeof p === 'string') }
+        : null;
+    default:
+      return null;
+  }
 }
 
 export function writeOutcome(layout: InstallLayout, outcome: UpgradeOutcome): void {

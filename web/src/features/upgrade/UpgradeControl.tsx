@@ -18,6 +18,7 @@ import {
   useUpgrade,
 } from './upgrade-store';
 import { percentOf, TransferError } from '../storage/upload';
+import { rollbackReasonText } from './rollback-reason';
 
 /** The last upgrade's outcome, shown by the control until it closes once after it happened. */
 function LastOutcome() {
@@ -25,9 +26,10 @@ function LastOutcome() {
   const shown = useUpgrade((s) => s.outcome);
   if (!shown) return null;
   const names = { from: shown.from_version, to: shown.to_version };
+  const reason = rollbackReasonText(shown, t);
   let text: string;
   if (shown.result === 'success') text = t('upgrade.outcomeSuccess', names);
-  else if (shown.reason) text = t('upgrade.outcomeFailed', { ...names, reason: shown.reason });
+  else if (reason) text = t('upgrade.outcomeFailed', { ...names, reason });
   else text = t('upgrade.outcomeFailedNoReason', names);
   return (
     <Alert

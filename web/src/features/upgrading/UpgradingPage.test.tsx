@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import en from '../../i18n/en.json';
+import zh from '../../i18n/zh.json';
+import { i18n } from '../../i18n';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { render, type Rendered } from '../../test/render';
 import {
@@ -35,7 +37,7 @@ interface Device {
   state: 'up' | 'down' | '5xx' | 'unauthorized';
   version: string;
   /** status.last_upgrade; undefined: a status without the field (a device before outcomes). */
-  last?: ReturnType<typeof outcome> | null;
+  last?: (ReturnType<typeof outcome> & { reason_key?: unknown }) | null;
   /** false: the device has no /upgrade/status (404). */
   statusRoute: boolean;
 }
@@ -173,6 +175,35 @@ describe('/upgrading (SPEC 2, SPEC 9 timings)', () => {
     expect(goRoot).not.toHaveBeenCalled();
     await act(async () => view?.byTestId('upgrading-ok')?.click());
     expect(goRoot).toHaveBeenCalledTimes(1);
+  });
+
+  it("failed by id in the Chinese console: the reason key in Chinese, not the server's English", async () => {
+    await act(() => i18n.changeLanguage('zh'));
+    try {
+      store(ID);
+      await open();
+      await advance(3_000);
+      device.state = 'down';
+      await advance(10_000);
+      device = {
+        ...device,
+        state: 'up',
+        version: OLD,
+        last: { ...outcome(ID, 'failed', REASON), reason_key: { code: 'exited', exit_code: 1 } },
+      };
+      await advance(1_000);
+      const text = view?.byTestId('upgrading-reason')?.textContent;
+      expect(text).toBe(
+        zh.upgrade.rollback.exited.replace('{{version}}', NEW).replace('{{code}}', '1'),
+      );
+      expect(text).not.toContain('exited');
+    } finally {
+      await act(() => i18n.changeLanguage('en'));
+    }
+    // The same outcome in English: the key's English text.
+    expect(view?.byTestId('upgrading-reason')?.textContent).toBe(
+      `${NEW} exited with code 1 before it was ready`,
+    );
   });
 
   it('the outcome decides even when the outage fell between two polls', async () => {

@@ -3,6 +3,8 @@ import { Button, Progress, Result, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { ApiError, isAuthDenied } from '../../lib/api';
 import { getUpgradeStatus, getVersion } from '../upgrade/upgrade-api';
+import { rollbackReasonText } from '../upgrade/rollback-reason';
+import type { UpgradeOutcome } from '@kvm/protocol/upgrade';
 import {
   UPGRADE_FROM_KEY,
   UPGRADE_ID_KEY,
@@ -51,7 +53,8 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
   const { t } = useTranslation();
   const [percent, setPercent] = useState(0);
   const [phase, setPhase] = useState<Phase>('running');
-  const [reason, setReason] = useState<string | null>(null);
+  // The failed outcome (translated when shown: its reason key follows the language).
+  const [failed, setFailed] = useState<UpgradeOutcome | null>(null);
   const phaseRef = useRef<Phase>('running');
 
   useEffect(() => {
@@ -69,11 +72,11 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
     let reloadTimer: ReturnType<typeof setTimeout> | undefined;
     const controller = new AbortController();
 
-    const finish = (next: Phase, why: string | null = null) => {
+    const finish = (next: Phase, why: UpgradeOutcome | null = null) => {
       if (phaseRef.current !== 'running') return;
       phaseRef.current = next;
       setPhase(next);
-      setReason(why);
+      setFailed(why);
       if (next === 'done') {
         setPercent(100);
         reloadTimer = setTimeout(goRoot, UPGRADE_DONE_RELOAD_MS);
@@ -90,7 +93,7 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
       const { last_upgrade: last } = await getUpgradeStatus(controller.signal);
       if (id !== null && last?.id === id) {
         if (last.result === 'success') finish('done');
-        else finish('failed', last.reason);
+        else finish('failed', last);
         return;
       }
       if (id === null || last === undefined) return byVersion();
@@ -143,6 +146,7 @@ export default function UpgradingPage({ goRoot = toRoot }: UpgradingPageProps) {
   }, [goRoot]);
 
   if (phase === 'failed') {
+    const reason = failed ? rollbackReasonText(failed, t) : null;
     return (
       <Result
         data-testid="upgrading-failed"
