@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { JANUS_UNAUTHORIZED_REASON, type JanusAuthOptions } from './core';
 import { janusFeatures, registerJanus } from './gateway';
 import { FakeFeed, JanusTestClient } from './test-support';
+import { initAndLogin, newApp } from '../test-helpers';
 
 const PLUGIN = 'janus.plugin.ustreamer';
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -146,5 +147,28 @@ describe('Janus apisecret and token', () => {
     const { app: plain } = await gateway();
     const none = await plain.inject({ method: 'GET', url: '/api/janus/auth' });
     expect(none.json()).toEqual({ apisecret: null, token_auth: false });
+  });
+
+  it('comes from the config on the real server: webrtc.janus_api_secret and janus_token_auth', async () => {
+    const app = await newApp(undefined, {
+      webrtc: { stun_url: null, janus_api_secret: 'cfg-secret', janus_token_auth: true },
+    });
+    apps.push(app);
+    const token = await initAndLogin(app);
+    expect((await app.inject({ url: '/api/janus/auth' })).statusCode).toBe(401);
+    const answer = await app.inject({ url: '/api/janus/auth', headers: { token } });
+    expect(answer.json()).toEqual({
+      ok: true,
+      result: { apisecret: 'cfg-secret', token_auth: true },
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : 0;
+    const c = await client(`ws://127.0.0.1:${port}/janus/ws?auth_token=${token}`);
+    expect(await c.request({ janus: 'create' })).toMatchObject(UNAUTHORIZED);
+    expect((await c.request({ janus: 'create', apisecret: 'cfg-secret' }))['janus']).toBe(
+      'success',
+    );
+    expect((await c.request({ janus: 'create', token }))['janus']).toBe('success');
   });
 });
