@@ -31,8 +31,8 @@ const PARAMS: SystemParams = {
   usb_applies: ['otg_serial'],
 };
 
-function routes(posts: RecordedRequest[]) {
-  let params = PARAMS;
+function routes(posts: RecordedRequest[], initial = PARAMS) {
+  let params = initial;
   return {
     '/api/system/get_param': () => envelope(200, params),
     '/api/system/set_param': (req: RecordedRequest) => {
@@ -86,14 +86,36 @@ describe('SystemGroup', () => {
     vi.unstubAllGlobals();
   });
 
-  it('marks the fields that take effect on hardware only', async () => {
+  it('says once for the group which fields take effect on hardware only', async () => {
     stubFetch(routes([]));
     view = await renderGroup();
     expect((view.byTestId('usb-manufacturer') as HTMLInputElement).value).toBe('Linux Foundation');
-    expect(view.byTestId('usb-vendor-id-hardware-only')?.textContent).toBe(
-      en.settings.system.hardwareOnly,
+    const note = view.byTestId('usb-hardware-only');
+    expect(note?.dataset['fields']).toBe(
+      'otg_manufacturer,otg_product,otg_vendor_id,otg_product_id',
     );
-    expect(view.byTestId('usb-serial-hardware-only')).toBeNull();
+    expect(note?.textContent).toBe(
+      en.settings.system.hardwareOnlyFields.replace(
+        '{{fields}}',
+        [
+          en.settings.system.manufacturer,
+          en.settings.system.product,
+          en.settings.system.vendorId,
+          en.settings.system.productId,
+        ].join(', '),
+      ),
+    );
+    // Said once: not repeated under each field.
+    const group = view.byTestId('settings-group-system')?.textContent ?? '';
+    expect(group.split('hardware only').length - 1).toBe(1);
+  });
+
+  it('says it once for the whole group when no field applies here', async () => {
+    stubFetch(routes([], { ...PARAMS, usb_applies: [] }));
+    view = await renderGroup();
+    expect(view.byTestId('usb-hardware-only')?.textContent).toBe(en.settings.system.hardwareOnly);
+    const group = view.byTestId('settings-group-system')?.textContent ?? '';
+    expect(group.split(en.settings.system.hardwareOnly).length - 1).toBe(1);
   });
 
   it('refuses a vendor id that is not 16-bit hex and a missing product, then sends set_param', async () => {

@@ -70,6 +70,7 @@ export default function SystemGroup() {
   const fail = (err: unknown) => void message.error(errorMessage(err, t('common.settingFailed')));
   const values = form ?? (params ? identityOf(params) : null);
   const applies = new Set(params?.usb_applies ?? []);
+  const hardwareOnly = USB_FIELDS.filter(([name]) => !applies.has(name));
 
   const choosePreset = (key: string) => {
     if (key === CUSTOM_IDENTITY_PRESET) return; // the form below is the custom identity
@@ -117,16 +118,23 @@ export default function SystemGroup() {
       </Field>
       {values && (
         <Field label={t('settings.system.usbTitle')}>
+          {hardwareOnly.length > 0 && (
+            // Said once for the group (issue 21 item 17), not under every field.
+            <Tag
+              data-testid="usb-hardware-only"
+              data-fields={hardwareOnly.map(([name]) => name).join(',')}
+              style={{ fontSize: 11, marginBottom: 6, whiteSpace: 'normal' }}
+            >
+              {hardwareOnly.length === USB_FIELDS.length
+                ? t('settings.system.hardwareOnly')
+                : t('settings.system.hardwareOnlyFields', {
+                    fields: hardwareOnly.map(([, , label]) => t(label)).join(', '),
+                  })}
+            </Tag>
+          )}
           {USB_FIELDS.map(([name, testId, label]) => (
             <div key={name} style={{ marginBottom: 6 }}>
-              <Typography.Text type="secondary">
-                {t(label)}{' '}
-                {!applies.has(name) && (
-                  <Tag data-testid={`${testId}-hardware-only`} style={{ fontSize: 11 }}>
-                    {t('settings.system.hardwareOnly')}
-                  </Tag>
-                )}
-              </Typography.Text>
+              <Typography.Text type="secondary">{t(label)}</Typography.Text>
               <Input
                 size="small"
                 data-testid={testId}
