@@ -83,7 +83,7 @@ export default function FingerbotPanel() {
 
   const changeStrength = (value: FingerbotStrength) => {
     saveConfig({ fingerbot_strength: value }).catch((err: unknown) => {
-      void message.error(withDetail(t('common.settingFailed'), err));
+      void message.error(withDetail(t('common.syncFailed'), err));
     });
   };
 

@@ -51,7 +51,8 @@ export default function AddShortcutDialog({ onClose }: { onClose: () => void }) 
       void message.success(t('shortcuts.added'));
       onClose();
     } catch (err) {
-      setSaveError(errorMessage(err, t('common.settingFailed')));
+      // The shortcuts are kept per user on the device: SPEC 8 'sync failed'.
+      setSaveError(errorMessage(err, t('common.syncFailed')));
     } finally {
       setBusy(false);
     }

@@ -35,7 +35,8 @@ export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
       await saveConfig({ shortcuts: withoutShortcut(saved, index) });
       void message.success(t('shortcuts.deleted'));
     } catch (err) {
-      void message.error(errorMessage(err, t('common.settingFailed')));
+      // The shortcuts are kept per user on the device: SPEC 8 'sync failed'.
+      void message.error(errorMessage(err, t('common.syncFailed')));
     }
   };
 
