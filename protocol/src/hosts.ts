@@ -25,11 +25,7 @@ export function isOfficialHost(hostname: string): boolean {
  * official host. Plain http never does: anyone on the path could pose as it.
  */
 export function isOfficialOrigin(origin: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  return url.protocol === 'https:' && isOfficialHost(url.hostname);
+  // An origin is `scheme://host[:port]`; nothing else counts (a path, user info, `null`).
+  const m = /^https:\/\/([A-Za-z0-9.-]+)(?::\d{1,5})?$/.exec(origin.trim());
+  return m !== null && isOfficialHost(m[1]!);
 }
