@@ -3,7 +3,8 @@
  * it: a loopback channel offers version X+1 packaged from this tree; the console shows the tip,
  * downloads, confirms, follows /upgrading, and the device answers with X+1 from its new slot.
  * Then a package whose server exits at start is uploaded: the launcher puts X+1 back and the
- * page says the upgrade failed, with the device's reason.
+ * page says the upgrade failed, with the device's reason. Last, X is uploaded over X+1: the
+ * console asks to confirm the downgrade, and only then installs it.
  */
 import { execFileSync } from 'node:child_process';
 import { createReadStream, readFileSync } from 'node:fs';
@@ -39,6 +40,9 @@ let page: Page;
 const next = bumped(1);
 const broken = bumped(2);
 let brokenPkg = '';
+/** X itself again: older than X+1, so installing it is a downgrade the admin confirms. */
+const older = bumped(0);
+let olderPkg = '';
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'kvm-e2e-upgrade-'));
@@ -60,6 +64,10 @@ beforeAll(async () => {
   brokenPkg = pkg([
     ...['--version', broken, '--key', join(work, 'release.key'), '--from', tree],
     ...['--out', join(work, 'out')],
+  ]).split(' ')[0]!;
+  olderPkg = pkg([
+    ...['--version', older, '--key', join(work, 'release.key'), '--from', REPO_ROOT],
+    ...['--out', join(work, 'older')],
   ]).split(' ')[0]!;
 
   channel = createServer((req, res) => {
@@ -185,5 +193,30 @@ describe('upgrade through the console', () => {
     await page.waitForURL((url) => url.pathname === '/', { timeout: 15_000 });
     await byTestId(page, 'main-page').waitFor({ state: 'visible', timeout: 20_000 });
     expect(await deviceVersion(page)).toBe(next);
+  }, 180_000);
+
+  it('an older release asks to confirm the downgrade, and installs only once confirmed', async () => {
+    await byTestId(page, 'help-button').click();
+    await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
+    await byTestId(page, 'upgrade-file').setInputFiles(olderPkg);
+    await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
+    await byTestId(page, 'confirm-ok').click();
+    // 409 UpgradeDowngradeError: a question naming both versions, not an install.
+    const ask = byTestId(page, 'upgrade-downgrade');
+    await ask.waitFor({ state: 'visible', timeout: 30_000 });
+    expect(await ask.textContent()).toContain(
+      `The package is ${older}, older than the running firmware ${next}.`,
+    );
+    expect(page.url()).not.toMatch(/\/upgrading$/);
+    expect(await deviceVersion(page)).toBe(next);
+    const dialog = page.locator('.ant-modal', { has: ask });
+    await dialog.locator('[data-testid="confirm-ok"]').click();
+    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    await page
+      .locator('[data-testid="upgrading-page"][data-phase="done"]')
+      .waitFor({ state: 'attached', timeout: 60_000 });
+    await page.waitForURL((url) => url.pathname === '/', { timeout: 15_000 });
+    await byTestId(page, 'main-page').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await deviceVersion(page)).toBe(older);
   }, 180_000);
 });
