@@ -179,7 +179,7 @@ export class Heartbeat {
   }
 
   private recheckTick(): void {
-    if (this.inFlight) return; // One check at a time; a slow one is cut off below.
+    if (this.inFlight) return; // One check at a time.
     const round = this.round;
     const controller = new AbortController();
     this.inFlight = controller;
