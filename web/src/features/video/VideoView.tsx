@@ -178,7 +178,8 @@ export function VideoView() {
     return undefined;
   }, [mode, direct]);
 
-  const real = mode === 'webrtc' ? webrtcSize : directSize;
+  // During a handover the canvas still shows: until the video knows its size, use the canvas's.
+  const real = mode === 'webrtc' ? (webrtcSize ?? directSize) : directSize;
   const geometry = computeGeometry(real, area, orientation);
   const elementStyle: CSSProperties = {
     position: 'absolute',
