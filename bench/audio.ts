@@ -28,8 +28,8 @@
  *   page's received RMS under -40 dBFS for 100 ms; the guest's first 20 ms of recording), and
  *   what is detected must come after its own command (the page: a block after the tone was
  *   asked for; the guest: nothing detected before the page's tone, `heard <hz>` printed after).
- *   Samples that fail a proof are left out and counted: `audio_unattributed_samples`,
- *   `mic_unattributed_samples` (0 expected; the notes say why), beside `..._missed`.
+ *   Samples that fail a proof are left out and counted: `audio_latency_unattributed`,
+ *   `mic_latency_unattributed` (0 expected; the notes say why), beside `..._missed`.
  * - calibration_ms, calibration_cpu_ms (and their `_end_` twins), load_1m, cores:
  *   lib.machineSpeed at the start and the end: how fast the machine was, so that a reader can
  *   tell a slower machine from slower code (docs/webrtc.md, sound figures).
@@ -647,12 +647,12 @@ async function main(): Promise<Record<string, number | boolean>> {
       audio_latency_from_command_ms: round(median(speaker.fromCommand)),
       audio_latency_samples: speaker.fromTone.length,
       audio_latency_missed: speaker.missed,
-      audio_unattributed_samples: speaker.unattributed,
+      audio_latency_unattributed: speaker.unattributed,
       mic_latency_ms: round(median(mic.times)),
       mic_latency_p95_ms: round(percentile(mic.times, 95)),
       mic_latency_samples: mic.times.length,
       mic_latency_missed: mic.missed,
-      mic_unattributed_samples: mic.unattributed,
+      mic_latency_unattributed: mic.unattributed,
       audio_dropouts_60s: drop.gaps,
       ...(Number.isNaN(drop.sourceGaps) ? {} : { audio_dropouts_source_60s: drop.sourceGaps }),
       audio_dropout_window_s: DROPOUT_S,
