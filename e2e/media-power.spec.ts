@@ -17,7 +17,8 @@ import { REPO_ROOT, type ServerProcess } from './fixtures/server';
  * on a 2-core machine at load 15-21 (QEMU under TCG): one /api/atx fetch from the page up to
  * 2.0 s (the first poll had expect.poll's 1 s default and failed on a loaded machine), the
  * guest's `guest poweroff` line to the LED off 1.1-1.7 s, the power press to the LED on 0.2 s,
- * the LED to the console's power-led 0.04 s. 30 s is over ten times the worst of them.
+ * the LED to the console's power-led 0.04 s; each LED wait 0.04-0.31 s at load 6 and
+ * 0.05-0.62 s with 4 more busy processes. 30 s is over ten times the worst of them.
  */
 const LED_MS = 30_000;
 
