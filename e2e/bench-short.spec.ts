@@ -132,6 +132,20 @@ describe('benchmarks in short mode', () => {
     expect(json['mjpeg_fps']).toBeGreaterThan(0);
   }, 100_000);
 
+  it('webrtc-connect', async () => {
+    // the console's WebRTC start to first frame, idle and with one busy loop per core
+    const json = await runShort('webrtc-connect', 120_000);
+    const loaded = `webrtc_connect_${String(json['cores'])}busy`;
+    expectMeasured(json, [
+      'fallback_ms',
+      'webrtc_connect_0busy_p50_ms',
+      'webrtc_connect_0busy_samples',
+      `${loaded}_p95_ms`,
+      `${loaded}_samples`,
+    ]);
+    expect(json['webrtc_connect_0busy_p50_ms']).toBeGreaterThan(0);
+  }, 130_000);
+
   it('audio', async () => {
     // the testbed's simulated sound to a page's audio-only watch, and the page's microphone back
     const json = await runShort('audio', 90_000);
