@@ -4,6 +4,8 @@ import { deviceIdentityPreset } from '@kvm/protocol/identity';
 import type { SystemParams } from '@kvm/protocol/system';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
+import zh from '../../i18n/zh.json';
+import { i18n } from '../../i18n';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { chooseOption, click, typeInto } from '../system/test-utils';
@@ -165,6 +167,30 @@ describe('SystemGroup', () => {
       expect(view?.byTestId('identity-preset-field')?.dataset['value']).toBe('monitor_4k_holtek'),
     );
     expect((view.byTestId('usb-vendor-id') as HTMLInputElement).value).toBe(preset.otg_vendor_id);
+  });
+
+  it('names the device identity presets in the Chinese console', async () => {
+    stubFetch(routes([]));
+    await i18n.changeLanguage('zh');
+    try {
+      view = await renderGroup();
+      await chooseOption(view, 'identity-preset', zh.settings.system.presetNames.monitor_4k_holtek);
+      const texts = [...document.querySelectorAll<HTMLElement>('.ant-select-item-option')].map(
+        (o) => o.textContent ?? '',
+      );
+      expect(texts).toContain(zh.settings.system.presetNames.monitor_1080p_receiver);
+      expect(texts).not.toContain(deviceIdentityPreset('monitor_1080p_receiver')!.label);
+    } finally {
+      await i18n.changeLanguage('en');
+    }
+    // en: the protocol's own names
+    for (const key of [
+      'monitor_1080p_receiver',
+      'monitor_2k_cherry',
+      'monitor_4k_holtek',
+    ] as const) {
+      expect(en.settings.system.presetNames[key]).toBe(deviceIdentityPreset(key)!.label);
+    }
   });
 
   it('reboots the device only after the confirm dialog', async () => {

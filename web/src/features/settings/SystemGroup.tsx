@@ -20,6 +20,14 @@ import { rebootDevice, type UsbIdentity } from '../system/system-api';
 import { resetToDefaults, waitForFirstRun } from '../system/reset-api';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
+/** The device identity presets' names in the console's language, by key (others: their label). */
+const IDENTITY_PRESET_TEXT: Readonly<Record<string, I18nKey>> = {
+  [DEFAULT_IDENTITY_PRESET]: 'settings.system.presetDefault',
+  monitor_1080p_receiver: 'settings.system.presetNames.monitor_1080p_receiver',
+  monitor_2k_cherry: 'settings.system.presetNames.monitor_2k_cherry',
+  monitor_4k_holtek: 'settings.system.presetNames.monitor_4k_holtek',
+};
+
 /** The USB identity form's fields: wire name, test id, label. */
 const USB_FIELDS: readonly [UsbIdentityField, string, I18nKey][] = [
   ['otg_manufacturer', 'usb-manufacturer', 'settings.system.manufacturer'],
@@ -105,11 +113,10 @@ export default function SystemGroup() {
             value={params?.identity_preset}
             disabled={!params || state.busy}
             options={[
-              ...DEVICE_IDENTITY_PRESETS.map((p) => ({
-                value: p.key,
-                label:
-                  p.key === DEFAULT_IDENTITY_PRESET ? t('settings.system.presetDefault') : p.label,
-              })),
+              ...DEVICE_IDENTITY_PRESETS.map((p) => {
+                const text = IDENTITY_PRESET_TEXT[p.key];
+                return { value: p.key, label: text ? t(text) : p.label };
+              }),
               { value: CUSTOM_IDENTITY_PRESET, label: t('settings.system.presetCustom') },
             ]}
             onChange={choosePreset}
