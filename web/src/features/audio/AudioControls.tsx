@@ -58,9 +58,11 @@ function Tip({ title, children }: { title: ReactNode; children: ReactNode }) {
 
 function useVolumeText(status: VolumeStatus): { text: string; tip: string | null } {
   const { t } = useTranslation();
+  const fallback = useAudio((s) => s.fallback);
   switch (status) {
     case 'direct':
-      return { text: t('audio.none'), tip: t('audio.direct') };
+      // The setting says WebRTC: the fallback cost the sound until WebRTC is back.
+      return { text: t('audio.none'), tip: t(fallback ? 'audio.directFallback' : 'audio.direct') };
     case 'unavailable':
       return { text: t('audio.none'), tip: t('audio.unavailable') };
     case 'muted':
@@ -193,10 +195,11 @@ export function MicControl({ testIdPrefix = '' }: ControlProps) {
   const message = useMessage();
   const status = useAudio(micStatus);
   const muted = useAudio((s) => s.muted);
+  const fallback = useAudio((s) => s.fallback);
   const [confirming, setConfirming] = useState(false);
   useEffect(ensureAudioLoaded, []);
   const tips: Partial<Record<MicStatus, string>> = {
-    direct: t('audio.mic.direct'),
+    direct: t(fallback ? 'audio.directFallback' : 'audio.mic.direct'),
     unavailable: t('audio.mic.unavailableTip'),
     disabled: t('audio.mic.enableTip'),
     off: t('audio.mic.turnOn'),

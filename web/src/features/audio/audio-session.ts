@@ -38,6 +38,9 @@ function followVideo(): void {
   const snapshot = videoController.getSnapshot();
   const next = snapshot.mode === 'webrtc' ? snapshot.webrtc : null;
   if (useAudio.getState().mode !== snapshot.mode) useAudio.setState({ mode: snapshot.mode });
+  if (useAudio.getState().fallback !== snapshot.fallback) {
+    useAudio.setState({ fallback: snapshot.fallback });
+  }
   if (next === client) return;
   offClient();
   client = next;

@@ -46,6 +46,8 @@ export interface AudioStoreState {
   device: AudioState | null;
   /** The running video client (direct H.264 carries no sound); null while none runs. */
   mode: VideoMode | null;
+  /** Direct H.264 runs because WebRTC could not be reached (the setting says WebRTC). */
+  fallback: boolean;
   /** The gateway's features answer of the current WebRTC session. */
   features: GatewayFeatures | null;
   /** A remote sound track is being received. */
@@ -83,6 +85,7 @@ function initialState(): AudioStoreState {
   return {
     device: null,
     mode: null,
+    fallback: false,
     features: null,
     receiving: false,
     volume: storedVolume(),

@@ -102,6 +102,10 @@ describe('StatusBar', () => {
     expect(view?.byTestId('audio-volume')?.hasAttribute('disabled')).toBe(true);
     expect(view?.byTestId('audio-level')?.hasAttribute('disabled')).toBe(true);
     expect(attr('audio-mic', 'data-state')).toBe('direct');
+    expect(attr('audio-volume', 'aria-label')).toBe(en.audio.direct);
+    // Fallen back from WebRTC: the control says the fallback cost the sound.
+    act(() => useAudio.setState({ fallback: true }));
+    expect(attr('audio-volume', 'aria-label')).toBe(en.audio.directFallback);
   });
 
   it('microphone: off → on with a meter → off; denied says so', async () => {
