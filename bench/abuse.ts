@@ -104,7 +104,9 @@ class Server {
 
   static async start(): Promise<Server> {
     // Wake-on-LAN aimed at loopback, in case the fuzz or a flood ever sends one.
-    const s = new Server(await ServerProcess.start({ config: 'wol:\n  network: host\n  address: 127.0.0.1\n' }));
+    const s = new Server(
+      await ServerProcess.start({ config: 'wol:\n  network: host\n  address: 127.0.0.1\n' }),
+    );
     servers.add(s);
     const init = await http(
       s.port,

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { buildTestApp } from '../server/src/app';
 import { Browser } from '../e2e/fixtures/browser';
-import { WEBRTC_FALLBACK_MS, WEBRTC_PROBE_MS } from '../web/src/features/video/video-controller';
+import { WEBRTC_FALLBACK_MS, WEBRTC_PROBE_MS } from '../web/src/features/video/webrtc-timing';
 import { initAndLogin, note, percentile, round, shortMark, sized } from './lib';
 
 const PASSWORD = 'benchpass';

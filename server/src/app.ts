@@ -96,8 +96,8 @@ import { terminalRoutes } from './routes/terminal';
 import { TerminalService } from './terminal/terminal-service';
 import { serialConsoleFor } from './terminal/backends';
 import { AuthService } from './services/auth/auth-service';
-import { SettingsStore } from './services/settings-store';
 import { SESSION_SWEEP_MS } from './services/auth/sessions';
+import { SettingsStore } from './services/settings-store';
 import { removeStaleTemps } from './storage/atomic';
 import { EventHub } from './ws/event-hub';
 import { MAX_WS_PAYLOAD, SocketRegistry, wsErrorHandler } from './ws/socket-guard';
@@ -400,16 +400,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   sockets.sessionCheck = (token) => ctx.auth.session(token) !== null;
   app.decorate('sockets', sockets);
   ctx.auth.sessions.on('ended', (hash, reason) => sockets.endSession(hash, reason));
+  // An expired session's sockets close although their client never uses its token (a terminal).
+  const sessionSweep = setInterval(() => ctx.auth.sessions.expireDue(), SESSION_SWEEP_MS);
+  sessionSweep.unref();
+  app.addHook('onClose', async () => clearInterval(sessionSweep));
   // Header-credential sockets have no session: any change of the credentials ends them.
   ctx.auth.on('credentialsChanged', () => sockets.endHeaderAuthenticated('credentials changed'));
   registerBodyParsers(app);
   registerFormParser(app);
   registerAuthHook(app, ctx.auth, config.server.trust_proxy);
 
-  // An expired session's sockets close although their client never uses its token (a terminal).
-  const sessionSweep = setInterval(() => ctx.auth.sessions.expireDue(), SESSION_SWEEP_MS);
-  sessionSweep.unref();
-  app.addHook('onClose', async () => clearInterval(sessionSweep));
   const events = new EventHub(
     ctx.registry,
     app.log,

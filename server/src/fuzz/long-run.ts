@@ -66,7 +66,10 @@ class Child {
   async start(): Promise<void> {
     const config = join(this.dataDir, 'fuzz-config.yaml');
     // Loopback only: no public STUN, Wake-on-LAN packets to 127.0.0.1.
-    await writeFile(config, 'webrtc:\n  stun_url: null\nwol:\n  network: host\n  address: 127.0.0.1\n');
+    await writeFile(
+      config,
+      'webrtc:\n  stun_url: null\nwol:\n  network: host\n  address: 127.0.0.1\n',
+    );
     this.output = '';
     this.exited = null;
     const proc = spawn(
