@@ -24,6 +24,8 @@ export default defineConfig({
           name: 'web',
           include: ['web/src/**/*.test.{ts,tsx}'],
           environment: 'happy-dom',
+          // A loaded CI machine (14 on 2 cores) ran a first render past vitest's default 5 s.
+          testTimeout: 20_000,
         },
       },
       {
