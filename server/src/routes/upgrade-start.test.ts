@@ -338,6 +338,7 @@ describe('GET /api/upgrade/status and download_info after a restart', () => {
       from_version: 'V0.1.0',
       to_version: 'V0.2.0',
       reason: 'V0.2.0 exited with code 1 before it was ready',
+      reason_key: { code: 'exited' as const, exit_code: 1 },
       save_config: true,
       finished_at: new Date().toISOString(),
     };
