@@ -72,6 +72,13 @@ describe('Wi-Fi rules', () => {
     expect(wifiKeyError('12345678', true)).toBeNull();
     expect(wifiKeyError('x'.repeat(64), true)).toBe('settings.wifi.passwordLength');
     expect(wifiKeyError('a'.repeat(64), true)).toBeNull(); // a raw PSK in hex
+    // The device's rules (issue 21): names like options are names, keys are printable ASCII.
+    expect(ssidError('--help')).toBeNull();
+    expect(ssidError('"; id; "')).toBeNull();
+    expect(ssidError('a\u0000b')).toBe('settings.wifi.ssidInvalid');
+    expect(wifiKeyError('-aaaaaaaaaa', true)).toBeNull();
+    expect(wifiKeyError('secret\npass', true)).toBe('settings.wifi.passwordCharacters');
+    expect(wifiKeyError('pässwörter', true)).toBe('settings.wifi.passwordCharacters');
   });
 
   it('names why a join failed and draws signal bars', () => {

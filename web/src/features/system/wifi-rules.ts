@@ -1,25 +1,30 @@
 /** Join-form rules (IEEE 802.11 SSID length, WPA passphrase 8..63 or 64 hex digits). */
-import { WIFI_KEY_MIN, WIFI_SSID_MAX_BYTES, type WifiConnectResult } from '@kvm/protocol/system';
+import type { WifiConnectResult } from '@kvm/protocol/system';
+import { isValidWpaKey, wifiSsidProblem } from '@kvm/protocol/validation';
 import type { I18nKey } from '../../i18n/keys';
 
-const WPA_PASSPHRASE_MAX = 63;
-
+/** The device's own rules (protocol/src/validation.ts), so the form refuses what it would. */
 export function ssidError(ssid: string): I18nKey | null {
-  if (ssid.length === 0) return 'settings.wifi.ssidRequired';
-  if (new TextEncoder().encode(ssid).length > WIFI_SSID_MAX_BYTES)
-    return 'settings.wifi.ssidTooLong';
-  return null;
+  switch (wifiSsidProblem(ssid)) {
+    case 'empty':
+      return 'settings.wifi.ssidRequired';
+    case 'long':
+      return 'settings.wifi.ssidTooLong';
+    case 'nul':
+    case 'unpaired':
+      return 'settings.wifi.ssidInvalid';
+    default:
+      return null;
+  }
 }
 
 /** A secure network needs a key; an open one takes none. */
 export function wifiKeyError(key: string, secure: boolean): I18nKey | null {
   if (!secure) return null;
   if (key.length === 0) return 'settings.wifi.passwordRequired';
-  if (/^[0-9a-fA-F]{64}$/.test(key)) return null; // a raw PSK
-  if (key.length < WIFI_KEY_MIN || key.length > WPA_PASSPHRASE_MAX) {
-    return 'settings.wifi.passwordLength';
-  }
-  return null;
+  if (isValidWpaKey(key)) return null; // 8-63 printable ASCII, or a raw PSK of 64 hex digits
+  if (key.length < 8 || key.length > 63) return 'settings.wifi.passwordLength';
+  return 'settings.wifi.passwordCharacters';
 }
 
 /** SPEC 8 'Wi-Fi join failed', with why when the device says. */
