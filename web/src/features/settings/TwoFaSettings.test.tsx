@@ -5,6 +5,8 @@ import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub
 import { flush, render, type Rendered } from '../../test/render';
 import { useSession } from '../session/session-store';
 import { TwoFaSettings } from './TwoFaSettings';
+import { rememberUsedCode } from '../auth/dynamic-code';
+import { STORAGE_KEYS } from '@kvm/protocol/constants';
 
 function typeInto(input: HTMLInputElement, value: string) {
   const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
@@ -83,5 +85,54 @@ describe('TwoFaSettings: turning 2FA off', () => {
     await confirm();
     expect(deletes.at(-1)?.query.get('code')).toBe('654321');
     await vi.waitFor(() => expect(useSession.getState().twofaEnabled).toBe(false));
+  });
+});
+
+// SPEC 3's dynamic_code (web/src/features/auth/dynamic-code.ts)
+describe('turning 2FA off with the code just used to log in', () => {
+  let view: Rendered | undefined;
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    vi.unstubAllGlobals();
+    document.body.innerHTML = '';
+  });
+
+  it('says the code was used and does not send it; the next code goes through and is forgotten', async () => {
+    const deletes: RecordedRequest[] = [];
+    stubFetch({
+      '/api/2fa/is_enabled': () => envelope(200, { enabled: true, trusted: false }),
+      '/api/2fa/delete': (req) => {
+        deletes.push(req);
+        return envelope(200, {});
+      },
+    });
+    rememberUsedCode('123456'); // the 2FA login a moment ago
+    useSession.setState({ twofaEnabled: true });
+    view = await render(
+      <NotifyProvider>
+        <TwoFaSettings />
+      </NotifyProvider>,
+    );
+    await flush();
+    act(() => byId('twofa-disable')?.click());
+    await flush();
+
+    typeInto(codeInput(), '123456');
+    act(() => byId('confirm-ok')?.click());
+    await flush();
+    expect(byId('twofa-disable-code-error')?.textContent).toBe(
+      'This code has just been used. Wait for the next code in your authenticator app.',
+    );
+    expect(deletes).toHaveLength(0);
+    expect(useSession.getState().twofaEnabled).toBe(true);
+
+    typeInto(codeInput(), '654321');
+    act(() => byId('confirm-ok')?.click());
+    await flush();
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]?.query.get('code')).toBe('654321');
+    expect(useSession.getState().twofaEnabled).toBe(false);
+    expect(localStorage.getItem(STORAGE_KEYS.dynamicCode)).toBeNull();
   });
 });
