@@ -96,12 +96,23 @@ describe('EDID on the QEMU guest', () => {
     await expect.poll(() => videoSize(page), { timeout: 30_000 }).toBe(before);
 
     await openSettings(page);
-    await byTestId(page, 'edid-preset').click();
-    await page
+    // The box is disabled until the group has read the device's EDID state, and a click on a
+    // disabled box opens nothing: click until the list is open.
+    const option = page
       .locator('.ant-select-dropdown:visible .ant-select-item-option')
-      .filter({ hasText: '1920x1080' })
-      .first()
-      .click();
+      .filter({ hasText: '1920x1080' });
+    await expect
+      .poll(
+        async () => {
+          if ((await page.locator('.ant-select-dropdown:visible').count()) === 0) {
+            await byTestId(page, 'edid-preset').click();
+          }
+          return option.count();
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toBeGreaterThan(0);
+    await option.first().click();
     await byTestId(page, 'edid-apply').click();
     // saved, waiting for the VM's next power cycle
     await expect
