@@ -19,7 +19,7 @@ import {
 } from '@kvm/protocol';
 import { SILENT_LOGGER, type Logger } from '../log';
 import { ValidatorError } from '../errors';
-import { CorruptFileError, JsonFile } from '../storage/json-store';
+import { JsonFile } from '../storage/json-store';
 
 /** On disk the blob is indented: room for that around the 64 KiB of compact JSON. */
 const FILE_MAX_BYTES = 16 * USER_CONFIG_MAX_BYTES;
@@ -40,24 +40,11 @@ export class SettingsStore {
     const file = new JsonFile<UserConfig>(join(dataDir, 'user-config.json'), parseStored, {
       maxBytes: FILE_MAX_BYTES,
     });
-    let config: UserConfig;
-    try {
-      config = await file.load();
-    } catch (err) {
-      config = normalizeUserConfig(undefined);
-      if (err instanceof CorruptFileError) {
-        const aside = await file.setAside().catch((e: unknown) => `(not moved: ${String(e)})`);
-        log.warn(
-          { file: file.path, reason: err.reason, aside },
-          'settings file unusable: defaults served, the file kept aside',
-        );
-      } else {
-        log.error(
-          { file: file.path, code: (err as NodeJS.ErrnoException).code, err },
-          'settings file unreadable: defaults served until the data folder is fixed',
-        );
-      }
-    }
+    const config = await file.loadOrDefaults(
+      () => normalizeUserConfig(undefined),
+      log,
+      'settings file',
+    );
     return new SettingsStore(config, file);
   }
 

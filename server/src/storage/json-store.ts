@@ -24,6 +24,12 @@ export interface JsonFileOptions {
   maxBytes?: number;
 }
 
+/** The two log levels loadOrDefaults writes at (the server's Logger has them). */
+export interface JsonFileLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
 export class JsonFile<T> {
   private chain: Promise<void> = Promise.resolve();
 
@@ -55,6 +61,32 @@ export class JsonFile<T> {
       return this.parse(raw);
     } catch (err) {
       throw new CorruptFileError(this.path, (err as Error).message);
+    }
+  }
+
+  /**
+   * `load()` for a store that must start whatever the file holds: a corrupt file is set aside
+   * and `defaults` served (a warning); an unreadable one (I/O, permissions) serves `defaults`
+   * and stays where it is (an error), since its content may still be good. `what` names the
+   * document in the log lines.
+   */
+  async loadOrDefaults(defaults: () => T, log: JsonFileLog, what: string): Promise<T> {
+    try {
+      return await this.load();
+    } catch (err) {
+      if (err instanceof CorruptFileError) {
+        const aside = await this.setAside().catch((e: unknown) => `(not moved: ${String(e)})`);
+        log.warn(
+          { file: this.path, reason: err.reason, aside },
+          `${what} unusable: defaults served, the file kept aside`,
+        );
+      } else {
+        log.error(
+          { file: this.path, code: (err as NodeJS.ErrnoException).code, err },
+          `${what} unreadable: defaults served until the data folder is fixed`,
+        );
+      }
+      return defaults();
     }
   }
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { noSwitchState, type SwitchColor, type SwitchState } from '@kvm/protocol/switch';
 import { BadRequestError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
-import { CorruptFileError, JsonFile } from '../../storage/json-store';
+import { JsonFile } from '../../storage/json-store';
 
 export const SWITCH_COLOR_ROLES = [
   'inactive',
@@ -176,24 +176,7 @@ export class SwitchSettings {
     const file = new JsonFile<Stored>(join(dataDir, 'switch.json'), parseStored, {
       maxBytes: 1024 * 1024,
     });
-    let stored: Stored;
-    try {
-      stored = await file.load();
-    } catch (err) {
-      stored = parseStored(undefined);
-      if (err instanceof CorruptFileError) {
-        const aside = await file.setAside().catch((e: unknown) => `(not moved: ${String(e)})`);
-        log.warn(
-          { file: file.path, reason: err.reason, aside },
-          'switch settings unusable: defaults served, the file kept aside',
-        );
-      } else {
-        log.error(
-          { file: file.path, code: (err as NodeJS.ErrnoException).code, err },
-          'switch settings unreadable: defaults served',
-        );
-      }
-    }
+    const stored = await file.loadOrDefaults(() => parseStored(undefined), log, 'switch settings');
     return new SwitchSettings(stored, file);
   }
 

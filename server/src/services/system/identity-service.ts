@@ -28,7 +28,7 @@ import {
 } from '@kvm/protocol';
 import { ApiError, BadRequestError, InternalError, IsBusyError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
-import { CorruptFileError, JsonFile } from '../../storage/json-store';
+import { JsonFile } from '../../storage/json-store';
 import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/system/types';
 
 /** GL's default ids: here the Linux Foundation composite gadget (the `default` preset). */
@@ -216,21 +216,7 @@ export class IdentityService {
       (raw) => parseStored(raw, defaults),
       { maxBytes: 64 * 1024 },
     );
-    let params: StoredParams;
-    try {
-      params = await file.load();
-    } catch (err) {
-      params = defaults;
-      if (err instanceof CorruptFileError) {
-        const aside = await file.setAside().catch((e: unknown) => `(not moved: ${String(e)})`);
-        log.warn(
-          { file: file.path, reason: err.reason, aside },
-          'system params unusable: defaults',
-        );
-      } else {
-        log.error({ file: file.path, err }, 'system params unreadable: defaults served');
-      }
-    }
+    const params = await file.loadOrDefaults(() => defaults, log, 'system params');
     const service = new IdentityService(params, file, opts);
     return service;
   }
