@@ -2,8 +2,7 @@ import { stat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { findExecutable } from '../process/supervisor';
-import { listNamespaces } from '../drivers/netns/test-support';
+import { listNamespaces, namespaceSkipReason } from '../drivers/netns/test-support';
 import { netnsNames } from '../drivers/netns/netns-network';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
@@ -128,13 +127,7 @@ describe('network routes: arguments and errors (no network managed)', () => {
   });
 });
 
-const missing = ['ip', 'dnsmasq', 'udhcpc'].filter((c) => !findExecutable(c));
-const skipReason =
-  process.getuid?.() !== 0
-    ? 'network namespaces need root'
-    : missing.length > 0
-      ? `${missing.join(', ')} missing`
-      : null;
+const skipReason = namespaceSkipReason();
 
 describe.skipIf(skipReason !== null)('network routes on real namespaces (testbed, netns)', () => {
   const exists = (path: string) =>

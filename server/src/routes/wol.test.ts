@@ -6,8 +6,7 @@ import { WOL_DEVICES_MAX, WOL_NAME_MAX } from '@kvm/protocol';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { netnsNames } from '../drivers/netns/netns-network';
-import { listNamespaces } from '../drivers/netns/test-support';
-import { findExecutable } from '../process/supervisor';
+import { listNamespaces, namespaceSkipReason } from '../drivers/netns/test-support';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance;
@@ -234,13 +233,7 @@ describe('Wake-on-LAN on the developer targets: the device network, never the ho
   });
 });
 
-const missing = ['ip', 'dnsmasq', 'udhcpc'].filter((c) => !findExecutable(c));
-const skipReason =
-  process.getuid?.() !== 0
-    ? 'network namespaces need root'
-    : missing.length > 0
-      ? `${missing.join(', ')} missing`
-      : null;
+const skipReason = namespaceSkipReason();
 if (skipReason) console.warn(`wol.test.ts namespace tests skipped: ${skipReason}`);
 
 /** Prints `listening`, then the hex of each datagram with its sender, one per line. */

@@ -5,6 +5,7 @@
  * name resolution inside the device through its resolv.conf.
  */
 import { execFile, spawn } from 'node:child_process';
+import { findExecutable } from '../../process/supervisor';
 import type { NetnsNames } from './netns-network';
 
 export interface Output {
@@ -114,4 +115,11 @@ export async function resolveInDevice(names: NetnsNames, name: string): Promise<
   } catch {
     return null;
   }
+}
+
+/** Why tests on real namespaces cannot run here (not root, a tool missing), or null. */
+export function namespaceSkipReason(): string | null {
+  const missing = ['ip', 'dnsmasq', 'udhcpc'].filter((c) => !findExecutable(c));
+  if (process.getuid?.() !== 0) return 'network namespaces need root';
+  return missing.length > 0 ? `${missing.join(', ')} missing` : null;
 }
