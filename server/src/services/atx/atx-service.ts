@@ -7,7 +7,7 @@ import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
 import { AtxDisabledError } from '../../drivers/atx/disabled';
 import { IsBusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
-import { ExclusiveRegion } from '../exclusive-region';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 import type { Logger } from '../../log';
 

@@ -23,7 +23,7 @@ import {
 } from '@kvm/protocol';
 import { IsBusyError, ValidatorError } from '../../errors';
 import type { HidDriver, KeyEvent } from '../../drivers/hid/types';
-import { ExclusiveRegion } from '../exclusive-region';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import type { JigglerSchedule } from './jiggler-schedule';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 

@@ -14,7 +14,7 @@
  * `busy` (the state's `busy`) is true while either part is held: kvmd shows busy during a
  * write too. A name being written or removed is claimed: a second verb on it is busy as well.
  */
-import { ExclusiveRegion } from '../exclusive-region';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import { MsdIsBusyError } from './msd-errors';
 
 export class MsdRegion {
