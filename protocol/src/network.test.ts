@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   formatIpv4,
+  isIpv4,
   isValidHostname,
   netmaskToPrefix,
   networkFormErrors,
@@ -57,6 +58,36 @@ describe('netmasks', () => {
   );
 });
 
+describe('leading zeros and stray text (inet_pton, as NetworkManager and kvmd read them)', () => {
+  it.each([
+    ['010.0.0.1', null],
+    ['1.2.3.04', null],
+    ['00.1.1.1', null],
+    ['0.0.0.0', 0],
+    ['1.2.3.4 ', null],
+    ['1.2.3', null],
+    ['256.1.1.1', null],
+    ['10.0.0.1', 0x0a000001],
+  ])('address %j', (text, value) => {
+    expect(parseIpv4(text)).toBe(value);
+    expect(isIpv4(text)).toBe(value !== null);
+  });
+
+  it.each([
+    ['255.255.255.000', null],
+    ['255.255.255.00', null],
+    ['0255.255.255.0', null],
+    ['0.0.0.0', 0],
+    ['255.255.255.0 ', null],
+    ['255.255.255', null],
+    ['256.0.0.0', null],
+  ])('netmask %j', (text, prefix) => expect(netmaskToPrefix(text)).toBe(prefix));
+
+  it.each([-1, 33, 24.5, Number.NaN])('prefix %d has no netmask', (prefix) =>
+    expect(prefixToNetmask(prefix)).toBe(''),
+  );
+});
+
 describe('the network form (SPEC 5)', () => {
   it('accepts a good static form and a DHCP form', () => {
     expect(validateNetworkForm(okStatic)).toBeNull();
@@ -87,6 +118,8 @@ describe('the network form (SPEC 5)', () => {
     [{ dns_server1: '1.1.1' }, 'dns_server1', 'invalid'],
     [{ dns_server1: '127.0.0.53' }, 'dns_server1', 'forbidden'],
     [{ dns_server2: '300.1.1.1' }, 'dns_server2', 'invalid'],
+    [{ ip_address: '192.168.001.50' }, 'ip_address', 'invalid'],
+    [{ netmask: '255.255.255.000' }, 'netmask', 'invalid'],
   ])('%j → %s %s', (change, field, code) => {
     const error = validateNetworkForm({ ...okStatic, ...change });
     expect(error).toMatchObject({ field, code });

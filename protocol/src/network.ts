@@ -4,10 +4,16 @@
  * addresses are ours to decide (issue 11): 0.0.0.0/8, loopback 127/8, multicast 224/4, reserved
  * 240/4 (255.255.255.255 included) and, for the device and its gateway, the subnet's own network
  * and broadcast address.
+ *
+ * The one module for IPv4 text: the console's form, the routes and the network drivers (netns,
+ * nmcli) all read addresses and netmasks here. The rule is `inet_pton`'s, which NetworkManager
+ * (libnm) and kvmd (Python's `ipaddress`) apply too: four decimal parts 0 to 255, no leading
+ * zeros (`010.0.0.1` and `255.255.255.000` are refused: `inet_aton` would read `010` as octal 8),
+ * nothing around them (callers trim).
  */
 import { HOSTNAME_MAX, type NetworkMode } from './system';
 
-/** A dotted quad as an unsigned 32-bit number, or null. No leading zeros (`010` reads as octal elsewhere). */
+/** A dotted quad as an unsigned 32-bit number, or null (inet_pton's rule: no leading zeros). */
 export function parseIpv4(text: string): number | null {
   const parts = text.split('.');
   if (parts.length !== 4) return null;
@@ -19,6 +25,11 @@ export function parseIpv4(text: string): number | null {
     value = value * 256 + octet;
   }
   return value;
+}
+
+/** Whether `text` is a dotted-quad IPv4 address (parseIpv4's rule). */
+export function isIpv4(text: string): boolean {
+  return parseIpv4(text) !== null;
 }
 
 export function formatIpv4(value: number): string {
@@ -36,7 +47,9 @@ export function netmaskToPrefix(netmask: string): number | null {
   return Math.clz32(inverted);
 }
 
+/** A prefix length 0 to 32 → dotted netmask (`24` → `255.255.255.0`); '' for anything else. */
 export function prefixToNetmask(prefix: number): string {
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > 32) return '';
   return formatIpv4(prefixToMask(prefix));
 }
 
