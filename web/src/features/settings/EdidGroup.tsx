@@ -1,13 +1,13 @@
 import { useEffect, useState } from 'react';
 import { Alert, Button, Input, Select, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { useStore } from 'zustand';
 import type { TFunction } from 'i18next';
 import type { EdidPreset } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
-import { EdidFormatError, EdidStore } from '../system/edid-store';
+import { createEdidStore, EdidFormatError } from '../system/edid-store';
 import { followEdidGop } from '../video/quality';
-import { useStore } from '../system/store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 const CUSTOM = 'custom';
@@ -36,7 +36,7 @@ export function presetLabel(preset: EdidPreset, t: TFunction): string {
 export default function EdidGroup() {
   const { t } = useTranslation();
   const message = useMessage();
-  const [store] = useState(() => new EdidStore());
+  const [store] = useState(createEdidStore);
   const state = useStore(store);
   const [choice, setChoice] = useState<string | undefined>();
   const [custom, setCustom] = useState<string | null>(null);

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { Alert, Button, Input, Radio, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { useStore } from 'zustand';
 import {
   isValidHostname,
   networkFormErrors,
@@ -12,10 +13,9 @@ import type { NetworkConfigWire, NetworkMode } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
-import { NetworkStore } from '../system/network-store';
+import { createNetworkStore } from '../system/network-store';
 import { NetworkStateView } from '../system/NetworkStateView';
 import { PendingChangeBanner } from '../system/PendingChangeBanner';
-import { useStore } from '../system/store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 type Form = Required<NetworkForm> & { mode: NetworkMode };
@@ -67,7 +67,7 @@ export default function NetworkGroup() {
   const { t } = useTranslation();
   const message = useMessage();
   const errorText = useErrorText();
-  const [store] = useState(() => new NetworkStore());
+  const [store] = useState(createNetworkStore);
   const state = useStore(store);
   // The user's edits; until there are some, the form shows the device's settings.
   const [edits, setEdits] = useState<Form | null>(null);

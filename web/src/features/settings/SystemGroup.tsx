@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { Button, Input, Select, Tag, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { useStore } from 'zustand';
 import {
   CUSTOM_IDENTITY_PRESET,
   DEFAULT_IDENTITY_PRESET,
@@ -14,8 +15,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
-import { IdentityStore } from '../system/identity-store';
-import { useStore } from '../system/store';
+import { createIdentityStore } from '../system/identity-store';
 import { rebootDevice, type UsbIdentity } from '../system/system-api';
 import { resetToDefaults, waitForFirstRun } from '../system/reset-api';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
@@ -65,7 +65,7 @@ export default function SystemGroup() {
   const { t } = useTranslation();
   const message = useMessage();
   const errorText = useUsbErrorText();
-  const [store] = useState(() => new IdentityStore());
+  const [store] = useState(createIdentityStore);
   const state = useStore(store);
   const [form, setForm] = useState<UsbIdentity | null>(null);
   const [error, setError] = useState<UsbIdentityError | null>(null);

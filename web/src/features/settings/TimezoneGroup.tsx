@@ -1,10 +1,10 @@
 import { useEffect, useState } from 'react';
 import { Button, Select, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { useStore } from 'zustand';
 import { useMessage } from '../../components/notify';
 import { errorMessage } from '../../lib/api';
-import { useStore } from '../system/store';
-import { TimeStore } from '../system/time-store';
+import { createTimeStore } from '../system/time-store';
 import {
   deviceNowMs,
   formatDeviceTime,
@@ -44,7 +44,7 @@ function DeviceClock(props: {
 export default function TimezoneGroup() {
   const { t } = useTranslation();
   const message = useMessage();
-  const [store] = useState(() => new TimeStore());
+  const [store] = useState(createTimeStore);
   const state = useStore(store);
   // The choice waits for Apply: a zone change moves the device clock's wall time.
   const [offsetChoice, setOffsetChoice] = useState<number | undefined>();

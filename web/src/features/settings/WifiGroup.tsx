@@ -1,17 +1,17 @@
 import { useEffect, useState } from 'react';
 import { Button, Space, Spin, Switch, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { useStore } from 'zustand';
 import type { WifiAdapterLabelCode, WifiState as WifiWireState } from '@kvm/protocol/system';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
 import { PendingChangeBanner } from '../system/PendingChangeBanner';
-import { useStore } from '../system/store';
 import type { WifiJoin } from '../system/system-api';
 import { WifiJoinDialog, type JoinTarget } from '../system/WifiJoinDialog';
 import { joinFailureReason } from '../system/wifi-rules';
 import { WifiNetworkRow } from '../system/WifiNetworkRow';
-import { WifiStore } from '../system/wifi-store';
+import { createWifiStore } from '../system/wifi-store';
 import { SettingsField as Field, SettingsGroup } from './SettingsGroup';
 
 const STATE_TEXT: Record<WifiWireState, I18nKey> = {
@@ -33,7 +33,7 @@ const ADAPTER_LABEL_TEXT: Record<WifiAdapterLabelCode, I18nKey> = {
 export default function WifiGroup() {
   const { t } = useTranslation();
   const message = useMessage();
-  const [store] = useState(() => new WifiStore());
+  const [store] = useState(createWifiStore);
   const state = useStore(store);
   const [target, setTarget] = useState<JoinTarget | null>(null);
   useEffect(() => {

@@ -2,10 +2,11 @@
  * The EDID group's state (GL `/api/upgrade/edid`, `get_edid`, `edid_list`): the presets, the
  * EDID in force and when the remote computer sees a new one.
  */
+import { createStore, type StoreApi } from 'zustand/vanilla';
 import { parseEdidHex } from '@kvm/protocol/edid/edid';
 import type { EdidPreset, EdidState } from '@kvm/protocol/system';
+import { whileBusy } from './busy';
 import { getEdid, getEdidPresets, setEdid } from './system-api';
-import { Store } from './store';
 
 export interface EdidStoreState {
   presets: readonly EdidPreset[];
@@ -19,38 +20,46 @@ export class EdidFormatError extends Error {
   override readonly name = 'EdidFormatError';
 }
 
-export class EdidStore extends Store<EdidStoreState> {
-  private readonly controller = new AbortController();
+export interface EdidStore extends StoreApi<EdidStoreState> {
+  load(): Promise<void>;
+  /** Checks with the shared parser, sends, then re-reads what the device now holds. */
+  apply(hex: string): Promise<EdidState>;
+  dispose(): void;
+}
 
-  constructor() {
-    super({ presets: [], edid: null, loadFailed: false, busy: false });
-  }
+/** One per open group (its requests end with it): a zustand store plus its actions. */
+export function createEdidStore(): EdidStore {
+  const store = createStore<EdidStoreState>()(() => ({
+    presets: [],
+    edid: null,
+    loadFailed: false,
+    busy: false,
+  }));
+  const { setState } = store;
+  const controller = new AbortController();
 
-  async load(): Promise<void> {
-    const signal = this.controller.signal;
+  const load = async (): Promise<void> => {
+    const signal = controller.signal;
     const [presets, edid] = await Promise.allSettled([getEdidPresets(signal), getEdid(signal)]);
     if (signal.aborted) return;
-    if (presets.status === 'fulfilled') this.setState({ presets: presets.value });
-    if (edid.status === 'fulfilled') this.setState({ edid: edid.value, loadFailed: false });
-    else this.setState({ loadFailed: true });
-  }
+    if (presets.status === 'fulfilled') setState({ presets: presets.value });
+    if (edid.status === 'fulfilled') setState({ edid: edid.value, loadFailed: false });
+    else setState({ loadFailed: true });
+  };
 
-  /** Checks with the shared parser, sends, then re-reads what the device now holds. */
-  async apply(hex: string): Promise<EdidState> {
-    if (parseEdidHex(hex) === null) throw new EdidFormatError();
-    if (this.getState().busy) throw new Error('busy');
-    this.setState({ busy: true });
-    try {
-      await setEdid(hex.replace(/\s+/g, ''));
-      const edid = await getEdid(this.controller.signal);
-      this.setState({ edid });
-      return edid;
-    } finally {
-      this.setState({ busy: false });
-    }
-  }
+  const apply = (hex: string): Promise<EdidState> => {
+    if (parseEdidHex(hex) === null) return Promise.reject(new EdidFormatError());
+    return whileBusy(
+      store,
+      () => new Error('busy'),
+      async () => {
+        await setEdid(hex.replace(/\s+/g, ''));
+        const edid = await getEdid(controller.signal);
+        setState({ edid });
+        return edid;
+      },
+    );
+  };
 
-  dispose(): void {
-    this.controller.abort();
-  }
+  return Object.assign(store, { load, apply, dispose: () => controller.abort() });
 }

@@ -3,7 +3,9 @@
  * happened to the last one. After an unconfirmed change expires the device reverts by itself;
  * the store re-reads until the device no longer reports that change.
  */
+import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { NetworkConfigWire, PendingNetworkChange } from '@kvm/protocol/system';
+import { whileBusy } from './busy';
 import { PendingWatch, type TrackedPending } from './pending-change';
 import {
   confirmNetworkConfig,
@@ -13,7 +15,6 @@ import {
   setNetworkConfig,
   type NetworkSettings,
 } from './system-api';
-import { Store } from './store';
 
 /** Re-reads after an expiry: the device may need a moment to put the old settings back. */
 const REREAD_INTERVAL_MS = 1000;
@@ -37,125 +38,128 @@ export class NetworkBusyError extends Error {
   override readonly name = 'NetworkBusyError';
 }
 
-export class NetworkStore extends Store<NetworkState> {
-  private readonly controller = new AbortController();
-  private rereadTimer: ReturnType<typeof setTimeout> | undefined;
-  private refreshTimer: ReturnType<typeof setInterval> | undefined;
-  /** The change that expired here: not shown again while the device still reports it. */
-  private expiredId: string | null = null;
-  private readonly watch = new PendingWatch((expired) => {
-    this.expiredId = expired.change.id;
-    this.setState({ pending: null, reverted: true });
-    this.rereadUntilGone(expired.change.id, REREAD_TRIES);
-  });
-
-  constructor() {
-    super({ config: null, loadFailed: false, busy: false, pending: null, reverted: false });
-  }
-
-  async load(): Promise<NetworkConfigWire | null> {
-    try {
-      const config = await getNetworkConfig(this.controller.signal);
-      this.adopt(config);
-      return config;
-    } catch {
-      if (!this.controller.signal.aborted) this.setState({ loadFailed: true });
-      return null;
-    }
-  }
-
+export interface NetworkStore extends StoreApi<NetworkState> {
+  load(): Promise<NetworkConfigWire | null>;
   /** Reads now, then every NETWORK_REFRESH_MS until `dispose` (skipped while a change runs). */
-  follow(): void {
-    void this.load();
-    if (this.refreshTimer !== undefined) return;
-    this.refreshTimer = setInterval(() => {
-      if (!this.getState().busy) void this.load();
-    }, NETWORK_REFRESH_MS);
-  }
+  follow(): void;
+  apply(settings: NetworkSettings): Promise<void>;
+  renameHost(hostname: string): Promise<void>;
+  confirm(): Promise<void>;
+  revert(): Promise<void>;
+  dispose(): void;
+}
 
-  apply(settings: NetworkSettings): Promise<void> {
-    return this.exclusive(async () => {
-      const result = await setNetworkConfig(settings);
-      this.setState({ pending: this.watch.track(result.pending ?? null), reverted: false });
-      await this.load();
-    });
-  }
-
-  renameHost(hostname: string): Promise<void> {
-    return this.exclusive(async () => {
-      const name = await setHostname(hostname);
-      const config = this.getState().config;
-      if (config) this.setState({ config: { ...config, hostname: name } });
-    });
-  }
-
-  confirm(): Promise<void> {
-    const pending = this.getState().pending;
-    if (!pending) return Promise.resolve();
-    return this.exclusive(async () => {
-      await confirmNetworkConfig(pending.change.id);
-      this.watch.clear();
-      this.setState({ pending: null });
-      await this.load();
-    });
-  }
-
-  revert(): Promise<void> {
-    const pending = this.getState().pending;
-    if (!pending) return Promise.resolve();
-    return this.exclusive(async () => {
-      await revertNetworkConfig(pending.change.id);
-      this.watch.clear();
-      this.setState({ pending: null, reverted: true });
-      await this.load();
-    });
-  }
-
-  dispose(): void {
-    this.controller.abort();
-    this.watch.clear();
-    if (this.rereadTimer !== undefined) clearTimeout(this.rereadTimer);
-    if (this.refreshTimer !== undefined) clearInterval(this.refreshTimer);
-    this.refreshTimer = undefined;
-  }
+/** One per open group (its requests and timers end with it): a zustand store plus its actions. */
+export function createNetworkStore(): NetworkStore {
+  const store = createStore<NetworkState>()(() => ({
+    config: null,
+    loadFailed: false,
+    busy: false,
+    pending: null,
+    reverted: false,
+  }));
+  const { getState, setState } = store;
+  const controller = new AbortController();
+  let rereadTimer: ReturnType<typeof setTimeout> | undefined;
+  let refreshTimer: ReturnType<typeof setInterval> | undefined;
+  /** The change that expired here: not shown again while the device still reports it. */
+  let expiredId: string | null = null;
+  const watch = new PendingWatch((expired) => {
+    expiredId = expired.change.id;
+    setState({ pending: null, reverted: true });
+    rereadUntilGone(expired.change.id, REREAD_TRIES);
+  });
+  const exclusive = (work: () => Promise<void>) =>
+    whileBusy(store, () => new NetworkBusyError(), work);
 
   /** A pending change the device reports (after a reload of the page too) is tracked here. */
-  private adopt(config: NetworkConfigWire): void {
-    const reported = config.pending?.id === this.expiredId ? null : config.pending;
-    const current = this.getState().pending;
+  const adopt = (config: NetworkConfigWire): void => {
+    const reported = config.pending?.id === expiredId ? null : config.pending;
+    const current = getState().pending;
     let pending = current;
-    let reverted = this.getState().reverted;
+    let reverted = getState().reverted;
     if (!reported) {
       // Gone without us: kept (confirmed elsewhere, or implicitly on the new address) or put
       // back (reverted elsewhere, or the window ended): the address in force tells which.
       if (current) reverted = isBackToPrevious(config, current.change);
-      this.watch.clear();
+      watch.clear();
       pending = null;
     } else if (reported.id !== current?.change.id) {
-      pending = this.watch.track(reported);
+      pending = watch.track(reported);
     }
-    this.setState({ config, loadFailed: false, pending, reverted });
-  }
+    setState({ config, loadFailed: false, pending, reverted });
+  };
 
-  private rereadUntilGone(id: string, tries: number): void {
-    this.rereadTimer = setTimeout(() => {
-      this.rereadTimer = undefined;
-      void this.load().then((config) => {
+  const load = async (): Promise<NetworkConfigWire | null> => {
+    try {
+      const config = await getNetworkConfig(controller.signal);
+      adopt(config);
+      return config;
+    } catch {
+      if (!controller.signal.aborted) setState({ loadFailed: true });
+      return null;
+    }
+  };
+
+  const rereadUntilGone = (id: string, tries: number): void => {
+    rereadTimer = setTimeout(() => {
+      rereadTimer = undefined;
+      void load().then((config) => {
         // Still reported: the device has not put the old settings back yet.
-        if (config?.pending?.id === id && tries > 1) this.rereadUntilGone(id, tries - 1);
+        if (config?.pending?.id === id && tries > 1) rereadUntilGone(id, tries - 1);
       });
     }, REREAD_INTERVAL_MS);
-  }
+  };
 
-  private async exclusive(work: () => Promise<void>): Promise<void> {
-    if (this.getState().busy) throw new NetworkBusyError();
-    this.setState({ busy: true });
-    try {
-      await work();
-    } finally {
-      this.setState({ busy: false });
-    }
-  }
+  /** Runs `work` on the pending change, when there is one. */
+  const onPending = (work: (pending: TrackedPending) => Promise<void>): Promise<void> => {
+    const pending = getState().pending;
+    return pending ? exclusive(() => work(pending)) : Promise.resolve();
+  };
+
+  return Object.assign(store, {
+    load,
+    follow: () => {
+      void load();
+      if (refreshTimer !== undefined) return;
+      refreshTimer = setInterval(() => {
+        if (!getState().busy) void load();
+      }, NETWORK_REFRESH_MS);
+    },
+    apply: (settings: NetworkSettings) =>
+      exclusive(async () => {
+        const result = await setNetworkConfig(settings);
+        setState({ pending: watch.track(result.pending ?? null), reverted: false });
+        await load();
+      }),
+    renameHost: (hostname: string) =>
+      exclusive(async () => {
+        const name = await setHostname(hostname);
+        const config = getState().config;
+        if (config) setState({ config: { ...config, hostname: name } });
+      }),
+    confirm: () =>
+      onPending(async (pending) => {
+        await confirmNetworkConfig(pending.change.id);
+        watch.clear();
+        setState({ pending: null });
+        await load();
+      }),
+    revert: () =>
+      onPending(async (pending) => {
+        await revertNetworkConfig(pending.change.id);
+        watch.clear();
+        setState({ pending: null, reverted: true });
+        await load();
+      }),
+    dispose: () => {
+      controller.abort();
+      watch.clear();
+      if (rereadTimer !== undefined) clearTimeout(rereadTimer);
+      if (refreshTimer !== undefined) clearInterval(refreshTimer);
+      refreshTimer = undefined;
+    },
+  });
 }
 
 /** Whether the device holds its address from before `change` again (and not the new one). */

@@ -1,7 +1,7 @@
 /** The time-zone group's state: the device clock, its zone and the city zones it knows. */
+import { createStore, type StoreApi } from 'zustand/vanilla';
 import type { SystemTimeResult } from '@kvm/protocol/system';
 import { getSystemTime, getTimezoneList, setCityTimezone, setTimeZoneMinutes } from './system-api';
-import { Store } from './store';
 import { timeZoneMinutesFor } from './time-zone';
 
 export interface TimeState {
@@ -13,49 +13,57 @@ export interface TimeState {
   busy: boolean;
 }
 
-export class TimeStore extends Store<TimeState> {
-  private readonly controller = new AbortController();
+export interface TimeStore extends StoreApi<TimeState> {
+  load(): Promise<void>;
+  /** A whole-hour UTC offset (SPEC 3's list), sent with the inverted sign. */
+  setOffset(hoursEast: number): Promise<void>;
+  setCity(zone: string): Promise<void>;
+  dispose(): void;
+}
 
-  constructor() {
-    super({ time: null, receivedAt: 0, zones: [], loadFailed: false, busy: false });
-  }
+/** One per open group (its requests end with it): a zustand store plus its actions. */
+export function createTimeStore(): TimeStore {
+  const store = createStore<TimeState>()(() => ({
+    time: null,
+    receivedAt: 0,
+    zones: [],
+    loadFailed: false,
+    busy: false,
+  }));
+  const { setState } = store;
+  const controller = new AbortController();
 
-  async load(): Promise<void> {
-    const signal = this.controller.signal;
+  const load = async (): Promise<void> => {
+    const signal = controller.signal;
     const [time, zones] = await Promise.allSettled([
       getSystemTime(signal),
       getTimezoneList(signal),
     ]);
     if (signal.aborted) return;
     if (time.status === 'fulfilled') {
-      this.setState({ time: time.value, receivedAt: Date.now(), loadFailed: false });
+      setState({ time: time.value, receivedAt: Date.now(), loadFailed: false });
     } else {
-      this.setState({ loadFailed: true });
+      setState({ loadFailed: true });
     }
-    if (zones.status === 'fulfilled') this.setState({ zones: zones.value });
-  }
+    if (zones.status === 'fulfilled') setState({ zones: zones.value });
+  };
 
-  /** A whole-hour UTC offset (SPEC 3's list), sent with the inverted sign. */
-  setOffset(hoursEast: number): Promise<void> {
-    return this.change(() => setTimeZoneMinutes(timeZoneMinutesFor(hoursEast)));
-  }
-
-  setCity(zone: string): Promise<void> {
-    return this.change(() => setCityTimezone(zone));
-  }
-
-  private async change(send: () => Promise<unknown>): Promise<void> {
-    this.setState({ busy: true });
+  const change = async (send: () => Promise<unknown>): Promise<void> => {
+    setState({ busy: true });
     try {
       await send();
-      const time = await getSystemTime(this.controller.signal);
-      this.setState({ time, receivedAt: Date.now() });
+      const time = await getSystemTime(controller.signal);
+      setState({ time, receivedAt: Date.now() });
     } finally {
-      this.setState({ busy: false });
+      setState({ busy: false });
     }
-  }
+  };
 
-  dispose(): void {
-    this.controller.abort();
-  }
+  return Object.assign(store, {
+    load,
+    setOffset: (hoursEast: number) =>
+      change(() => setTimeZoneMinutes(timeZoneMinutesFor(hoursEast))),
+    setCity: (zone: string) => change(() => setCityTimezone(zone)),
+    dispose: () => controller.abort(),
+  });
 }

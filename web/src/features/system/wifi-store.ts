@@ -2,6 +2,7 @@
  * The Wi-Fi group's state (GL `/api/repeater/*`): adapter status, saved and scanned networks,
  * one operation at a time, and a join that waits for confirmation like an Ethernet change.
  */
+import { createStore, type StoreApi } from 'zustand/vanilla';
 import type {
   SavedWifiNetwork,
   WifiConnectResult,
@@ -21,7 +22,6 @@ import {
   scanWifi,
   type WifiJoin,
 } from './system-api';
-import { Store } from './store';
 
 export type WifiOperation = 'scan' | 'join' | 'disconnect' | 'forget' | 'enable' | 'confirm';
 
@@ -42,113 +42,115 @@ export class WifiBusyError extends Error {
   override readonly name = 'WifiBusyError';
 }
 
-export class WifiStore extends Store<WifiState> {
-  private readonly controller = new AbortController();
-  private readonly watch = new PendingWatch(() => {
-    this.setState({ pending: null, reverted: true });
-    void this.refresh();
+export interface WifiStore extends StoreApi<WifiState> {
+  /** Status and saved networks; a missing adapter answers too (adapter `none`). */
+  refresh(): Promise<void>;
+  scan(): Promise<void>;
+  /** A failed join answers 200 with `result: 'failed'` (GL): the caller shows why. */
+  join(join: WifiJoin): Promise<WifiConnectResult>;
+  disconnect(): Promise<void>;
+  forget(ssid: string): Promise<void>;
+  enable(enable: boolean): Promise<void>;
+  confirm(): Promise<void>;
+  revert(): Promise<void>;
+  dispose(): void;
+}
+
+/** One per open group (its requests and timer end with it): a zustand store plus its actions. */
+export function createWifiStore(): WifiStore {
+  const store = createStore<WifiState>()(() => ({
+    status: null,
+    saved: [],
+    networks: null,
+    loadFailed: false,
+    operation: null,
+    pending: null,
+    reverted: false,
+  }));
+  const { getState, setState } = store;
+  const controller = new AbortController();
+  const watch = new PendingWatch(() => {
+    setState({ pending: null, reverted: true });
+    void refresh();
   });
 
-  constructor() {
-    super({
-      status: null,
-      saved: [],
-      networks: null,
-      loadFailed: false,
-      operation: null,
-      pending: null,
-      reverted: false,
-    });
-  }
-
-  /** Status and saved networks; a missing adapter answers too (adapter `none`). */
-  async refresh(): Promise<void> {
-    const signal = this.controller.signal;
+  const refresh = async (): Promise<void> => {
+    const signal = controller.signal;
     const [status, saved] = await Promise.allSettled([
       getWifiStatus(signal),
       getSavedWifiNetworks(signal),
     ]);
     if (signal.aborted) return;
-    if (status.status === 'fulfilled') this.setState({ status: status.value, loadFailed: false });
-    else this.setState({ loadFailed: true });
-    if (saved.status === 'fulfilled') this.setState({ saved: saved.value });
-  }
+    if (status.status === 'fulfilled') setState({ status: status.value, loadFailed: false });
+    else setState({ loadFailed: true });
+    if (saved.status === 'fulfilled') setState({ saved: saved.value });
+  };
 
-  scan(): Promise<void> {
-    return this.run('scan', async () => {
-      const networks = await scanWifi(this.controller.signal);
-      // Strongest first, as every network list shows them.
-      this.setState({ networks: [...networks].sort((a, b) => b.signal - a.signal) });
-    });
-  }
-
-  /** A failed join answers 200 with `result: 'failed'` (GL): the caller shows why. */
-  join(join: WifiJoin): Promise<WifiConnectResult> {
-    return this.run('join', async () => {
-      const result = await connectWifi(join);
-      if (result.result === 'success') {
-        this.setState({ pending: this.watch.track(result.pending ?? null), reverted: false });
-      }
-      await this.refresh();
-      return result;
-    });
-  }
-
-  disconnect(): Promise<void> {
-    return this.run('disconnect', async () => {
-      await disconnectWifi();
-      await this.refresh();
-    });
-  }
-
-  forget(ssid: string): Promise<void> {
-    return this.run('forget', async () => {
-      await forgetWifi(ssid);
-      await this.refresh();
-    });
-  }
-
-  enable(enable: boolean): Promise<void> {
-    return this.run('enable', async () => {
-      await enableWifi(enable);
-      if (!enable) this.setState({ networks: null });
-      await this.refresh();
-    });
-  }
-
-  confirm(): Promise<void> {
-    const pending = this.getState().pending;
-    if (!pending) return Promise.resolve();
-    return this.run('confirm', async () => {
-      await confirmNetworkConfig(pending.change.id);
-      this.watch.clear();
-      this.setState({ pending: null });
-    });
-  }
-
-  revert(): Promise<void> {
-    const pending = this.getState().pending;
-    if (!pending) return Promise.resolve();
-    return this.run('confirm', async () => {
-      await revertNetworkConfig(pending.change.id);
-      this.watch.clear();
-      this.setState({ pending: null, reverted: true });
-      await this.refresh();
-    });
-  }
-
-  private async run<T>(operation: WifiOperation, work: () => Promise<T>): Promise<T> {
-    if (this.getState().operation) throw new WifiBusyError(operation);
-    this.setState({ operation });
+  const run = async <T>(operation: WifiOperation, work: () => Promise<T>): Promise<T> => {
+    if (getState().operation) throw new WifiBusyError(operation);
+    setState({ operation });
     try {
       return await work();
     } finally {
-      this.setState({ operation: null });
+      setState({ operation: null });
     }
-  }
+  };
 
-  dispose(): void {
-    this.controller.abort();
-    this.watch.clear();
-  }
+  /** Runs `work` on the pending change, when there is one. */
+  const onPending = (work: (pending: TrackedPending) => Promise<void>): Promise<void> => {
+    const pending = getState().pending;
+    return pending ? run('confirm', () => work(pending)) : Promise.resolve();
+  };
+
+  return Object.assign(store, {
+    refresh,
+    scan: () =>
+      run('scan', async () => {
+        const networks = await scanWifi(controller.signal);
+        // Strongest first, as every network list shows them.
+        setState({ networks: [...networks].sort((a, b) => b.signal - a.signal) });
+      }),
+    join: (join: WifiJoin) =>
+      run('join', async () => {
+        const result = await connectWifi(join);
+        if (result.result === 'success') {
+          setState({ pending: watch.track(result.pending ?? null), reverted: false });
+        }
+        await refresh();
+        return result;
+      }),
+    disconnect: () =>
+      run('disconnect', async () => {
+        await disconnectWifi();
+        await refresh();
+      }),
+    forget: (ssid: string) =>
+      run('forget', async () => {
+        await forgetWifi(ssid);
+        await refresh();
+      }),
+    enable: (enable: boolean) =>
+      run('enable', async () => {
+        await enableWifi(enable);
+        if (!enable) setState({ networks: null });
+        await refresh();
+      }),
+    confirm: () =>
+      onPending(async (pending) => {
+        await confirmNetworkConfig(pending.change.id);
+        watch.clear();
+        setState({ pending: null });
+      }),
+    revert: () =>
+      onPending(async (pending) => {
+        await revertNetworkConfig(pending.change.id);
+        watch.clear();
+        setState({ pending: null, reverted: true });
+        await refresh();
+      }),
+    dispose: () => {
+      controller.abort();
+      watch.clear();
+    },
+  });
 }
