@@ -105,6 +105,22 @@ describe('JsonFile', () => {
     expect(await file.load()).toEqual({ n: 19 });
   });
 
+  it('idle() waits for saves nobody awaited, a failed one included', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'doc.json');
+    const file = new JsonFile(path, (raw) => (raw ?? { n: -1 }) as { n: number });
+    void file.save({ n: 1 });
+    void file.save({ n: 2 });
+    await file.idle();
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ n: 2 });
+    // a save that fails (a folder where the file should be) does not stop the next
+    const blocked = new JsonFile(join(dir, 'sub'), (raw) => raw);
+    await mkdir(join(dir, 'sub'));
+    const failed = blocked.save({ x: 1 }).catch((e: unknown) => e);
+    await blocked.idle();
+    expect(await failed).toBeInstanceOf(Error);
+  });
+
   it('refuses a corrupt file instead of overwriting it silently', async () => {
     const dir = await tempDir();
     const path = join(dir, 'doc.json');

@@ -3,6 +3,7 @@
  * two saves never race on the rename.
  */
 import { open, readFile, rename } from 'node:fs/promises';
+import { SerialQueue } from '../sync/serial-queue';
 import { atomicWriteFile } from './atomic';
 
 /**
@@ -31,7 +32,7 @@ export interface JsonFileLog {
 }
 
 export class JsonFile<T> {
-  private chain: Promise<void> = Promise.resolve();
+  private readonly writes = new SerialQueue();
 
   constructor(
     readonly path: string,
@@ -103,9 +104,12 @@ export class JsonFile<T> {
   /** Writes `value` atomically; saves are applied in call order. */
   save(value: T): Promise<void> {
     const text = `${JSON.stringify(value, null, 2)}\n`;
-    const next = this.chain.then(() => atomicWriteFile(this.path, text));
-    this.chain = next.catch(() => undefined);
-    return next;
+    return this.writes.run(() => atomicWriteFile(this.path, text));
+  }
+
+  /** Resolves once every save asked for so far has landed or failed (shutdown, tests). */
+  idle(): Promise<void> {
+    return this.writes.idle();
   }
 
   private async read(): Promise<string> {

@@ -10,6 +10,7 @@ import { FINGERBOT_FIRMWARE_IMAGE, type FingerbotEvent } from '@kvm/protocol';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
 import type { FingerbotDriver } from '../../drivers/fingerbot/types';
 import { atomicWriteFile } from '../../storage/atomic';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
 import { ZipError, zipEntries, zipRead, type ZipEntry } from './zip';
 
@@ -86,7 +87,10 @@ export async function readFirmwarePackage(zip: Buffer): Promise<FirmwarePackage>
 }
 
 export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> {
-  private busy = false;
+  /** A press and a flash never overlap: the second is refused at once (409). */
+  readonly region = new ExclusiveRegion(
+    () => new FingerbotIsBusyError('The fingerbot is busy, please try again later'),
+  );
   private readonly offDriver: () => void;
   private readonly packagePath: string;
 
@@ -104,7 +108,7 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
   }
 
   async click(pressMs: number, angle: 1 | 2): Promise<void> {
-    await this.exclusive(() => this.driver.press(pressMs, angle));
+    await this.region.enter(() => this.driver.press(pressMs, angle));
   }
 
   battery(): Promise<number> {
@@ -131,7 +135,7 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
       throw new ValidatorError('No firmware package was uploaded');
     }
     const pkg = await readFirmwarePackage(zip);
-    return this.exclusive(() => this.driver.upgrade(pkg));
+    return this.region.enter(() => this.driver.upgrade(pkg));
   }
 
   /** The `fingerbot` event of `/api/ws`. */
@@ -141,17 +145,5 @@ export class FingerbotService extends EventEmitter<{ state: [FingerbotEvent] }> 
 
   dispose(): void {
     this.offDriver();
-  }
-
-  private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.busy) {
-      throw new FingerbotIsBusyError('The fingerbot is busy, please try again later');
-    }
-    this.busy = true;
-    try {
-      return await fn();
-    } finally {
-      this.busy = false;
-    }
   }
 }

@@ -10,6 +10,7 @@ import { IsBusyError, NotFoundError, ServiceUnavailableError, ValidatorError } f
 import type { Logger } from '../../log';
 import { atomicWriteFile } from '../../storage/atomic';
 import { buildZip } from '../../storage/zip';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import { stamp, type LogBundle } from './log-bundle';
 
 export const SUPPORT_MAX_IMAGES = 8;
@@ -88,7 +89,8 @@ export type SupportResult =
   { delivered: 'sent'; url: string } | { delivered: 'saved'; bundle: string };
 
 export class SupportService {
-  private busy = false;
+  /** One request at a time: a second while one is built or sent is refused (409). */
+  readonly region = new ExclusiveRegion(() => new SupportIsBusyError());
 
   constructor(private readonly deps: SupportDeps) {}
 
@@ -98,15 +100,11 @@ export class SupportService {
 
   async submit(req: SupportRequest): Promise<SupportResult> {
     validateSupport(req);
-    if (this.busy) throw new SupportIsBusyError();
-    this.busy = true;
-    try {
+    return this.region.enter(async () => {
       const logs = await this.deps.bundle.build();
-      if (this.deps.url) return await this.send(this.deps.url, req, logs);
+      if (this.deps.url) return this.send(this.deps.url, req, logs);
       return { delivered: 'saved', bundle: await this.save(req, logs) };
-    } finally {
-      this.busy = false;
-    }
+    });
   }
 
   private async send(

@@ -11,6 +11,7 @@ import { noSwitchState, type SwitchColor, type SwitchState } from '@kvm/protocol
 import { BadRequestError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
+import { SerialQueue } from '../../sync/serial-queue';
 
 export const SWITCH_COLOR_ROLES = [
   'inactive',
@@ -164,7 +165,7 @@ function parseStored(raw: unknown): Stored {
 
 export class SwitchSettings {
   /** Changes run one after another, each from the state the previous one left. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly changes = new SerialQueue();
 
   private constructor(
     private stored: Stored,
@@ -198,7 +199,7 @@ export class SwitchSettings {
 
   /** kvmd's `set_colors`: a role given as `default` goes back to kvmd's default. */
   setColors(values: Partial<Record<SwitchColorRole, string>>): Promise<void> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       const colors = { ...this.stored.colors };
       for (const [role, text] of Object.entries(values)) {
         if (text.toLowerCase() === 'default') delete colors[role as SwitchColorRole];
@@ -209,7 +210,7 @@ export class SwitchSettings {
   }
 
   createEdid(name: string, data: string): Promise<string> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       if (Object.keys(this.stored.edids).length >= SWITCH_EDIDS_MAX)
         throw new SwitchEdidsLimitError();
       const id = randomUUID().toLowerCase();
@@ -220,7 +221,7 @@ export class SwitchSettings {
 
   /** kvmd's `change_edid`: an empty or missing name or data keeps the old one. */
   changeEdid(id: string, name?: string, data?: string): Promise<void> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       const old = this.stored.edids[id];
       if (!old) throw new SwitchUnknownEdidError();
       const edid = { name: name || old.name, data: data || old.data };
@@ -229,17 +230,11 @@ export class SwitchSettings {
   }
 
   removeEdid(id: string): Promise<void> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       if (!this.has(id)) throw new SwitchUnknownEdidError();
       const { [id]: _gone, ...edids } = this.stored.edids;
       await this.save({ ...this.stored, edids });
     });
-  }
-
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   /** The file first: a failed write changes nothing in memory either. */
