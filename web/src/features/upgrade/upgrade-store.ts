@@ -2,9 +2,9 @@
  * The console's firmware upgrade state (SPEC 4 "Upgrade flow"): the version check and its tip,
  * the online download polled every second (kept running while the upgrade control is closed),
  * the package upload and the confirm step. One module-level store, so the download and the
- * upload outlive the dialog that started them.
+ * upload outlive the dialog that started them. A zustand store, as every feature's.
  */
-import { useSyncExternalStore } from 'react';
+import { create } from 'zustand';
 import { isNewer } from '@kvm/protocol/upgrade';
 import type { UpgradeOutcome } from '@kvm/protocol/upgrade';
 import { ApiError, errorMessage } from '../../lib/api';
@@ -100,29 +100,15 @@ function initialState(): UpgradeState {
   };
 }
 
-let state: UpgradeState = initialState();
-const listeners = new Set<() => void>();
+export const useUpgrade = create<UpgradeState>()(initialState);
+const { getState: get, setState: set } = useUpgrade;
 let pollTimer: ReturnType<typeof setInterval> | null = null;
 let polling = false;
 /** The download's size at the last poll, and how many polls since have seen it unchanged. */
 let lastGrowth = { size: -1, still: 0 };
 
-function set(patch: Partial<UpgradeState>): void {
-  state = { ...state, ...patch };
-  for (const listener of [...listeners]) listener();
-}
-
-function subscribe(listener: () => void): () => void {
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
-
 export function getUpgradeState(): UpgradeState {
-  return state;
-}
-
-export function useUpgrade<T>(select: (s: UpgradeState) => T): T {
-  return useSyncExternalStore(subscribe, () => select(state));
+  return get();
 }
 
 /** The console's one firmware upload, kept while the control is closed. */
@@ -147,7 +133,7 @@ export function tipVersion(s: UpgradeState): string | null {
 }
 
 export function dismissTip(): void {
-  const offered = offeredVersion(state.compare);
+  const offered = offeredVersion(get().compare);
   if (!offered) return;
   writeStorage(TIP_DISMISSED_KEY, offered);
   set({ tipDismissed: offered });
@@ -169,7 +155,7 @@ export async function checkVersion(): Promise<UpgradeCompare | null> {
 export async function checkStatus(): Promise<UpgradeStatus | null> {
   try {
     const status = await getUpgradeStatus();
-    set({ status, outcome: unseenOutcome(status) ?? state.outcome });
+    set({ status, outcome: unseenOutcome(status) ?? get().outcome });
     return status;
   } catch {
     // A device without the route (or a busy one): nothing is blocked, nothing to show.
@@ -191,8 +177,9 @@ function unseenOutcome(status: UpgradeStatus): UpgradeOutcome | null {
 
 /** The upgrade control closed after showing the outcome: not shown again. */
 export function acknowledgeOutcome(): void {
-  if (!state.outcome) return;
-  writeStorage(OUTCOME_SEEN_KEY, state.outcome.id);
+  const { outcome } = get();
+  if (!outcome) return;
+  writeStorage(OUTCOME_SEEN_KEY, outcome.id);
   set({ outcome: null });
 }
 
@@ -206,7 +193,7 @@ async function pollOnce(): Promise<void> {
   polling = true;
   try {
     const info = await getDownloadInfo();
-    if (state.download.status !== 'downloading') return;
+    if (get().download.status !== 'downloading') return;
     if (info.total_size <= 0) {
       // Cancelled, replaced by an upload, or lost by a restart of the device.
       stopPolling();
@@ -225,11 +212,11 @@ async function pollOnce(): Promise<void> {
       stopPolling();
       set({
         download: { status: 'downloaded', size: info.size, total: info.total_size, failed: false },
-        confirm: state.controlOpen ? state.confirm : 'download',
+        confirm: get().controlOpen ? get().confirm : 'download',
       });
       return;
     }
-    set({ download: { ...state.download, size: info.size, total: info.total_size } });
+    set({ download: { ...get().download, size: info.size, total: info.total_size } });
   } catch {
     // The next tick asks again; a busy device is not a failed download.
   } finally {
@@ -246,14 +233,14 @@ function startPolling(): void {
 
 /** Starts the online download (GL answers with the size at once and keeps going). */
 export async function beginDownload(beta = false): Promise<void> {
-  if (state.download.status === 'downloading') return;
+  if (get().download.status === 'downloading') return;
   set({
     download: { status: 'downloading', size: 0, total: 0, failed: false },
-    downloadVersion: beta ? offeredBeta(state.compare) : offeredVersion(state.compare),
+    downloadVersion: beta ? offeredBeta(get().compare) : offeredVersion(get().compare),
   });
   try {
     const { size } = await startDownload(beta);
-    set({ download: { ...state.download, total: size } });
+    set({ download: { ...get().download, total: size } });
     startPolling();
   } catch (err) {
     set({ download: { status: 'none', size: 0, total: 0, failed: true } });
@@ -263,7 +250,7 @@ export async function beginDownload(beta = false): Promise<void> {
 
 /** On load: a download the device is still running (another tab, a reload) is followed again. */
 export async function resumeDownload(): Promise<void> {
-  if (state.download.status !== 'none') return;
+  if (get().download.status !== 'none') return;
   try {
     const info = await getDownloadInfo();
     if (info.total_size > 0 && info.size < info.total_size) {
@@ -278,7 +265,7 @@ export async function resumeDownload(): Promise<void> {
 }
 
 export function setControlOpen(open: boolean): void {
-  if (state.controlOpen !== open) set({ controlOpen: open });
+  if (get().controlOpen !== open) set({ controlOpen: open });
 }
 
 export function requestConfirm(source: 'download' | 'upload'): void {
@@ -287,7 +274,7 @@ export function requestConfirm(source: 'download' | 'upload'): void {
 
 /** The confirm dialog was cancelled: a download's asks whether to cancel the download. */
 export function dismissConfirm(): void {
-  set({ confirm: null, askCancelDownload: state.confirm === 'download' });
+  set({ confirm: null, askCancelDownload: get().confirm === 'download' });
 }
 
 export async function answerCancelDownload(cancel: boolean): Promise<void> {
@@ -346,7 +333,7 @@ export async function runUpgrade(
   saveConfig: boolean,
   opts: { allowDowngrade?: boolean } = {},
 ): Promise<StartOutcome> {
-  let from = state.compare?.local_version;
+  let from = get().compare?.local_version;
   if (!from)
     from = await getVersion().then(
       (v) => v.version,
@@ -393,6 +380,5 @@ export function resetUpgradeStore(): void {
   lastGrowth = { size: -1, still: 0 };
   firmwareUploader.cancel();
   firmwareUploader.clear();
-  state = initialState();
-  for (const listener of [...listeners]) listener();
+  set(initialState(), true);
 }
