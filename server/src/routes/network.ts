@@ -3,6 +3,7 @@
  * ours: `confirm_network_config`, `revert_network_config`; docs/api.md "Network").
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseHostname, parseNetworkQuery } from '../services/system/network-input';
 import type { NetworkService } from '../services/system/network-service';
 import { str } from '../validators';
 
@@ -31,7 +32,7 @@ export function networkRoutes(app: FastifyInstance, network: NetworkService): vo
   app.get('/api/system/get_network_config', async () => network.config());
 
   app.post('/api/system/set_network_config', { bodyLimit: NETWORK_BODY_LIMIT }, async (request) =>
-    network.set(request.query as Query, origin(request)),
+    network.set(parseNetworkQuery(request.query as Query), origin(request)),
   );
 
   app.post('/api/system/confirm_network_config', async (request) => {
@@ -47,6 +48,6 @@ export function networkRoutes(app: FastifyInstance, network: NetworkService): vo
   app.get('/api/system/get_hostname', async () => network.hostname());
 
   app.post('/api/system/set_hostname', { bodyLimit: NETWORK_BODY_LIMIT }, async (request) =>
-    network.setHostname(request.query as Query),
+    network.setHostname(parseHostname(request.query as Query)),
   );
 }

@@ -1,29 +1,17 @@
 /**
  * Ethernet settings and the host name (GL §5.4 and §5.13 on the wire, SPEC 5's address rules):
- * validates what a client asks, applies it through the target's NetworkDriver, keeps risky
+ * takes what the route parsed (network-input.ts), applies it through the NetworkDriver, keeps risky
  * changes only once confirmed (safe-change.ts) and persists the kept settings atomically in
  * `<data_dir>/system/network.json`, applied again at every start when the file exists.
  */
 import { join } from 'node:path';
-import {
-  forbiddenAddressReason,
-  isValidHostname,
-  netmaskToPrefix,
-  parseIpv4,
-  networkFormErrors,
-  type HostnameResult,
-  type NetworkConfigWire,
-  type SetNetworkConfigResult,
-} from '@kvm/protocol';
-import { BadRequestError } from '../../errors';
+import type { HostnameResult, NetworkConfigWire, SetNetworkConfigResult } from '@kvm/protocol';
 import type { Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
-import { SystemFeatureUnavailableError } from '../../drivers/system/none';
-import type { EthernetSettings, EthernetStatus, NetworkDriver } from '../../drivers/system/types';
+import { SystemFeatureUnavailableError } from '../../drivers/types';
+import type { EthernetSettings, EthernetStatus, NetworkDriver } from '../../drivers/network/types';
+import { withCurrentDns, type EthernetRequest } from './network-input';
 import { SafeChanges, type SafeChangeClock } from './safe-change';
-
-/** resolv.conf reads at most three name servers (MAXNS). */
-export const DNS_SERVERS_MAX = 3;
 
 /** Where the console is reached: the request's scheme and the listener's port. */
 export interface RequestOrigin {
@@ -63,60 +51,6 @@ export function isRiskyChange(a: EthernetSettings, b: EthernetSettings): boolean
   if (a.mode !== b.mode) return true;
   if (b.mode === 'dhcp') return false;
   return a.ip_address !== b.ip_address || a.netmask !== b.netmask || a.gateway !== b.gateway;
-}
-
-type Query = Record<string, unknown>;
-
-function queryString(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new BadRequestError(`${name} parameter must be given once`);
-  return value;
-}
-
-/**
- * GL's `set_network_config` query → settings, with GL's messages (wire-protocol §5.13) and then
- * SPEC 5's forbidden addresses, each naming its argument. `current` fills an absent
- * `dns_servers` (absent = unchanged).
- */
-export function parseNetworkQuery(query: Query, current: EthernetSettings): EthernetSettings {
-  const mode = queryString(query, 'mode')?.trim();
-  if (mode !== 'dhcp' && mode !== 'static') {
-    throw new BadRequestError("mode parameter is required, must be 'dhcp' or 'static'");
-  }
-  const dnsText = queryString(query, 'dns_servers');
-  let dns: string[] | null;
-  if (dnsText === undefined) dns = current.dns_servers ? [...current.dns_servers] : null;
-  else if (dnsText.trim() === '') dns = null;
-  else {
-    dns = dnsText.split(',').map((s) => s.trim());
-    for (const server of dns) {
-      const value = parseIpv4(server);
-      if (value === null) throw new BadRequestError(`Invalid DNS server address format: ${server}`);
-      const reason = forbiddenAddressReason(value);
-      if (reason) throw new BadRequestError(`dns_servers cannot be ${server} (${reason} address)`);
-    }
-    if (dns.length > DNS_SERVERS_MAX) {
-      throw new BadRequestError(`dns_servers takes at most ${DNS_SERVERS_MAX} addresses`);
-    }
-  }
-  if (mode === 'dhcp') return { mode, dns_servers: dns };
-  const ip = queryString(query, 'ip_address')?.trim();
-  const netmask = queryString(query, 'netmask')?.trim();
-  const gateway = queryString(query, 'gateway')?.trim();
-  if (!ip || !netmask || !gateway) {
-    throw new BadRequestError('Static IP mode requires ip_address, netmask and gateway parameters');
-  }
-  if (parseIpv4(ip) === null) throw new BadRequestError('ip_address format is invalid');
-  if (netmaskToPrefix(netmask) === null) throw new BadRequestError('netmask format is invalid');
-  if (parseIpv4(gateway) === null) throw new BadRequestError('gateway format is invalid');
-  // SPEC 5's rules beyond GL's: forbidden addresses, prefix bounds, gateway inside the subnet.
-  // (DNS was checked above: GL allows a static address without name servers.)
-  const problem = networkFormErrors({ mode, ip_address: ip, netmask, gateway }).find(
-    (e) => e.field !== 'dns_server1' && e.field !== 'dns_server2',
-  );
-  if (problem) throw new BadRequestError(problem.message);
-  return { mode, ip_address: ip, netmask, gateway, dns_servers: dns };
 }
 
 export class NetworkService {
@@ -218,11 +152,11 @@ export class NetworkService {
     };
   }
 
-  /** `set_network_config`: validated, then applied (risky: pending until confirmed). */
-  async set(query: Query, origin: RequestOrigin): Promise<SetNetworkConfigResult> {
+  /** `set_network_config` (parsed by the route): applied (risky: pending until confirmed). */
+  async set(request: EthernetRequest, origin: RequestOrigin): Promise<SetNetworkConfigResult> {
     const status = await this.driver.status();
     const current = this.settings ?? settingsOf(status);
-    const next = parseNetworkQuery(query, current);
+    const next = withCurrentDns(request, current);
     const availability = this.driver.availability();
     if (!availability.available) {
       throw new SystemFeatureUnavailableError(availability.reason ?? 'Network is not managed here');
@@ -253,14 +187,8 @@ export class NetworkService {
     return { success: true, hostname: await this.driver.hostname() };
   }
 
-  async setHostname(query: Query): Promise<HostnameResult> {
-    const name = queryString(query, 'hostname')?.trim();
-    if (!name) throw new BadRequestError('hostname parameter is required');
-    if (!isValidHostname(name)) {
-      throw new BadRequestError(
-        'hostname is invalid: 1 to 63 letters, digits and hyphens, not beginning or ending with a hyphen',
-      );
-    }
+  /** `set_hostname` with a name the route checked (network-input.ts `parseHostname`). */
+  async setHostname(name: string): Promise<HostnameResult> {
     await this.driver.setHostname(name);
     return { success: true, hostname: await this.driver.hostname() };
   }
