@@ -3,6 +3,7 @@
  * `remove_saved_ap` take a JSON object body; every answer is 200 with GL's shapes.
  */
 import type { FastifyInstance } from 'fastify';
+import { parseWifiForget, parseWifiJoin } from '../services/system/wifi-input';
 import type { WifiService } from '../services/system/wifi-service';
 
 /** A join's body is an SSID, a key and a few flags. */
@@ -16,7 +17,7 @@ export function repeaterRoutes(app: FastifyInstance, wifi: WifiService): void {
   app.get('/api/repeater/get_status', async () => wifi.status());
 
   app.post('/api/repeater/connect', { bodyLimit: REPEATER_BODY_LIMIT }, async (request) =>
-    wifi.connect(request.body, request.socket.localAddress),
+    wifi.connect(parseWifiJoin(request.body), request.socket.localAddress),
   );
 
   app.post('/api/repeater/disconnect', { bodyLimit: REPEATER_BODY_LIMIT }, async () => {
@@ -34,7 +35,9 @@ export function repeaterRoutes(app: FastifyInstance, wifi: WifiService): void {
     '/api/repeater/remove_saved_ap',
     { bodyLimit: REPEATER_BODY_LIMIT },
     async (request) => ({
-      removed: await wifi.forget(request.body, request.query as Record<string, unknown>),
+      removed: await wifi.forget(
+        parseWifiForget(request.body, request.query as Record<string, unknown>),
+      ),
     }),
   );
 }

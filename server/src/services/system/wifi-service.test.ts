@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../errors';
 import { SILENT_LOGGER } from '../../log';
-import { NmcliWifi } from '../../drivers/nmcli/wifi';
-import { fakeRunner, fixture, type FakeRunner } from '../../drivers/nmcli/test-support';
+import { NmcliWifi } from '../../drivers/wifi/nmcli';
+import { fakeRunner, fixture, type FakeRunner } from '../../platform/nmcli/test-support';
 import { SafeChanges } from './safe-change';
-import { WifiService } from './wifi-service';
+import { parseWifiJoin } from './wifi-input';
+import { WifiIsBusyError, WifiService } from './wifi-service';
 
 const NEW = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
 
@@ -66,6 +67,11 @@ async function service(fake: FakeRunner): Promise<WifiService> {
   return new WifiService(driver, safe, SILENT_LOGGER);
 }
 
+/** A join as the route makes it: the body parsed, then handed to the service. */
+async function joinParsed(wifi: WifiService, body: unknown) {
+  return wifi.connect(parseWifiJoin(body));
+}
+
 /** The value nmcli reads after `name` in the recorded `connection add`, or undefined. */
 function property(fake: FakeRunner, name: string): string | undefined {
   const add = fake.calls.find((c) => c[1] === 'connection' && c[2] === 'add');
@@ -88,9 +94,9 @@ describe('WifiService join rules', () => {
       '0123456789abcdef'.repeat(4).slice(0, 63) + 'g',
       'nul\u0000key-123',
     ]) {
-      const err = await wifi
-        .connect({ ssid: 'KVM-Lab', key, hidden: true })
-        .catch((e: unknown) => e);
+      const err = await joinParsed(wifi, { ssid: 'KVM-Lab', key, hidden: true }).catch(
+        (e: unknown) => e,
+      );
       expect(err, JSON.stringify(key)).toBeInstanceOf(BadRequestError);
       expect((err as Error).message).toBe(
         'key must be 8 to 63 printable ASCII characters or 64 hex digits',
@@ -107,7 +113,7 @@ describe('WifiService join rules', () => {
       ['lone \ud800 surrogate', 'ssid is not valid Unicode (an unpaired surrogate)'],
     ];
     for (const [ssid, message] of refused) {
-      await expect(wifi.connect({ ssid, hidden: true })).rejects.toThrow(message);
+      await expect(joinParsed(wifi, { ssid, hidden: true })).rejects.toThrow(message);
     }
   });
 
@@ -123,12 +129,35 @@ describe('WifiService join rules', () => {
       const fake = networkManager();
       const wifi = await service(fake);
       await wifi.scan();
-      expect(await wifi.connect(body), JSON.stringify(body)).toMatchObject({ result: 'success' });
+      expect(await joinParsed(wifi, body), JSON.stringify(body)).toMatchObject({
+        result: 'success',
+      });
       expect(property(fake, '802-11-wireless.ssid')).toBe(body['ssid']);
       expect(property(fake, '802-11-wireless.hidden')).toBe(body['hidden'] ? 'yes' : undefined);
       expect(property(fake, '802-11-wireless-security.psk')).toBe(body['key']);
       expect(fake.lines()).toContain(`nmcli --wait 45 connection up uuid ${NEW} ifname wlan0`);
       safe?.dispose();
     }
+  });
+});
+
+describe('WifiService: one join at a time', () => {
+  it('a second join while one runs answers WifiIsBusyError at once, and the first one goes on', async () => {
+    const fake = networkManager();
+    const wifi = await service(fake);
+    const first = joinParsed(wifi, { ssid: '--help', hidden: true });
+    const second = await joinParsed(wifi, { ssid: '--help', hidden: true }).catch(
+      (e: unknown) => e,
+    );
+    expect(second).toBeInstanceOf(WifiIsBusyError);
+    expect(second).toMatchObject({
+      status: 409,
+      message: 'Another Wi-Fi operation is in progress',
+    });
+    expect(await first).toMatchObject({ result: 'success' });
+    // free again afterwards
+    expect(await joinParsed(wifi, { ssid: '--help', hidden: true })).toMatchObject({
+      result: 'success',
+    });
   });
 });

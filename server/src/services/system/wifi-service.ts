@@ -1,16 +1,12 @@
 /**
  * Wi-Fi client (GL `/api/repeater/*`, wire-protocol §5.8 and §5.13) in front of the target's
- * WifiDriver: one scan at a time (others share it), SSID and key rules, joins only to networks
- * seen or saved (or declared hidden), and a switch made over Wi-Fi itself kept only once
- * confirmed (safe-change.ts).
+ * WifiDriver: one scan at a time (others share it), one join at a time (ExclusiveRegion), joins
+ * only to networks seen or saved (or declared hidden), and a switch made over Wi-Fi itself kept
+ * only once confirmed (safe-change.ts). The routes parse and check the SSID, key and flags
+ * (wifi-input.ts); this service takes the typed join.
  */
 import {
-  WIFI_KEY_MAX,
-  WIFI_KEY_MIN,
-  WIFI_SSID_MAX_BYTES,
-  isValidWpaKey,
   wifiAdapterLabelCode,
-  wifiSsidProblem,
   type SavedWifiNetwork,
   type WifiConnectResult,
   type WifiNetwork,
@@ -18,8 +14,9 @@ import {
 } from '@kvm/protocol';
 import { BadRequestError, IsBusyError } from '../../errors';
 import type { Logger } from '../../log';
-import { SystemFeatureUnavailableError } from '../../drivers/system/none';
-import type { WifiDriver } from '../../drivers/system/types';
+import { SystemFeatureUnavailableError } from '../../drivers/types';
+import type { WifiConnectRequest, WifiDriver } from '../../drivers/wifi/types';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 import type { SafeChanges } from './safe-change';
 
 /** A join while another runs. */
@@ -30,52 +27,12 @@ export class WifiIsBusyError extends IsBusyError {
 /** Scans remembered for the "seen" rule; a bound on what one client can make us hold. */
 const SCAN_LIST_MAX = 256;
 
-/**
- * An SSID is any 1 to 32 bytes on air: `--help` or `"; id; "` are names like others (the driver
- * hands them to the radio as values, never as arguments). Refused is only what no radio takes or
- * no command line carries.
- */
-function ssidOf(body: Record<string, unknown>): string {
-  const ssid = body['ssid'];
-  if (ssid === undefined || ssid === null || ssid === '') throw new BadRequestError('Missing SSID');
-  if (typeof ssid !== 'string') throw new BadRequestError('ssid must be a string');
-  switch (wifiSsidProblem(ssid)) {
-    case 'long':
-      throw new BadRequestError(`ssid is longer than ${WIFI_SSID_MAX_BYTES} bytes`);
-    case 'nul':
-      throw new BadRequestError('ssid cannot contain a NUL character');
-    case 'unpaired':
-      throw new BadRequestError('ssid is not valid Unicode (an unpaired surrogate)');
-    default:
-      return ssid;
-  }
-}
-
-/** WPA: 8 to 63 printable ASCII characters, or 64 hex digits (the raw PSK). */
-function keyOf(body: Record<string, unknown>): string | undefined {
-  const key = body['key'];
-  if (key === undefined || key === null || key === '') return undefined;
-  if (typeof key !== 'string') throw new BadRequestError('key must be a string');
-  if (!isValidWpaKey(key)) {
-    throw new BadRequestError(
-      `key must be ${WIFI_KEY_MIN} to ${WIFI_KEY_MAX - 1} printable ASCII characters or ${WIFI_KEY_MAX} hex digits`,
-    );
-  }
-  return key;
-}
-
-export function requireObject(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new BadRequestError('Configuration data must be in JSON object format');
-  }
-  return body as Record<string, unknown>;
-}
-
 export class WifiService {
   private scanning: Promise<WifiNetwork[]> | null = null;
   /** SSIDs of the last scan. */
   private seen = new Set<string>();
-  private joining = false;
+  /** One join at a time: a second one answers 409 at once. */
+  private readonly joins = new ExclusiveRegion(() => new WifiIsBusyError());
 
   constructor(
     readonly driver: WifiDriver,
@@ -109,21 +66,14 @@ export class WifiService {
   }
 
   /**
-   * `connect` with GL's JSON object body. When the console itself is reached over the Wi-Fi
-   * (`localAddress` is the Wi-Fi address), the switch is a safe change: kept only if confirmed.
+   * `connect` with the join the route parsed (wifi-input.ts `parseWifiJoin`). When the console
+   * itself is reached over the Wi-Fi (`localAddress` is the Wi-Fi address), the switch is a safe
+   * change: kept only if confirmed.
    */
-  async connect(raw: unknown, localAddress?: string): Promise<WifiConnectResult> {
-    const body = requireObject(raw);
-    const ssid = ssidOf(body);
-    const key = keyOf(body);
+  async connect(request: WifiConnectRequest, localAddress?: string): Promise<WifiConnectResult> {
     this.requireAdapter();
-    const hidden = body['hidden'] === true;
-    const bssid = typeof body['bssid'] === 'string' ? body['bssid'] : undefined;
-    if (bssid !== undefined && !/^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$/.test(bssid)) {
-      throw new BadRequestError('bssid must be six pairs of hex digits separated by colons');
-    }
-    const remember = body['remember'] !== false && body['remember'] !== 0;
-    if (!hidden && !this.seen.has(ssid)) {
+    const { ssid } = request;
+    if (!request.hidden && !this.seen.has(ssid)) {
       const saved = await this.driver.saved();
       if (!saved.some((s) => s.ssid === ssid)) {
         throw new BadRequestError(
@@ -131,21 +81,12 @@ export class WifiService {
         );
       }
     }
-    if (this.joining) throw new WifiIsBusyError();
-    const before = await this.driver.status();
-    const overWifi =
-      localAddress !== undefined &&
-      before.ipv4.ip !== '' &&
-      stripMapped(localAddress) === before.ipv4.ip;
-    const request = {
-      ssid,
-      ...(key !== undefined ? { key } : {}),
-      ...(bssid !== undefined ? { bssid } : {}),
-      ...(hidden ? { hidden } : {}),
-      remember,
-    };
-    this.joining = true;
-    try {
+    return this.joins.enter(async () => {
+      const before = await this.driver.status();
+      const overWifi =
+        localAddress !== undefined &&
+        before.ipv4.ip !== '' &&
+        stripMapped(localAddress) === before.ipv4.ip;
       if (!overWifi) {
         const outcome = await this.safe.exclusive(() => this.driver.connect(request));
         this.log.info({ ssid, ok: outcome.ok, fail_type: outcome.fail_type }, outcome.message);
@@ -185,9 +126,7 @@ export class WifiService {
       return outcome.ok
         ? { result: 'success', fail_type: null, pending }
         : { result: 'failed', fail_type: outcome.fail_type, pending: null };
-    } finally {
-      this.joining = false;
-    }
+    });
   }
 
   async disconnect(): Promise<void> {
@@ -198,9 +137,8 @@ export class WifiService {
     await this.driver.setEnabled(enabled);
   }
 
-  async forget(raw: unknown, query: Record<string, unknown>): Promise<boolean> {
-    const body = raw === undefined || raw === null ? {} : requireObject(raw);
-    const ssid = ssidOf(body['ssid'] !== undefined ? body : query);
+  /** `remove_saved_ap` with the SSID the route parsed (wifi-input.ts `parseWifiForget`). */
+  async forget(ssid: string): Promise<boolean> {
     return this.driver.forget(ssid);
   }
 
