@@ -3,6 +3,7 @@
  * 5.13). Rules and sign conventions: services/system/time-service.ts.
  */
 import type { FastifyInstance } from 'fastify';
+import { parseRegion, parseTimeQuery, parseZoneName } from '../services/system/time-input';
 import type { TimeService } from '../services/system/time-service';
 
 export function timeRoutes(app: FastifyInstance, time: TimeService): void {
@@ -10,9 +11,15 @@ export function timeRoutes(app: FastifyInstance, time: TimeService): void {
 
   app.get('/api/system/time', async () => time.get());
 
-  app.post('/api/system/time', async (request) => time.set(q(request)));
+  app.post('/api/system/time', async (request) =>
+    time.set(parseTimeQuery(q(request), (zone) => time.hasZone(zone))),
+  );
 
-  app.get('/api/system/timezone/list', async (request) => time.listZones(q(request)['region']));
+  app.get('/api/system/timezone/list', async (request) =>
+    time.listZones(parseRegion(q(request)['region'])),
+  );
 
-  app.post('/api/system/timezone', async (request) => time.setCityZone(q(request)['timezone']));
+  app.post('/api/system/timezone', async (request) =>
+    time.setCityZone(parseZoneName(q(request)['timezone'])),
+  );
 }

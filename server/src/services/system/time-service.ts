@@ -10,21 +10,13 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  TIME_ZONE_MAX_MINUTES,
-  TIME_ZONE_MIN_MINUTES,
-  type SystemTimeResult,
-  type TimezoneListResult,
-} from '@kvm/protocol';
+import type { SystemTimeResult, TimezoneListResult } from '@kvm/protocol';
 import { BadRequestError } from '../../errors';
-import type { ClockDriver } from '../../drivers/system/types';
-import { ZONEINFO_DIR } from '../../drivers/clock/local-clock';
+import type { ClockDriver } from '../../drivers/clock/types';
+import { ZONEINFO_DIR } from '../../drivers/clock/local';
 import type { Logger } from '../../log';
-
-/** GL's `time` bound: a signed 32-bit unix time. */
-export const TIME_MAX_S = 2 ** 31 - 1;
-/** Longest region or zone name we look at (the longest IANA name is 30 characters). */
-export const ZONE_NAME_MAX = 64;
+import { SerialQueue } from '../../sync/serial-queue';
+import { ZONE_NAME_MAX, type TimeChange } from './time-input';
 
 const ETC_ZONE = /^Etc\/GMT[+-]\d{1,2}$/;
 const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+){1,2}$/;
@@ -53,12 +45,6 @@ export function glTimeZoneMinutes(zone: string, utcOffset: number): number {
   return value === 0 ? 0 : value; // never -0 on the wire
 }
 
-/** The Etc zone GL sets for `minutes` (JS sign): floor division, as Python's `//`. */
-export function etcZoneFor(minutes: number): string {
-  const hours = Math.floor(minutes / 60);
-  return hours >= 0 ? `Etc/GMT+${hours}` : `Etc/GMT${hours}`;
-}
-
 export interface TimeServiceOptions {
   clock: ClockDriver;
   zoneinfoDir?: string;
@@ -69,7 +55,7 @@ export class TimeService {
   private readonly zoneinfo: string;
   private cities: string[] | null = null;
   /** Changes run one at a time: a zone and a time from two requests never interleave. */
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly changes = new SerialQueue();
 
   constructor(private readonly opts: TimeServiceOptions) {
     this.zoneinfo = opts.zoneinfoDir ?? ZONEINFO_DIR;
@@ -91,42 +77,12 @@ export class TimeService {
     };
   }
 
-  /** `POST /api/system/time?time=&time_zone=`: validated whole, then the zone, then the time. */
-  async set(query: Record<string, unknown>): Promise<Record<string, never>> {
-    const rawTime = query['time'];
-    const rawZone = query['time_zone'];
-    if (rawTime === undefined && rawZone === undefined) {
-      throw new BadRequestError('At least one parameter (time or time_zone) is required');
-    }
-    let zone: string | null = null;
-    if (rawZone !== undefined) {
-      const text = typeof rawZone === 'string' ? rawZone.trim() : '';
-      if (!/^[+-]?\d{1,9}$/.test(text)) {
-        throw new BadRequestError(
-          'time_zone parameter must be a valid integer (minutes offset from UTC)',
-        );
-      }
-      const minutes = Number(text);
-      if (minutes < TIME_ZONE_MIN_MINUTES || minutes > TIME_ZONE_MAX_MINUTES) {
-        throw new BadRequestError('time_zone parameter out of valid range (-840 to 840 minutes)');
-      }
-      zone = etcZoneFor(minutes);
-      if (!this.zoneFileExists(zone)) {
-        throw new BadRequestError(
-          `time_zone parameter has no zone: ${zone} does not exist (UTC-12:00 to UTC+14:00)`,
-        );
-      }
-    }
-    let timeMs: number | null = null;
-    if (rawTime !== undefined) {
-      const text = typeof rawTime === 'string' ? rawTime.trim() : '';
-      const seconds = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
-      if (!(seconds >= 0 && seconds <= TIME_MAX_S)) {
-        throw new BadRequestError(`time parameter must be unix seconds from 0 to ${TIME_MAX_S}`);
-      }
-      timeMs = seconds * 1000;
-    }
-    await this.serial(async () => {
+  /**
+   * `POST /api/system/time` with the change the route parsed (time-input.ts `parseTimeQuery`):
+   * the zone, then the time; both or neither.
+   */
+  async set({ zone, timeMs }: TimeChange): Promise<Record<string, never>> {
+    await this.changes.run(async () => {
       const clock = this.opts.clock;
       const previousZone = zone !== null ? await clock.zone() : null;
       if (zone !== null) await clock.setZone(zone);
@@ -135,7 +91,7 @@ export class TimeService {
           await clock.setTime(timeMs);
         } catch (err) {
           // both or neither: the zone goes back when the clock refuses the time
-          if (previousZone !== null && this.zoneFileExists(previousZone)) {
+          if (previousZone !== null && this.hasZone(previousZone)) {
             await clock.setZone(previousZone).catch(() => undefined);
           }
           throw err;
@@ -147,27 +103,23 @@ export class TimeService {
   }
 
   /** City zones: Intl's list of IANA zones that exist in the zoneinfo database here. */
-  listZones(region?: unknown): TimezoneListResult {
+  listZones(region?: string): TimezoneListResult {
     let zones = this.cityZones();
     if (region !== undefined) {
-      if (typeof region !== 'string' || region.length > ZONE_NAME_MAX) {
-        throw new BadRequestError('region parameter must be a region name such as Europe');
-      }
-      const prefix = `${region.trim()}/`;
+      const prefix = `${region}/`;
       zones = zones.filter((z) => z.toLowerCase().startsWith(prefix.toLowerCase()));
     }
     return { success: true, timezones: zones, count: zones.length };
   }
 
-  /** `POST /api/system/timezone?timezone=Europe/Berlin`. */
-  async setCityZone(raw: unknown): Promise<{ success: true; timezone_name: string }> {
-    const name = typeof raw === 'string' ? raw.trim() : '';
+  /** `POST /api/system/timezone?timezone=Europe/Berlin` (time-input.ts `parseZoneName`). */
+  async setCityZone(name: string): Promise<{ success: true; timezone_name: string }> {
     if (!this.isCityZone(name)) {
       throw new BadRequestError(
         `timezone parameter is not a known time zone: ${JSON.stringify(name.slice(0, ZONE_NAME_MAX))}`,
       );
     }
-    await this.serial(() => this.opts.clock.setZone(name));
+    await this.changes.run(() => this.opts.clock.setZone(name));
     this.opts.log?.info({ zone: name }, 'device time zone set');
     return { success: true, timezone_name: name };
   }
@@ -196,7 +148,7 @@ export class TimeService {
             ZONE_NAME.test(z) &&
             !z.startsWith('Etc/') &&
             utcOffsetMinutes(z, Date.now()) !== null &&
-            this.zoneFileExists(z),
+            this.hasZone(z),
         )
         .sort();
     }
@@ -211,22 +163,17 @@ export class TimeService {
       ZONE_NAME.test(name) &&
       !name.startsWith('Etc/') &&
       utcOffsetMinutes(name, Date.now()) !== null &&
-      this.zoneFileExists(name)
+      this.hasZone(name)
     );
   }
 
-  private zoneFileExists(zone: string): boolean {
+  /** Whether the zoneinfo database here has `zone` (parseTimeQuery's `zoneExists`). */
+  hasZone(zone: string): boolean {
     const file = join(this.zoneinfo, zone);
     try {
       return existsSync(file) && statSync(file).isFile();
     } catch {
       return false;
     }
-  }
-
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn);
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 }
