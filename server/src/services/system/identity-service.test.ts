@@ -11,7 +11,8 @@ import {
   type HidState,
 } from '@kvm/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/system/types';
+import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/usb/types';
+import { parseParamsQuery } from './identity-input';
 import { IdentityService, PARAMS_QUEUE_MAX, type MouseOutputs } from './identity-service';
 
 const USB_IDS = '/usr/share/hwdata/usb.ids';
@@ -142,7 +143,7 @@ describe('IdentityService', () => {
     const { service, usb } = await open();
     await service.set({ otg_serial: 'SER-1', mic_name: 'Mic' });
     expect(usb.applied.map((a) => a.otg_serial)).toEqual(['SER-1']);
-    await service.set({ mic_name: 'Other mic', privacy_enable: 'true' });
+    await service.set(parseParamsQuery({ mic_name: 'Other mic', privacy_enable: 'true' }, []));
     expect(usb.applied).toHaveLength(1);
     const file = JSON.parse(await readFile(join(dir, 'system', 'params.json'), 'utf8'));
     expect(file).toMatchObject({
@@ -160,7 +161,9 @@ describe('IdentityService', () => {
     const { service } = await open(usb);
     const before = service.get();
     usb.fail = true;
-    await expect(service.set({ otg_vendor_id: '0x1234' })).rejects.toMatchObject({
+    await expect(
+      service.set(parseParamsQuery({ otg_vendor_id: '0x1234' }, [])),
+    ).rejects.toMatchObject({
       status: 500,
       wireName: 'UsbIdentityApplyError',
       message: 'USB identity not applied: re-plug failed',
@@ -200,5 +203,24 @@ describe('IdentityService', () => {
     release();
     await Promise.all(runs);
     expect(usb.applied.map((a) => a.otg_serial)).toEqual(['S0', 'S1', 'S2', 'S3', 'S4']);
+  });
+
+  it('two changes queued together both stay: each is merged when its turn comes', async () => {
+    const usb = new RecordingUsb();
+    let release!: () => void;
+    usb.gate = new Promise((r) => (release = r));
+    const { service } = await open(usb);
+    const serial = service.set({ otg_serial: 'SER-A' });
+    const mic = service.set({ mic_name: 'Desk mic' });
+    const functions = service.setOtgFunctions({ start_flash: true });
+    release();
+    await Promise.all([serial, mic, functions]);
+    expect(service.stored()).toMatchObject({
+      otg_serial: 'SER-A',
+      mic_name: 'Desk mic',
+      otg_functions: { start_flash: true, start_cdrom: true },
+    });
+    const file = JSON.parse(await readFile(join(dir, 'system', 'params.json'), 'utf8'));
+    expect(file).toMatchObject({ otg_serial: 'SER-A', mic_name: 'Desk mic' });
   });
 });

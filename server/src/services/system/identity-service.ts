@@ -4,19 +4,18 @@
  * the OTG functions. Stored in `<data_dir>/system/params.json` (atomic); `absolute_mouse` is the
  * HID service's mouse output and `msd_type` the virtual media's mode, both read live.
  *
- * Every request is validated whole before anything is applied. A USB identity change goes to the
+ * Every request is validated whole by its route (identity-input.ts) before anything is applied;
+ * the service takes the typed change. A USB identity change goes to the
  * driver (re-enumeration); if the driver fails, the stored params are put back and the error is
- * the answer. Applies run one at a time; a few wait, more answer 409.
+ * the answer. Applies run one at a time (SerialQueue); a few wait, more answer 409.
  */
 import { join } from 'node:path';
 import {
   DEFAULT_IDENTITY_PRESET,
-  DEVICE_IDENTITY_PRESETS,
   deviceIdentityPreset,
   formatUsbId,
   isPlainText,
   matchIdentityPreset,
-  PLAIN_TEXT_PUNCTUATION,
   parseUsbId,
   validateUsbIdentity,
   type DeviceIdentityPreset,
@@ -26,20 +25,24 @@ import {
   type SystemParams,
   type UsbIdentityField,
 } from '@kvm/protocol';
-import { ApiError, BadRequestError, InternalError, IsBusyError } from '../../errors';
+import { ApiError, InternalError, IsBusyError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
-import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/system/types';
+import type { UsbIdentity, UsbIdentityDriver } from '../../drivers/usb/types';
+import { SerialQueue } from '../../sync/serial-queue';
+import {
+  ABSOLUTE_OUTPUT,
+  OTG_FUNCTION_KEYS,
+  PARAM_STRING_MAX,
+  RELATIVE_OUTPUT,
+  type ParamsChange,
+} from './identity-input';
 
 /** GL's default ids: here the Linux Foundation composite gadget (the `default` preset). */
 const DEFAULT_PRESET = deviceIdentityPreset(DEFAULT_IDENTITY_PRESET)!;
 export const DEFAULT_VENDOR_ID = parseUsbId(DEFAULT_PRESET.otg_vendor_id)!;
 export const DEFAULT_PRODUCT_ID = parseUsbId(DEFAULT_PRESET.otg_product_id)!;
 
-/** Bound of the free strings (msd_partition, *_vendor, mic_name): ours. */
-export const PARAM_STRING_MAX = 126;
-/** SCSI INQUIRY's vendor field is 8 bytes; longer names are cut by the gadget anyway. */
-export const SCSI_VENDOR_MAX = 8;
 /** Applies waiting behind the running one; past this a request answers 409. */
 export const PARAMS_QUEUE_MAX = 4;
 
@@ -120,7 +123,7 @@ function parseStored(raw: unknown, defaults: StoredParams): StoredParams {
       validateUsbIdentity({ [field]: v }, { partial: true }) === null;
   const f = (r['otg_functions'] ?? {}) as Record<string, unknown>;
   const functions = {} as OtgFunctions;
-  for (const key of Object.keys(DEFAULT_OTG_FUNCTIONS) as (keyof OtgFunctions)[]) {
+  for (const key of OTG_FUNCTION_KEYS) {
     functions[key] = flag(f[key], DEFAULT_OTG_FUNCTIONS[key]);
   }
   const bounded = (v: string): boolean => v !== '' && v.length <= PARAM_STRING_MAX;
@@ -156,21 +159,6 @@ export interface IdentityServiceOptions {
   log?: Logger;
 }
 
-/** Query values as the routes hand them over (strings, or arrays for repeated keys). */
-export type RawQuery = Record<string, unknown>;
-
-const ABSOLUTE_OUTPUT = 'usb';
-const RELATIVE_OUTPUT = 'usb_rel';
-
-const STRING_KEYS = [
-  'otg_manufacturer',
-  'otg_product',
-  'otg_serial',
-  'msd_partition',
-  'cdrom_vendor',
-  'flash_vendor',
-  'mic_name',
-] as const;
 /** Keys whose change re-enumerates the USB devices (GL: restarts the gadget). */
 const USB_KEYS = new Set<keyof StoredParams>([
   'otg_manufacturer',
@@ -182,25 +170,12 @@ const USB_KEYS = new Set<keyof StoredParams>([
   'flash_vendor',
 ]);
 
-const TRUE = new Set(['1', 'true', 'yes', 'on']);
-const FALSE = new Set(['0', 'false', 'no', 'off']);
-
-function parseBool(value: unknown): boolean | null {
-  if (typeof value !== 'string') return null;
-  const v = value.trim().toLowerCase();
-  if (TRUE.has(v)) return true;
-  if (FALSE.has(v)) return false;
-  return null;
-}
-
-function shown(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text);
-}
-
 export class IdentityService {
-  private queue: Promise<unknown> = Promise.resolve();
-  private waiting = 0;
+  /** One apply at a time; a few wait behind it, more are refused. */
+  private readonly applies = new SerialQueue({
+    max: PARAMS_QUEUE_MAX,
+    busyError: () => new SystemParamsBusyError(),
+  });
 
   private constructor(
     private params: StoredParams,
@@ -265,14 +240,21 @@ export class IdentityService {
     };
   }
 
-  /** `POST /api/system/set_param`: the answer omits the defaults (GL). */
+  /** The HID's mouse outputs, for the route's `absolute_mouse` check (parseParamsQuery). */
+  mouseOutputs(): readonly string[] {
+    return this.opts.hid.getState().mouse.outputs.available;
+  }
+
+  /** `POST /api/system/set_param` with the route's parsed change: the answer omits the defaults (GL). */
   async set(
-    query: RawQuery,
+    change: ParamsChange,
   ): Promise<Omit<SystemParams, 'default_product_id' | 'default_vendor_id'>> {
-    const { next, absolute } = this.parse(query);
-    await this.exclusive(async () => {
+    const { absolute_mouse: absolute, enable_mic, ...fields } = change;
+    await this.applies.run(async () => {
+      const next: StoredParams = { ...structuredClone(this.params), ...fields };
+      if (enable_mic !== undefined) next.otg_functions.enable_mic = enable_mic;
       await this.commit(next);
-      if (absolute !== null) {
+      if (absolute !== undefined) {
         await this.opts.hid.setParams({
           mouseOutput: absolute ? ABSOLUTE_OUTPUT : RELATIVE_OUTPUT,
         });
@@ -284,15 +266,9 @@ export class IdentityService {
 
   /** Ours: applies a device identity preset's USB fields; the console then posts its EDID. */
   async setIdentityPreset(
-    key: unknown,
+    preset: DeviceIdentityPreset,
   ): Promise<{ success: true; preset: DeviceIdentityPreset; params: SystemParams }> {
-    const preset = typeof key === 'string' ? deviceIdentityPreset(key) : undefined;
-    if (!preset) {
-      throw new BadRequestError(
-        `preset parameter must be one of ${DEVICE_IDENTITY_PRESETS.map((p) => p.key).join(', ')}`,
-      );
-    }
-    await this.exclusive(() =>
+    await this.applies.run(() =>
       this.commit({
         ...this.params,
         otg_manufacturer: preset.otg_manufacturer,
@@ -308,93 +284,23 @@ export class IdentityService {
     return { ...this.params.otg_functions };
   }
 
-  /** `POST /api/system/otg_functions`: any of the six booleans; stored (see docs/system.md). */
-  async setOtgFunctions(query: RawQuery): Promise<OtgFunctions> {
-    const functions = { ...this.params.otg_functions };
-    for (const key of Object.keys(DEFAULT_OTG_FUNCTIONS) as (keyof OtgFunctions)[]) {
-      const raw = query[key];
-      if (raw === undefined) continue;
-      const value = parseBool(raw);
-      if (value === null) {
-        throw new BadRequestError(`${key} parameter must be a boolean, got ${shown(raw)}`);
-      }
-      functions[key] = value;
-    }
-    await this.exclusive(() => this.commit({ ...this.params, otg_functions: functions }));
+  /** `POST /api/system/otg_functions` with the flags the route parsed; stored (docs/system.md). */
+  async setOtgFunctions(change: Partial<OtgFunctions>): Promise<OtgFunctions> {
+    await this.applies.run(() =>
+      this.commit({
+        ...this.params,
+        otg_functions: { ...this.params.otg_functions, ...change },
+      }),
+    );
     return this.otgFunctions();
   }
 
   /** `POST /api/system/reinit_udc`: the USB devices re-enumerate with the stored identity. */
   async reinit(): Promise<void> {
-    await this.exclusive(() => applyUsb(this.opts.usb, this.usbIdentity(this.params)));
+    await this.applies.run(() => applyUsb(this.opts.usb, this.usbIdentity(this.params)));
   }
 
   // ---- internals ----
-
-  /** Validates the whole query; nothing is applied here. */
-  private parse(query: RawQuery): { next: StoredParams; absolute: boolean | null } {
-    const next = structuredClone(this.params);
-    let absolute: boolean | null = null;
-    if (query['absolute_mouse'] !== undefined) {
-      absolute = parseBool(query['absolute_mouse']);
-      if (absolute === null) {
-        throw new BadRequestError(
-          `absolute_mouse parameter validation failed: The argument 'absolute_mouse' (${shown(query['absolute_mouse'])}) is not a valid bool`,
-        );
-      }
-      const wanted = absolute ? ABSOLUTE_OUTPUT : RELATIVE_OUTPUT;
-      const available = this.opts.hid.getState().mouse.outputs.available;
-      if (!available.includes(wanted)) {
-        throw new BadRequestError(
-          `absolute_mouse parameter validation failed: mouse output ${wanted} is not available here`,
-        );
-      }
-    }
-    for (const key of ['privacy_enable', 'privacy_restore', 'enable_mic'] as const) {
-      if (query[key] === undefined) continue;
-      const value = parseBool(query[key]);
-      if (value === null) {
-        throw new BadRequestError(`${key} parameter must be a boolean, got ${shown(query[key])}`);
-      }
-      if (key === 'enable_mic') next.otg_functions.enable_mic = value;
-      else next[key] = value;
-    }
-    for (const key of ['otg_vendor_id', 'otg_product_id'] as const) {
-      const raw = query[key];
-      if (raw === undefined) continue;
-      const id = typeof raw === 'string' ? parseUsbId(raw) : null;
-      if (id === null) throw new BadRequestError(`${key} must be a valid hexadecimal value`);
-      next[key] = id;
-    }
-    for (const key of STRING_KEYS) {
-      const raw = query[key];
-      if (raw === undefined) continue;
-      if (typeof raw !== 'string') {
-        throw new BadRequestError(`${key} parameter must be given once`);
-      }
-      if (key === 'otg_manufacturer' || key === 'otg_product' || key === 'otg_serial') {
-        const problem = validateUsbIdentity({ [key]: raw }, { partial: true });
-        if (problem) throw new BadRequestError(problem.message);
-      } else {
-        if (raw.trim() === '') throw new BadRequestError(`${key} parameter cannot be empty`);
-        const max = key.endsWith('_vendor') ? SCSI_VENDOR_MAX : PARAM_STRING_MAX;
-        if (raw.length > max) {
-          throw new BadRequestError(`${key} parameter must be at most ${max} characters`);
-        }
-        // msd_partition is a path; the names reach the USB gadget (SPEC 5's text pattern).
-        const ok = key === 'msd_partition' ? /^[\x20-\x7e]*$/.test(raw) : isPlainText(raw);
-        if (!ok) {
-          throw new BadRequestError(
-            key === 'msd_partition'
-              ? `${key} parameter may only contain printable ASCII`
-              : `${key} parameter may only contain ASCII letters, digits, spaces and ${PLAIN_TEXT_PUNCTUATION}`,
-          );
-        }
-      }
-      next[key] = raw;
-    }
-    return { next, absolute };
-  }
 
   /** Stores `next`; re-applies the USB identity when it changed; undoes both if that fails. */
   private async commit(next: StoredParams): Promise<void> {
@@ -428,17 +334,5 @@ export class IdentityService {
       otg_product_id: p.otg_product_id,
       otg_serial: p.otg_serial,
     };
-  }
-
-  /** One apply at a time; a few wait behind it, more are refused. */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.waiting > PARAMS_QUEUE_MAX) return Promise.reject(new SystemParamsBusyError());
-    this.waiting++;
-    const run = this.queue.then(fn);
-    this.queue = run.then(
-      () => this.waiting--,
-      () => this.waiting--,
-    );
-    return run;
   }
 }
