@@ -20,10 +20,11 @@ import {
   type EdidPreset,
   type EdidState,
 } from '@kvm/protocol';
-import type { DisplayDriver, DisplayMode } from '../../drivers/system/types';
+import type { DisplayDriver, DisplayMode } from '../../drivers/display/types';
 import { BadRequestError, IsBusyError } from '../../errors';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import { atomicWriteFile } from '../../storage/atomic';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 
 /** Longest text accepted: 512 hex characters with generous whitespace (`00 ` and line breaks). */
 export const EDID_TEXT_MAX = 2048;
@@ -64,7 +65,8 @@ export class EdidService {
   private saved = '';
   /** The preferred mode of the EDID handed to the display, or null before any. */
   private mode: DisplayMode | null = null;
-  private busy = false;
+  /** One submit at a time: a second one answers 409 at once. */
+  private readonly region = new ExclusiveRegion(() => new EdidBusyError());
 
   constructor(opts: EdidServiceOptions) {
     this.file = join(opts.dataDir, 'system', 'edid.txt');
@@ -115,17 +117,13 @@ export class EdidService {
   async submit(text: unknown): Promise<typeof EDID_APPLIED> {
     const edid = checkEdid(text);
     if (!edid) throw new BadRequestError(EDID_INVALID_MESSAGE);
-    if (this.busy) throw new EdidBusyError();
-    this.busy = true;
-    try {
+    return this.region.enter(async () => {
       await atomicWriteFile(this.file, text as string, 0o644);
       this.saved = text as string;
       await this.display.apply(edid.bytes, edid.mode);
       this.mode = edid.mode;
       this.log.info({ mode: edid.mode, pending: this.display.pending() }, 'EDID applied');
       return EDID_APPLIED;
-    } finally {
-      this.busy = false;
-    }
+    });
   }
 }
