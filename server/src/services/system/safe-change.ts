@@ -4,16 +4,26 @@
  * previous configuration is applied again by itself, the pattern of routers and firewalls.
  *
  * One change at a time, Ethernet and Wi-Fi together: while one applies, waits for confirmation or
- * reverts, another answers 409. Crash-safety: the change is written to a pending file before it
+ * reverts, another answers 409 (an ExclusiveRegion while a step runs, the `waiting` state between
+ * them). Every move between the states below is checked against SAFE_CHANGE_TRANSITIONS:
+ *
+ *   idle → applying → waiting → confirming → idle
+ *              ↓          ↓  ↘ reverting  → idle   (revert, or the window ran out)
+ *             idle       idle (dispose: the pending file stays for the next start)
+ *
+ * `applying` → `idle` is a change that needs no confirmation, or one whose apply failed.
+ * Crash-safety: the change is written to a pending file before it
  * is applied, so a restart inside the window finds it and applies the previous settings again
  * (`recover`). The kept settings are saved by the caller's `keep` only on confirm.
  */
 import { randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
 import type { PendingNetworkChange } from '@kvm/protocol';
+import { checkTransition, type TransitionMap } from './transitions';
 import { IsBusyError, NotFoundError } from '../../errors';
 import type { Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
 
 /** A second change while one applies or waits for confirmation. */
 export class NetworkChangePendingError extends IsBusyError {
@@ -65,6 +75,17 @@ export interface SafeChangeSpec {
   revert(): Promise<void>;
 }
 
+/** Where the one change in flight is (see the diagram above). */
+export type SafeChangeState = 'idle' | 'applying' | 'waiting' | 'confirming' | 'reverting';
+
+export const SAFE_CHANGE_TRANSITIONS: TransitionMap<SafeChangeState> = {
+  idle: ['applying'],
+  applying: ['idle', 'waiting'],
+  waiting: ['confirming', 'reverting', 'idle'],
+  confirming: ['idle'],
+  reverting: ['idle'],
+};
+
 interface Active {
   record: PendingRecord;
   spec: SafeChangeSpec;
@@ -75,10 +96,11 @@ interface Active {
 
 export class SafeChanges {
   private readonly file: JsonFile<PendingRecord | null>;
+  private current: SafeChangeState = 'idle';
+  /** The change waiting for confirmation: set exactly while the state is `waiting`. */
   private active: Active | null = null;
   /** An apply, confirm or revert in progress: the next change waits for nothing, it is refused. */
-  private busy = false;
-  private readonly listeners = new Set<() => void>();
+  private readonly region = new ExclusiveRegion(() => new NetworkChangePendingError());
 
   constructor(
     private readonly opts: {
@@ -95,6 +117,10 @@ export class SafeChanges {
     return this.opts.clock ?? SYSTEM_CLOCK;
   }
 
+  get state(): SafeChangeState {
+    return this.current;
+  }
+
   /** The change waiting for confirmation, or null. */
   pending(): PendingNetworkChange | null {
     if (!this.active) return null;
@@ -102,23 +128,9 @@ export class SafeChanges {
     return wire;
   }
 
-  isBusy(): boolean {
-    return this.busy || this.active !== null;
-  }
-
-  onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   /** Runs a change that needs no confirmation, under the same one-at-a-time rule. */
-  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    this.enter();
-    try {
-      return await fn();
-    } finally {
-      this.leave();
-    }
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.applying(fn);
   }
 
   /**
@@ -126,9 +138,8 @@ export class SafeChanges {
    * NetworkChangePendingError while another one is under way, or what `apply` threw (the
    * pending file is then removed and nothing else changes).
    */
-  async run(spec: SafeChangeSpec): Promise<PendingNetworkChange> {
-    this.enter();
-    try {
+  run(spec: SafeChangeSpec): Promise<PendingNetworkChange> {
+    return this.applying(async () => {
       const timeoutS = this.opts.timeoutS;
       const record: PendingRecord = {
         id: randomBytes(8).toString('hex'),
@@ -152,32 +163,28 @@ export class SafeChanges {
       await this.file.save(record);
       const timer = this.clock.setTimeout(() => void this.expire(record.id), timeoutS * 1000);
       this.active = { record, spec, timer, host: hostOf(record.new_address) };
+      this.moveTo('waiting');
       this.opts.log.warn(
         { kind: spec.kind, id: record.id, new_address: record.new_address, timeout_s: timeoutS },
         'network change applied: reverts unless confirmed',
       );
       return this.pending()!;
-    } finally {
-      this.leave();
-    }
+    });
   }
 
   /** Keeps the pending change `id`. */
   async confirm(id: string): Promise<void> {
-    const active = this.take(id);
-    this.enter();
-    try {
+    const active = this.take(id, 'confirming');
+    await this.step(async () => {
       await active.spec.keep();
       await this.removeFile();
       this.opts.log.info({ kind: active.record.kind, id }, 'network change confirmed');
-    } finally {
-      this.leave();
-    }
+    });
   }
 
   /** Reverts the pending change `id` at once. */
   async revert(id: string): Promise<void> {
-    const active = this.take(id);
+    const active = this.take(id, 'reverting');
     await this.revertActive(active, 'reverted on request');
   }
 
@@ -187,7 +194,7 @@ export class SafeChanges {
    */
   noteLocalAddress(localAddress: string | undefined): void {
     const active = this.active;
-    if (!active || !active.host || !localAddress || this.busy) return;
+    if (!active || !active.host || !localAddress || this.current !== 'waiting') return;
     if (stripMapped(localAddress) !== active.host) return;
     this.confirm(active.record.id).catch((err: unknown) =>
       this.opts.log.error({ err }, 'network change: implicit confirm failed'),
@@ -226,59 +233,82 @@ export class SafeChanges {
 
   /** Stops the window's timer (app close); the pending file stays for the next start. */
   dispose(): void {
-    if (this.active) this.clock.clearTimeout(this.active.timer);
+    if (!this.active) return;
+    this.clock.clearTimeout(this.active.timer);
     this.active = null;
+    this.moveTo('idle');
   }
 
   private async expire(id: string): Promise<void> {
     const active = this.active;
-    if (!active || active.record.id !== id) return;
-    if (this.busy) {
-      // A confirm is running; it decides.
-      return;
-    }
-    this.active = null;
+    // Not waiting any more: a confirm or revert is running, and it decides.
+    if (!active || active.record.id !== id || this.current !== 'waiting') return;
+    this.take(id, 'reverting');
     await this.revertActive(active, `not confirmed within ${active.record.timeout_s} s`).catch(
       () => undefined,
     );
   }
 
   private async revertActive(active: Active, why: string): Promise<void> {
-    this.enter();
-    try {
-      await active.spec.revert();
-      this.opts.log.warn(
-        { kind: active.record.kind, id: active.record.id },
-        `network change ${why}: previous settings applied again`,
-      );
-    } catch (err) {
-      this.opts.log.error(
-        { err, kind: active.record.kind },
-        `network change ${why}: revert failed`,
-      );
-      throw err;
-    } finally {
-      await this.removeFile();
-      this.leave();
-    }
+    await this.step(async () => {
+      try {
+        await active.spec.revert();
+        this.opts.log.warn(
+          { kind: active.record.kind, id: active.record.id },
+          `network change ${why}: previous settings applied again`,
+        );
+      } catch (err) {
+        this.opts.log.error(
+          { err, kind: active.record.kind },
+          `network change ${why}: revert failed`,
+        );
+        throw err;
+      } finally {
+        await this.removeFile();
+      }
+    });
   }
 
-  private take(id: string): Active {
+  /** The waiting change `id`, out of its window and into `to` (confirming or reverting). */
+  private take(id: string, to: 'confirming' | 'reverting'): Active {
     const active = this.active;
-    if (!active || active.record.id !== id || this.busy) throw new NetworkChangeNotFoundError();
+    if (!active || active.record.id !== id || this.current !== 'waiting') {
+      throw new NetworkChangeNotFoundError();
+    }
     this.clock.clearTimeout(active.timer);
     this.active = null;
+    this.moveTo(to);
     return active;
   }
 
-  private enter(): void {
-    if (this.busy || this.active) throw new NetworkChangePendingError();
-    this.busy = true;
+  /** `idle` → `applying` → `waiting` (when `fn` left a change waiting) or back to `idle`. */
+  private applying<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.current !== 'idle') return Promise.reject(new NetworkChangePendingError());
+    return this.region.enter(async () => {
+      this.moveTo('applying');
+      try {
+        return await fn();
+      } finally {
+        if (this.current === 'applying') this.moveTo('idle');
+      }
+    });
   }
 
-  private leave(): void {
-    this.busy = false;
-    for (const listener of this.listeners) listener();
+  /** A confirm or revert step (the state is `confirming` or `reverting`), then `idle`. */
+  private step(fn: () => Promise<void>): Promise<void> {
+    return this.region.enter(async () => {
+      try {
+        await fn();
+      } finally {
+        this.moveTo('idle');
+      }
+    });
+  }
+
+  private moveTo(to: SafeChangeState): void {
+    if (checkTransition('SafeChanges', SAFE_CHANGE_TRANSITIONS, this.current, to)) {
+      this.current = to;
+    }
   }
 
   private async removeFile(): Promise<void> {
