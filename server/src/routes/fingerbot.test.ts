@@ -7,7 +7,7 @@ import type { FingerbotDriver } from '../drivers/fingerbot/types';
 import { ApiError } from '../errors';
 import { loadConfigDefaults } from '../paths';
 import { FingerbotService, readFirmwarePackage } from '../services/fingerbot/fingerbot-service';
-import { ZIP_ENTRY_MAX_BYTES, ZIP_MAX_ENTRIES, zipEntries } from '../services/fingerbot/zip';
+import { ZIP_ENTRY_MAX_BYTES, ZIP_MAX_ENTRIES, zipEntries } from '../storage/zip';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { buildZip, readZip } from './zip';
+import { ZipError, buildZip, readZip, zipEntries } from './zip';
 
 let dir = '';
 afterEach(async () => {
@@ -59,5 +59,38 @@ describe('zip writer', () => {
       throw err;
     }
     expect(out).toContain('No errors detected');
+  });
+});
+
+describe('zip reader (one for every caller)', () => {
+  it('reads what the writer makes, with the strict checks of a firmware package', () => {
+    const zip = buildZip([
+      { name: 'a.txt', data: 'x'.repeat(5000) },
+      { name: 'b.bin', data: randomBytes(100) },
+    ]);
+    expect(zipEntries(zip).map((e) => [e.name, e.size])).toEqual([
+      ['a.txt', 5000],
+      ['b.bin', 100],
+    ]);
+    expect(readZip(zip).get('a.txt')!.toString()).toBe('x'.repeat(5000));
+    // the limits are the caller's: the same archive is refused under smaller ones
+    expect(() =>
+      readZip(zip, { maxEntries: 64, entryMaxBytes: 4096, totalMaxBytes: 1 << 20 }),
+    ).toThrow('entry a.txt declares 5000 bytes (at most 4096)');
+    expect(() =>
+      readZip(zip, { maxEntries: 1, entryMaxBytes: 1 << 20, totalMaxBytes: 1 << 20 }),
+    ).toThrow('too many entries (2, at most 1)');
+  });
+
+  it('refuses a repeated name and a local header that disagrees with the directory', () => {
+    const twice = buildZip([
+      { name: 'same', data: 'first' },
+      { name: 'same', data: 'second' },
+    ]);
+    expect(() => readZip(twice)).toThrow(ZipError);
+    expect(() => readZip(twice)).toThrow('entry same is there twice');
+    const lying = Buffer.from(buildZip([{ name: 'f', data: 'content' }]));
+    lying.writeUInt32LE(lying.readUInt32LE(22) + 1, 22); // the local header's size
+    expect(() => readZip(lying)).toThrow('the local header disagrees with the directory');
   });
 });

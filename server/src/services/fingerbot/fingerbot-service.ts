@@ -10,9 +10,9 @@ import { FINGERBOT_FIRMWARE_IMAGE, type FingerbotEvent } from '@kvm/protocol';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
 import type { FingerbotDriver } from '../../drivers/fingerbot/types';
 import { atomicWriteFile } from '../../storage/atomic';
+import { ZipError, zipEntries, zipRead, type ZipDirEntry } from '../../storage/zip';
 import { ExclusiveRegion } from '../../sync/exclusive-region';
 import { watchedStateProvider, type StateProvider } from '../../ws/state-registry';
-import { ZipError, zipEntries, zipRead, type ZipEntry } from './zip';
 
 export interface FirmwarePackage {
   image: Buffer;
@@ -42,13 +42,13 @@ export class FingerbotFirmwareError extends BadRequestError {}
 export class FingerbotIsBusyError extends IsBusyError {}
 
 /**
- * Verifies a firmware package (zip.ts bounds and checks every entry it reads); throws
+ * Verifies a firmware package (storage/zip.ts bounds and checks every entry it reads); throws
  * FingerbotFirmwareError (400) naming what is wrong.
  */
 export async function readFirmwarePackage(zip: Buffer): Promise<FirmwarePackage> {
   const bad = (why: string) =>
     new FingerbotFirmwareError(`Not a fingerbot firmware package: ${why}`);
-  const read = async (entry: ZipEntry): Promise<Buffer> => {
+  const read = async (entry: ZipDirEntry): Promise<Buffer> => {
     try {
       return await zipRead(zip, entry);
     } catch (err) {

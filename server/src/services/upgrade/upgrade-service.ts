@@ -1,18 +1,16 @@
 /**
  * Firmware packages on the device (issue 12; GL's answers in wire-protocol.md 5.6 and 5.13): the
- * version, the channel lookup (`compare`), the online download that answers early and goes on in
- * the background, and the upload. Both end as `<data>/upgrade/update.pkg`, which `start`
- * verifies with package-reader.ts, unpacks into the idle slot of the install folder and hands to
- * the launcher (install/boot.ts: trial, health check, rollback; docs/upgrade.md).
+ * version, the channel lookup (`compare`, channel.ts), the online download that answers early
+ * and goes on in the background (download.ts), and the upload. Both end as
+ * `<data>/upgrade/update.pkg`, which `start` verifies with package-reader.ts, unpacks into the
+ * idle slot of the install folder and hands to the launcher (install.ts; install/boot.ts: trial,
+ * health check, rollback; docs/upgrade.md). The flow's states are checked (upgrade-flow.ts).
  */
-import { execFile } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, rm, stat, statfs } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { promisify } from 'node:util';
 import {
   formatVersion,
   type UpgradeStartResult,
@@ -25,34 +23,40 @@ import {
 } from '@kvm/protocol';
 import {
   BadRequestError,
-  ConflictError,
   IsBusyError,
   PayloadTooLargeError,
   ServiceUnavailableError,
 } from '../../errors';
 import {
-  idleSlot,
-  readCurrent,
   readOutcome,
   readTrial,
-  slotRoot,
-  slotUsable,
-  syncDir,
   trialFileExists,
-  writeTrial,
   type InstallLayout,
 } from '../../install/install-dir';
 import type { Logger } from '../../log';
-import { loadTrustedKeys, verifyPackage } from './package-reader';
+import { ExclusiveRegion } from '../../sync/exclusive-region';
+import { SerialQueue } from '../../sync/serial-queue';
+import {
+  CHANNEL_TIMEOUT_MS,
+  channelRelease,
+  messageOf,
+  withSlash,
+  type ChannelRelease,
+} from './channel';
+import { receivePackage } from './download';
+import { failed, installPackage, type UpgradeStartRequest } from './install';
+import {
+  FlowState,
+  INSTALL_TRANSITIONS,
+  PACKAGE_TRANSITIONS,
+  type InstallPhase,
+  type PackagePhase,
+} from './upgrade-flow';
 
-/** Channel lookups and the download's answer wait this long (GL's requests use 5 s too). */
-const CHANNEL_TIMEOUT_MS = 5000;
-/** A download that receives nothing for this long is abandoned. */
-const DOWNLOAD_IDLE_MS = 30_000;
+export { UpgradeDowngradeError, type UpgradeStartRequest } from './install';
+
 /** The largest package accepted, downloaded or uploaded. */
 export const PACKAGE_MAX_BYTES = 1024 * 1024 * 1024;
-/** list-sha256.txt and metadata are small: bound what a channel can make us read. */
-const CHANNEL_TEXT_MAX = 64 * 1024;
 
 export interface UpgradeConfig {
   channel_url: string | null;
@@ -60,8 +64,6 @@ export interface UpgradeConfig {
   trusted_keys?: readonly string[];
   allow_skip_verify?: boolean;
 }
-
-const execFileAsync = promisify(execFile);
 
 /** GL answers `start` 200 `Upgrade started` this long before the device goes down. */
 export const START_EXIT_DELAY_MS = 1000;
@@ -84,23 +86,11 @@ export interface UpgradeDeps {
 /** The upload is refused: another upload runs. */
 export class UpgradeUploadBusyError extends IsBusyError {}
 
-/**
- * 409: the waiting package is a signed, valid release older than the running one; `start`
- * installs it only with `allow_downgrade=1` (the console asks the admin first). The envelope
- * carries both versions.
- */
-export class UpgradeDowngradeError extends ConflictError {}
+/** A second `start` while one verifies and unpacks (start answers it with GL's 200 refusal). */
+class UpgradeInstallBusyError extends IsBusyError {}
 
 /** The channel or its package could not be fetched (the download's answer). */
 export class UpgradeDownloadError extends ServiceUnavailableError {}
-
-interface ChannelRelease {
-  version: string;
-  file: string;
-  sha256: string;
-  release_note: string;
-  release_note_cn: string;
-}
 
 interface Download {
   controller: AbortController;
@@ -116,12 +106,29 @@ export class UpgradeService {
   private download: Download | null = null;
   /** What download_info reports as total_size; upload and download_cancel reset it (5.13). */
   private totalSize = 0;
-  private uploading = false;
-  /** A `start` verifies and unpacks, or has handed over: the next one is refused. */
-  private installing = false;
+  /** One upload at a time: a second is refused (409) before its body is read. */
+  readonly uploads = new ExclusiveRegion(
+    () => new UpgradeUploadBusyError('An upload is in progress'),
+  );
+  /** A `start` verifying and unpacking (`start` answers the refusal itself, GL's 200). */
+  readonly installs = new ExclusiveRegion(
+    () => new UpgradeInstallBusyError('An upgrade is already in progress'),
+  );
+  /** What the package slot holds or receives (upgrade-flow.ts). */
+  readonly packagePhase = new FlowState<PackagePhase>(
+    'UpgradePackage',
+    PACKAGE_TRANSITIONS,
+    'none',
+  );
+  /** Where `start` is; `handed_over` refuses every later one until the restart. */
+  readonly installPhase = new FlowState<InstallPhase>(
+    'UpgradeInstall',
+    INSTALL_TRANSITIONS,
+    'idle',
+  );
   private exitTimer: NodeJS.Timeout | null = null;
   /** Download starts and the upload's start run one at a time (they share the part file). */
-  private starting: Promise<unknown> = Promise.resolve();
+  private readonly starts = new SerialQueue();
 
   /** A package completed before a restart is still complete after it: its size is known. */
   private readonly restored: Promise<void>;
@@ -136,7 +143,8 @@ export class UpgradeService {
       .then(() => stat(this.packagePath))
       .then(
         (s) => {
-          if (this.totalSize === 0 && !this.download && !this.uploading) this.totalSize = s.size;
+          if (this.totalSize === 0 && !this.download && !this.uploads.busy) this.totalSize = s.size;
+          if (this.packagePhase.value === 'none') this.packagePhase.set('ready');
         },
         () => undefined,
       );
@@ -162,8 +170,8 @@ export class UpgradeService {
       error: null,
     };
     const [release, beta] = await Promise.allSettled([
-      this.channel(this.deps.config.channel_url, 'release'),
-      this.channel(this.deps.config.beta_channel_url, 'beta'),
+      channelRelease(this.deps.config.channel_url, 'release'),
+      channelRelease(this.deps.config.beta_channel_url, 'beta'),
     ]);
     if (release.status === 'fulfilled') {
       answer.server_version = release.value.version;
@@ -183,13 +191,7 @@ export class UpgradeService {
    * sent it; the rest goes on in the background. A second download cancels the first.
    */
   startDownload(beta: boolean): Promise<{ size: number }> {
-    return this.serial(() => this.downloadNow(beta));
-  }
-
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.starting.then(fn, fn);
-    this.starting = run.catch(() => {});
-    return run;
+    return this.starts.run(() => this.downloadNow(beta));
   }
 
   private async downloadNow(beta: boolean): Promise<{ size: number }> {
@@ -197,13 +199,13 @@ export class UpgradeService {
     const base = beta ? this.deps.config.beta_channel_url : this.deps.config.channel_url;
     let release: ChannelRelease;
     try {
-      release = await this.channel(base, beta ? 'beta' : 'release');
+      release = await channelRelease(base, beta ? 'beta' : 'release');
     } catch (e) {
       if (!base) throw new BadRequestError(messageOf(e));
       throw new UpgradeDownloadError(messageOf(e));
     }
     await this.cancelRunning();
-    if (this.uploading) throw new UpgradeUploadBusyError('An upload is in progress');
+    if (this.uploads.busy) throw new UpgradeUploadBusyError('An upload is in progress');
     await mkdir(this.dir, { recursive: true });
     await rm(this.partPath, { force: true });
     const controller = new AbortController();
@@ -236,10 +238,19 @@ export class UpgradeService {
       totalSize: size,
       done: Promise.resolve(),
     };
-    download.done = this.receive(res.body, release, size, controller).finally(() => {
-      if (this.download === download) this.download = null;
-    });
+    const target = { partPath: this.partPath, packagePath: this.packagePath, log: this.deps.log };
+    download.done = receivePackage(target, res.body, release, size, controller)
+      .then((outcome) => {
+        if (outcome === 'failed') this.totalSize = 0;
+      })
+      .finally(() => {
+        if (this.download === download) {
+          this.download = null;
+          this.packagePhase.set(this.settled());
+        }
+      });
     this.download = download;
+    this.packagePhase.set('downloading');
     return { size };
   }
 
@@ -263,6 +274,7 @@ export class UpgradeService {
     );
     if (size === null) {
       this.totalSize = 0;
+      if (this.packagePhase.value === 'ready') this.packagePhase.set('none');
       return { size: 0, total_size: 0 };
     }
     this.totalSize = size;
@@ -280,7 +292,7 @@ export class UpgradeService {
 
   /** Before the body is read: busy (409) and space (413, with the sizes) checks. */
   async prepareUpload(declared: number): Promise<void> {
-    if (this.uploading) throw new UpgradeUploadBusyError('An upload is in progress');
+    if (this.uploads.busy) throw new UpgradeUploadBusyError('An upload is in progress');
     await mkdir(this.dir, { recursive: true });
     await this.ensureSpace(declared);
   }
@@ -289,17 +301,16 @@ export class UpgradeService {
    * Streams an uploaded package to disk (no timeout: a slow link may take minutes); the body
    * is bounded by its Content-Length (multipart's fileSize limit sets `truncated`).
    */
-  async upload(filename: string, body: Readable): Promise<UpgradeUploaded> {
-    if (this.uploading) throw new UpgradeUploadBusyError('An upload is in progress');
-    this.uploading = true;
-    try {
-      await this.serial(async () => {
+  upload(filename: string, body: Readable): Promise<UpgradeUploaded> {
+    return this.uploads.enter(async () => {
+      await this.starts.run(async () => {
         await this.restored;
         await this.cancelRunning();
         this.totalSize = 0;
         await mkdir(this.dir, { recursive: true });
         await rm(this.partPath, { force: true });
       });
+      this.packagePhase.set('uploading');
       let size = 0;
       const counter = new Transform({
         transform(chunk: Buffer, _enc, cb) {
@@ -315,13 +326,13 @@ export class UpgradeService {
         await rename(this.partPath, this.packagePath);
       } catch (e) {
         await rm(this.partPath, { force: true });
+        this.packagePhase.set(this.settled());
         throw e;
       }
+      this.packagePhase.set('ready');
       this.deps.log.info({ filename, size }, 'upgrade package uploaded');
       return { filename, size };
-    } finally {
-      this.uploading = false;
-    }
+    });
   }
 
   /** GL's `{enabled}` and ours: can this device install, is one under way, the last outcome. */
@@ -330,7 +341,8 @@ export class UpgradeService {
     return {
       enabled: true,
       can_install: install !== undefined,
-      in_progress: this.installing || (install !== undefined && trialFileExists(install)),
+      in_progress:
+        this.installPhase.value !== 'idle' || (install !== undefined && trialFileExists(install)),
       last_upgrade: install ? readOutcome(install) : null,
     };
   }
@@ -341,21 +353,22 @@ export class UpgradeService {
    * one second later stops the server; the launcher boots the new version and keeps it only
    * once it is healthy (install/boot.ts).
    */
-  async start(opts: {
-    saveConfig: boolean;
-    skipVerify: boolean;
-    allowDowngrade?: boolean;
-  }): Promise<UpgradeStartResult> {
+  async start(opts: UpgradeStartRequest): Promise<UpgradeStartResult> {
     const install = this.deps.install;
     if (!install) {
       return failed(
         'This device does not run under the launcher (npm start or the systemd unit), so it cannot install upgrades',
       );
     }
-    if (this.installing || trialFileExists(install) || readTrial(install)) {
+    if (
+      this.installs.busy ||
+      this.installPhase.value !== 'idle' ||
+      trialFileExists(install) ||
+      readTrial(install)
+    ) {
       return failed('An upgrade is already in progress');
     }
-    if (this.download || this.uploading) {
+    if (this.download || this.uploads.busy) {
       return failed('The package is still being downloaded or uploaded');
     }
     if (opts.skipVerify && !this.deps.config.allow_skip_verify) {
@@ -364,117 +377,37 @@ export class UpgradeService {
     if (!existsSync(this.packagePath)) {
       return failed('No firmware package: download or upload one first');
     }
-    this.installing = true;
-    let handedOver = false;
-    try {
-      let keys;
+    return this.installs.enter(async () => {
+      this.installPhase.set('installing');
+      let result: UpgradeStartResult;
       try {
-        keys = await loadTrustedKeys(this.deps.config.trusted_keys ?? []);
+        result = await installPackage(
+          {
+            packagePath: this.packagePath,
+            install,
+            trustedKeys: this.deps.config.trusted_keys ?? [],
+            model: this.deps.model,
+            localVersion: this.localVersion(),
+            dataDir: this.deps.dataDir,
+            log: this.deps.log,
+          },
+          opts,
+        );
       } catch (e) {
-        return failed(messageOf(e));
+        this.installPhase.set('idle');
+        throw e;
       }
-      const from = readCurrent(install);
-      const slot = idleSlot(from);
-      const dest = slotRoot(install, slot);
-      const staging = `${dest}.new`;
-      await rm(staging, { recursive: true, force: true });
-      await mkdir(staging, { recursive: true });
-      const began = performance.now();
-      const result = await verifyPackage(
-        this.packagePath,
-        keys,
-        this.deps.model,
-        this.localVersion(),
-        {
-          extractTo: staging,
-          allowUnsigned: opts.skipVerify,
-          allowDowngrade: opts.allowDowngrade === true,
-        },
-      );
-      const trusted = result.signature_valid || opts.skipVerify;
-      if (result.downgrade && result.manifest) {
-        await rm(staging, { recursive: true, force: true });
-        const pkgVersion = formatVersion(result.manifest.version) ?? result.manifest.version;
-        this.deps.log.warn(
-          { version: pkgVersion, running: this.localVersion() },
-          'upgrade refused: an older release needs allow_downgrade',
-        );
-        throw new UpgradeDowngradeError(
-          `The package (${pkgVersion}) is older than the running version (${this.localVersion()}): confirm the downgrade (allow_downgrade=1) to install it`,
-          { package_version: pkgVersion, local_version: this.localVersion() },
-        );
+      if (result.status !== 'Upgrade started') {
+        this.installPhase.set('idle');
+        return result;
       }
-      if (!trusted || !result.firmware_valid || !result.manifest) {
-        await rm(staging, { recursive: true, force: true });
-        this.deps.log.warn({ reason: result.reason }, 'upgrade package refused');
-        return {
-          status: 'Upgrade failed',
-          signature_valid: result.signature_valid,
-          firmware_valid: result.firmware_valid,
-          message: result.reason ?? 'The package was refused',
-          stdout: '',
-          stderr: '',
-        };
-      }
-      // The idle slot is replaced only by a complete, verified tree (one rename).
-      await rm(dest, { recursive: true, force: true });
-      await rename(staging, dest);
-      syncDir(dirname(dest));
-      // The slot's files reach the disk before the trial that boots them is recorded.
-      await execFileAsync('sync', ['-f', dest], { timeout: 60_000 }).catch((e: unknown) =>
-        this.deps.log.warn({ err: messageOf(e) }, 'sync of the new slot failed'),
-      );
-      if (!slotUsable(install, slot)) {
-        await rm(dest, { recursive: true, force: true });
-        return failed('The package has no server/dist/main.js or package.json');
-      }
-      const version = formatVersion(result.manifest.version) ?? result.manifest.version;
-      const id = randomUUID();
-      writeTrial(install, {
-        id,
-        from_slot: from,
-        to_slot: slot,
-        from_version: this.localVersion(),
-        to_version: version,
-        save_config: opts.saveConfig,
-        data_dir: resolve(this.deps.dataDir),
-        data_aside: null,
-        attempts: 0,
-        created_at: new Date().toISOString(),
-      });
-      this.deps.log.warn(
-        {
-          id,
-          version,
-          slot,
-          saveConfig: opts.saveConfig,
-          skipVerify: opts.skipVerify,
-          downgrade: opts.allowDowngrade === true,
-          ms: Math.round(performance.now() - began),
-        },
-        'upgrade started: restarting into the new version',
-      );
-      handedOver = true;
+      this.installPhase.set('handed_over');
       this.exitTimer = setTimeout(() => {
         this.exitTimer = null;
         (this.deps.exitForUpgrade ?? (() => undefined))();
       }, START_EXIT_DELAY_MS);
-      return {
-        status: 'Upgrade started',
-        signature_valid: result.signature_valid,
-        firmware_valid: true,
-        stdout: `Installed ${version} into slot ${slot}; restarting`,
-        stderr: '',
-        id,
-        version,
-      };
-    } catch (e) {
-      if (e instanceof UpgradeDowngradeError) throw e;
-      this.deps.log.error({ err: e }, 'upgrade start failed');
-      return failed(`The package could not be installed: ${messageOf(e)}`);
-    } finally {
-      if (!handedOver) this.installing = false;
-    }
+      return result;
+    });
   }
 
   /** Fails with 413 and the sizes when the data folder cannot hold `bytes` more. */
@@ -505,124 +438,15 @@ export class UpgradeService {
     await this.cancelRunning();
   }
 
+  /** Where a transfer that did not complete leaves the slot: an older package may still wait. */
+  private settled(): PackagePhase {
+    return existsSync(this.packagePath) ? 'ready' : 'none';
+  }
+
   private async cancelRunning(): Promise<void> {
     const d = this.download;
     if (!d) return;
     d.controller.abort();
     await d.done.catch(() => {});
   }
-
-  private async receive(
-    body: ReadableStream<Uint8Array>,
-    release: ChannelRelease,
-    size: number,
-    controller: AbortController,
-  ): Promise<void> {
-    const hash = createHash('sha256');
-    let received = 0;
-    let stalled = false;
-    const stall = (): void => {
-      stalled = true;
-      controller.abort();
-    };
-    let idle = setTimeout(stall, DOWNLOAD_IDLE_MS);
-    const tap = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        received += chunk.length;
-        if (received > size) return cb(new Error('more bytes than announced'));
-        hash.update(chunk);
-        clearTimeout(idle);
-        idle = setTimeout(stall, DOWNLOAD_IDLE_MS);
-        cb(null, chunk);
-      },
-    });
-    try {
-      await pipeline(
-        Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]),
-        tap,
-        createWriteStream(this.partPath),
-        { signal: controller.signal },
-      );
-      const sha = hash.digest('hex');
-      if (received !== size) throw new Error(`received ${received} of ${size} bytes`);
-      if (sha !== release.sha256) throw new Error(`sha256 ${sha} is not the channel's`);
-      await rename(this.partPath, this.packagePath);
-      this.deps.log.info({ version: release.version, size }, 'upgrade package downloaded');
-    } catch (e) {
-      // GL: silent after the answer; the console watches download_info (it stops growing).
-      await rm(this.partPath, { force: true });
-      if (stalled || !controller.signal.aborted) {
-        this.totalSize = 0;
-        this.deps.log.warn({ err: messageOf(e) }, 'upgrade download failed');
-      }
-    } finally {
-      clearTimeout(idle);
-    }
-  }
-
-  /** The channel's current release: list-sha256.txt's first line and its metadata file. */
-  private async channel(base: string | null, kind: string): Promise<ChannelRelease> {
-    if (!base) throw new Error(`No ${kind} channel is configured (upgrade.channel_url)`);
-    const list = await fetchText(new URL('list-sha256.txt', withSlash(base)));
-    const [version, file, sha256] = (list.split('\n')[0] ?? '').trim().split(/\s+/);
-    if (
-      !version ||
-      !file ||
-      !sha256 ||
-      !/^[0-9a-f]{64}$/i.test(sha256) ||
-      !/^[\w+-][\w.+-]*$/.test(file) ||
-      !/^[\w.+-]+$/.test(version)
-    ) {
-      throw new Error(`The ${kind} channel's list-sha256.txt is malformed`);
-    }
-    const meta = JSON.parse(await fetchText(new URL(`metadata_${version}`, withSlash(base)))) as {
-      version?: { release?: unknown; firmware_type?: unknown };
-      release_note?: unknown;
-      release_note_cn?: unknown;
-    };
-    const release = typeof meta.version?.release === 'string' ? meta.version.release : version;
-    const type = typeof meta.version?.firmware_type === 'string' ? meta.version.firmware_type : '';
-    return {
-      // GL: "V<release> <firmware_type>".
-      version: `V${release.replace(/^v/i, '')} ${type}`.trim(),
-      file,
-      sha256: sha256.toLowerCase(),
-      release_note: typeof meta.release_note === 'string' ? meta.release_note : '',
-      release_note_cn: typeof meta.release_note_cn === 'string' ? meta.release_note_cn : '',
-    };
-  }
-}
-
-/** A refusal before any check of the package: GL's shape without the two flags. */
-function failed(message: string): UpgradeStartResult {
-  return {
-    status: 'Upgrade failed',
-    message,
-    stdout: '',
-    stderr: '',
-  };
-}
-
-function withSlash(base: string): string {
-  return base.endsWith('/') ? base : `${base}/`;
-}
-
-function messageOf(e: unknown): string {
-  if (e instanceof Error) {
-    if (e.name === 'TimeoutError' || e.name === 'AbortError')
-      return 'The channel did not answer in time';
-    return e.message;
-  }
-  return String(e);
-}
-
-async function fetchText(url: URL): Promise<string> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(CHANNEL_TIMEOUT_MS) });
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw new Error(`${url.pathname.split('/').pop()}: HTTP ${res.status}`);
-  }
-  const text = await res.text();
-  if (text.length > CHANNEL_TEXT_MAX) throw new Error(`${url.pathname}: too large`);
-  return text;
 }
