@@ -1,7 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { API_TIMEOUT_MS, STORAGE_KEYS } from '@kvm/protocol/constants';
 import { envelope, stubFetch } from '../test/fetch-stub';
-import { api, ApiError, buildApiUrl, errorMessage, isAuthDenied, NetworkError } from './api';
+import {
+  api,
+  ApiError,
+  buildApiUrl,
+  errorMessage,
+  isAuthDenied,
+  NetworkError,
+  withDetail,
+} from './api';
 
 describe('api client', () => {
   beforeEach(() => localStorage.clear());
@@ -142,5 +150,21 @@ describe('api client', () => {
   it('builds URLs without a trailing ? when the query is empty', () => {
     expect(buildApiUrl('/auth/check', { a: undefined })).toBe('/api/auth/check');
     expect(buildApiUrl('init/init', { password: 'a b&c' })).toBe('/api/init/init?password=a+b%26c');
+  });
+});
+
+describe('withDetail', () => {
+  it('appends the reason of a server or transfer error only', () => {
+    expect(
+      withDetail('failed', new ApiError(409, { error: 'MsdIsBusyError', error_msg: 'busy' })),
+    ).toBe('failed: busy');
+    // An upload's TransferError carries the envelope's message the same way.
+    class Transfer extends Error {
+      readonly error_msg = 'disk full';
+    }
+    expect(withDetail('failed', new Transfer('failed'))).toBe('failed: disk full');
+    expect(withDetail('failed', new ApiError(502, {}))).toBe('failed');
+    expect(withDetail('failed', new Error('local'))).toBe('failed');
+    expect(withDetail('failed', { error_msg: 'not an error' })).toBe('failed');
   });
 });

@@ -80,6 +80,18 @@ export function errorMessage(err: unknown, fallback: string): string {
   return err instanceof ApiError && err.error_msg ? err.error_msg : fallback;
 }
 
+/**
+ * The SPEC text, then the server's reason when it gave one: the `error_msg` of an ApiError, or
+ * of an error that carries the envelope of a non-fetch call (an upload's TransferError).
+ */
+export function withDetail(text: string, err: unknown): string {
+  const detail =
+    err instanceof Error && 'error_msg' in err && typeof err.error_msg === 'string'
+      ? err.error_msg
+      : '';
+  return detail ? `${text}: ${detail}` : text;
+}
+
 export function buildApiUrl(path: string, query?: Query): string {
   const url = `${API_PREFIX}${path.startsWith('/') ? path : `/${path}`}`;
   if (!query) return url;

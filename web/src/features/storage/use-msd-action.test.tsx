@@ -6,7 +6,7 @@ import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub
 import { flush, render, type Rendered } from '../../test/render';
 import { resetMsdForTests } from './msd-store';
 import { TransferError } from './upload';
-import { useMsdAction, withDetail, type MsdActions } from './use-msd-action';
+import { useMsdAction, type MsdActions } from './use-msd-action';
 
 const latest: { current: MsdActions | null } = { current: null };
 
@@ -148,14 +148,5 @@ describe('useMsdAction', () => {
     await flush();
     expect(probe()?.textContent).toBe('');
     expect(toasts()).toHaveLength(1);
-  });
-});
-
-describe('withDetail', () => {
-  it('appends the reason of a server or transfer error only', () => {
-    expect(
-      withDetail('failed', new ApiError(409, { error: 'MsdIsBusyError', error_msg: 'busy' })),
-    ).toBe('failed: busy');
-    expect(withDetail('failed', new Error('local'))).toBe('failed');
   });
 });

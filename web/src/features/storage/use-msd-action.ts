@@ -1,16 +1,9 @@
 import { useRef, useState } from 'react';
 import { useTranslation } from 'react-i18next';
 import { useMessage } from '../../components/notify';
-import { ApiError } from '../../lib/api';
+import { withDetail } from '../../lib/api';
 import { loadMsd } from './msd-store';
 import { TRANSFER_FAILURE_TEXT, TransferError } from './upload';
-
-/** The SPEC text, then the server's reason when it gave one. */
-export function withDetail(text: string, err: unknown): string {
-  const detail =
-    err instanceof ApiError || err instanceof TransferError ? err.error_msg : undefined;
-  return detail ? `${text}: ${detail}` : text;
-}
 
 export interface MsdActionText {
   /** Shown in the panel and as a toast when the action fails; the server's reason follows. */

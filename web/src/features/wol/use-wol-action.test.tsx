@@ -1,0 +1,85 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { act, useEffect } from 'react';
+import { NotifyProvider } from '../../components/notify';
+import { ApiError } from '../../lib/api';
+import { flush, render, type Rendered } from '../../test/render';
+import { useWolAction, type WolActions } from './use-wol-action';
+
+const latest: { current: WolActions | null } = { current: null };
+
+function actions(): WolActions {
+  if (!latest.current) throw new Error('not rendered');
+  return latest.current;
+}
+
+/** Shows what the panel would: its error line. */
+function Probe() {
+  const current = useWolAction();
+  useEffect(() => {
+    latest.current = current;
+  });
+  return <div data-testid="probe">{current.error}</div>;
+}
+
+const toasts = () =>
+  [...document.querySelectorAll('.ant-message-notice')].map((el) => el.textContent);
+const refused = () =>
+  Promise.reject(new ApiError(500, { error: 'WolSendError', error_msg: 'no route' }));
+
+let view: Rendered | undefined;
+
+beforeEach(async () => {
+  view = await render(
+    <NotifyProvider>
+      <Probe />
+    </NotifyProvider>,
+  );
+});
+
+afterEach(() => {
+  view?.unmount();
+  view = undefined;
+  vi.unstubAllGlobals();
+  document.body.innerHTML = '';
+});
+
+const errorLine = () => view?.byTestId('probe')?.textContent;
+
+describe('useWolAction', () => {
+  it('shows a failure with the server reason in the panel and as a toast, and never rejects', async () => {
+    let ok: boolean | undefined;
+    await act(async () => {
+      ok = await actions().run(refused, { success: 'woken', failure: 'wake failed' });
+    });
+    await flush();
+    expect(ok).toBe(false);
+    expect(errorLine()).toBe('wake failed: no route');
+    expect(toasts()).toContain('wake failed: no route');
+  });
+
+  it('keeps a dialog’s failure out of the panel, and clears the line only when asked', async () => {
+    await act(async () => {
+      await actions().run(refused, { success: 'x', failure: 'rename failed', toastOnly: true });
+    });
+    await flush();
+    expect(errorLine()).toBe('');
+    expect(toasts()).toContain('rename failed: no route');
+
+    act(() => actions().showError('could not read the list', new Error('local')));
+    expect(errorLine()).toBe('could not read the list');
+    await act(async () => {
+      await actions().run(async () => undefined, { success: 'removed', failure: 'x' });
+    });
+    expect(errorLine()).toBe('could not read the list');
+    await act(async () => {
+      await actions().run(async () => undefined, {
+        success: 'woken',
+        failure: 'x',
+        clearsError: true,
+      });
+    });
+    await flush();
+    expect(errorLine()).toBe('');
+    expect(toasts()).toEqual(expect.arrayContaining(['removed', 'woken']));
+  });
+});
