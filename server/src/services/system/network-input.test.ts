@@ -2,14 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../errors';
 import type { EthernetSettings } from '../../drivers/network/types';
 import { parseHostname, parseNetworkQuery, withCurrentDns } from './network-input';
-
-const staticQuery = {
-  mode: 'static',
-  ip_address: '10.0.0.77',
-  netmask: '255.255.255.0',
-  gateway: '10.0.0.1',
-  dns_servers: '1.1.1.1,9.9.9.9',
-};
+import { STATIC_QUERY } from './test-support';
 
 describe('set_network_config arguments (GL §5.13 messages, SPEC 5 rules)', () => {
   const current: EthernetSettings = { mode: 'dhcp', dns_servers: ['8.8.8.8'] };
@@ -20,24 +13,27 @@ describe('set_network_config arguments (GL §5.13 messages, SPEC 5 rules)', () =
       { mode: 'static', ip_address: '10.0.0.2' },
       'Static IP mode requires ip_address, netmask and gateway parameters',
     ],
-    [{ ...staticQuery, ip_address: '10.0.0' }, 'ip_address format is invalid'],
-    [{ ...staticQuery, netmask: '255.0.255.0' }, 'netmask format is invalid'],
-    [{ ...staticQuery, ip_address: '010.0.0.77' }, 'ip_address format is invalid'],
-    [{ ...staticQuery, netmask: '255.255.255.000' }, 'netmask format is invalid'],
-    [{ ...staticQuery, dns_servers: '1.1.1.01' }, 'Invalid DNS server address format: 1.1.1.01'],
-    [{ ...staticQuery, gateway: 'gw' }, 'gateway format is invalid'],
-    [{ ...staticQuery, dns_servers: '1.1.1.1,x' }, 'Invalid DNS server address format: x'],
+    [{ ...STATIC_QUERY, ip_address: '10.0.0' }, 'ip_address format is invalid'],
+    [{ ...STATIC_QUERY, netmask: '255.0.255.0' }, 'netmask format is invalid'],
+    [{ ...STATIC_QUERY, ip_address: '010.0.0.77' }, 'ip_address format is invalid'],
+    [{ ...STATIC_QUERY, netmask: '255.255.255.000' }, 'netmask format is invalid'],
+    [{ ...STATIC_QUERY, dns_servers: '1.1.1.01' }, 'Invalid DNS server address format: 1.1.1.01'],
+    [{ ...STATIC_QUERY, gateway: 'gw' }, 'gateway format is invalid'],
+    [{ ...STATIC_QUERY, dns_servers: '1.1.1.1,x' }, 'Invalid DNS server address format: x'],
     [
-      { ...staticQuery, ip_address: '127.0.0.1' },
+      { ...STATIC_QUERY, ip_address: '127.0.0.1' },
       'ip_address cannot be 127.0.0.1 (loopback address)',
     ],
     [
-      { ...staticQuery, ip_address: '10.0.0.255' },
+      { ...STATIC_QUERY, ip_address: '10.0.0.255' },
       'ip_address cannot be 10.0.0.255 (broadcast address of 10.0.0.0/24)',
     ],
-    [{ ...staticQuery, gateway: '10.1.0.1' }, 'gateway 10.1.0.1 is outside the subnet 10.0.0.0/24'],
     [
-      { ...staticQuery, dns_servers: '224.0.0.1' },
+      { ...STATIC_QUERY, gateway: '10.1.0.1' },
+      'gateway 10.1.0.1 is outside the subnet 10.0.0.0/24',
+    ],
+    [
+      { ...STATIC_QUERY, dns_servers: '224.0.0.1' },
       'dns_servers cannot be 224.0.0.1 (multicast address)',
     ],
     [
@@ -64,7 +60,7 @@ describe('set_network_config arguments (GL §5.13 messages, SPEC 5 rules)', () =
       mode: 'dhcp',
       dns_servers: null,
     });
-    expect(withCurrentDns(parseNetworkQuery(staticQuery), current)).toEqual({
+    expect(withCurrentDns(parseNetworkQuery(STATIC_QUERY), current)).toEqual({
       mode: 'static',
       ip_address: '10.0.0.77',
       netmask: '255.255.255.0',

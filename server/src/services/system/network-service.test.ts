@@ -8,6 +8,7 @@ import type { EthernetSettings, EthernetStatus, NetworkDriver } from '../../driv
 import { parseHostname, parseNetworkQuery } from './network-input';
 import { NetworkService } from './network-service';
 import { NetworkChangeNotFoundError, NetworkChangePendingError } from './safe-change';
+import { STATIC_QUERY } from './test-support';
 
 /** A driver that holds what it was given, as a real interface would; `failNext` fails an apply. */
 class FakeNetwork implements NetworkDriver {
@@ -80,13 +81,6 @@ function recorder(): Logger & { lines: string[] } {
 }
 
 const origin = { protocol: 'https', port: 443 };
-const staticQuery = {
-  mode: 'static',
-  ip_address: '10.0.0.77',
-  netmask: '255.255.255.0',
-  gateway: '10.0.0.1',
-  dns_servers: '1.1.1.1,9.9.9.9',
-};
 
 let dataDir: string;
 let services: NetworkService[] = [];
@@ -148,7 +142,7 @@ describe('NetworkService', () => {
   it('confirm keeps a risky change and saves it only then', async () => {
     const driver = new FakeNetwork();
     const s = service(driver);
-    const { pending } = await s.set(parseNetworkQuery(staticQuery), origin);
+    const { pending } = await s.set(parseNetworkQuery(STATIC_QUERY), origin);
     expect(pending).toMatchObject({
       kind: 'ethernet',
       timeout_s: 60,
@@ -171,7 +165,7 @@ describe('NetworkService', () => {
     const driver = new FakeNetwork();
     const log = recorder();
     const s = service(driver, log);
-    const { pending } = await s.set(parseNetworkQuery(staticQuery), origin);
+    const { pending } = await s.set(parseNetworkQuery(STATIC_QUERY), origin);
     expect(pending!.expires_at).toBe(Date.now() + 60_000);
     await vi.advanceTimersByTimeAsync(59_000);
     expect(driver.state.ip_address).toBe('10.0.0.77');
@@ -192,7 +186,7 @@ describe('NetworkService', () => {
   it('revert_network_config reverts at once', async () => {
     const driver = new FakeNetwork();
     const s = service(driver);
-    const { pending } = await s.set(parseNetworkQuery(staticQuery), origin);
+    const { pending } = await s.set(parseNetworkQuery(STATIC_QUERY), origin);
     await s.safe.revert(pending!.id);
     expect(driver.state.ip_address).toBe('10.0.0.50');
     expect(s.safe.pending()).toBeNull();
@@ -202,7 +196,7 @@ describe('NetworkService', () => {
   it('a request arriving on the new address confirms implicitly', async () => {
     const driver = new FakeNetwork();
     const s = service(driver);
-    await s.set(parseNetworkQuery(staticQuery), origin);
+    await s.set(parseNetworkQuery(STATIC_QUERY), origin);
     s.safe.noteLocalAddress('::ffff:10.0.0.50');
     expect(s.safe.pending()).not.toBeNull();
     s.safe.noteLocalAddress('::ffff:10.0.0.77');
@@ -212,12 +206,12 @@ describe('NetworkService', () => {
 
   it('answers 409 while a change is pending', async () => {
     const s = service(new FakeNetwork());
-    await s.set(parseNetworkQuery(staticQuery), origin);
+    await s.set(parseNetworkQuery(STATIC_QUERY), origin);
     await expect(
-      s.set(parseNetworkQuery({ ...staticQuery, ip_address: '10.0.0.78' }), origin),
+      s.set(parseNetworkQuery({ ...STATIC_QUERY, ip_address: '10.0.0.78' }), origin),
     ).rejects.toBeInstanceOf(NetworkChangePendingError);
     await expect(
-      s.set(parseNetworkQuery({ ...staticQuery, dns_servers: '' }), origin),
+      s.set(parseNetworkQuery({ ...STATIC_QUERY, dns_servers: '' }), origin),
     ).rejects.toMatchObject({
       status: 409,
     });
@@ -227,7 +221,7 @@ describe('NetworkService', () => {
     const driver = new FakeNetwork();
     const s = service(driver);
     driver.failNext = new BadRequestError('ip addr add failed: RTNETLINK answers: File exists');
-    await expect(s.set(parseNetworkQuery(staticQuery), origin)).rejects.toThrow('RTNETLINK');
+    await expect(s.set(parseNetworkQuery(STATIC_QUERY), origin)).rejects.toThrow('RTNETLINK');
     expect(driver.state.mode).toBe('dhcp');
     expect(s.safe.pending()).toBeNull();
     expect(await exists(pendingPath())).toBe(false);
@@ -242,7 +236,7 @@ describe('NetworkService', () => {
     const driver = new FakeNetwork();
     const first = service(driver);
     await first.set(parseNetworkQuery({ mode: 'dhcp', dns_servers: '9.9.9.9' }), origin);
-    await first.set(parseNetworkQuery(staticQuery), origin);
+    await first.set(parseNetworkQuery(STATIC_QUERY), origin);
     first.dispose(); // the process dies: the timer is gone, the pending file stays
     expect(await exists(pendingPath())).toBe(true);
     const log = recorder();
@@ -257,7 +251,7 @@ describe('NetworkService', () => {
   it('a restart with no saved file but a pending one applies what the change recorded as previous', async () => {
     const driver = new FakeNetwork();
     const first = service(driver);
-    await first.set(parseNetworkQuery(staticQuery), origin);
+    await first.set(parseNetworkQuery(STATIC_QUERY), origin);
     first.dispose();
     const second = service(driver);
     await second.start();
@@ -295,7 +289,7 @@ describe('NetworkService', () => {
       "the saved network settings could not be applied: ENOENT: no such file or directory, rename '/etc/netns/x'",
     );
     // A pending change whose revert fails at the restart is a failed restore too.
-    await failed.set(parseNetworkQuery(staticQuery), origin);
+    await failed.set(parseNetworkQuery(STATIC_QUERY), origin);
     failed.dispose();
     // (no saved settings to apply after it: the revert was the only try)
     await rm(savedPath());
