@@ -17,21 +17,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  closeSync,
   existsSync,
-  fsyncSync,
-  openSync,
   readFileSync,
   readlinkSync,
   renameSync,
   rmSync,
   symlinkSync,
-  unlinkSync,
-  writeFileSync,
   mkdirSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { RollbackReasonKey, UpgradeOutcome } from '@kvm/protocol';
+import { atomicWriteFileSync, fsyncDirSync } from '../storage/atomic';
 
 export type SlotName = 'factory' | 'a' | 'b';
 
@@ -129,7 +125,7 @@ export function setCurrent(layout: InstallLayout, slot: SlotName): void {
       throw err;
     }
   }
-  syncDir(layout.installDir);
+  fsyncDirSync(layout.installDir);
 }
 
 /**
@@ -186,7 +182,7 @@ export function writeTrial(layout: InstallLayout, trial: TrialRecord): void {
 
 export function clearTrial(layout: InstallLayout): void {
   rmSync(join(layout.installDir, TRIAL), { force: true });
-  syncDir(layout.installDir);
+  fsyncDirSync(layout.installDir);
 }
 
 export function readOutcome(layout: InstallLayout): UpgradeOutcome | null {
@@ -242,34 +238,5 @@ function readJson(path: string): unknown {
 }
 
 function writeJsonAtomic(path: string, value: unknown): void {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
-  const tmp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeFileSync(fd, `${JSON.stringify(value, null, 2)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // already gone
-    }
-    throw err;
-  }
-  syncDir(dir);
-}
-
-export function syncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  atomicWriteFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
 }

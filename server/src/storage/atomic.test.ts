@@ -1,8 +1,22 @@
-import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile, chmod } from 'node:fs/promises';
+import {
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  stat,
+  symlink,
+  writeFile,
+  chmod,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { STALE_TEMP_MAX_DEPTH, atomicWriteFile, removeStaleTemps } from './atomic';
+import {
+  STALE_TEMP_MAX_DEPTH,
+  atomicWriteFile,
+  atomicWriteFileSync,
+  removeStaleTemps,
+} from './atomic';
 import { JsonFile } from './json-store';
 
 async function tempDir(): Promise<string> {
@@ -127,5 +141,22 @@ describe('JsonFile', () => {
     await writeFile(path, '{"half":');
     const file = new JsonFile(path, (raw) => raw);
     await expect(file.load()).rejects.toThrow(/not valid JSON/);
+  });
+});
+
+describe("atomicWriteFileSync (the launcher's records)", () => {
+  it('writes 0600 through a temp of the same name scheme, and leaves none when it fails', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'trial.json');
+    atomicWriteFileSync(path, '{"a":1}\n');
+    expect(await readFile(path, 'utf8')).toBe('{"a":1}\n');
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    atomicWriteFileSync(path, '{"a":2}\n');
+    expect(await readFile(path, 'utf8')).toBe('{"a":2}\n');
+    expect(await readdir(dir)).toEqual(['trial.json']);
+    // a folder where the file should be: the rename fails, the temp is removed
+    await mkdir(join(dir, 'taken'));
+    expect(() => atomicWriteFileSync(join(dir, 'taken'), 'x')).toThrow();
+    expect((await readdir(dir)).sort()).toEqual(['taken', 'trial.json']);
   });
 });

@@ -1,13 +1,29 @@
 /**
- * Atomic file writes: temp file in the same folder, fsync, rename over the target, fsync the
- * folder. A crash or power cut leaves either the old file or the new one, never a torn one.
+ * The one atomic file write: temp file in the same folder, fsync, rename over the target, fsync
+ * the folder. A crash or power cut leaves either the old file or the new one, never a torn one.
+ * `atomicWriteFile` for the server; `atomicWriteFileSync`, the same steps, for the launcher
+ * (install/install-dir.ts), whose steps are synchronous on purpose.
  */
 import { randomBytes } from 'node:crypto';
-import type { Dirent } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  type Dirent,
+} from 'node:fs';
 import { open, rename, unlink, mkdir, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 const TMP_MARK = '.tmp-';
+
+/** `.<name>.tmp-<hex>` in `dir`: a name of its own for each write (see TEMP_NAME). */
+function tempPath(path: string, dir: string): string {
+  return join(dir, `.${basename(path)}${TMP_MARK}${randomBytes(6).toString('hex')}`);
+}
 
 export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
@@ -15,6 +31,15 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+export function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -34,7 +59,7 @@ export async function atomicWriteFile(
   await mkdir(dir, { recursive: true });
   const tmpDir = opts.tmpDir ?? dir;
   if (tmpDir !== dir) await mkdir(tmpDir, { recursive: true });
-  const tmp = join(tmpDir, `.${basename(path)}${TMP_MARK}${randomBytes(6).toString('hex')}`);
+  const tmp = tempPath(path, tmpDir);
   const handle = await open(tmp, 'wx', mode);
   try {
     await handle.writeFile(data);
@@ -52,6 +77,38 @@ export async function atomicWriteFile(
     throw err;
   }
   await fsyncDir(dir);
+}
+
+/** atomicWriteFile's steps, synchronous (the launcher's records). */
+export function atomicWriteFileSync(path: string, data: string | Uint8Array, mode = 0o600): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = tempPath(path, dir);
+  const fd = openSync(tmp, 'wx', mode);
+  try {
+    writeFileSync(fd, data);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    removeQuietly(tmp);
+    throw err;
+  }
+  closeSync(fd);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    removeQuietly(tmp);
+    throw err;
+  }
+  fsyncDirSync(dir);
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
 }
 
 /** How deep removeStaleTemps looks under the data folder (state files sit 1-2 levels down). */

@@ -16,11 +16,11 @@ import {
   readCurrent,
   slotRoot,
   slotUsable,
-  syncDir,
   writeTrial,
   type InstallLayout,
 } from '../../install/install-dir';
 import type { Logger } from '../../log';
+import { fsyncDirSync } from '../../storage/atomic';
 import { messageOf } from './channel';
 import { loadTrustedKeys, verifyPackage } from './package-reader';
 
@@ -117,7 +117,7 @@ export async function installPackage(
     // The idle slot is replaced only by a complete, verified tree (one rename).
     await rm(dest, { recursive: true, force: true });
     await rename(staging, dest);
-    syncDir(dirname(dest));
+    fsyncDirSync(dirname(dest));
     // The slot's files reach the disk before the trial that boots them is recorded.
     await execFileAsync('sync', ['-f', dest], { timeout: 60_000 }).catch((e: unknown) =>
       log.warn({ err: messageOf(e) }, 'sync of the new slot failed'),
