@@ -15,6 +15,9 @@ const SERVER_UPPER_LAYERS = [
   '**/app',
 ];
 
+/** A driver's implementation or a platform: anything of drivers/ but the interfaces. */
+const DRIVER_INTERNALS = '(^|/)(platform/|drivers/(?!([a-z-]+/)?types$|choices$))';
+
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '**/dist/**', '.data/**', '.cache/**', '.install/**'] },
   js.configs.recommended,
@@ -51,9 +54,28 @@ export default tseslint.config(
       ],
     },
   },
+  // What a target's drivers share (the QEMU VM, the testbed picture, nmcli, namespaces): the
+  // drivers import it, never the other way.
+  {
+    files: ['server/src/platform/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test-support.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: SERVER_UPPER_LAYERS.concat(['**/services/**', '**/media/**', '**/drivers/**']),
+              message: 'a platform never imports drivers, services, media or the HTTP layer',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     files: [
-      'server/src/{process,storage,install}/**/*.ts',
+      'server/src/{process,storage,install,sync,graphics}/**/*.ts',
       'server/src/log.ts',
       'server/src/errors.ts',
     ],
@@ -64,7 +86,12 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: SERVER_UPPER_LAYERS.concat(['**/services/**', '**/media/**', '**/drivers/**']),
+              group: SERVER_UPPER_LAYERS.concat([
+                '**/services/**',
+                '**/media/**',
+                '**/drivers/**',
+                '**/platform/**',
+              ]),
               message: 'the base layer imports nothing above it',
             },
           ],
@@ -74,7 +101,7 @@ export default tseslint.config(
   },
   {
     files: ['server/src/{services,media}/**/*.ts'],
-    ignores: ['**/*.test.ts', '**/test-support.ts', '**/*-test-kit.ts'],
+    ignores: ['**/*.test.ts', '**/*test-support.ts', '**/*-test-kit.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -83,6 +110,30 @@ export default tseslint.config(
             {
               group: SERVER_UPPER_LAYERS,
               message: 'services and media never import Fastify, routes or the HTTP layer',
+            },
+            {
+              // a driver is reached through its interface: drivers/<subsystem>/types
+              regex: DRIVER_INTERNALS,
+              message: 'services and media import only drivers/<subsystem>/types (the interfaces)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  // Above the services (HTTP, sockets, routes, terminal): drivers only through their
+  // interfaces too; the composition root (app.ts, drivers/factory.ts) makes them.
+  {
+    files: ['server/src/{routes,http,ws,janus,terminal}/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test-support.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: DRIVER_INTERNALS,
+              message: 'only the composition root makes drivers; others import drivers/*/types',
             },
           ],
         },

@@ -2,7 +2,6 @@
  * buildApp: the Fastify instance with every route, hook and socket. It never listens; main.ts
  * (and the tests, through inject or an ephemeral port) decide where it is served.
  */
-import { readFile } from 'node:fs/promises';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import fastifyMultipart from '@fastify/multipart';
@@ -26,7 +25,6 @@ import { supportRoutes } from './routes/support';
 import { LogBundle } from './services/support/log-bundle';
 import { finishPendingReset } from './services/support/reset';
 import { SupportService } from './services/support/support-service';
-import { guestImagePaths } from './drivers/qemu/guest';
 import { msdRoutes } from './routes/msd';
 import { hidRoutes } from './routes/hid';
 import { atxRoutes } from './routes/atx';
@@ -41,7 +39,6 @@ import { GpioService } from './services/gpio/gpio-service';
 import { AtxService } from './services/atx/atx-service';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { WolService } from './services/wol/wol-service';
-import { wolSender } from './drivers/wol/select';
 import { HidService } from './services/hid/hid-service';
 import { attachHidInput, hidSettingsFile, rtcInputClient } from './services/hid/hid-wiring';
 import { JigglerSchedule, deviceMinuteOfDay } from './services/hid/jiggler-schedule';
@@ -54,11 +51,11 @@ import { audioRoutes } from './routes/audio';
 import { AudioService } from './services/audio/audio-service';
 import { AudioHub } from './media/audio-hub';
 import { MicSink } from './media/mic-sink';
-import { OcrService, parseOcrQuery } from './services/ocr/ocr-service';
+import { OcrService } from './services/ocr/ocr-service';
 import { hubParams, StreamerService } from './services/streamer';
 import { TurnService } from './services/turn';
 import { InfoService } from './services/info';
-import { createDrivers } from './targets';
+import { createDrivers } from './drivers/factory';
 import { ServiceUnavailableError, toHttp } from './errors';
 import { registerAuthHook } from './http/auth';
 import { registerFormParser } from './http/forms';
@@ -94,7 +91,6 @@ import { twoFaRoutes } from './routes/twofa';
 import { wsRoutes } from './routes/ws';
 import { terminalRoutes } from './routes/terminal';
 import { TerminalService } from './terminal/terminal-service';
-import { serialConsoleFor } from './terminal/backends';
 import { AuthService } from './services/auth/auth-service';
 import { SESSION_SWEEP_MS } from './services/auth/sessions';
 import { SettingsStore } from './services/settings-store';
@@ -220,12 +216,7 @@ export async function createContext(
       node: process.versions,
       target: config.target,
       model: config.device.model,
-      guest:
-        config.target === 'qemu'
-          ? await readFile(guestImagePaths().manifest, 'utf8')
-              .then((t) => JSON.parse(t) as unknown)
-              .catch(() => null)
-          : null,
+      ...(await drivers.describe()),
     }),
     parts: async () => ({
       state: await registry.snapshot(() => undefined),
@@ -255,11 +246,7 @@ export async function createContext(
     time: new TimeService({ clock: drivers.system.clock, log }),
     edid,
     atx: new AtxService(drivers.atx, log),
-    wol: await WolService.open(
-      config.data_dir,
-      config.wol,
-      wolSender(config.wol, drivers.system.network),
-    ),
+    wol: await WolService.open(config.data_dir, config.wol, drivers.wol),
     fingerbot: new FingerbotService(drivers.fingerbot, config.data_dir),
     requestRestart,
     config,
@@ -275,6 +262,10 @@ export async function createContext(
       config,
       version,
       host: defaultHost(),
+      platform: {
+        base: drivers.description,
+        video: drivers.video.name === 'disabled' ? null : drivers.video.name,
+      },
       deviceId: await deviceId(config.data_dir),
     }),
     ocr: new OcrService({ ffmpeg: config.video.ffmpeg, log }),
@@ -456,17 +447,14 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   terminalRoutes(
     app,
     new TerminalService({
-      serial: serialConsoleFor(ctx.drivers.target, config.data_dir),
+      serial: ctx.drivers.serial,
       shell: { file: config.terminal.shell ?? undefined, args: config.terminal.args },
       startTimeoutMs: config.terminal.start_timeout_s * 1000,
       log: app.log,
     }),
     sockets,
   );
-  streamerRoutes(app, ctx.streamer, () => ctx.turn.state(), {
-    parse: parseOcrQuery,
-    recognize: (image, req) => ctx.ocr.recognize(image, req),
-  });
+  streamerRoutes(app, ctx.streamer, () => ctx.turn.state(), ctx.ocr);
   ustreamerRoutes(app, ctx.streamer);
   ocrRoutes(app, ctx.ocr);
   audioRoutes(app, ctx.audio);

@@ -14,16 +14,31 @@ import {
   SESSION_EXPIRE_DEFAULT_S,
 } from '@kvm/protocol';
 import { DEFAULT_FRAME_ANCESTORS, frameAncestorsIssue } from './http/frame-ancestors';
+import {
+  DRIVER_CHOICES,
+  TARGETS,
+  type DriverChoice,
+  type Subsystem,
+  type TargetName,
+} from './drivers/choices';
 
-export const TARGETS = ['qemu', 'testbed'] as const;
-export type TargetName = (typeof TARGETS)[number];
+export { TARGETS, type TargetName } from './drivers/choices';
 
 /**
- * A subsystem's driver (kvmd's `type`): `target` is the target profile's own (targets.ts),
- * `disabled` the one that reports `online: false` and ignores its verbs.
+ * A subsystem's driver (kvmd's `type`; drivers/choices.ts): `target` (the default) is the target
+ * preset's choice, `disabled` the one that reports itself offline and ignores its verbs.
  */
-export const DRIVER_TYPES = ['target', 'disabled'] as const;
-export type DriverType = (typeof DRIVER_TYPES)[number];
+function driverType<S extends Subsystem>(
+  subsystem: S,
+): z.ZodDefault<z.ZodType<'target' | DriverChoice<S>>> {
+  const choices = ['target', ...(DRIVER_CHOICES[subsystem] as readonly string[])] as [
+    string,
+    ...string[],
+  ];
+  return z.enum(choices).default('target') as unknown as z.ZodDefault<
+    z.ZodType<'target' | DriverChoice<S>>
+  >;
+}
 
 export interface HostPort {
   host: string;
@@ -50,7 +65,7 @@ const hostPort = z.string().transform((text, ctx) => {
 
 const configSchema = z.strictObject({
   /** Which remote computer the drivers talk to (architecture.md, Targets). */
-  target: z.enum(TARGETS).default('qemu'),
+  target: z.enum(TARGETS as [TargetName, ...TargetName[]]).default('qemu'),
   /** The one data folder: state, certificate, logs. */
   data_dir: z.string().min(1).optional(),
   server: z
@@ -148,7 +163,7 @@ const configSchema = z.strictObject({
     .prefault({}),
   video: z
     .strictObject({
-      type: z.enum(DRIVER_TYPES).default('target'),
+      type: driverType('video'),
       ffmpeg: z.string().default('ffmpeg'),
     })
     .prefault({}),
@@ -172,7 +187,7 @@ const configSchema = z.strictObject({
     .prefault({}),
   hid: z
     .strictObject({
-      type: z.enum(DRIVER_TYPES).default('target'),
+      type: driverType('hid'),
       /** Folders of QEMU-format keymaps; the first that has a name wins. Default: see README. */
       keymaps_dirs: z.array(z.string()).min(1).optional(),
       /** Keymap of /api/hid/print when the call names none. */
@@ -181,8 +196,12 @@ const configSchema = z.strictObject({
       jiggler_interval_s: z.number().int().min(5).max(3600).default(60),
     })
     .prefault({}),
+  atx: z.strictObject({ type: driverType('atx') }).prefault({}),
+  fingerbot: z.strictObject({ type: driverType('fingerbot') }).prefault({}),
+  audio: z.strictObject({ type: driverType('audio') }).prefault({}),
   msd: z
     .strictObject({
+      type: driverType('msd'),
       /** Where write_remote may download from (docs/msd.md, "Where downloads may come from"). */
       remote: z
         .strictObject({
@@ -201,7 +220,11 @@ const configSchema = z.strictObject({
        * testbed), `netns` (a namespace the server owns, docs/system.md), `nmcli`
        * (NetworkManager on a real device), `disabled`.
        */
-      network: z.enum(['target', 'netns', 'nmcli', 'disabled']).default('target'),
+      network: driverType('network'),
+      /** The Wi-Fi client: `nmcli`, `test-radio` (simulated, says so), `disabled` (no adapter). */
+      wifi: driverType('wifi'),
+      /** The device clock: `offset` (kept in the data folder), `system` (timedatectl), `disabled`. */
+      clock: driverType('clock'),
       /** Seconds a risky network change waits for the console's confirmation (issue 11). */
       confirm_timeout_s: z.number().int().min(5).max(600).default(60),
       /**
@@ -258,6 +281,8 @@ const configSchema = z.strictObject({
       args: z.array(z.string().max(4096)).max(32).default(['-l']),
       /** A shell that prints nothing this long after it starts is ended with a message. */
       start_timeout_s: z.number().int().min(1).max(3600).default(30),
+      /** The remote computer's serial line: `qemu` (the VM's chardev socket) or `disabled`. */
+      serial: driverType('serial'),
     })
     .prefault({}),
   support: z

@@ -13,7 +13,7 @@ import type { HidService } from './services/hid/hid-service';
 import type { MsdService } from './services/msd/msd-service';
 import type { WolService } from './services/wol/wol-service';
 import type { KeymapStore } from './services/hid/keymap-store';
-import type { Drivers } from './targets';
+import type { Drivers } from './drivers/factory';
 import type { IdentityService } from './services/system/identity-service';
 import type { TimeService } from './services/system/time-service';
 import type { EdidService } from './services/system/edid-service';

@@ -8,10 +8,10 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyWebsocket from '@fastify/websocket';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, type RtpPacket } from 'werift';
-import { NoAudio } from '../drivers/audio/none';
+import { DisabledAudio } from '../drivers/audio/disabled';
 import { dominantFrequency } from '../drivers/audio/tone';
 import type { AudioDriver } from '../drivers/audio/types';
-import { TestbedAudio } from '../drivers/testbed/audio';
+import { TestbedAudio } from '../drivers/audio/testbed';
 import { SILENT_LOGGER } from '../log';
 import { AudioHub } from '../media/audio-hub';
 import { MicSink } from '../media/mic-sink';
@@ -146,7 +146,7 @@ describe('janus gateway: audio', () => {
     for (const [driver, enableMic, expected] of [
       [new TestbedAudio(), true, { audio: true, mic: true }],
       [new TestbedAudio(), false, { audio: true, mic: false }],
-      [new NoAudio(), true, { audio: false, mic: false }],
+      [new DisabledAudio(), true, { audio: false, mic: false }],
     ] as const) {
       const r = await rig(driver, enableMic);
       const { c, send } = await session(r);
@@ -159,7 +159,7 @@ describe('janus gateway: audio', () => {
   it('offers no audio section when not asked, or when the target has no sound', async () => {
     for (const [driver, params] of [
       [new TestbedAudio(), { video: true }],
-      [new NoAudio(), { audio: true, mic: true }],
+      [new DisabledAudio(), { audio: true, mic: true }],
     ] as const) {
       const r = await rig(driver, true);
       const { c, send } = await session(r);

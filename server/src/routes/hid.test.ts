@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';
 import { PRINT_MAX_CHARS, encodeKey, encodeMouseMove } from '@kvm/protocol';
-import type { TestbedReport } from '../drivers/testbed/hid';
+import type { TestbedReport } from '../drivers/hid/testbed';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PASSWORD, initAndLogin, login, newApp, tempDataDir } from '../test-helpers';

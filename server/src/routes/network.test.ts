@@ -2,8 +2,8 @@ import { stat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { listNamespaces, namespaceSkipReason } from '../drivers/netns/test-support';
-import { netnsNames } from '../drivers/netns/netns-network';
+import { listNamespaces, namespaceSkipReason } from '../platform/netns/test-support';
+import { netnsNames } from '../drivers/network/netns';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance | undefined;

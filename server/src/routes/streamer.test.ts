@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
-import type { TestbedVideo } from '../drivers/testbed/video';
+import type { TestbedVideo } from '../drivers/video/testbed';
 import type { Logger } from '../log';
 import { jpegSize } from '../media/jpeg';
 import { DEFAULT_STREAMER_PARAMS, StreamerService } from '../services/streamer';

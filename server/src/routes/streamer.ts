@@ -9,11 +9,12 @@ import {
   type StreamerParams,
   type TurnState,
 } from '@kvm/protocol';
-import type { RawFrame } from '../drivers/video/types';
 import { makePreview, previewBox } from '../media/jpeg';
+import type { OcrService } from '../services/ocr/ocr-service';
 import { UnavailableError, type Snapshot, type StreamerService } from '../services/streamer';
 import { BadRequestError } from '../errors';
 import { bool, int, oneOf } from '../validators';
+import { parseOcrQuery } from './ocr';
 
 /** kvmd's answer to `resolution` on a streamer whose picture size is not settable. */
 export class StreamerResolutionNotSupported extends BadRequestError {
@@ -24,13 +25,10 @@ export class StreamerResolutionNotSupported extends BadRequestError {
 const DESIRED_FPS_ARG = { min: 0, max: 120 } as const;
 
 /**
- * The OCR of `snapshot?ocr=1` (services/ocr): `parse` reads and checks the `ocr_*` query
- * (throws the 400), `recognize` reads the text of a JPEG or of a raw frame.
+ * The OCR of `snapshot?ocr=1` (services/ocr): reads the text of a JPEG or of a raw frame; the
+ * `ocr_*` arguments are parsed here first (parseOcrQuery, the 400).
  */
-export interface SnapshotOcr<R = unknown> {
-  parse(query: Record<string, unknown>): R;
-  recognize(image: Buffer | RawFrame, req: R): Promise<string>;
-}
+export type SnapshotOcr = Pick<OcrService, 'recognize'>;
 
 /** Previews made at once; more wait their turn (each is a short ffmpeg). */
 const MAX_PREVIEWS = 2;
@@ -40,11 +38,11 @@ function sendSnapshot(reply: FastifyReply, snap: Snapshot, type: string, body: B
   return reply.type(type).send(body);
 }
 
-export function streamerRoutes<R>(
+export function streamerRoutes(
   app: FastifyInstance,
   streamer: StreamerService,
   turn: () => TurnState,
-  ocr?: SnapshotOcr<R>,
+  ocr?: SnapshotOcr,
 ): void {
   app.get('/api/streamer', async () => streamer.getState());
 
@@ -77,7 +75,7 @@ export function streamerRoutes<R>(
     const wantOcr = bool('ocr', q['ocr'], false);
     const preview = bool('preview', q['preview'], false);
     // every argument is checked before any work (a bad one applies nothing, saves nothing)
-    const ocrReq = wantOcr && ocr ? ocr.parse(q) : undefined;
+    const ocrReq = wantOcr && ocr ? parseOcrQuery(q) : undefined;
     const maxW = int('preview_max_width', q['preview_max_width'], { min: 0, fallback: 0 });
     const maxH = int('preview_max_height', q['preview_max_height'], { min: 0, fallback: 0 });
     const quality = int('preview_quality', q['preview_quality'], {
@@ -91,7 +89,7 @@ export function streamerRoutes<R>(
     if (wantOcr && ocr) {
       // a live picture is read from its frame (no JPEG artefacts); a saved one from its JPEG
       const frame = !load && snap.online ? await streamer.currentFrame() : null;
-      const text = await ocr.recognize(frame ?? snap.data, ocrReq as R);
+      const text = await ocr.recognize(frame ?? snap.data, ocrReq!);
       return sendSnapshot(reply, snap, 'text/plain; charset=utf-8', text);
     }
     let data = snap.data;

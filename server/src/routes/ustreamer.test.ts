@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import type { TestbedVideo } from '../drivers/testbed/video';
+import type { TestbedVideo } from '../drivers/video/testbed';
 import { jpegSize } from '../media/jpeg';
 import { MAX_MJPEG_CLIENTS } from '../services/streamer';
 import { initAndLogin, newApp } from '../test-helpers';

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { WOL_DEVICES_MAX, WOL_NAME_MAX } from '@kvm/protocol';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { netnsNames } from '../drivers/netns/netns-network';
-import { listNamespaces, namespaceSkipReason } from '../drivers/netns/test-support';
+import { netnsNames } from '../drivers/network/netns';
+import { listNamespaces, namespaceSkipReason } from '../platform/netns/test-support';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
 
 let app: FastifyInstance;

@@ -13,6 +13,8 @@ export interface InfoDeps {
   host: string;
   /** The device's stable id (services/device-id.ts): product.device_id, the About dialog's. */
   deviceId: string;
+  /** The target preset's description and the video driver's name (null: none). */
+  platform: { base: string; video: string | null };
   /** CPU temperature in °C, null when the machine has no sensor (tests replace it). */
   cpuTemp?: () => number | null;
 }
@@ -61,11 +63,11 @@ export class InfoService {
         kernel: { system: type(), release: release(), version: version(), machine: machine() },
         platform: {
           type: config.target,
-          base: config.target === 'qemu' ? 'QEMU virtual machine' : 'Test bed',
+          base: this.deps.platform.base,
           model: config.device.model,
           serial: '',
           // kvmd: "hdmi", "hdmiusb", ... from its platform file; ours is the target's source.
-          video: config.video.type === 'disabled' ? null : config.target,
+          video: this.deps.platform.video,
           // kvmd: "rpi4", ...; no board here.
           board: null,
         },

@@ -6,24 +6,12 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { connect, type Socket } from 'node:net';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
-import type { TermSize } from './ttyd-protocol';
+import type { TerminalBackend, TermSize } from '../drivers/serial/types';
 
-export interface TerminalBackend {
-  write(data: Buffer): void;
-  resize(size: TermSize): void;
-  pause(): void;
-  resume(): void;
-  onData(fn: (data: Buffer) => void): void;
-  /** Once, when the shell exits or the line closes; `message` is shown to the user. */
-  onExit(fn: (message: string | null) => void): void;
-  /** Ends it and everything it started; resolves once all of it is gone and released. */
-  kill(): Promise<void>;
-}
+export type { TerminalBackend } from '../drivers/serial/types';
 
 // A native addon: loaded on the first terminal (the bundle keeps it external, scripts/build.mjs).
 const requireCjs = createRequire(import.meta.url);
@@ -221,114 +209,4 @@ export class PtyShell implements TerminalBackend {
     );
     return this.ending;
   }
-}
-
-/** The remote computer's serial line, as the target wires it. */
-export interface SerialConsole {
-  /** Null when there is one; else why not, shown in the tab. */
-  readonly unavailable: string | null;
-  /** The line, or a refusal message when another terminal holds it. */
-  open(): Promise<TerminalBackend | string>;
-}
-
-export class NoSerialConsole implements SerialConsole {
-  constructor(readonly unavailable: string) {}
-  async open(): Promise<string> {
-    return this.unavailable;
-  }
-}
-
-/**
- * A serial line behind a unix socket (QEMU's `-chardev socket,...,server=on`). One terminal at
- * a time: a second is refused with a message (QEMU's socket takes one client too, and two
- * keyboards on one console garble each other's lines).
- */
-export class UnixSocketSerial implements SerialConsole {
-  readonly unavailable = null;
-  private holder: SocketLine | null = null;
-
-  constructor(private readonly path: string) {}
-
-  async open(): Promise<TerminalBackend | string> {
-    if (this.holder) return 'The serial console is in use by another terminal.';
-    const sock = await new Promise<Socket | string>((resolve) => {
-      const s = connect(this.path);
-      const timer = setTimeout(() => {
-        s.destroy();
-        resolve('The serial console did not answer.');
-      }, 5_000);
-      s.once('connect', () => {
-        clearTimeout(timer);
-        resolve(s);
-      });
-      s.once('error', (err: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        resolve(`The serial console is not available (${err.code ?? err.message}).`);
-      });
-    });
-    if (typeof sock === 'string') return sock;
-    if (this.holder) {
-      sock.destroy();
-      return 'The serial console is in use by another terminal.';
-    }
-    const line = new SocketLine(sock, () => {
-      if (this.holder === line) this.holder = null;
-    });
-    this.holder = line;
-    return line;
-  }
-}
-
-class SocketLine implements TerminalBackend {
-  private done = false;
-  private readonly exitFns: Array<(m: string | null) => void> = [];
-
-  constructor(
-    private readonly sock: Socket,
-    private readonly released: () => void,
-  ) {
-    sock.on('error', () => undefined);
-    sock.on('close', () => {
-      this.finish();
-      for (const fn of this.exitFns.splice(0)) fn('serial console closed');
-    });
-  }
-  write(data: Buffer): void {
-    if (!this.done) this.sock.write(data);
-  }
-  resize(): void {
-    // a serial line has no window size
-  }
-  pause(): void {
-    this.sock.pause();
-  }
-  resume(): void {
-    this.sock.resume();
-  }
-  onData(fn: (data: Buffer) => void): void {
-    this.sock.on('data', fn);
-  }
-  onExit(fn: (message: string | null) => void): void {
-    this.exitFns.push(fn);
-  }
-  kill(): Promise<void> {
-    this.finish();
-    if (this.sock.closed) return Promise.resolve();
-    const closed = new Promise<void>((r) => this.sock.once('close', () => r()));
-    this.sock.destroy();
-    return closed;
-  }
-  private finish(): void {
-    if (this.done) return;
-    this.done = true;
-    this.released();
-  }
-}
-
-/** The target's serial line: QEMU's chardev socket in the run folder; none elsewhere. */
-export function serialConsoleFor(target: string, dataDir: string): SerialConsole {
-  if (target === 'qemu') return new UnixSocketSerial(join(dataDir, 'run', 'serial.sock'));
-  return new NoSerialConsole(
-    'This device has no serial line to the remote computer (the testbed target has none).',
-  );
 }

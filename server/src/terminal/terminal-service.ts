@@ -8,7 +8,8 @@ import { hostname } from 'node:os';
 import type { Logger } from '../log';
 import { TooManyRequestsError } from '../errors';
 import { CLOSE_POLICY, CLOSE_SLOW, type GuardedSocket } from '../ws/socket-guard';
-import { PtyShell, type SerialConsole, type ShellOptions, type TerminalBackend } from './backends';
+import type { SerialConsole, TerminalBackend } from '../drivers/serial/types';
+import { PtyShell, type ShellOptions } from './backends';
 import {
   frame,
   OUT_OUTPUT,

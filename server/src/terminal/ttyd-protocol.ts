@@ -21,10 +21,8 @@ export const TTYD_SUBPROTOCOL = 'tty';
 export const MAX_COLUMNS = 1000;
 export const MAX_ROWS = 500;
 
-export interface TermSize {
-  columns: number;
-  rows: number;
-}
+export type { TermSize } from '../drivers/serial/types';
+import type { TermSize } from '../drivers/serial/types';
 
 export type ClientMessage =
   | { type: 'hello'; size: TermSize | null }

@@ -1,10 +1,4 @@
-import { BadRequestError } from '../../errors';
-import type { AtxDriver, AtxDriverState } from './types';
-
-/** kvmd's AtxDisabledError: ATX is off in the config (also refused before the region). */
-export class AtxDisabledError extends BadRequestError {
-  static override readonly defaultMessage = 'ATX is disabled';
-}
+import { AtxDisabledError, type AtxDriver, type AtxDriverState } from './types';
 
 /** No ATX wiring: `enabled: false`, a click is kvmd's AtxDisabledError. */
 export class DisabledAtx implements AtxDriver {

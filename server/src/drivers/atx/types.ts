@@ -1,4 +1,5 @@
 /** The ATX driver: the remote computer's power and reset buttons and its power LED (issue 5). */
+import { BadRequestError } from '../../errors';
 import type { AtxButtonName } from '@kvm/protocol';
 
 export type AtxButton = AtxButtonName;
@@ -16,4 +17,9 @@ export interface AtxDriver {
   click(button: AtxButton): Promise<void>;
   init(): Promise<void>;
   dispose(): Promise<void>;
+}
+
+/** kvmd's AtxDisabledError: ATX is off in the config (also refused before the region). */
+export class AtxDisabledError extends BadRequestError {
+  static override readonly defaultMessage = 'ATX is disabled';
 }

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fail, fakeRunner } from '../nmcli/test-support';
-import { LocalClock } from './local-clock';
+import { fail, fakeRunner } from '../../platform/nmcli/test-support';
+import { LocalClock } from './local';
 import {
   ClockCommandError,
   systemClock,

@@ -11,9 +11,9 @@
  */
 import { existsSync } from 'node:fs';
 import { InternalError } from '../../errors';
-import { CommandFailedError, execRunner, type CommandRunner } from '../nmcli/runner';
-import type { ClockDriver } from '../system/types';
-import { LocalClock } from './local-clock';
+import { CommandFailedError, execRunner, type CommandRunner } from '../../platform/nmcli/runner';
+import type { ClockDriver } from './types';
+import { LocalClock } from './local';
 
 /** A timedatectl step failed; the message says which and what it said. */
 export class ClockCommandError extends InternalError {}

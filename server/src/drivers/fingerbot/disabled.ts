@@ -1,9 +1,4 @@
-import { BadRequestError } from '../../errors';
-import type { FingerbotDriver, FingerbotDriverState } from './types';
-
-export class FingerbotNotFoundError extends BadRequestError {
-  static override readonly defaultMessage = 'No fingerbot is connected';
-}
+import { FingerbotNotFoundError, type FingerbotDriver, type FingerbotDriverState } from './types';
 
 /** No fingerbot: `exist:false`; every action is FingerbotNotFoundError. */
 export class DisabledFingerbot implements FingerbotDriver {

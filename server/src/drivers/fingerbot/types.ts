@@ -3,6 +3,7 @@
  * (GL's Bluetooth FGB01; on the QEMU target the VM's power button). The service in front of it
  * validates, serialises presses and keeps the firmware package.
  */
+import { BadRequestError } from '../../errors';
 export interface FingerbotDriverState {
   exist: boolean;
 }
@@ -21,4 +22,8 @@ export interface FingerbotDriver {
   upgrade(firmware: { image: Buffer; version: string }): Promise<string>;
   init(): Promise<void>;
   dispose(): Promise<void>;
+}
+
+export class FingerbotNotFoundError extends BadRequestError {
+  static override readonly defaultMessage = 'No fingerbot is connected';
 }

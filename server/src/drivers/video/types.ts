@@ -1,16 +1,22 @@
 /**
- * The video source driver: where raw frames of the remote computer's screen come from (QEMU's
- * VNC framebuffer, the in-process testbed screen, later V4L2). The encoder pipeline
- * (media/encoder.ts) turns its frames into H.264.
+ * The video source driver: where the picture of the remote computer's screen comes from (QEMU's
+ * VNC framebuffer, the in-process testbed screen, a video file, later V4L2). The video hub
+ * (media/video-hub.ts) turns it into H.264.
  *
  * State table:
  * | online | signal | meaning                                                     |
  * |--------|--------|-------------------------------------------------------------|
- * | false  | false  | source not running / not reachable (no VM, VNC down)        |
+ * | false  | false  | source not running / not reachable (no VM, VNC down, no file)|
  * | true   | false  | reachable but no picture: the remote computer is powered off|
- * | true   | true   | frames flowing at `width` x `height`                        |
+ * | true   | true   | a picture at `width` x `height`                             |
+ *
+ * How the picture reaches the encoder (`VideoSource.input()`, fixed for a source's life):
+ * | kind           | who reads the picture                | raw frames in this process        | the hub calls              |
+ * |----------------|--------------------------------------|-----------------------------------|----------------------------|
+ * | `frames`       | the source; pushes `RawFrame`s       | every frame                       | `startCapture`/`stopCapture` |
+ * | `ffmpeg-input` | the encoder's ffmpeg, with `args`     | none for H.264; the JPEG path's are decoded from the H.264 | `input()` at each encoder start |
+ * A hardware encoder's pipeline (issue 24 and later) is a third kind of this union.
  */
-
 /** Pixel layouts a source may deliver; each is what ffmpeg's `-pix_fmt` calls it. */
 export type PixelFormat = 'yuv420p' | 'bgr0' | 'rgb0' | 'rgb24';
 
@@ -38,16 +44,40 @@ export interface VideoSourceState {
   height: number;
 }
 
+/**
+ * ffmpeg reads the source itself: `args` are its input options up to and including `-i`, e.g.
+ * `-f v4l2 -input_format yuyv422 -video_size 1280x720 -framerate 30 -i /dev/video0`, or
+ * `-re -stream_loop -1 -i file:/path` (no `-hide_banner`/`-loglevel`: the encoder adds its own).
+ */
+export interface FfmpegInput {
+  readonly kind: 'ffmpeg-input';
+  readonly args: readonly string[];
+  /** The picture size ffmpeg will decode from it (the encoder pads odd sizes as for frames). */
+  readonly width: number;
+  readonly height: number;
+  /** Frames per second the input delivers; above the hub's rate the encoder drops to that. */
+  readonly fps: number;
+}
+
+/** See the second table at the top. */
+export type VideoInput = { readonly kind: 'frames' } | FfmpegInput;
+
 export interface VideoSource {
-  /** Driver name for logs and /api/info (`qemu`, `testbed`). */
+  /** Driver name for logs and /api/info (`qemu`, `testbed`, `file`). */
   readonly name: string;
   getState(): VideoSourceState;
+  /**
+   * How the encoder gets the picture; absent means `{ kind: 'frames' }`. The kind never changes
+   * for one source; an `ffmpeg-input`'s args and size are the current ones (asked again at every
+   * encoder start, and when the state changes), valid while `online`. `fps` is the hub's rate.
+   */
+  input?(fps: number): VideoInput;
   /** Calls `listener` with every state change; returns the unsubscribe function. */
   onState(listener: (state: VideoSourceState) => void): () => void;
   /**
    * Starts delivering frames to `onFrame`, at most `fps` per second and at least one per
    * second while nothing changes (the encoder needs a steady input). Idempotent; a second call
-   * replaces the callback and the rate.
+   * replaces the callback and the rate. Never called for an `ffmpeg-input` source.
    */
   startCapture(onFrame: (frame: RawFrame) => void, fps: number): Promise<void>;
   /** Stops delivering frames (nobody watches). Idempotent. */

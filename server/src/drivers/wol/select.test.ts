@@ -3,14 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../../log';
-import { NetnsNetwork } from '../netns/netns-network';
-import { NetnsWolSender, WolBusyError } from '../netns/netns-wol';
-import type { CommandRunner } from '../netns/runner';
-import { NmcliNetwork } from '../nmcli/network';
-import { UnavailableNetwork } from '../system/none';
-import type { EthernetStatus } from '../system/types';
+import { NetnsNetwork } from '../network/netns';
+import { NetnsWolSender } from './netns';
+import { WolBusyError } from './types';
+import type { CommandRunner } from '../../platform/netns/runner';
+import { NmcliNetwork } from '../network/nmcli';
+import { DisabledNetwork } from '../network/disabled';
+import type { EthernetStatus } from '../network/types';
 import { wolSender } from './select';
-import { subnetBroadcast, WolUnavailableError } from './sender';
+import { subnetBroadcast } from './host';
+import { WolUnavailableError } from './types';
 
 let dir = '';
 afterEach(async () => {
@@ -30,7 +32,7 @@ describe('wolSender', () => {
     expect(wolSender({ network: 'device', interface: null }, nmcli).name).toBe('host');
     const off = wolSender(
       { network: 'device', interface: null },
-      new UnavailableNetwork('Network management is disabled in the configuration'),
+      new DisabledNetwork('Network management is disabled in the configuration'),
     );
     expect(off.name).toBe('none');
     const err = await off.send(packet, '255.255.255.255', 9).catch((e: unknown) => e);

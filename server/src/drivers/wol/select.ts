@@ -5,10 +5,12 @@
  * process; a network not managed here cannot send at all. `wol.network: host` picks this
  * process's socket whatever the driver (a board whose network is the host's, loopback tests).
  */
-import { NetnsNetwork } from '../netns/netns-network';
-import { NetnsWolSender } from '../netns/netns-wol';
-import type { NetworkDriver } from '../system/types';
-import { HostWolSender, UnavailableWolSender, type WolSender } from './sender';
+import { NetnsNetwork } from '../network/netns';
+import { NetnsWolSender } from './netns';
+import type { NetworkDriver } from '../network/types';
+import { DisabledWol } from './disabled';
+import { HostWolSender } from './host';
+import type { WolSender } from './types';
 
 export interface WolNetworkConfig {
   /** `device`: the network driver's network; `host`: this computer's. */
@@ -22,7 +24,7 @@ export function wolSender(config: WolNetworkConfig, network: NetworkDriver): Wol
   if (network instanceof NetnsNetwork) return new NetnsWolSender(network);
   if (network.name === 'nmcli') return new HostWolSender(config.interface);
   const why = network.availability().reason ?? `the ${network.name} network`;
-  return new UnavailableWolSender(
+  return new DisabledWol(
     `Wake-on-LAN goes out on the device's network, which is not managed here (${why}); ` +
       `wol.network: host sends it from this computer's network`,
   );

@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AtxButtonName, AtxPowerAction, AtxState } from '@kvm/protocol';
-import { AtxDisabledError } from '../../drivers/atx/disabled';
+import { AtxDisabledError } from '../../drivers/atx/types';
 import { IsBusyError } from '../../errors';
 import type { AtxDriver } from '../../drivers/atx/types';
 import { ExclusiveRegion } from '../../sync/exclusive-region';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeKey, encodeMouseButton, encodeMouseRelative, encodeMouseWheel } from '@kvm/protocol';
-import { TestbedHid } from '../../drivers/testbed/hid';
-import type { TestbedReport } from '../../drivers/testbed/hid';
+import { TestbedHid } from '../../drivers/hid/testbed';
+import type { TestbedReport } from '../../drivers/hid/testbed';
 import { paceKeyEvents } from '../../drivers/hid/pace';
 import type { KeyEvent } from '../../drivers/hid/types';
 import { HidService } from './hid-service';

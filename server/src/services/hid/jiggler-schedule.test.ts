@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jigglerScheduleContains, normalizeJigglerTime } from '@kvm/protocol';
-import { TestbedHid } from '../../drivers/testbed/hid';
-import type { TestbedReport } from '../../drivers/testbed/hid';
-import type { ClockDriver } from '../../drivers/system/types';
+import { TestbedHid } from '../../drivers/hid/testbed';
+import type { TestbedReport } from '../../drivers/hid/testbed';
+import type { ClockDriver } from '../../drivers/clock/types';
 import { HidService } from './hid-service';
 import { JigglerSchedule, deviceMinuteOfDay, parseJigglerSchedule } from './jiggler-schedule';
 

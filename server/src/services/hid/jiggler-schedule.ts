@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { JIGGLER_PERIODS_MAX, normalizeJigglerTime, type JigglerPeriod } from '@kvm/protocol';
 import { ValidatorError } from '../../errors';
 import { JsonFile } from '../../storage/json-store';
-import type { ClockDriver } from '../../drivers/system/types';
+import type { ClockDriver } from '../../drivers/clock/types';
 import { utcOffsetMinutes } from '../system/time-service';
 
 /** A schedule file larger than this is not read (JIGGLER_PERIODS_MAX periods fit in 4 KiB). */

@@ -1,5 +1,5 @@
 /** Shared by the HID tests (not shipped): what a recorded testbed report stream leaves down. */
-import type { TestbedReport } from '../../drivers/testbed/hid';
+import type { TestbedReport } from '../../drivers/hid/testbed';
 
 /** Keys the reports pressed and never released. */
 export function stillPressed(reports: readonly TestbedReport[]): string[] {

@@ -14,7 +14,6 @@ import { execFile, type ExecFileException } from 'node:child_process';
 import type { RawFrame } from '../../drivers/video/types';
 import type { StateProvider } from '../../ws/state-registry';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
-import { int, str } from '../../validators';
 
 /** kvmd's OcrError (an OperationError: 400). */
 export class OcrError extends BadRequestError {}
@@ -24,6 +23,7 @@ export class OcrBusyError extends IsBusyError {
   static override readonly defaultMessage = 'Too many OCR requests are running; try again later';
 }
 
+/** What to read (parsed from kvmd's `ocr_*` arguments by routes/ocr.ts). */
 export interface OcrRequest {
   /** Tesseract language names; empty: the defaults. */
   langs: string[];
@@ -55,42 +55,11 @@ export const OCR_LIMITS = {
   timeoutMs: 20_000,
 } as const;
 
-// kvmd's valid_string_list delimiter.
-const LANGS_SPLIT = /[,\t ]+/;
-// Names tesseract uses (eng, chi_sim, deu_latf); refuses paths and options.
-const LANG_NAME = /^[a-z0-9_]{1,32}$/;
-
-/**
- * The OCR arguments of `GET /api/streamer/snapshot?ocr=1&…` (kvmd: `ocr_langs` split on commas,
- * tabs and spaces, lower-cased; `ocr_left/top/right/bottom` integers, -1 when absent). Whether
- * each language is installed is checked by `recognize`, as kvmd checks it after the snapshot.
- */
-export function parseOcrQuery(query: Record<string, unknown>): OcrRequest {
-  const raw = str('ocr_langs', query['ocr_langs'], { optional: true }).trim();
-  if (raw.length > OCR_LIMITS.langsChars) {
-    throw new ValidatorError(`The argument 'ocr_langs' is longer than ${OCR_LIMITS.langsChars}`);
-  }
-  const langs = raw
-    .split(LANGS_SPLIT)
-    .filter((l) => l !== '')
-    .map((l) => l.toLowerCase());
-  if (langs.length > OCR_LIMITS.langs) {
-    throw new ValidatorError(`The argument 'ocr_langs' names more than ${OCR_LIMITS.langs}`);
-  }
-  if (!langs.every((l) => LANG_NAME.test(l))) throw langsError(langs);
-  const edge = (name: string): number =>
-    int(name, query[name], { fallback: -1, min: -1_000_000, max: 1_000_000 });
-  return {
-    langs,
-    left: edge('ocr_left'),
-    top: edge('ocr_top'),
-    right: edge('ocr_right'),
-    bottom: edge('ocr_bottom'),
-  };
-}
+/** Names tesseract uses (eng, chi_sim, deu_latf); refuses paths and options. */
+export const OCR_LANG_NAME = /^[a-z0-9_]{1,32}$/;
 
 /** kvmd's message for a list with an unknown item (Python's repr of the list). */
-function langsError(langs: string[]): ValidatorError {
+export function langsError(langs: string[]): ValidatorError {
   const repr = `[${langs.map((l) => `'${l.replace(/[\\']/g, (c) => `\\${c}`)}'`).join(', ')}]`;
   return new ValidatorError(`Failed sub-validator on one of the item of ${repr}`);
 }
@@ -387,7 +356,9 @@ export class OcrService {
     const value = run(this.tesseract, ['--list-langs'], Buffer.alloc(0), 5000, this.env).then(
       (r) => {
         const lines = r.stdout.toString('utf8').split('\n').slice(1);
-        const langs = lines.map((l) => l.trim()).filter((l) => LANG_NAME.test(l) && l !== 'osd');
+        const langs = lines
+          .map((l) => l.trim())
+          .filter((l) => OCR_LANG_NAME.test(l) && l !== 'osd');
         return [...new Set(langs)].sort();
       },
       () => null,

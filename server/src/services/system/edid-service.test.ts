@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EDID_INVALID_MESSAGE, EDID_PRESETS } from '@kvm/protocol';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { DisplayDriver, DisplayMode } from '../../drivers/system/types';
+import type { DisplayDriver, DisplayMode } from '../../drivers/display/types';
 import { checkEdid, EDID_APPLIED, EdidBusyError, EdidService } from './edid-service';
 
 const EDID_DECODE = '/usr/bin/edid-decode';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { SystemTimeResult, TimezoneListResult } from '@kvm/protocol';
 import { BadRequestError } from '../../errors';
 import type { ClockDriver } from '../../drivers/clock/types';
-import { ZONEINFO_DIR } from '../../drivers/clock/local';
+import { ZONEINFO_DIR } from '../../drivers/clock/types';
 import type { Logger } from '../../log';
 import { SerialQueue } from '../../sync/serial-queue';
 import { ZONE_NAME_MAX, type TimeChange } from './time-input';

@@ -15,10 +15,11 @@ import {
   type WolDevice,
 } from '@kvm/protocol';
 import { ApiError, BadRequestError, NotFoundError, ValidatorError } from '../../errors';
-import { WolSendError, type WolSender } from '../../drivers/wol/sender';
+import { WolSendError, type WolSender } from '../../drivers/wol/types';
 import { JsonFile } from '../../storage/json-store';
+import { SerialQueue } from '../../sync/serial-queue';
 
-export { WolSendError, WolUnavailableError } from '../../drivers/wol/sender';
+export { WolSendError, WolUnavailableError } from '../../drivers/wol/types';
 
 export interface WolConfig {
   /** Where the packet goes: the broadcast of the network it leaves on by default. */
@@ -58,7 +59,8 @@ function parseDevices(raw: unknown): { devices: WolDevice[] } {
 
 export class WolService {
   private devices: WolDevice[] = [];
-  private chain: Promise<unknown> = Promise.resolve();
+  /** One change at a time: two adds of the same MAC never both pass the check. */
+  private readonly changes = new SerialQueue();
 
   private constructor(
     private readonly file: JsonFile<{ devices: WolDevice[] }>,
@@ -78,7 +80,7 @@ export class WolService {
   }
 
   add(nameIn: string, macIn: string): Promise<WolDevice> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       const name = this.checkName(nameIn);
       const mac = this.checkMac(macIn);
       if (this.devices.some((d) => d.mac === mac)) throw new WolDeviceExistsError(mac);
@@ -92,7 +94,7 @@ export class WolService {
   }
 
   rename(macIn: string, nameIn: string): Promise<WolDevice> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       const mac = this.checkMac(macIn);
       const name = this.checkName(nameIn);
       const device = this.find(mac);
@@ -106,7 +108,7 @@ export class WolService {
   }
 
   remove(macIn: string): Promise<void> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       const mac = this.checkMac(macIn);
       this.find(mac);
       await this.save(this.devices.filter((d) => d.mac !== mac));
@@ -160,12 +162,5 @@ export class WolService {
   private async save(next: WolDevice[]): Promise<void> {
     await this.file.save({ devices: next });
     this.devices = next;
-  }
-
-  /** One change at a time: two adds of the same MAC never both pass the check. */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn, fn);
-    this.chain = run.catch(() => undefined);
-    return run;
   }
 }

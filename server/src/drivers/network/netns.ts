@@ -1,0 +1,671 @@
+/**
+ * The developer targets' network (docs/system.md "Network namespaces"): the device's Ethernet
+ * is `eth0` in a network namespace this server creates and owns, joined by a veth pair to
+ * `lan0` in a second, "LAN" namespace where dnsmasq plays the home router (DHCP and DNS on
+ * 192.168.8.1/24, GL's default LAN). DHCP (udhcpc), static addresses (`ip`) and DNS (the
+ * namespace's resolv.conf) are real; the host's network and the server's own listener are
+ * never touched.
+ *
+ * Names come from a hash of the data folder, so servers and parallel tests never collide and a
+ * restarted server finds (and removes) what a crashed one left. Every change runs in one
+ * exclusive region and either succeeds or restores what was in force before, then throws
+ * `NetworkApplyError` naming the step and what the command said.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import { InternalError } from '../../errors';
+import type { Logger } from '../../log';
+import { Supervisor, findExecutable, waitForExit } from '../../process/supervisor';
+import { atomicWriteFile } from '../../storage/atomic';
+import { emptyEthernetStatus } from './disabled';
+import { SystemFeatureUnavailableError } from '../types';
+import type { Availability } from '../types';
+import type { EthernetSettings, EthernetStatus, NetworkDriver } from './types';
+import { LEASE_SCRIPT } from '../../platform/netns/lease-script';
+import {
+  isHostLabel,
+  type Lease,
+  netmaskToPrefix,
+  parseAddrShow,
+  parseDefaultGateway,
+  parseLeaseLine,
+  parseResolvConf,
+  prefixToNetmask,
+  resolvConf,
+  settingsProblem,
+} from '../../platform/netns/parse';
+import { CommandError, type CommandRunner, execRunner } from '../../platform/netns/runner';
+
+/** A network change (or the namespaces' start) failed; the previous settings are in force. */
+export class NetworkApplyError extends InternalError {}
+
+export const NEEDS_ROOT =
+  'Network namespaces need root: the network group cannot manage the network here';
+
+/** The LAN side: GL's default LAN, dnsmasq's address and DHCP pool. */
+export const LAN = {
+  router: '192.168.8.1',
+  prefix: 24,
+  first: '192.168.8.100',
+  last: '192.168.8.199',
+  domain: 'lan',
+  routerName: 'router.lan',
+} as const;
+
+export const DEV_IFACE = 'eth0';
+export const LAN_IFACE = 'lan0';
+export const DEFAULT_HOSTNAME = 'glkvm';
+/** Where `ip netns exec NS` finds the files it bind-mounts over /etc (iproute2). */
+export const NETNS_ETC = '/etc/netns';
+
+const DHCP_TIMEOUT_MS = 10_000;
+const DNSMASQ_READY_MS = 3000;
+const CHANGE_DEBOUNCE_MS = 50;
+
+export interface NetnsNames {
+  /** The device's namespace (`eth0`). */
+  dev: string;
+  /** The router's namespace (`lan0`, dnsmasq). */
+  lan: string;
+  /** A stable, locally administered MAC for `eth0`: the same lease after a restart. */
+  mac: string;
+}
+
+export function netnsNames(dataDir: string): NetnsNames {
+  const h = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 8);
+  const mac = `02:4b:${h.match(/../g)?.join(':') ?? '00:00:00:00'}`;
+  return { dev: `kvmdev-${h}`, lan: `kvmlan-${h}`, mac };
+}
+
+export interface NetnsNetworkOptions {
+  dataDir: string;
+  /** The system root: the hostname is `<root>/etc/hostname`. */
+  root: string;
+  log: Logger;
+  /** Start the namespaces in the background at init (qemu) or at first use (testbed). */
+  eager: boolean;
+  /** Tests inject a runner that fails one step. */
+  runner?: CommandRunner;
+  /** How long `apply()` waits for a DHCP lease. */
+  dhcpTimeoutMs?: number;
+}
+
+interface Previous {
+  settings: EthernetSettings;
+  status: EthernetStatus;
+}
+
+type LeaseWaiter = { resolve: (lease: Lease) => void; reject: (err: Error) => void };
+
+export class NetnsNetwork implements NetworkDriver {
+  readonly name = 'netns';
+  readonly names: NetnsNames;
+  private readonly opts: NetnsNetworkOptions;
+  private readonly log: Logger;
+  private readonly run: CommandRunner;
+  private readonly runDir: string;
+  private readonly dhcpTimeoutMs: number;
+  /** Why this machine cannot do it (no root, a missing program), once known. */
+  private unavailable: string | null = null;
+  private up: Promise<void> | null = null;
+  private startedOnce = false;
+  private disposed = false;
+  private applied: EthernetSettings = { mode: 'dhcp', dns_servers: null };
+  private lease: Lease | null = null;
+  private lastLeaseProblem = '';
+  private dnsmasq: Supervisor | null = null;
+  private udhcpc: Supervisor | null = null;
+  private monitor: Supervisor | null = null;
+  private readonly leaseWaiters = new Set<LeaseWaiter>();
+  private readonly listeners = new Set<() => void>();
+  private changeTimer: NodeJS.Timeout | null = null;
+  private region: Promise<unknown> = Promise.resolve();
+  /** The last resolv.conf write: the next waits for it (writeResolv). */
+  private resolvWrites: Promise<void> = Promise.resolve();
+
+  constructor(opts: NetnsNetworkOptions) {
+    this.opts = opts;
+    this.log = opts.log;
+    this.run = opts.runner ?? execRunner;
+    this.names = netnsNames(opts.dataDir);
+    this.runDir = join(opts.dataDir, 'run', 'netns');
+    this.dhcpTimeoutMs = opts.dhcpTimeoutMs ?? DHCP_TIMEOUT_MS;
+    if (process.getuid?.() !== 0) this.unavailable = NEEDS_ROOT;
+    else {
+      const missing = ['ip', 'dnsmasq', 'udhcpc'].filter((c) => !findExecutable(c));
+      if (missing.length > 0) {
+        this.unavailable = `The network namespaces need ${missing.join(', ')} (not installed)`;
+      }
+    }
+  }
+
+  private get paths() {
+    const d = this.runDir;
+    return {
+      script: join(d, 'udhcpc.script'),
+      leases: join(d, 'dnsmasq.leases'),
+      dnsmasqPid: join(d, 'dnsmasq.pid'),
+      udhcpcPid: join(d, 'udhcpc.pid'),
+      monitorPid: join(d, 'monitor.pid'),
+      etc: join(NETNS_ETC, this.names.dev),
+      resolv: join(NETNS_ETC, this.names.dev, 'resolv.conf'),
+      hostname: join(this.opts.root, 'etc', 'hostname'),
+    };
+  }
+
+  availability(): Availability {
+    return this.unavailable
+      ? { available: false, reason: this.unavailable }
+      : { available: true, reason: null };
+  }
+
+  // --- lifecycle ----------------------------------------------------------------------------
+
+  async init(): Promise<void> {
+    if (this.unavailable) return;
+    // A crashed server's namespaces (and the daemons inside) go first.
+    await this.removeNamespaces().catch((err: Error) =>
+      this.log.warn({ err: err.message }, 'netns: removing stale namespaces failed'),
+    );
+    if (this.opts.eager) {
+      this.ensureUp().catch((err: Error) =>
+        this.log.warn({ err: err.message }, 'netns: network start failed'),
+      );
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    for (const w of this.leaseWaiters) w.reject(new NetworkApplyError('The network is stopping'));
+    this.leaseWaiters.clear();
+    if (this.changeTimer) clearTimeout(this.changeTimer);
+    this.changeTimer = null;
+    await this.up?.catch(() => undefined);
+    await this.region.catch(() => undefined);
+    if (!this.startedOnce) return;
+    await this.teardown();
+  }
+
+  private async ensureUp(): Promise<void> {
+    if (this.unavailable) throw new SystemFeatureUnavailableError(this.unavailable);
+    if (this.disposed) throw new NetworkApplyError('The network is stopped');
+    this.up ??= this.start().catch((err: unknown) => {
+      this.up = null;
+      throw err;
+    });
+    return this.up;
+  }
+
+  private async start(): Promise<void> {
+    const t0 = performance.now();
+    const { dev, lan, mac } = this.names;
+    this.startedOnce = true;
+    await mkdir(this.runDir, { recursive: true, mode: 0o700 });
+    await atomicWriteFile(this.paths.script, LEASE_SCRIPT, 0o700);
+    await this.removeNamespaces();
+    try {
+      await this.step('create namespace', 'ip', ['netns', 'add', dev]);
+    } catch (err) {
+      if (/not permitted|permission denied/i.test((err as Error).message)) {
+        this.unavailable = NEEDS_ROOT;
+        this.changed();
+        throw new SystemFeatureUnavailableError(NEEDS_ROOT);
+      }
+      throw err;
+    }
+    try {
+      await this.step('create namespace', 'ip', ['netns', 'add', lan]);
+      // Both ends are made inside their namespaces: no name ever shows in the host's.
+      // prettier-ignore
+      await this.step('create veth', 'ip', [
+        'link', 'add', 'name', DEV_IFACE, 'address', mac, 'netns', dev,
+        'type', 'veth', 'peer', 'name', LAN_IFACE, 'netns', lan,
+      ]);
+      // prettier-ignore
+      await this.step('LAN address', 'ip', [
+        '-n', lan, 'addr', 'add', `${LAN.router}/${LAN.prefix}`, 'dev', LAN_IFACE,
+      ]);
+      const links: [string, string][] = [
+        [lan, 'lo'],
+        [lan, LAN_IFACE],
+        [dev, 'lo'],
+        [dev, DEV_IFACE],
+      ];
+      for (const [ns, ifname] of links) {
+        await this.step('link up', 'ip', ['-n', ns, 'link', 'set', ifname, 'up']);
+      }
+      await this.writeResolv();
+      await this.startDnsmasq();
+      await this.startMonitor();
+      // The initial mode is DHCP; the network service re-applies saved settings over it.
+      await this.startUdhcpc(await this.hostname());
+    } catch (err) {
+      await this.teardown().catch(() => undefined);
+      throw this.toApplyError(err);
+    }
+    this.log.info({ dev, lan, ms: Math.round(performance.now() - t0) }, 'netns network up');
+  }
+
+  /** Stops the daemons and deletes both namespaces and /etc/netns/<dev>. Idempotent. */
+  private async teardown(): Promise<void> {
+    const sups = [this.udhcpc, this.dnsmasq, this.monitor];
+    this.udhcpc = this.dnsmasq = this.monitor = null;
+    await Promise.allSettled(sups.map((s) => s?.ensureStopped()));
+    this.lease = null;
+    await this.removeNamespaces().catch((err: Error) =>
+      this.log.warn({ err: err.message }, 'netns: removing the namespaces failed'),
+    );
+    await rm(this.paths.etc, { recursive: true, force: true });
+  }
+
+  /** Deletes this data folder's namespaces if they exist, killing whatever runs inside. */
+  private async removeNamespaces(): Promise<void> {
+    const { stdout } = await this.run('ip', ['netns', 'list']);
+    const listed = new Set(stdout.split('\n').map((l) => l.trim().split(/\s+/)[0]));
+    for (const ns of [this.names.dev, this.names.lan]) {
+      if (!listed.has(ns)) continue;
+      // A namespace lives on while a process is inside: kill those first (ours by the name).
+      const pids = (await this.run('ip', ['netns', 'pids', ns])).stdout
+        .split(/\s+/)
+        .map(Number)
+        .filter((p) => Number.isInteger(p) && p > 1 && p !== process.pid);
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      for (const pid of pids) await waitForExit(pid, 3000);
+      await this.run('ip', ['netns', 'del', ns]);
+    }
+  }
+
+  private async startDnsmasq(): Promise<void> {
+    const p = this.paths;
+    const sup = new Supervisor({
+      name: 'dnsmasq',
+      command: 'ip',
+      // prettier-ignore
+      args: [
+        'netns', 'exec', this.names.lan, 'dnsmasq',
+        '--keep-in-foreground', '--log-facility=-', '--conf-file=/dev/null', '--pid-file=',
+        '--bind-interfaces', `--interface=${LAN_IFACE}`, '--no-resolv', '--no-hosts',
+        `--dhcp-range=${LAN.first},${LAN.last},${prefixToNetmask(LAN.prefix)},12h`,
+        `--dhcp-option=option:router,${LAN.router}`,
+        `--dhcp-option=option:dns-server,${LAN.router}`,
+        `--dhcp-leasefile=${p.leases}`, '--dhcp-authoritative',
+        // Its ping of a new address before offering it blocks for 3 s; nobody else is here.
+        '--no-ping',
+        // DHCP clients' names register as <name>.lan; the router answers as router.lan.
+        `--domain=${LAN.domain}`, `--local=/${LAN.domain}/`,
+        `--host-record=${LAN.routerName},router,${LAN.router}`,
+      ],
+      pidfile: p.dnsmasqPid,
+      stopTimeoutMs: 2000,
+      backoff: { initialMs: 500, maxMs: 5000 },
+      isStale: (argv) => argv.includes(`--dhcp-leasefile=${p.leases}`),
+    });
+    let ready: () => void = () => undefined;
+    const readyP = new Promise<void>((r) => (ready = r));
+    sup.on('output', (line) => {
+      this.log.debug({ netns: this.names.lan, line }, 'dnsmasq');
+      if (/DHCP, sockets bound/.test(line)) ready();
+    });
+    sup.on('exited', (info) => {
+      if (!info.expected) this.log.warn({ code: info.code }, 'netns: dnsmasq exited');
+    });
+    this.dnsmasq = sup;
+    await sup.ensureStarted();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([readyP, new Promise((r) => (timer = setTimeout(r, DNSMASQ_READY_MS)))]);
+    clearTimeout(timer);
+    if (sup.state !== 'running') {
+      throw new NetworkApplyError(`dnsmasq: ${sup.recentOutput().slice(-3).join(' | ')}`);
+    }
+  }
+
+  /** Link and address changes made by anyone (a cable pulled in the LAN namespace) → onChange. */
+  private async startMonitor(): Promise<void> {
+    const dev = this.names.dev;
+    const sup = new Supervisor({
+      name: 'ip-monitor',
+      command: 'ip',
+      args: ['-n', dev, 'monitor', 'link', 'address'],
+      pidfile: this.paths.monitorPid,
+      stopTimeoutMs: 1000,
+      isStale: (argv) => argv.includes('monitor') && argv.includes(dev),
+    });
+    sup.on('output', () => this.changed());
+    this.monitor = sup;
+    await sup.ensureStarted();
+  }
+
+  private async startUdhcpc(hostname: string, requestIp?: string): Promise<void> {
+    const script = this.paths.script;
+    // -T 1: a discover lost while the veth's carrier comes up costs 1 s, not 3.
+    // prettier-ignore
+    const args = [
+      'netns', 'exec', this.names.dev, 'udhcpc', '-f', '-i', DEV_IFACE, '-s', script,
+      '-x', `hostname:${hostname}`, '-T', '1', '-t', '5', '-A', '2',
+    ];
+    if (requestIp) args.push('-r', requestIp);
+    const sup = new Supervisor({
+      name: 'udhcpc',
+      command: 'ip',
+      args,
+      pidfile: this.paths.udhcpcPid,
+      stopTimeoutMs: 2000,
+      backoff: { initialMs: 500, maxMs: 5000 },
+      isStale: (argv) => basename(argv[0] ?? '') === 'udhcpc' && argv.includes(script),
+    });
+    sup.on('output', (line, stream) => this.onUdhcpcLine(sup, line, stream));
+    this.udhcpc = sup;
+    this.lastLeaseProblem = '';
+    await sup.ensureStarted();
+  }
+
+  private async stopUdhcpc(): Promise<void> {
+    const sup = this.udhcpc;
+    this.udhcpc = null;
+    await sup?.ensureStopped();
+    this.lease = null;
+  }
+
+  private onUdhcpcLine(sup: Supervisor, line: string, stream: 'stdout' | 'stderr'): void {
+    this.log.debug({ netns: this.names.dev, stream, line }, 'udhcpc');
+    // A stopped udhcpc's last words (its deconfig) say nothing about the new one.
+    if (sup !== this.udhcpc) return;
+    const ev = parseLeaseLine(line);
+    if (!ev) return;
+    switch (ev.kind) {
+      case 'bound':
+        this.lease = ev.lease;
+        this.lastLeaseProblem = '';
+        void this.writeResolv()
+          .catch((err: Error) => this.log.warn({ err: err.message }, 'netns: resolv.conf'))
+          .then(() => {
+            for (const w of this.leaseWaiters) w.resolve(ev.lease);
+            this.leaseWaiters.clear();
+            this.changed();
+          });
+        break;
+      case 'deconfig':
+        this.lease = null;
+        this.changed();
+        break;
+      case 'leasefail':
+      case 'nak':
+        this.lastLeaseProblem = ev.kind === 'nak' ? 'the server refused (NAK)' : 'no answer';
+        break;
+      case 'error': {
+        const err = new NetworkApplyError(`DHCP ${ev.message}`);
+        for (const w of this.leaseWaiters) w.reject(err);
+        this.leaseWaiters.clear();
+        this.lastLeaseProblem = ev.message;
+        break;
+      }
+    }
+  }
+
+  /** Resolves with the next lease; register before starting udhcpc. */
+  private nextLease(timeoutMs: number): Promise<Lease> {
+    const p = new Promise<Lease>((resolve, reject) => {
+      if (this.disposed) {
+        reject(new NetworkApplyError('The network is stopping'));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.leaseWaiters.delete(waiter);
+        const said = this.lastLeaseProblem || this.udhcpc?.recentOutput().slice(-2).join(' | ');
+        reject(
+          new NetworkApplyError(
+            `DHCP: no lease within ${Math.round(timeoutMs / 1000)} s${said ? ` (${said})` : ''}`,
+          ),
+        );
+      }, timeoutMs);
+      const waiter: LeaseWaiter = {
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      this.leaseWaiters.add(waiter);
+    });
+    // The caller may fail before it awaits this (udhcpc did not start).
+    p.catch(() => undefined);
+    return p;
+  }
+
+  // --- verbs --------------------------------------------------------------------------------
+
+  async status(): Promise<EthernetStatus> {
+    if (this.unavailable) return emptyEthernetStatus();
+    await this.ensureUp();
+    return this.readStatus();
+  }
+
+  async apply(settings: EthernetSettings): Promise<void> {
+    const problem = settingsProblem(settings);
+    if (problem) throw new NetworkApplyError(problem);
+    await this.ensureUp();
+    await this.exclusive(async () => {
+      if (this.disposed) throw new NetworkApplyError('The network is stopped');
+      const prev: Previous = { settings: this.applied, status: await this.readStatus() };
+      const t0 = performance.now();
+      try {
+        if (settings.mode === 'static') await this.applyStatic(settings);
+        else await this.applyDhcp();
+        this.applied = { ...settings, dns_servers: settings.dns_servers?.slice() ?? null };
+        await this.writeResolv();
+        this.log.info(
+          { mode: settings.mode, ms: Math.round(performance.now() - t0) },
+          'netns: network settings applied',
+        );
+      } catch (err) {
+        const error = this.toApplyError(err);
+        this.log.warn({ err: error.message }, 'netns: apply failed, restoring the previous');
+        if (!this.disposed) {
+          await this.restore(prev).catch((e: Error) =>
+            this.log.error({ err: e.message }, 'netns: restoring the previous settings failed'),
+          );
+        }
+        throw error;
+      } finally {
+        this.changed();
+      }
+    });
+  }
+
+  /** The file's name when it is one host label (udhcpc sends it), else the default. */
+  async hostname(): Promise<string> {
+    try {
+      const name = (await readFile(this.paths.hostname, 'utf8')).trim();
+      return isHostLabel(name) ? name : DEFAULT_HOSTNAME;
+    } catch {
+      return DEFAULT_HOSTNAME;
+    }
+  }
+
+  async setHostname(name: string): Promise<void> {
+    if (!isHostLabel(name)) {
+      throw new NetworkApplyError(`hostname: not a host name: ${JSON.stringify(name)}`);
+    }
+    if (this.unavailable) throw new SystemFeatureUnavailableError(this.unavailable);
+    await this.exclusive(async () => {
+      await atomicWriteFile(this.paths.hostname, `${name}\n`, 0o644);
+      // Not started yet: udhcpc sends the new name when it starts.
+      if (!this.up || this.disposed || this.applied.mode !== 'dhcp') return;
+      await this.up;
+      // The name goes to dnsmasq in the next DHCP request (udhcpc -x hostname:).
+      const held = this.lease?.ip;
+      await this.stopUdhcpc();
+      const leased = this.nextLease(this.dhcpTimeoutMs);
+      await this.startUdhcpc(name, held);
+      await leased;
+    });
+    this.changed();
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // --- applying -----------------------------------------------------------------------------
+
+  private async applyStatic(s: EthernetSettings): Promise<void> {
+    const ip = s.ip_address ?? '';
+    const prefix = netmaskToPrefix(s.netmask ?? '');
+    if (prefix === null) throw new NetworkApplyError(`netmask: not a netmask: ${s.netmask}`);
+    const dev = this.names.dev;
+    await this.stopUdhcpc();
+    await this.step('addr flush', 'ip', ['-n', dev, 'addr', 'flush', 'dev', DEV_IFACE]);
+    // prettier-ignore
+    await this.step('addr add', 'ip', [
+      '-n', dev, 'addr', 'add', `${ip}/${prefix}`, 'dev', DEV_IFACE,
+    ]);
+    if (s.gateway) {
+      // prettier-ignore
+      await this.step('route', 'ip', [
+        '-n', dev, 'route', 'replace', 'default', 'via', s.gateway, 'dev', DEV_IFACE,
+      ]);
+    }
+  }
+
+  private async applyDhcp(): Promise<void> {
+    // Already on DHCP with a lease: only the DNS servers change.
+    if (this.applied.mode === 'dhcp' && this.lease && this.udhcpc?.state === 'running') return;
+    await this.stopUdhcpc();
+    // The static address goes at once; the lease brings the new one.
+    await this.step('addr flush', 'ip', ['-n', this.names.dev, 'addr', 'flush', 'dev', DEV_IFACE]);
+    const leased = this.nextLease(this.dhcpTimeoutMs);
+    await this.startUdhcpc(await this.hostname());
+    await leased;
+  }
+
+  /** Puts back what `prev` read from the system (best effort; the caller logs a failure). */
+  private async restore(prev: Previous): Promise<void> {
+    const { settings, status } = prev;
+    const dev = this.names.dev;
+    await this.stopUdhcpc();
+    await this.run('ip', ['-n', dev, 'addr', 'flush', 'dev', DEV_IFACE]);
+    this.applied = settings;
+    if (settings.mode === 'static') {
+      const prefix = netmaskToPrefix(status.netmask);
+      if (status.ip_address && prefix !== null) {
+        // prettier-ignore
+        await this.run('ip', [
+          '-n', dev, 'addr', 'add', `${status.ip_address}/${prefix}`, 'dev', DEV_IFACE,
+        ]);
+      }
+      if (status.gateway) {
+        // prettier-ignore
+        await this.run('ip', [
+          '-n', dev, 'route', 'replace', 'default', 'via', status.gateway, 'dev', DEV_IFACE,
+        ]);
+      }
+    } else {
+      // Ask for the address held before: dnsmasq gives it back.
+      const leased = this.nextLease(this.dhcpTimeoutMs);
+      await this.startUdhcpc(await this.hostname(), status.ip_address || undefined);
+      await leased;
+    }
+    await this.writeResolv();
+  }
+
+  // --- reading ------------------------------------------------------------------------------
+
+  private async readStatus(): Promise<EthernetStatus> {
+    const dev = this.names.dev;
+    const [addr, route, resolvText] = await Promise.all([
+      this.run('ip', ['-j', '-n', dev, 'addr', 'show', 'dev', DEV_IFACE]),
+      this.run('ip', ['-j', '-n', dev, 'route', 'show', 'default']),
+      readFile(this.paths.resolv, 'utf8').catch(() => ''),
+    ]);
+    const iface = parseAddrShow(addr.stdout);
+    return {
+      interface: DEV_IFACE,
+      mac_address: iface.mac,
+      link: iface.link,
+      mode: this.applied.mode,
+      ip_address: iface.ip,
+      netmask: iface.prefix === null ? '' : prefixToNetmask(iface.prefix),
+      gateway: iface.ip ? parseDefaultGateway(route.stdout) : '',
+      dns_servers: parseResolvConf(resolvText),
+      dns_manual: isManual(this.applied.dns_servers),
+    };
+  }
+
+  /**
+   * The namespace's resolv.conf: manual servers win over the lease's; static without: none.
+   * Writes run one at a time, each with what is in force when it runs (a lease's write and an
+   * apply's overlapped at start and renamed one shared temp file twice: ENOENT, issue 21).
+   */
+  private writeResolv(): Promise<void> {
+    const next = this.resolvWrites.catch(() => undefined).then(() => this.writeResolvNow());
+    this.resolvWrites = next;
+    return next;
+  }
+
+  private async writeResolvNow(): Promise<void> {
+    const manual = this.applied.dns_servers;
+    const servers = isManual(manual)
+      ? manual
+      : this.applied.mode === 'dhcp'
+        ? (this.lease?.dns ?? [])
+        : [];
+    // The temp file stays outside /etc/netns/<dev>: `ip netns exec` bind-mounts every file
+    // in there over /etc, and would trip over a half-written one.
+    await atomicWriteFile(this.paths.resolv, resolvConf(servers), 0o644, { tmpDir: NETNS_ETC });
+  }
+
+  // --- helpers ------------------------------------------------------------------------------
+
+  /** Runs one step; a failure names the step, the command and what it said. */
+  private async step(name: string, file: string, args: readonly string[]): Promise<void> {
+    try {
+      await this.run(file, args);
+    } catch (err) {
+      const said = err instanceof CommandError ? err.stderr : (err as Error).message;
+      throw new NetworkApplyError(`${name} (${[file, ...args].join(' ')}): ${said}`);
+    }
+  }
+
+  private toApplyError(err: unknown): Error {
+    if (err instanceof NetworkApplyError || err instanceof SystemFeatureUnavailableError)
+      return err;
+    return new NetworkApplyError((err as Error).message ?? String(err));
+  }
+
+  /** One change at a time: a second waits for the first (the service answers busy before). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.region.catch(() => undefined).then(fn);
+    this.region = next.catch(() => undefined);
+    return next;
+  }
+
+  private changed(): void {
+    if (this.changeTimer || this.disposed) return;
+    this.changeTimer = setTimeout(() => {
+      this.changeTimer = null;
+      for (const l of this.listeners) {
+        try {
+          l();
+        } catch (err) {
+          this.log.warn({ err: (err as Error).message }, 'netns: change listener threw');
+        }
+      }
+    }, CHANGE_DEBOUNCE_MS);
+    this.changeTimer.unref();
+  }
+}
+
+function isManual(dns: string[] | null): dns is string[] {
+  return dns !== null && dns.length > 0;
+}

@@ -1,0 +1,262 @@
+/**
+ * The QEMU target's video source: QEMU's VNC framebuffer through our RFB client, on the
+ * machine's unix socket. Frames are `bgr0`, whole screens, at most `fps` a second and at
+ * least one a second on a still screen (a repeat, stamped now).
+ *
+ * `online` is the RFB session; `signal` comes from the VM's run state, not from the picture:
+ * while the VM is paused or powered off QEMU keeps showing its last frame (architecture.md).
+ * No frames are delivered without signal.
+ */
+import { EventEmitter } from 'node:events';
+import type { RawFrame, VideoSource, VideoSourceState } from './types';
+import type { QemuMachine } from '../../platform/qemu/machine';
+import { RfbClient } from '../../platform/qemu/rfb';
+import type { Logger } from '../../log';
+
+export interface QemuVideoOptions {
+  log?: Logger;
+  /** Delay before a new RFB connection attempt after a failure. */
+  retryMs?: number;
+  /** The guest's keyboard LEDs, as QEMU tells the VNC client (while the video runs). */
+  onLeds?: (leds: { caps: boolean; num: boolean; scroll: boolean }) => void;
+}
+
+/** QEMU's own shortest refresh interval: waking it more often than this gains nothing. */
+const WAKE_MIN_MS = 30;
+/** Follow-up wakes after input, ms: cover the guest's drawing time (bench video-qemu). */
+const WAKE_FOLLOW_UP_MS = [40, 80, 160];
+
+/** A still screen still gets a frame this often (VideoSource contract). */
+const IDLE_FRAME_MS = 1000;
+
+export class QemuVideo implements VideoSource {
+  readonly name = 'qemu';
+  private readonly events = new EventEmitter<{ state: [VideoSourceState] }>();
+  private state: VideoSourceState = { online: false, signal: false, width: 0, height: 0 };
+  private rfb: RfbClient | null = null;
+  private connecting = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private active = false;
+  private onFrame: ((frame: RawFrame) => void) | null = null;
+  private intervalMs = 1000 / 30;
+  private lastDeliveredAt = 0;
+  private lastWakeAt = -Infinity;
+  private wakeTimers: NodeJS.Timeout[] = [];
+  /** Arrival time of the newest update not delivered yet, or null. */
+  private pendingSince: number | null = null;
+  private deliverTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly unsubscribe: Array<() => void> = [];
+
+  constructor(
+    private readonly machine: QemuMachine,
+    private readonly opts: QemuVideoOptions = {},
+  ) {}
+
+  /**
+   * Input just reached the guest: a change on its screen should follow, so QEMU's VNC server is
+   * told to check soon (RfbClient.wakeRefresh), and again at WAKE_FOLLOW_UP_MS: the guest takes
+   * 10-30 ms to draw, and a check that finds nothing yet backs QEMU off again by 50 ms.
+   */
+  wakeRefresh(): void {
+    // Only while someone watches: an unwatched screen may back off as QEMU likes.
+    if (!this.onFrame || !this.rfb) return;
+    const now = performance.now();
+    if (now - this.lastWakeAt >= WAKE_MIN_MS) {
+      this.lastWakeAt = now;
+      this.rfb.wakeRefresh();
+    }
+    if (this.wakeTimers.length > 0) return;
+    for (const ms of WAKE_FOLLOW_UP_MS) {
+      const timer = setTimeout(() => {
+        this.wakeTimers = this.wakeTimers.filter((t) => t !== timer);
+        this.lastWakeAt = performance.now();
+        if (this.onFrame) this.rfb?.wakeRefresh();
+      }, ms);
+      timer.unref();
+      this.wakeTimers.push(timer);
+    }
+  }
+
+  getState(): VideoSourceState {
+    return { ...this.state };
+  }
+
+  onState(listener: (state: VideoSourceState) => void): () => void {
+    this.events.on('state', listener);
+    return () => this.events.off('state', listener);
+  }
+
+  /** Follows the machine: (re)connects whenever a QEMU is up. The machine is started by its owner. */
+  async init(): Promise<void> {
+    if (this.active) return;
+    this.active = true;
+    const onReady = (): void => this.connect();
+    const onPower = (): void => this.updateSignal();
+    const onExited = (): void => this.dropRfb();
+    this.machine.on('ready', onReady);
+    this.machine.on('power', onPower);
+    this.machine.on('exited', onExited);
+    this.unsubscribe.push(
+      () => this.machine.off('ready', onReady),
+      () => this.machine.off('power', onPower),
+      () => this.machine.off('exited', onExited),
+    );
+    if (this.machine.qmp) this.connect();
+  }
+
+  async dispose(): Promise<void> {
+    this.active = false;
+    for (const off of this.unsubscribe.splice(0)) off();
+    for (const timer of this.wakeTimers.splice(0)) clearTimeout(timer);
+    await this.stopCapture();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.dropRfb();
+  }
+
+  async startCapture(onFrame: (frame: RawFrame) => void, fps: number): Promise<void> {
+    const first = !this.onFrame;
+    this.onFrame = onFrame;
+    this.intervalMs = 1000 / Math.max(1, Math.min(60, fps));
+    if (first && this.rfb) {
+      // A full picture now: the encoder starts with a whole frame, not with the next change.
+      this.rfb.requestUpdate(false);
+    }
+    this.armIdle();
+  }
+
+  async stopCapture(): Promise<void> {
+    this.onFrame = null;
+    this.pendingSince = null;
+    if (this.deliverTimer) clearTimeout(this.deliverTimer);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.deliverTimer = null;
+    this.idleTimer = null;
+  }
+
+  private setState(patch: Partial<VideoSourceState>): void {
+    const next = { ...this.state, ...patch };
+    if (
+      next.online === this.state.online &&
+      next.signal === this.state.signal &&
+      next.width === this.state.width &&
+      next.height === this.state.height
+    ) {
+      return;
+    }
+    this.state = next;
+    this.events.emit('state', { ...next });
+  }
+
+  private updateSignal(): void {
+    this.setState({ signal: this.state.online && this.machine.power === 'running' });
+    if (this.state.signal) this.armIdle();
+  }
+
+  private connect(): void {
+    if (!this.active || this.rfb || this.connecting) return;
+    this.connecting = true;
+    RfbClient.connect(this.machine.paths.vnc)
+      .then((rfb) => {
+        this.connecting = false;
+        if (!this.active) {
+          rfb.close();
+          return;
+        }
+        this.attach(rfb);
+      })
+      .catch((err: unknown) => {
+        this.connecting = false;
+        if (!this.active || !this.machine.qmp) return; // the next 'ready' reconnects
+        this.opts.log?.warn({ err: (err as Error).message }, 'VNC connect failed');
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = null;
+          this.connect();
+        }, this.opts.retryMs ?? 500);
+      });
+  }
+
+  private attach(rfb: RfbClient): void {
+    this.rfb = rfb;
+    rfb.on('resize', (width, height) => this.setState({ width, height }));
+    rfb.on('leds', (leds) => this.opts.onLeds?.(leds));
+    rfb.on('update', (arrivedAt) => {
+      // Always keep one request outstanding: QEMU answers it when the screen changes.
+      rfb.requestUpdate(true);
+      this.onUpdate(arrivedAt);
+    });
+    rfb.on('close', (err) => {
+      if (this.rfb !== rfb) return;
+      this.rfb = null;
+      this.setState({ online: false, signal: false });
+      if (err) this.opts.log?.warn({ err: err.message }, 'VNC connection lost');
+      // QEMU still up (the socket alone dropped): reconnect; else 'ready' will.
+      if (this.active && this.machine.qmp) {
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = null;
+          this.connect();
+        }, this.opts.retryMs ?? 500);
+      }
+    });
+    this.setState({
+      online: true,
+      width: rfb.width,
+      height: rfb.height,
+      signal: this.machine.power === 'running',
+    });
+    rfb.requestUpdate(false);
+  }
+
+  private dropRfb(): void {
+    const rfb = this.rfb;
+    this.rfb = null;
+    rfb?.close();
+    this.setState({ online: false, signal: false });
+  }
+
+  private onUpdate(arrivedAt: number): void {
+    if (!this.onFrame) return;
+    this.pendingSince ??= arrivedAt;
+    if (this.deliverTimer) return;
+    const wait = this.lastDeliveredAt + this.intervalMs - performance.now();
+    if (wait <= 0) this.deliver();
+    else this.deliverTimer = setTimeout(() => this.deliver(), wait);
+  }
+
+  private deliver(): void {
+    if (this.deliverTimer) clearTimeout(this.deliverTimer);
+    this.deliverTimer = null;
+    const rfb = this.rfb;
+    const onFrame = this.onFrame;
+    const now = performance.now();
+    const capturedAt = this.pendingSince ?? now;
+    this.pendingSince = null;
+    if (!rfb || !onFrame || !this.state.signal || rfb.width === 0) {
+      this.armIdle();
+      return;
+    }
+    this.lastDeliveredAt = now;
+    onFrame({
+      width: rfb.width,
+      height: rfb.height,
+      format: 'bgr0',
+      // A copy: the framebuffer changes under the encoder's feet otherwise.
+      data: Buffer.from(rfb.framebuffer),
+      capturedAt,
+    });
+    this.armIdle();
+  }
+
+  /** A repeat of the current picture when nothing arrived for IDLE_FRAME_MS. */
+  private armIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (!this.onFrame) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.pendingSince === null) this.deliver();
+      else this.armIdle();
+    }, IDLE_FRAME_MS);
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * The testbed screen: an in-process synthetic picture for tests and benchmarks, no QEMU. It
+ * draws a frame counter, a "TEST TARGET" label, the text typed into it and an input marker, in
+ * YUV 4:2:0 straight into a persistent buffer (only what changed is redrawn).
+ *
+ * It runs in the server's event loop, between input messages, so text is cheap: a character
+ * cell is copied row by row from a pre-scaled bitmap, and a cell that already shows its
+ * character is not drawn again (the frame counter changes one digit a frame; the typed line
+ * keeps most of its characters), nor is a marker block that keeps its value. Every write to
+ * the luma plane forgets the cells it covers, so the picture is byte for byte the one a full
+ * redraw gives (at 640x480 the frame counter overlaps the marker).
+ *
+ * The marker is what latency harnesses read: a row of 8 blocks at a fixed place, each white or
+ * black, giving the low 8 bits of the change counter. Every `markChange()` (or input event)
+ * increments the counter and records when; a harness that sees marker value v on a decoded
+ * frame looks up when change v was drawn.
+ */
+import { randomFillSync } from 'node:crypto';
+import { glyph, GLYPH_H, GLYPH_W } from '../../graphics/font';
+
+export const MARKER_BITS = 8;
+/** Marker geometry in pixels (16-aligned so chroma and macroblocks line up). */
+export const MARKER = { x: 32, y: 32, block: 32, gap: 16 } as const;
+
+const Y_BG = 40;
+const Y_FG = 235;
+const Y_BLACK = 16;
+const Y_WHITE = 235;
+
+/**
+ * Sizes the picture can take: widths in 16-pixel steps (text cells, marker), heights in 8 (so
+ * 1080 lines fit), up to 4K.
+ */
+export function testbedSizeOk(width: number, height: number): boolean {
+  return (
+    Number.isInteger(width) &&
+    Number.isInteger(height) &&
+    width >= 64 &&
+    height >= 64 &&
+    width <= 3840 &&
+    height <= 2160 &&
+    width % 16 === 0 &&
+    height % 8 === 0
+  );
+}
+
+export class TestbedPicture {
+  // Replaced together by resize() (an EDID's mode): the same object stays shared with the HID.
+  y!: Buffer;
+  u!: Buffer;
+  v!: Buffer;
+  frame!: Buffer;
+  width: number;
+  height: number;
+  private changeCounter = 0;
+  private readonly changeTimes = new Map<number, number>();
+  private text = '';
+  /**
+   * Text cells and marker blocks on the picture now, by place: what each shows, so an
+   * unchanged one is kept.
+   */
+  private readonly cells = new Map<string, TextCell>();
+  /** Character bitmaps in luma, one per glyph and scale. */
+  private readonly bitmaps = new Map<number[], Map<number, Buffer>>();
+
+  constructor(width: number, height: number) {
+    if (width % 16 || height % 16) throw new Error('testbed size must be a multiple of 16');
+    this.width = width;
+    this.height = height;
+    this.allocate();
+  }
+
+  /**
+   * A new size (the testbed's monitor took an EDID): fresh buffers, the label, the marker and
+   * the typed line drawn again. The change counter and its times carry on.
+   */
+  resize(width: number, height: number): void {
+    if (!testbedSizeOk(width, height)) throw new RangeError(`testbed size ${width}x${height}`);
+    this.width = width;
+    this.height = height;
+    this.cells.clear();
+    this.allocate();
+    if (this.text) this.drawText(32, 160, this.text, 4);
+    this.noiseRows = Math.max(0, Math.min(this.noiseRows, this.height - 256)) & ~15;
+  }
+
+  private allocate(): void {
+    const ySize = this.width * this.height;
+    this.frame = Buffer.alloc(ySize + ySize / 2);
+    this.y = this.frame.subarray(0, ySize);
+    this.u = this.frame.subarray(ySize, ySize + ySize / 4);
+    this.v = this.frame.subarray(ySize + ySize / 4);
+    this.y.fill(Y_BG);
+    this.u.fill(128);
+    this.v.fill(128);
+    this.drawText(32, this.height - 64, 'TEST TARGET', 4);
+    this.drawMarker();
+  }
+
+  get changes(): number {
+    return this.changeCounter;
+  }
+
+  /** When change `n` (mod 256 as the marker shows it) was drawn, performance.now() ms. */
+  changeTime(markerValue: number): number | undefined {
+    return this.changeTimes.get(markerValue & 0xff);
+  }
+
+  /** A visible, deterministic change: the marker shows the next counter value. */
+  markChange(now: number): number {
+    this.changeCounter += 1;
+    this.changeTimes.set(this.changeCounter & 0xff, now);
+    this.drawMarker();
+    return this.changeCounter;
+  }
+
+  /** Text typed into the testbed (issue 4 feeds key presses here). */
+  typeText(chars: string, now: number): void {
+    this.text = (this.text + chars).slice(-40);
+    const x = 32;
+    const y = 160;
+    const scale = 4;
+    // The band behind the line is background: cleared here only where no character of the
+    // new line is drawn (its cells paint their own background), as a full clear would.
+    const bandW = this.width - 64;
+    const textH = GLYPH_H * scale;
+    const textW = this.text.length * (GLYPH_W + 1) * scale;
+    if (textW < bandW) this.fillY(x + textW, y, bandW - textW, textH, Y_BG);
+    this.fillY(x, y + textH, bandW, 8, Y_BG);
+    this.drawText(x, y, this.text, scale);
+    this.markChange(now);
+  }
+
+  /**
+   * Fills a band of rows with fresh random luma: incompressible motion, so the encoder has to
+   * spend its whole bitrate (bitrate benchmarks). 0 turns it off.
+   */
+  setNoiseRows(rows: number): void {
+    this.noiseRows = Math.max(0, Math.min(rows, this.height - 256)) & ~15;
+    if (this.noiseRows === 0) this.fillY(0, 224, this.width, this.height - 224 - 96, Y_BG);
+  }
+
+  private noiseRows = 0;
+
+  /** Called once per frame by the video source. */
+  animate(): void {
+    if (this.noiseRows > 0) {
+      randomFillSync(this.y, 224 * this.width, this.noiseRows * this.width);
+      this.forgetCells(0, 224, this.width, this.noiseRows);
+    }
+  }
+
+  drawFrameNumber(n: number): void {
+    const label = `FRAME ${String(n).padStart(8, '0')}`;
+    const x = this.width - 32 - label.length * (GLYPH_W + 1) * 4;
+    this.drawText(x, 32, label, 4);
+  }
+
+  private drawMarker(): void {
+    const { x, y, block, gap } = MARKER;
+    for (let bit = 0; bit < MARKER_BITS; bit += 1) {
+      const on = (this.changeCounter >> (MARKER_BITS - 1 - bit)) & 1;
+      const value = on ? Y_WHITE : Y_BLACK;
+      // a block that shows its value already is kept, as a text cell is
+      const key = `marker${bit}`;
+      if (this.cells.get(key)?.shows === value) continue;
+      const bx = x + bit * (block + gap);
+      this.fillY(bx, y, block, block, value);
+      this.cells.set(key, { x: bx, y, w: block, h: block, shows: value });
+    }
+  }
+
+  private fillY(x: number, y: number, w: number, h: number, value: number): void {
+    const x0 = Math.max(0, x);
+    const x1 = Math.min(this.width, x + w);
+    if (x1 <= x0) return;
+    for (let row = Math.max(0, y); row < Math.min(this.height, y + h); row += 1) {
+      this.y.fill(value, row * this.width + x0, row * this.width + x1);
+    }
+    this.forgetCells(x, y, w, h);
+  }
+
+  /** Text cells under a rectangle written by something else must be drawn again. */
+  private forgetCells(x: number, y: number, w: number, h: number, except?: string): void {
+    for (const [key, c] of this.cells) {
+      if (key !== except && c.x < x + w && x < c.x + c.w && c.y < y + h && y < c.y + c.h) {
+        this.cells.delete(key);
+      }
+    }
+  }
+
+  /** A glyph's cell (its background included, one column of spacing) in luma, row by row. */
+  private bitmap(rows: number[], scale: number): Buffer {
+    let byScale = this.bitmaps.get(rows);
+    if (!byScale) this.bitmaps.set(rows, (byScale = new Map()));
+    let cell = byScale.get(scale);
+    if (cell) return cell;
+    const step = (GLYPH_W + 1) * scale;
+    cell = Buffer.alloc(step * GLYPH_H * scale, Y_BG);
+    for (let r = 0; r < GLYPH_H * scale; r += 1) {
+      const bits = rows[Math.floor(r / scale)]!;
+      for (let c = 0; c < GLYPH_W * scale; c += 1) {
+        if (bits & (1 << (GLYPH_W - 1 - Math.floor(c / scale)))) cell[r * step + c] = Y_FG;
+      }
+    }
+    byScale.set(scale, cell);
+    return cell;
+  }
+
+  private drawText(x: number, y: number, text: string, scale: number): void {
+    const step = (GLYPH_W + 1) * scale;
+    const h = GLYPH_H * scale;
+    for (let i = 0; i < text.length; i += 1) {
+      const gx = x + i * step;
+      const rows = glyph(text[i]!);
+      const key = `${gx},${y},${scale}`;
+      if (this.cells.get(key)?.shows === rows) continue;
+      const cell = this.bitmap(rows, scale);
+      const x0 = Math.max(0, gx);
+      const x1 = Math.min(this.width, gx + step);
+      if (x1 > x0) {
+        for (let r = Math.max(0, -y); r < Math.min(h, this.height - y); r += 1) {
+          const from = r * step + (x0 - gx);
+          this.y.set(cell.subarray(from, from + (x1 - x0)), (y + r) * this.width + x0);
+        }
+      }
+      this.forgetCells(gx, y, step, h, key);
+      this.cells.set(key, { x: gx, y, w: step, h, shows: rows });
+    }
+  }
+}
+
+interface TextCell {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** What it shows: a glyph (glyph() hands out one array per character) or a marker's luma. */
+  shows: number[] | number;
+}
