@@ -60,7 +60,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
-import type { TestbedAudio } from '../server/src/drivers/testbed/audio';
+import type { TestbedAudio } from '../server/src/drivers/audio/testbed';
 import { s16, toneLevel } from '../server/src/drivers/audio/tone';
 import { Browser } from '../e2e/fixtures/browser';
 import { ServerProcess } from '../e2e/fixtures/server';

@@ -38,7 +38,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/app';
-import type { TestbedReport } from '../server/src/drivers/testbed/hid';
+import type { TestbedReport } from '../server/src/drivers/hid/testbed';
 import { Browser } from '../e2e/fixtures/browser';
 import { median, note, round, shortMark, sized, initAndLogin } from './lib';
 

@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 import { Browser } from './fixtures/browser';
 import { byTestId, expectText, initDevice, loginViaUi, openSettings } from './fixtures/console';
 import { ServerProcess } from './fixtures/server';
-import { netnsNames } from '../server/src/drivers/netns/netns-network';
+import { netnsNames } from '../server/src/drivers/network/netns';
 
 const run = promisify(execFile);
 /** The confirmation window: long enough to click Keep on a loaded machine, short to wait out. */

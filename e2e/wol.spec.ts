@@ -10,7 +10,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { netnsNames } from '../server/src/drivers/netns/netns-network';
+import { netnsNames } from '../server/src/drivers/network/netns';
 import type { Browser } from './fixtures/browser';
 import { byTestId, expectText, loginViaUi, startConsole, stopConsole } from './fixtures/console';
 import type { ServerProcess } from './fixtures/server';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { NoAudio } from '../drivers/audio/none';
+import { DisabledAudio } from '../drivers/audio/disabled';
 import { dominantFrequency } from '../drivers/audio/tone';
-import { TestbedAudio } from '../drivers/testbed/audio';
+import { TestbedAudio } from '../drivers/audio/testbed';
 import { SILENT_LOGGER } from '../log';
 import { readProcArgv } from '../process/supervisor';
 import { AudioHub, audioHubArgs, type AudioPacket } from './audio-hub';
@@ -95,7 +95,7 @@ describe('AudioHub', () => {
   });
 
   it('starts nothing while the driver has no sound, and keeps asking', async () => {
-    const driver = new NoAudio();
+    const driver = new DisabledAudio();
     const capture = vi.spyOn(driver, 'capture');
     const hub = new AudioHub(driver, SILENT_LOGGER);
     hubs.push(hub);

@@ -12,7 +12,7 @@
  */
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { glyph, GLYPH_H, GLYPH_W } from '../drivers/testbed/font';
+import { glyph, GLYPH_H, GLYPH_W } from '../graphics/font';
 import { rawInputArgs } from './encoder';
 import type { PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions } from '../process/supervisor';

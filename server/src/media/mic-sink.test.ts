@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { NoAudio } from '../drivers/audio/none';
-import { HEARD_THRESHOLD, TestbedAudio } from '../drivers/testbed/audio';
+import { DisabledAudio } from '../drivers/audio/disabled';
+import { HEARD_THRESHOLD, TestbedAudio } from '../drivers/audio/testbed';
 import { s16, toneLevel } from '../drivers/audio/tone';
 import { SILENT_LOGGER } from '../log';
 import { freshBacklog, MicSink, micSinkArgs } from './mic-sink';
@@ -242,7 +242,7 @@ describe('MicSink', () => {
     expect(sink.stats.refused).toBe(2);
     expect(sink.active).toBe(false);
 
-    const none = new MicSink(new NoAudio(), SILENT_LOGGER);
+    const none = new MicSink(new DisabledAudio(), SILENT_LOGGER);
     sinks.push(none);
     none.push('x', rtp(tone600, 1)[0]!);
     expect([none.active, none.pid, none.stats.refused]).toEqual([false, null, 1]);
