@@ -49,12 +49,15 @@ describe('netmasks', () => {
     ['255.255.255.255', 32],
     ['0.0.0.0', 0],
     ['255.128.0.0', 9],
+    ['255.255.248.0', 21],
+    ['255.255.240.0', 20],
   ])('%s is /%i', (mask, prefix) => {
     expect(netmaskToPrefix(mask)).toBe(prefix);
     expect(prefixToNetmask(prefix)).toBe(mask);
   });
-  it.each(['255.0.255.0', '255.255.255.1', '0.255.255.255', 'x'])('non-contiguous %s', (mask) =>
-    expect(netmaskToPrefix(mask)).toBeNull(),
+  it.each(['255.0.255.0', '255.255.255.1', '0.255.255.255', '255.255.256.0', 'x'])(
+    'non-contiguous or not a mask %s',
+    (mask) => expect(netmaskToPrefix(mask)).toBeNull(),
   );
 });
 

@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
+import { netmaskToPrefix, prefixToNetmask } from '@kvm/protocol';
 import { InternalError } from '../../errors';
 import type { Logger } from '../../log';
 import { Supervisor, findExecutable, waitForExit } from '../../process/supervisor';
@@ -26,12 +27,10 @@ import { LEASE_SCRIPT } from '../../platform/netns/lease-script';
 import {
   isHostLabel,
   type Lease,
-  netmaskToPrefix,
   parseAddrShow,
   parseDefaultGateway,
   parseLeaseLine,
   parseResolvConf,
-  prefixToNetmask,
   resolvConf,
   settingsProblem,
 } from '../../platform/netns/parse';

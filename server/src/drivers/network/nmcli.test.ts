@@ -277,6 +277,26 @@ describe('NmcliNetwork', () => {
     }
   });
 
+  it('reads netmasks by the one IPv4 rule: no leading zeros (inet_pton, as NetworkManager)', () => {
+    const settings = {
+      mode: 'static' as const,
+      ip_address: '192.168.1.50',
+      gateway: '192.168.1.1',
+      dns_servers: null,
+    };
+    expect(modifyArgs(UUID, { ...settings, netmask: '255.255.255.0' })).toContain(
+      '192.168.1.50/24',
+    );
+    for (const netmask of ['255.255.255.000', '255.255.255.00', '0255.255.255.0']) {
+      expect(() => modifyArgs(UUID, { ...settings, netmask }), netmask).toThrow(
+        'A static address needs ip_address and a valid netmask',
+      );
+    }
+    expect(() =>
+      modifyArgs(UUID, { ...settings, ip_address: '192.168.001.50', netmask: '255.255.255.0' }),
+    ).toThrow(/not an IPv4 address/);
+  });
+
   it('tells listeners after a change', async () => {
     const d = await started(nm());
     let n = 0;

@@ -7,20 +7,20 @@
  * failing activation puts the captured previous properties back and activates again, so the
  * previous settings stay in force, then throws naming the step and what nmcli said.
  */
+import { isIpv4, netmaskToPrefix } from '@kvm/protocol';
 import type { Logger } from '../../log';
 import { BadRequestError, InternalError } from '../../errors';
 import { NetworkApplyError } from './netns';
 import { SystemFeatureUnavailableError } from '../types';
 import type { Availability } from '../types';
 import type { EthernetSettings, EthernetStatus, NetworkDriver } from './types';
-import { isIpv4Arg, isSafeIfname, isUuid, nmcliReadsAsOption } from '../../platform/nmcli/args';
+import { isSafeIfname, isUuid, nmcliReadsAsOption } from '../../platform/nmcli/args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from '../../platform/nmcli/monitor';
 import { CommandFailedError, execRunner, type CommandRunner } from '../../platform/nmcli/runner';
 import {
   deviceState,
   field,
   fields,
-  netmaskToPrefix,
   NM_DEVICE_STATE,
   parseRecords,
   parseTable,
@@ -328,7 +328,7 @@ export function modifyArgs(uuid: string, s: EthernetSettings): string[] {
     ['gateway', s.mode === 'static' ? s.gateway || undefined : undefined],
     ...(dns ?? []).map((d) => ['dns_servers', d] as const),
   ] as const) {
-    if (value !== undefined && !isIpv4Arg(value ?? '')) {
+    if (value !== undefined && !isIpv4(value ?? '')) {
       throw new NmcliError(`${what} is not an IPv4 address: ${JSON.stringify(value)}`);
     }
   }

@@ -16,7 +16,7 @@ import {
   type WolSender,
 } from './types';
 import type { NetnsNetwork } from '../network/netns';
-import { isIpv4 } from '../../platform/netns/parse';
+import { isIpv4 } from '@kvm/protocol';
 import { CommandError, type CommandRunner } from '../../platform/netns/runner';
 
 /** Sends argv[3] (hex) to argv[1]:argv[2] with broadcasting allowed; says why on stderr. */

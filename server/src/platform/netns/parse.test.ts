@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
-  netmaskToPrefix,
   parseAddrShow,
   parseDefaultGateway,
   parseLeaseLine,
   parseResolvConf,
-  prefixToNetmask,
   resolvConf,
 } from './parse';
 
@@ -83,24 +81,6 @@ describe('parseLeaseLine', () => {
       'kvm-lease bound ip=10.0.0.5 mask=8 router= dns=1.1.1.1,;rm,8.8.8.8 lease=1',
     );
     expect(ev?.kind === 'bound' && ev.lease.dns).toEqual(['1.1.1.1', '8.8.8.8']);
-  });
-});
-
-describe('netmasks', () => {
-  it('converts both ways', () => {
-    expect(prefixToNetmask(24)).toBe('255.255.255.0');
-    expect(prefixToNetmask(0)).toBe('0.0.0.0');
-    expect(prefixToNetmask(32)).toBe('255.255.255.255');
-    expect(prefixToNetmask(20)).toBe('255.255.240.0');
-    expect(netmaskToPrefix('255.255.255.0')).toBe(24);
-    expect(netmaskToPrefix('255.255.240.0')).toBe(20);
-    expect(netmaskToPrefix('255.255.255.255')).toBe(32);
-    expect(netmaskToPrefix('0.0.0.0')).toBe(0);
-  });
-
-  it('refuses a non-contiguous mask', () => {
-    expect(netmaskToPrefix('255.0.255.0')).toBeNull();
-    expect(netmaskToPrefix('nope')).toBeNull();
   });
 });
 

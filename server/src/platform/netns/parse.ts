@@ -1,7 +1,9 @@
 /**
  * Pure parsers of what the system says: our lease script's lines, `ip -j` output and
- * resolv.conf. Unit-tested with recorded output (parse.test.ts).
+ * resolv.conf. Unit-tested with recorded output (parse.test.ts). Addresses and netmasks are
+ * read by protocol/src/network.ts, the one IPv4 module (inet_pton's rule).
  */
+import { isIpv4 } from '@kvm/protocol';
 
 export interface Lease {
   ip: string;
@@ -18,12 +20,6 @@ export type LeaseEvent =
   | { kind: 'leasefail' }
   | { kind: 'nak' }
   | { kind: 'error'; message: string };
-
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-
-export function isIpv4(text: string): boolean {
-  return IPV4.test(text);
-}
 
 const PREFIX = 'kvm-lease ';
 
@@ -60,21 +56,6 @@ export function parseLeaseLine(line: string): LeaseEvent | null {
     default:
       return null;
   }
-}
-
-export function prefixToNetmask(prefix: number): string {
-  const bits = prefix <= 0 ? 0 : (0xffffffff << (32 - Math.min(prefix, 32))) >>> 0;
-  return [24, 16, 8, 0].map((s) => (bits >>> s) & 0xff).join('.');
-}
-
-/** The prefix length of a contiguous dotted netmask, or null. */
-export function netmaskToPrefix(mask: string): number | null {
-  if (!isIpv4(mask)) return null;
-  const n = mask.split('.').reduce((acc, o) => ((acc << 8) | Number(o)) >>> 0, 0);
-  const inverted = ~n >>> 0;
-  // Contiguous: the host part + 1 is a power of two.
-  if ((inverted & (inverted + 1)) !== 0) return null;
-  return 32 - Math.log2(inverted + 1);
 }
 
 export interface InterfaceState {

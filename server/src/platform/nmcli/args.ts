@@ -33,8 +33,3 @@ export function isSafeIfname(name: string): boolean {
 export function isUuid(text: string): boolean {
   return /^[0-9A-Fa-f]{8}(-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$/.test(text);
 }
-
-/** A dotted-quad IPv4 address (no leading zeros, nothing around it). */
-export function isIpv4Arg(text: string): boolean {
-  return /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/.test(text);
-}

@@ -1,15 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  field,
-  fields,
-  netmaskToPrefix,
-  parseRecords,
-  parseTable,
-  prefixToNetmask,
-  splitCidr,
-  splitList,
-  splitTerse,
-} from './terse';
+import { field, fields, parseRecords, parseTable, splitCidr, splitList, splitTerse } from './terse';
 import { fixture } from './test-support';
 
 describe('tabular terse output', () => {
@@ -67,18 +57,10 @@ describe('multiline terse output', () => {
 });
 
 describe('addresses', () => {
-  it('turns prefixes into netmasks and back', () => {
-    expect(prefixToNetmask(24)).toBe('255.255.255.0');
-    expect(prefixToNetmask(21)).toBe('255.255.248.0');
-    expect(prefixToNetmask(32)).toBe('255.255.255.255');
-    expect(prefixToNetmask(0)).toBe('0.0.0.0');
-    expect(prefixToNetmask(33)).toBe('');
-    expect(netmaskToPrefix('255.255.248.0')).toBe(21);
-    expect(netmaskToPrefix('255.255.255.255')).toBe(32);
-    expect(netmaskToPrefix('0.0.0.0')).toBe(0);
-    expect(netmaskToPrefix('255.0.255.0')).toBeNull();
-    expect(netmaskToPrefix('255.255.256.0')).toBeNull();
+  it('splits an address with its prefix (netmasks: protocol/src/network.test.ts)', () => {
     expect(splitCidr('10.20.30.40/21')).toEqual({ ip: '10.20.30.40', netmask: '255.255.248.0' });
+    expect(splitCidr('10.20.30.40/33')).toEqual({ ip: '10.20.30.40', netmask: '' });
+    expect(splitCidr('10.20.30.40')).toEqual({ ip: '10.20.30.40', netmask: '' });
   });
 
   it('reads property lists in both spellings', () => {

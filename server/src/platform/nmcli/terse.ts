@@ -7,7 +7,9 @@
  * - Multiline (`device show`, `connection show <id>`): one `NAME:value` line per field, NOT
  *   escaped (only the first `:` separates), list fields numbered `IP4.DNS[1]`, `IP4.DNS[2]`,
  *   objects separated by an empty line. Older versions print an unset value as `--`.
+ * Addresses and netmasks: protocol/src/network.ts, the one IPv4 module.
  */
+import { prefixToNetmask } from '@kvm/protocol';
 
 /** Splits one tabular terse line at unescaped `:` and unescapes `\:` and `\\`. */
 export function splitTerse(line: string): string[] {
@@ -147,33 +149,6 @@ export const NM_DEVICE_STATE = {
   deactivating: 110,
   failed: 120,
 } as const;
-
-/** A CIDR prefix (0-32) → dotted netmask. */
-export function prefixToNetmask(prefix: number): string {
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > 32) return '';
-  const bits = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return [24, 16, 8, 0].map((s) => (bits >>> s) & 0xff).join('.');
-}
-
-/** A dotted netmask → CIDR prefix, or null when it is not a contiguous mask. */
-export function netmaskToPrefix(mask: string): number | null {
-  const parts = mask.split('.');
-  if (parts.length !== 4) return null;
-  let n = 0;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return null;
-    const b = Number(p);
-    if (b > 255) return null;
-    n = (n << 8) | b;
-  }
-  n >>>= 0;
-  const inverted = ~n >>> 0;
-  // contiguous: the inverted mask plus one is a power of two
-  if ((inverted & (inverted + 1)) !== 0) return null;
-  let prefix = 0;
-  for (let bit = 31; bit >= 0 && (n >>> bit) & 1; bit--) prefix++;
-  return prefix;
-}
 
 /** `192.168.1.34/24` → address and netmask. */
 export function splitCidr(cidr: string): { ip: string; netmask: string } {
