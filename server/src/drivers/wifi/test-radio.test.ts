@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SILENT_LOGGER } from '../../log';
 import { SafeChanges } from '../../services/system/safe-change';
+import { parseWifiJoin } from '../../services/system/wifi-input';
 import { WifiService } from '../../services/system/wifi-service';
 import { DisabledWifi } from './disabled';
 import { TestRadioWifi } from './test-radio';
@@ -132,9 +133,7 @@ describe('no Wi-Fi adapter (qemu)', () => {
       wireName: 'SystemFeatureUnavailableError',
       message: 'No Wi-Fi adapter',
     });
-    await expect(wifi.connect([])).rejects.toThrow(
-      'Configuration data must be in JSON object format',
-    );
+    expect(() => parseWifiJoin([])).toThrow('Configuration data must be in JSON object format');
     expect(await wifi.status()).toMatchObject({
       adapter: 'none',
       adapter_label: 'No Wi-Fi adapter',
