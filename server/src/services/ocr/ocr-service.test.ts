@@ -1,7 +1,7 @@
 /**
  * OCR with the real tesseract and ffmpeg on pictures of known text (DejaVu Sans Mono), kvmd's
- * crop rules (its argument checks: routes/ocr-query.test.ts), tesseract missing, and the queue and timeout with a fake
- * tesseract (a script) standing in for a slow one.
+ * crop rules, tesseract missing, and the queue and timeout with a fake tesseract (a script)
+ * standing in for a slow one. kvmd's argument checks: routes/ocr-query.test.ts.
  */
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

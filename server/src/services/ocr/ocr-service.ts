@@ -14,6 +14,7 @@ import { execFile, type ExecFileException } from 'node:child_process';
 import type { RawFrame } from '../../drivers/video/types';
 import type { StateProvider } from '../../ws/state-registry';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
+import { SerialQueue } from '../../sync/serial-queue';
 
 /** kvmd's OcrError (an OperationError: 400). */
 export class OcrError extends BadRequestError {}
@@ -337,8 +338,11 @@ export class OcrService {
   private readonly env: NodeJS.ProcessEnv;
   private readonly timeoutMs: number;
   private langsCache: { at: number; value: Promise<string[] | null> } | null = null;
-  private running = false;
-  private readonly waiting: Array<() => void> = [];
+  /** One recognition running, OCR_LIMITS.queue waiting, the next refused (409). */
+  private readonly queue = new SerialQueue({
+    max: OCR_LIMITS.queue,
+    busyError: () => new OcrBusyError(),
+  });
 
   constructor(private readonly opts: OcrServiceOptions = {}) {
     this.tesseract = opts.tesseract ?? 'tesseract';
@@ -412,12 +416,7 @@ export class OcrService {
       throw new OcrError('The image is too large');
     }
     const box = cropBox(size.width, size.height, req);
-    await this.acquire();
-    try {
-      return await this.read(image, box, langs);
-    } finally {
-      this.release();
-    }
+    return this.queue.run(() => this.read(image, box, langs));
   }
 
   private async read(image: Buffer | RawFrame, box: Box, langs: string[]): Promise<string> {
@@ -471,20 +470,5 @@ export class OcrService {
       const killed = (err as ExecFileException).killed === true;
       throw new OcrError(killed ? 'OCR timed out' : "Can't recognize image");
     }
-  }
-
-  private acquire(): Promise<void> {
-    if (!this.running) {
-      this.running = true;
-      return Promise.resolve();
-    }
-    if (this.waiting.length >= OCR_LIMITS.queue) return Promise.reject(new OcrBusyError());
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.running = false;
   }
 }

@@ -14,7 +14,7 @@
  * The install (`start`): idle ──▶ installing ──▶ handed_over (the trial is written; the server
  * stops a second later) or back to idle (refused or failed).
  */
-import { checkTransition, type TransitionMap } from '../../../../web/src/lib/transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 
 export type PackagePhase = 'none' | 'downloading' | 'uploading' | 'ready';
 
