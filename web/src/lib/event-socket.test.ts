@@ -6,7 +6,7 @@ import {
   eventSocketUrl,
   type EventSocketState,
 } from './event-socket';
-import { IllegalTransitionError } from './transitions';
+import { IllegalTransitionError } from '@kvm/protocol/transitions';
 
 function makeSocket(url = 'ws://device/api/ws') {
   return new EventSocket({ url: () => url, createSocket: (u) => new FakeWebSocket(u) });

@@ -13,7 +13,7 @@
  * against EVENT_SOCKET_TRANSITIONS (an illegal one throws in tests).
  */
 import type { EventFrame, InfoEvent, LoopEvent } from '@kvm/protocol/events';
-import { checkTransition, type TransitionMap } from './transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 
 /**
  * Payload type per event_type. Later subsystems augment it:

@@ -23,7 +23,7 @@ import {
   type WorkerScopeLike,
 } from './h264-direct-worker-host';
 import type { StreamState } from './stream-types';
-import { IllegalTransitionError } from './transitions';
+import { IllegalTransitionError } from '@kvm/protocol/transitions';
 
 class FakeDecoder implements VideoDecoderLike {
   static instances: FakeDecoder[] = [];

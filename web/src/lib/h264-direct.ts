@@ -25,7 +25,7 @@ import {
 } from './h264-direct-pipeline';
 import type { FromWorker, ToWorker } from './h264-direct-worker-host';
 import type { StreamClient, StreamClientEvents, StreamInfo, StreamState } from './stream-types';
-import { checkTransition, type TransitionMap } from './transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 
 export {
   DEFAULT_PROFILE_LEVEL_ID,

@@ -8,7 +8,7 @@ import {
 import { FakeWebSocket } from '../test/fake-websocket';
 import { EventSocket } from './event-socket';
 import { HEARTBEAT_TRANSITIONS, Heartbeat, type AuthCheckOutcome } from './heartbeat';
-import { IllegalTransitionError } from './transitions';
+import { IllegalTransitionError } from '@kvm/protocol/transitions';
 
 function setup(checkAuth: (signal: AbortSignal) => Promise<AuthCheckOutcome>) {
   const socket = new EventSocket({

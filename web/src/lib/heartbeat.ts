@@ -25,7 +25,7 @@ import {
 } from '@kvm/protocol/constants';
 import { PING_FRAME, type EventFrame } from '@kvm/protocol/events';
 import { SESSION_ENDED_CLOSE_CODE } from './event-socket';
-import { checkTransition, type TransitionMap } from './transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 
 export type HeartbeatState = 'idle' | 'alive' | 'lost' | 'denied' | 'stopped';
 

@@ -23,7 +23,7 @@ import type {
   RtpSenderLike,
 } from './janus-types';
 import type { StreamState } from './stream-types';
-import { IllegalTransitionError } from './transitions';
+import { IllegalTransitionError } from '@kvm/protocol/transitions';
 
 class FakeDataChannel implements DataChannelLike {
   readyState: RTCDataChannelState = 'connecting';

@@ -33,7 +33,7 @@ import type { Orientation } from '@kvm/protocol/enums';
 import type { TurnState } from '@kvm/protocol/streamer';
 import { Emitter } from './emitter';
 import { DataChannelInput, INPUT_CHANNEL_LABEL } from './input-channel';
-import { checkTransition, type TransitionMap } from './transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 import { loadJanusRuntime } from './janus-loader';
 import type {
   JanusJsep,

@@ -1,10 +1,14 @@
 /**
- * Explicit state machines for the console's protocol clients (noVNC's
- * `_updateConnectionState`): each client lists, for every state, the states it may move to,
- * and checks every move in its `setState`. An illegal move is a bug: it throws under the tests
- * (and in development builds) so a test that drives the client into it fails loudly; in a
- * production build it is logged and refused, so a user's session is never torn down by it.
+ * Explicit state machines (noVNC's `_updateConnectionState`), shared by the console's protocol
+ * clients and the server's long-lived flows (the process supervisor, safe network changes, the
+ * upgrade): each machine lists, for every state, the states it may move to, and checks every move
+ * in its `setState`. An illegal move is a bug: it throws under the tests (and in the console's
+ * development builds) so a test that drives the machine into it fails loudly; in production it is
+ * logged and refused, so a user's session or the device is never torn down by it.
  */
+// protocol/ compiles without the DOM or Node typings; both runtimes have a console.
+declare const console: { error(message: string): void };
+
 export type TransitionMap<S extends string> = { readonly [From in S]: readonly S[] };
 
 export class IllegalTransitionError extends Error {
@@ -14,11 +18,12 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-/** Whether an illegal transition throws (tests, development) or is logged and refused. */
+/** Whether an illegal transition throws (tests, the console's development build) or is logged and refused. */
 function strict(): boolean {
   const env = (import.meta as { env?: { MODE?: string; DEV?: boolean } }).env;
   if (env?.MODE === 'test' || env?.DEV === true) return true;
-  return typeof process !== 'undefined' && process.env?.VITEST !== undefined;
+  const proc = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return proc?.env?.['VITEST'] !== undefined;
 }
 
 /**
