@@ -11,7 +11,7 @@ import {
   type SafeChangeSpec,
   type SafeChangeState,
 } from './safe-change';
-import { checkTransition } from './transitions';
+import { checkTransition } from '@kvm/protocol/transitions';
 
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;

@@ -19,7 +19,7 @@
 import { randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
 import type { PendingNetworkChange } from '@kvm/protocol';
-import { checkTransition, type TransitionMap } from './transitions';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 import { IsBusyError, NotFoundError } from '../../errors';
 import type { Logger } from '../../log';
 import { JsonFile } from '../../storage/json-store';
