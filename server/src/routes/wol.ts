@@ -1,7 +1,35 @@
 /** `/api/wol/*`: the Wake-on-LAN device list and the wake call (docs/api.md). */
 import type { FastifyInstance } from 'fastify';
+import { WOL_NAME_MAX, normalizeMac, wolNameProblem } from '@kvm/protocol';
+import { ValidatorError } from '../errors';
 import type { WolService } from '../services/wol/wol-service';
 import { str } from '../validators';
+
+/** SPEC 5's device name: 1 to WOL_NAME_MAX characters, no control characters; trimmed. */
+export function wolName(name: string): string {
+  switch (wolNameProblem(name)) {
+    case 'empty':
+    case 'long':
+      throw new ValidatorError(`The argument 'name' must be 1 to ${WOL_NAME_MAX} characters`);
+    case 'control':
+      throw new ValidatorError(
+        "The argument 'name' must not contain control characters, line breaks or direction overrides",
+      );
+    case null:
+      return name.trim();
+  }
+}
+
+/** A MAC address in normalizeMac's form (six upper-case hex pairs, colons). */
+export function wolMac(mac: string): string {
+  const normal = normalizeMac(mac);
+  if (!normal) {
+    throw new ValidatorError(
+      `The argument 'mac' (${JSON.stringify(mac.slice(0, 40))}) is not a valid MAC address (six pairs of hex digits separated by colons)`,
+    );
+  }
+  return normal;
+}
 
 export function wolRoutes(app: FastifyInstance, wol: WolService): void {
   const q = (request: { query: unknown }) => request.query as Record<string, unknown>;
@@ -13,20 +41,25 @@ export function wolRoutes(app: FastifyInstance, wol: WolService): void {
     devices: wol.list().map((d) => ({ ip: '', mac: d.mac, name: d.name })),
   }));
 
-  app.post('/api/wol/add', async (request) => ({
-    device: await wol.add(str('name', q(request)['name']), str('mac', q(request)['mac'])),
-  }));
+  // Both arguments must be strings before either is checked further (the order of the 400s).
+  app.post('/api/wol/add', async (request) => {
+    const name = str('name', q(request)['name']);
+    const mac = str('mac', q(request)['mac']);
+    return { device: await wol.add(wolName(name), wolMac(mac)) };
+  });
 
-  app.post('/api/wol/rename', async (request) => ({
-    device: await wol.rename(str('mac', q(request)['mac']), str('name', q(request)['name'])),
-  }));
+  app.post('/api/wol/rename', async (request) => {
+    const mac = str('mac', q(request)['mac']);
+    const name = str('name', q(request)['name']);
+    return { device: await wol.rename(wolMac(mac), wolName(name)) };
+  });
 
   app.post('/api/wol/remove', async (request) => {
-    await wol.remove(str('mac', q(request)['mac']));
+    await wol.remove(wolMac(str('mac', q(request)['mac'])));
     return {};
   });
 
   app.post('/api/wol/wake', async (request) => ({
-    sent: await wol.wake(str('mac', q(request)['mac'])),
+    sent: await wol.wake(wolMac(str('mac', q(request)['mac']))),
   }));
 }

@@ -7,11 +7,9 @@
 import { join } from 'node:path';
 import {
   WOL_DEVICES_MAX,
-  WOL_NAME_MAX,
   magicPacket,
   normalizeMac,
   normalizeWolName,
-  wolNameProblem,
   type WolDevice,
 } from '@kvm/protocol';
 import { ApiError, BadRequestError, NotFoundError, ValidatorError } from '../../errors';
@@ -79,10 +77,9 @@ export class WolService {
     return this.devices.map((d) => ({ ...d }));
   }
 
-  add(nameIn: string, macIn: string): Promise<WolDevice> {
+  /** `name` and `mac` as the route checked them (trimmed; normalizeMac's form). */
+  add(name: string, mac: string): Promise<WolDevice> {
     return this.changes.run(async () => {
-      const name = this.checkName(nameIn);
-      const mac = this.checkMac(macIn);
       if (this.devices.some((d) => d.mac === mac)) throw new WolDeviceExistsError(mac);
       if (this.devices.length >= WOL_DEVICES_MAX) {
         throw new ValidatorError(`At most ${WOL_DEVICES_MAX} devices`);
@@ -93,10 +90,8 @@ export class WolService {
     });
   }
 
-  rename(macIn: string, nameIn: string): Promise<WolDevice> {
+  rename(mac: string, name: string): Promise<WolDevice> {
     return this.changes.run(async () => {
-      const mac = this.checkMac(macIn);
-      const name = this.checkName(nameIn);
       const device = this.find(mac);
       // SPEC 5: a new name must differ from the old one.
       if (device.name === name) {
@@ -107,17 +102,15 @@ export class WolService {
     });
   }
 
-  remove(macIn: string): Promise<void> {
+  remove(mac: string): Promise<void> {
     return this.changes.run(async () => {
-      const mac = this.checkMac(macIn);
       this.find(mac);
       await this.save(this.devices.filter((d) => d.mac !== mac));
     });
   }
 
-  /** Sends the magic packet for a known device (or any valid MAC). */
-  async wake(macIn: string): Promise<{ mac: string; address: string; port: number }> {
-    const mac = this.checkMac(macIn);
+  /** Sends the magic packet for a known device (or any valid MAC, in normalizeMac's form). */
+  async wake(mac: string): Promise<{ mac: string; address: string; port: number }> {
     const { port } = this.config;
     try {
       const { address } = await this.sender.send(magicPacket(mac), this.config.address, port);
@@ -133,30 +126,6 @@ export class WolService {
       throw new WolDeviceNotFoundError(`No device with the MAC address ${mac}`);
     }
     return device;
-  }
-
-  private checkName(name: string): string {
-    switch (wolNameProblem(name)) {
-      case 'empty':
-      case 'long':
-        throw new ValidatorError(`The argument 'name' must be 1 to ${WOL_NAME_MAX} characters`);
-      case 'control':
-        throw new ValidatorError(
-          "The argument 'name' must not contain control characters, line breaks or direction overrides",
-        );
-      case null:
-        return name.trim();
-    }
-  }
-
-  private checkMac(mac: string): string {
-    const normal = normalizeMac(mac);
-    if (!normal) {
-      throw new ValidatorError(
-        `The argument 'mac' (${JSON.stringify(mac.slice(0, 40))}) is not a valid MAC address (six pairs of hex digits separated by colons)`,
-      );
-    }
-    return normal;
   }
 
   private async save(next: WolDevice[]): Promise<void> {
