@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findSetpriv, MAX_LINE_CHARS, readProcArgv, Supervisor, waitForExit } from './supervisor';
+import { IllegalTransitionError } from '@kvm/protocol/transitions';
+import {
+  findSetpriv,
+  MAX_LINE_CHARS,
+  readProcArgv,
+  Supervisor,
+  SUPERVISOR_TRANSITIONS,
+  type SupervisorState,
+  waitForExit,
+} from './supervisor';
 
 let dir: string;
 const supervisors: Supervisor[] = [];
@@ -259,5 +268,42 @@ describe('Supervisor', () => {
     await until('exec', async () => (await readProcArgv(childPid))?.[0] === 'sleep');
     parent.kill('SIGKILL');
     expect(await waitForExit(childPid, 5000)).toBe(true);
+  });
+
+  describe('state machine', () => {
+    it('refuses a state change outside its table: it throws under the tests', () => {
+      const s = supervise({ name: 'sleep', command: 'sleep', args: ['30'] });
+      const setState = (to: SupervisorState): void =>
+        (s as unknown as { setState(to: SupervisorState): void }).setState(to);
+      expect(() => setState('running')).toThrow(IllegalTransitionError);
+      expect(() => setState('running')).toThrow(
+        'supervisor sleep: illegal state transition stopped -> running',
+      );
+      expect(s.state).toBe('stopped');
+    });
+
+    it('an ensureStarted during stopping restarts the child through backoff', async () => {
+      const s = supervise({
+        name: 'sleep',
+        command: 'sleep',
+        args: ['30'],
+        backoff: { initialMs: 10 },
+      });
+      const states: SupervisorState[] = [];
+      s.on('state', (st) => states.push(st));
+      await s.ensureStarted();
+      const first = s.pid as number;
+      const stopped = s.ensureStopped();
+      expect(s.state).toBe('stopping');
+      await s.ensureStarted();
+      await stopped;
+      await until('restarted', () => s.state === 'running' && s.pid !== first);
+      expect(states).toEqual(['starting', 'running', 'stopping', 'backoff', 'starting', 'running']);
+      let from: SupervisorState = 'stopped';
+      for (const to of states) {
+        expect(SUPERVISOR_TRANSITIONS[from]).toContain(to);
+        from = to;
+      }
+    });
   });
 });

@@ -16,6 +16,10 @@
  * | running  | alive   | yes    | exit -> backoff; ensureStopped -> stopping    |
  * | backoff  | none    | yes    | timer -> starting; ensureStopped -> stopped   |
  * | stopping | alive   | no     | exit -> stopped (SIGTERM, SIGKILL after stopTimeoutMs) |
+ *
+ * `TRANSITIONS` lists every move, including the ones a race makes (a child that exits on its
+ * own while ensureStopped waits for its spawn; an ensureStarted during stopping, which makes
+ * the exit unexpected and restarts it with backoff); every state change is checked against it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -23,9 +27,22 @@ import { accessSync, constants as fsConstants } from 'node:fs';
 import { readFile, unlink } from 'node:fs/promises';
 import { basename, delimiter, join } from 'node:path';
 import type { Writable } from 'node:stream';
+import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 import { atomicWriteFile } from '../storage/atomic';
 
 export type SupervisorState = 'stopped' | 'starting' | 'running' | 'backoff' | 'stopping';
+
+/** Every state change the supervisor may make (the table above); others are bugs. */
+export const SUPERVISOR_TRANSITIONS: TransitionMap<SupervisorState> = {
+  stopped: ['starting'],
+  // spawned; a failed spawn: retried (backoff) or given up (stopped)
+  starting: ['running', 'backoff', 'stopped'],
+  // ensureStopped; an unexpected exit; an exit while ensureStopped waited for the spawn
+  running: ['stopping', 'backoff', 'stopped'],
+  backoff: ['starting', 'stopped'],
+  // the exit; an ensureStarted during stopping makes the exit unexpected: restart
+  stopping: ['stopped', 'backoff'],
+};
 
 export interface ExitInfo {
   code: number | null;
@@ -302,7 +319,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   private setState(state: SupervisorState): void {
-    if (this._state === state) return;
+    if (!checkTransition(`supervisor ${this.name}`, SUPERVISOR_TRANSITIONS, this._state, state)) {
+      return;
+    }
     this._state = state;
     this.emit('state', state);
   }
