@@ -1,6 +1,7 @@
 /**
- * One ffmpeg/libx264 encoder: raw frames in on stdin, H.264 access units out (FLV-framed on
- * stdout, see flv-reader.ts). Constrained Baseline, zerolatency (no B-frames, no lookahead),
+ * One ffmpeg/libx264 encoder: raw frames in on stdin (a `frames` source), or the source's own
+ * input read by ffmpeg (an `ffmpeg-input` source: a device, a file), H.264 access units out
+ * (FLV-framed on stdout, see flv-reader.ts). Constrained Baseline, zerolatency (no B-frames, no lookahead),
  * so every frame written comes back as one access unit, in order: the capture times of the
  * frames in flight are a FIFO the units take theirs from.
  *
@@ -11,21 +12,34 @@
  */
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
-import type { PixelFormat, RawFrame } from '../drivers/video/types';
+import type { FfmpegInput, PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/supervisor';
 import { FlvReader } from './flv-reader';
 import type { AccessUnit } from './types';
 
-export interface EncoderSettings {
+interface EncodingSettings {
   width: number;
   height: number;
-  format: PixelFormat;
   fps: number;
   bitrateKbps: number;
   /** Frames between key frames; 0 = only the first. */
   gop: number;
   processing: VideoProcessing;
 }
+
+/** Raw frames of `format` on stdin. */
+export interface FrameEncoderSettings extends EncodingSettings {
+  format: PixelFormat;
+  input?: never;
+}
+
+/** ffmpeg reads the source's input itself (`width`/`height`/`fps` are the input's). */
+export interface InputEncoderSettings extends EncodingSettings {
+  input: FfmpegInput;
+  format?: never;
+}
+
+export type EncoderSettings = FrameEncoderSettings | InputEncoderSettings;
 
 /**
  * Frames written but not yet out of the encoder above which new frames are dropped rather
@@ -43,11 +57,6 @@ export function maxInFlight(fps: number): number {
  */
 export const MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
 
-/**
- * The ffmpeg command line (pure, unit-tested). SPEC 3 video processing maps to x264 presets:
- * quality_first = veryfast (better picture per bit), low_latency_first = ultrafast with a
- * half-second VBV buffer (smaller key-frame bursts, less queueing on the network).
- */
 /**
  * ffmpeg's input side for raw frames on stdin, shared by the H.264 encoder and the JPEG path:
  * quiet, `format` pixels of `width`x`height`, video only, every frame passed through as it comes.
@@ -75,6 +84,34 @@ export function rawInputArgs(format: string, width: number, height: number, fps:
   ];
 }
 
+/**
+ * ffmpeg's input side for an `ffmpeg-input` source: quiet, no console reads, the source's own
+ * input options, video only. Above the hub's rate the `fps` filter drops to it; otherwise every
+ * frame of the input passes through as it comes (as for raw frames).
+ */
+function sourceInputArgs(input: FfmpegInput, fps: number): { args: string[]; filters: string[] } {
+  const cap = input.fps > fps;
+  return {
+    args: [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-nostats',
+      '-nostdin',
+      ...input.args,
+      '-an',
+      '-sn',
+      ...(cap ? [] : ['-fps_mode', 'passthrough']),
+    ],
+    filters: cap ? [`fps=${fps}`] : [],
+  };
+}
+
+/**
+ * The ffmpeg command line (pure, unit-tested). SPEC 3 video processing maps to x264 presets:
+ * quality_first = veryfast (better picture per bit), low_latency_first = ultrafast with a
+ * half-second VBV buffer (smaller key-frame bursts, less queueing on the network).
+ */
 export function ffmpegArgs(s: EncoderSettings): string[] {
   const lowLatency = s.processing === 'low_latency_first';
   const bufsize = Math.max(50, Math.round(lowLatency ? s.bitrateKbps / 2 : s.bitrateKbps));
@@ -82,10 +119,14 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
   // libx264 refuses 4:2:0 with an odd width or height ("width not divisible by 2") and a
   // guest may set any mode: one black column/row of padding keeps every pixel of the screen.
   const even = (n: number): number => n + (n % 2);
-  const pad = s.width % 2 || s.height % 2 ? ['-vf', `pad=${even(s.width)}:${even(s.height)}`] : [];
+  const pad = s.width % 2 || s.height % 2 ? [`pad=${even(s.width)}:${even(s.height)}`] : [];
+  const input = s.input
+    ? sourceInputArgs(s.input, s.fps)
+    : { args: rawInputArgs(s.format, s.width, s.height, s.fps), filters: [] };
+  const filters = [...input.filters, ...pad];
   return [
-    ...rawInputArgs(s.format, s.width, s.height, s.fps),
-    ...pad,
+    ...input.args,
+    ...(filters.length > 0 ? ['-vf', filters.join(',')] : []),
     '-c:v',
     'libx264',
     '-preset',
@@ -120,7 +161,7 @@ export type WriteResult =
   | 'busy'
   /** not taken: no ffmpeg runs right now (starting, or waiting to restart) */
   | 'offline'
-  /** not taken: the frame's size or format is not the encoder's */
+  /** not taken: the frame's size or format is not the encoder's (or it reads its own input) */
   | 'mismatch';
 
 export interface EncoderOptions {
@@ -128,7 +169,10 @@ export interface EncoderOptions {
   binary?: string;
   /** Restart policy of a dying ffmpeg. */
   backoff?: BackoffOptions;
-  /** Frames in flight this long with no unit out: ffmpeg hangs, it is killed and restarted. */
+  /**
+   * Frames in flight this long with no unit out (an input-reading ffmpeg: no unit for this long
+   * since it started or since its last one): ffmpeg hangs, it is killed and restarted.
+   */
   stallMs?: number;
   /** SIGTERM, then SIGKILL after this. */
   stopTimeoutMs?: number;
@@ -164,6 +208,8 @@ export class H264Encoder extends EventEmitter<{
   private readonly stallMs: number;
   private readonly maxInFlightBytes: number;
   private stallTimer: NodeJS.Timeout | null = null;
+  /** When the running ffmpeg started or last gave a unit (the stall check of an input source). */
+  private lastOutputAt = 0;
   written = 0;
 
   constructor(
@@ -178,7 +224,7 @@ export class H264Encoder extends EventEmitter<{
       name: 'ffmpeg',
       command: opts.binary ?? 'ffmpeg',
       args: ffmpegArgs(settings),
-      stdin: 'pipe',
+      stdin: settings.input ? 'ignore' : 'pipe',
       stdout: 'data',
       stopTimeoutMs: opts.stopTimeoutMs ?? 2000,
       backoff: { ...ENCODER_BACKOFF, ...opts.backoff },
@@ -188,6 +234,7 @@ export class H264Encoder extends EventEmitter<{
     this.supervisor.on('started', (pid) => {
       this.inFlight = [];
       this.inFlightBytes = 0;
+      this.lastOutputAt = performance.now();
       this.reader = new FlvReader((u) => this.onFlvUnit(u.data, u.key));
       this.emit('started', pid);
     });
@@ -238,7 +285,12 @@ export class H264Encoder extends EventEmitter<{
   /** Hands a frame to the encoder; anything but 'written' means it was not taken. */
   write(frame: RawFrame): WriteResult {
     const s = this.settings;
-    if (frame.width !== s.width || frame.height !== s.height || frame.format !== s.format)
+    if (
+      s.input ||
+      frame.width !== s.width ||
+      frame.height !== s.height ||
+      frame.format !== s.format
+    )
       return 'mismatch';
     const stdin = this.supervisor.stdin;
     if (!stdin || !this.running || !this.reader) return 'offline';
@@ -269,7 +321,10 @@ export class H264Encoder extends EventEmitter<{
   private onFlvUnit(data: Buffer, key: boolean): void {
     const done = this.inFlight.shift();
     if (done) this.inFlightBytes -= done.bytes;
-    const capturedAt = done?.capturedAt ?? performance.now();
+    const now = performance.now();
+    this.lastOutputAt = now;
+    // an input source's frames were never here: a unit is dated when it comes out
+    const capturedAt = done?.capturedAt ?? now;
     this.emit('unit', {
       data,
       key,
@@ -280,9 +335,10 @@ export class H264Encoder extends EventEmitter<{
   }
 
   private checkStall(): void {
-    const oldest = this.inFlight[0];
-    if (!oldest || !this.running) return;
-    const waited = performance.now() - oldest.writtenAt;
+    if (!this.running) return;
+    const since = this.settings.input ? this.lastOutputAt : this.inFlight[0]?.writtenAt;
+    if (since === undefined) return;
+    const waited = performance.now() - since;
     if (waited > this.stallMs) this.fault(`no output for ${Math.round(waited)} ms`);
   }
 

@@ -8,17 +8,23 @@
  * is counted with its reason (`drops`).
  *
  * The source has one consumer; the hub shares its raw frames between the H.264 encoder and
- * raw subscribers (the JPEG path, media/jpeg-hub.ts). Capture runs while either needs it; the
- * H.264 encoder only while somebody watches H.264 (and its linger). A shared frame goes back
- * to the source (RawFrame.release) once every consumer let go of it.
+ * raw subscribers (the JPEG path, media/jpeg-hub.ts; media/raw-frames.ts). Capture runs while
+ * either needs it; the H.264 encoder only while somebody watches H.264 (and its linger).
+ *
+ * An `ffmpeg-input` source (drivers/video/types.ts: a device or a file) is read by the encoder's
+ * ffmpeg itself: no frames pass through here, the encoder starts when it is wanted (not at a
+ * first frame), each unit counts as a captured frame, and a new encoder starts only once the
+ * old one is gone (a capture device has one reader). Its raw subscribers get frames decoded
+ * from the hub's own H.264 (media/h264-decoder.ts), so they keep the encoder running too.
  */
 import { EventEmitter } from 'node:events';
 import type { VideoProcessing } from '@kvm/protocol';
 import type { Logger } from '../log';
-import type { RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
+import type { FfmpegInput, RawFrame, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { NalType, nalType, splitNalUnits } from './annexb';
 import { H264Encoder, type EncoderOptions, type EncoderSettings } from './encoder';
 import { GopCache, type GopCacheLimits } from './gop-cache';
+import { RawFrames } from './raw-frames';
 import {
   DROP_REASONS,
   type AccessUnit,
@@ -54,7 +60,10 @@ export interface HubStats {
 export interface VideoHubOptions {
   /** The ffmpeg executable (config `video.ffmpeg`). */
   ffmpeg?: string;
-  /** Restart policy, stall timeout and stop timeout of the encoder (tests shorten them). */
+  /**
+   * Restart policy, stall timeout and stop timeout of the encoder (tests shorten them); the
+   * decoder of an input source's raw frames takes the same backoff and stop timeout.
+   */
   encoder?: Omit<EncoderOptions, 'binary'>;
   gopCache?: GopCacheLimits;
   /** How long the encoder keeps running after the last viewer left. */
@@ -80,13 +89,19 @@ const noDrops = (): DropCounts =>
 
 export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements VideoFeed {
   private readonly viewers = new Set<(unit: AccessUnit) => void>();
-  private readonly rawSubs = new Set<(frame: RawFrame) => void>();
+  private readonly raw: RawFrames;
   private warmers = 0;
   /** Retires the H.264 encoder when nobody watches H.264 while raw frames still flow. */
   private h264LingerTimer: NodeJS.Timeout | null = null;
   private encoder: H264Encoder | null = null;
-  /** Encoders being stopped (restart, shutdown): dispose waits for them. */
+  /** Encoders (and decoders) being stopped (restart, shutdown): dispose waits for them. */
   private readonly retiring = new Set<Promise<void>>();
+  /** H.264 encoders not yet stopped: an input source's next one waits for them. */
+  private encodersStopping = 0;
+  /** The source's encoder reads its input itself (`ffmpeg-input`); no frames come here. */
+  private readonly inputKind: boolean;
+  /** An input source's next encoder start, held back by encoderStartMinMs. */
+  private startTimer: NodeJS.Timeout | null = null;
   /** The newest frame no ffmpeg could take yet (starting, restarting): written when one can. */
   private held: RawFrame | null = null;
   private readonly gop: GopCache;
@@ -117,6 +132,17 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.gop = new GopCache(opts.gopCache);
     this.lingerMs = opts.lingerMs ?? LINGER_MS;
     this.encoderStartMinMs = opts.encoderStartMinMs ?? ENCODER_START_MIN_MS;
+    this.inputKind = source.input?.(params.fps).kind === 'ffmpeg-input';
+    this.raw = new RawFrames(
+      log,
+      {
+        changed: () => this.demandChanged(),
+        cachedGop: () => this.gop.units(),
+        requestKeyFrame: () => this.requestKeyFrame(),
+        encoderOnline: () => this.stats.encoderOnline,
+      },
+      { ...opts.encoder, ...(opts.ffmpeg !== undefined ? { binary: opts.ffmpeg } : {}) },
+    );
     this.stats = {
       bitrate: 0,
       fps: 0,
@@ -154,6 +180,11 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     return this.encoder?.pid ?? null;
   }
 
+  /** The ffmpeg decoding an input source's H.264 for raw subscribers, or null. */
+  get decoderPid(): number | null {
+    return this.raw.decoderPid;
+  }
+
   /**
    * Frames the source delivered, access units the encoder produced and frames from the source
    * that never became a unit (encoder busy, not running, or restarted with them inside), since
@@ -186,16 +217,16 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
    * dropped) by the subscriber; it throws nothing back into the source.
    */
   subscribeRaw(onFrame: (frame: RawFrame) => void): () => void {
-    this.rawSubs.add(onFrame);
+    this.raw.add(onFrame);
     this.demandChanged();
     return () => {
-      if (this.rawSubs.delete(onFrame)) this.demandChanged();
+      if (this.raw.remove(onFrame)) this.demandChanged();
     };
   }
 
   /** Raw subscribers right now. */
   get rawSubscribers(): number {
-    return this.rawSubs.size;
+    return this.raw.size;
   }
 
   /**
@@ -209,7 +240,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     await this.source
       .stopCapture()
       .catch((err: unknown) => this.log.warn({ err }, 'video source failed to stop'));
-    if (this.viewers.size + this.warmers + this.rawSubs.size > 0) this.ensureRunning();
+    if (this.viewers.size + this.warmers + this.raw.size > 0) this.ensureRunning();
   }
 
   /** Event-socket clients with stream=1 (kvmd semantics) keep the encoder warm. */
@@ -230,7 +261,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS || !this.encoder?.running) return;
     this.lastKeyRequest = now;
     // ffmpeg's command line cannot make a key frame on request (architecture.md): a restart
-    // of the encoder starts with one, within about 100 ms.
+    // of the encoder starts with one, within about 100 ms (an input source's: once its input
+    // is open again; a file plays from its start).
     this.restartEncoder('key frame requested');
   }
 
@@ -261,10 +293,16 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     return this.viewers.size + this.warmers > 0;
   }
 
+  /** H.264 is wanted: for viewers, and for an input source's raw subscribers (decoded). */
+  private get encoderWanted(): boolean {
+    return this.h264Wanted || (this.inputKind && this.raw.size > 0);
+  }
+
   private demandChanged(): void {
     this.stats.viewers = this.viewers.size;
-    const wanted = this.h264Wanted || this.rawSubs.size > 0;
-    if (this.h264Wanted || !this.encoder) {
+    const wanted = this.h264Wanted || this.raw.size > 0;
+    if (this.raw.size === 0) this.retireDecoder();
+    if (this.encoderWanted || !this.encoder) {
       if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
       this.h264LingerTimer = null;
     }
@@ -273,10 +311,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       this.lingerTimer = null;
       this.ensureRunning();
       // raw frames only: the encoder lingers as it would with nobody at all, then goes
-      if (!this.h264Wanted && this.encoder && !this.h264LingerTimer) {
+      if (!this.encoderWanted && this.encoder && !this.h264LingerTimer) {
         this.h264LingerTimer = setTimeout(() => {
           this.h264LingerTimer = null;
-          if (this.h264Wanted) return;
+          if (this.encoderWanted) return;
           const enc = this.encoder;
           this.encoder = null;
           this.held = null;
@@ -300,6 +338,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   private ensureRunning(): void {
     if (this.disposed) return;
+    if (this.inputKind) {
+      this.ensureInputRunning();
+      return;
+    }
     const state = this.source.getState();
     if (!this.capturing && state.online) {
       this.capturing = true;
@@ -310,45 +352,45 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     }
   }
 
+  /** An input source: its encoder while H.264 is wanted, its decoder while raw frames are. */
+  private ensureInputRunning(): void {
+    if (!this.source.getState().online) return;
+    if (this.encoderWanted && !this.encoder && this.encodersStopping === 0) {
+      const wait = this.lastEncoderStart + this.encoderStartMinMs - performance.now();
+      if (wait <= 0) {
+        const input = this.currentInput();
+        if (input) {
+          this.startEncoder(
+            { ...this.params, width: input.width, height: input.height, input },
+            null,
+          );
+        }
+      } else if (!this.startTimer) {
+        this.startTimer = setTimeout(() => {
+          this.startTimer = null;
+          this.ensureRunning();
+        }, wait);
+        this.startTimer.unref();
+      }
+    }
+    // a decoder of the encoder's size (a new one when the size changed)
+    const enc = this.encoder;
+    if (enc) this.raw.ensureDecoder(enc.settings.width, enc.settings.height);
+  }
+
+  private currentInput(): FfmpegInput | null {
+    const input = this.source.input?.(this.params.fps);
+    return input?.kind === 'ffmpeg-input' ? input : null;
+  }
+
   private onFrame = (frame: RawFrame): void => {
     if (this.disposed) return;
     this.window.frames += 1;
     this.counts.frames += 1;
-    const h264 = this.h264Wanted || this.encoder !== null;
-    if (this.rawSubs.size === 0) {
-      if (h264) this.encode(frame);
-      else frame.release?.();
-      return;
-    }
-    // one buffer, several consumers: back to the source when the last one lets go
-    let left = this.rawSubs.size + (h264 ? 1 : 0);
-    const original = frame.release;
-    const share = (): RawFrame => {
-      let done = false;
-      return {
-        ...frame,
-        release: () => {
-          if (done) return;
-          done = true;
-          left -= 1;
-          if (left === 0) original?.();
-        },
-      };
-    };
-    for (const sub of [...this.rawSubs]) {
-      const mine = share();
-      try {
-        sub(mine);
-      } catch (err) {
-        mine.release?.();
-        this.log.warn({ err }, 'raw frame subscriber failed; unsubscribed');
-        if (this.rawSubs.delete(sub)) this.demandChanged();
-      }
-    }
-    if (h264) this.encode(share());
+    this.raw.share(frame, this.h264Wanted || this.encoder !== null ? this.encode : null);
   };
 
-  private encode(frame: RawFrame): void {
+  private encode = (frame: RawFrame): void => {
     const enc = this.encoder;
     const result = enc ? enc.write(frame) : 'offline';
     if (result === 'busy') {
@@ -359,14 +401,14 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       // the source changed resolution or format: an encoder for the new size
       if (enc) this.restartEncoder('source size changed');
       if (performance.now() - this.lastEncoderStart >= this.encoderStartMinMs) {
-        this.startEncoder(frame);
+        this.startEncoder(this.settingsFor(frame), frame);
       } else {
         // too soon after the last one; a later frame (sources send one a second at least)
         // starts it
         this.hold(frame);
       }
     }
-  }
+  };
 
   /** Keeps the newest frame for an ffmpeg that is not running yet; the one it replaces is lost. */
   private hold(frame: RawFrame): void {
@@ -386,16 +428,20 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     };
   }
 
-  private startEncoder(frame: RawFrame): void {
+  /** A new encoder; `first` (a frames source's) is written as soon as it runs. */
+  private startEncoder(settings: EncoderSettings, first: RawFrame | null): void {
     this.lastEncoderStart = performance.now();
-    const enc = new H264Encoder(this.settingsFor(frame), () => this.seq++, {
+    const enc = new H264Encoder(settings, () => this.seq++, {
       ...this.opts.encoder,
       ...(this.opts.ffmpeg !== undefined ? { binary: this.opts.ffmpeg } : {}),
     });
-    this.log.info({ width: frame.width, height: frame.height, ...this.params }, 'encoder starting');
+    this.log.info(
+      { width: settings.width, height: settings.height, ...this.params },
+      'encoder starting',
+    );
     this.encoder = enc;
     this.gop.clear();
-    this.hold(frame);
+    if (first) this.hold(first);
     enc.on('unit', (unit) => this.onUnit(unit));
     enc.on('started', (pid) => {
       const held = this.held;
@@ -433,14 +479,27 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.retire(enc);
   }
 
+  private retireDecoder(): void {
+    const done = this.raw.stopDecoder();
+    if (!done) return;
+    this.retiring.add(done);
+    void done.finally(() => this.retiring.delete(done));
+  }
+
   private retire(enc: H264Encoder): Promise<void> {
     this.drop('encoder_restart', enc.framesInFlight);
     enc.removeAllListeners();
     const done = enc
       .stop()
       .catch((err: unknown) => this.log.warn({ err }, 'encoder did not stop cleanly'));
+    this.encodersStopping += 1;
     this.retiring.add(done);
-    void done.finally(() => this.retiring.delete(done));
+    void done.finally(() => {
+      this.retiring.delete(done);
+      this.encodersStopping -= 1;
+      // an input source's next encoder opens the input once this one let go of it
+      if (this.inputKind) this.ensureRunning();
+    });
     return done;
   }
 
@@ -454,6 +513,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.window.bytes += unit.data.length;
     this.window.units += 1;
     this.counts.units += 1;
+    if (this.inputKind) {
+      // ffmpeg captured it: the unit is the frame
+      this.window.frames += 1;
+      this.counts.frames += 1;
+      this.raw.decode(unit, this.params.gop === 0);
+    }
     for (const viewer of this.viewers) {
       // A transport's bug must cost its own viewer, not the others or the process: this runs
       // inside ffmpeg's stdout handler, where a throw would be uncaught.
@@ -488,17 +553,28 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private onSourceState(state: VideoSourceState): void {
-    if (state.online && this.viewers.size + this.warmers + this.rawSubs.size > 0)
-      this.ensureRunning();
+    if (this.inputKind) {
+      const input = this.encoder?.settings.input;
+      const now = state.online ? this.currentInput() : null;
+      // a new size or device: a new encoder (started once the old one is gone)
+      if (input && JSON.stringify(input) !== JSON.stringify(now)) {
+        this.restartEncoder(state.online ? 'source input changed' : 'source offline');
+      } else if (state.online) this.ensureRunning();
+      return;
+    }
+    if (state.online && this.viewers.size + this.warmers + this.raw.size > 0) this.ensureRunning();
     if (!state.online) this.capturing = false;
   }
 
   private async shutdown(): Promise<void> {
     this.capturing = false;
+    this.retireDecoder();
     // a source that fails to stop must not keep ffmpeg alive (or reject in a timer)
-    await this.source
-      .stopCapture()
-      .catch((err: unknown) => this.log.warn({ err }, 'video source failed to stop'));
+    if (!this.inputKind) {
+      await this.source
+        .stopCapture()
+        .catch((err: unknown) => this.log.warn({ err }, 'video source failed to stop'));
+    }
     const enc = this.encoder;
     this.encoder = null;
     this.held = null;
@@ -512,7 +588,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     clearInterval(this.statsTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
-    this.rawSubs.clear();
+    if (this.startTimer) clearTimeout(this.startTimer);
+    this.raw.clear();
     this.offSource();
     this.viewers.clear();
     await this.shutdown();
