@@ -165,6 +165,8 @@ const configSchema = z.strictObject({
     .strictObject({
       type: driverType('video'),
       ffmpeg: z.string().default('ffmpeg'),
+      /** `type: file`: the video file played in a loop as the screen (docs/drivers.md). */
+      file: z.string().min(1).nullable().default(null),
     })
     .prefault({}),
   wol: z

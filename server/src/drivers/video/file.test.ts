@@ -75,6 +75,13 @@ describe('FileVideo', () => {
     expect(seen).toEqual([]); // it never was online
   });
 
+  it('no file set (video.file null): offline, says so', async () => {
+    const v = new FileVideo({ path: null });
+    await v.init();
+    expect(v.getState().online).toBe(false);
+    expect(v.reason).toBe('no video file is set (video.file)');
+  });
+
   it('a file that is not a video, or has no picture: offline with the reason', async () => {
     const text = join(dir, 'notes.txt');
     await writeFile(text, 'not a video at all\n');

@@ -18,8 +18,8 @@ import type { Logger } from '../../log';
 import type { VideoInput, VideoSource, VideoSourceState } from './types';
 
 export interface FileVideoOptions {
-  /** The video file (config `video.file`). */
-  path: string;
+  /** The video file (config `video.file`); null: none set, the source stays offline. */
+  path: string | null;
   /** The ffmpeg executable (config `video.ffmpeg`); ffprobe is looked up beside it. */
   ffmpeg?: string;
   /** The ffprobe executable; default: `ffprobe` in ffmpeg's folder (or on PATH). */
@@ -82,12 +82,12 @@ export class FileVideo implements VideoSource {
   private probed: FileProbe | null = null;
   private problem: string | null = 'not probed yet';
   private readonly listeners = new Set<(state: VideoSourceState) => void>();
-  private readonly url: string;
+  private readonly url: string | null;
   private readonly ffprobe: string;
   private abort: AbortController | null = null;
 
   constructor(private readonly opts: FileVideoOptions) {
-    this.url = `file:${resolve(opts.path)}`;
+    this.url = opts.path === null ? null : `file:${resolve(opts.path)}`;
     this.ffprobe = opts.ffprobe ?? ffprobeBeside(opts.ffmpeg ?? 'ffmpeg');
   }
 
@@ -110,7 +110,7 @@ export class FileVideo implements VideoSource {
     return {
       kind: 'ffmpeg-input',
       // at the file's own rate, from its start again at its end
-      args: ['-re', '-stream_loop', '-1', '-i', this.url],
+      args: ['-re', '-stream_loop', '-1', '-i', this.url ?? ''],
       width: p?.width ?? 0,
       height: p?.height ?? 0,
       fps: p?.fps ?? DEFAULT_FPS,
@@ -142,10 +142,13 @@ export class FileVideo implements VideoSource {
   }
 
   private probe(): Promise<FileProbe | string> {
+    const url = this.url;
+    const path = this.opts.path ?? '';
+    if (url === null) return Promise.resolve('no video file is set (video.file)');
     const args = [
       ...['-v', 'error', '-select_streams', 'v:0'],
       ...['-show_entries', 'stream=width,height,avg_frame_rate,r_frame_rate', '-of', 'json'],
-      this.url,
+      url,
     ];
     this.abort = new AbortController();
     return new Promise((done) => {
@@ -168,7 +171,7 @@ export class FileVideo implements VideoSource {
           if (err.killed)
             done(`ffprobe gave no answer in ${this.opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS} ms`);
           else if (code === 'ENOENT' && !said) done(`${this.ffprobe} not found`);
-          else if (said) done(said.replace(this.url, this.opts.path));
+          else if (said) done(said.replace(url, path));
           else done(`ffprobe failed: ${err.message}`);
         },
       );
