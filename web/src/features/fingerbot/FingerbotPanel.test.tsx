@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act } from 'react';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { click, typeInto } from '../../test/dom';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import {
   applyFingerbot,
@@ -16,21 +16,6 @@ import {
   writePressTime,
 } from './fingerbot-store';
 import FingerbotPanel from './FingerbotPanel';
-
-function typeInto(el: HTMLElement | null, value: string) {
-  const input = el instanceof HTMLInputElement ? el : el?.querySelector('input');
-  if (!input) throw new Error('no input');
-  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-  act(() => {
-    setter?.call(input, value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
-
-function click(el: Element | null | undefined) {
-  if (!(el instanceof HTMLElement)) throw new Error('no element');
-  act(() => el.click());
-}
 
 let view: Rendered | undefined;
 let requests: RecordedRequest[];

@@ -1,44 +1,31 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { act, useEffect } from 'react';
-import { NotifyProvider } from '../../components/notify';
+import { act } from 'react';
 import { ApiError } from '../../lib/api';
-import { flush, render, type Rendered } from '../../test/render';
+import { renderHook, toasts, type RenderedHook } from '../../test/hook';
+import { flush } from '../../test/render';
 import { useFingerbotCall, type FingerbotCall } from './use-fingerbot-call';
 
-const latest: { current: FingerbotCall | null } = { current: null };
+let hook: RenderedHook<FingerbotCall> | undefined;
 
 function call(): FingerbotCall {
-  if (!latest.current) throw new Error('not rendered');
-  return latest.current;
+  if (!hook) throw new Error('not rendered');
+  return hook.current();
 }
-
-/** Shows what a section's button would: whether its call runs. */
-function Probe() {
-  const current = useFingerbotCall();
-  useEffect(() => {
-    latest.current = current;
-  });
-  return <div data-testid="probe" data-busy={String(current.busy)} />;
-}
-
-const toasts = () =>
-  [...document.querySelectorAll('.ant-message-notice')].map((el) => el.textContent);
-
-let view: Rendered | undefined;
 
 beforeEach(async () => {
-  view = await render(
-    <NotifyProvider>
-      <Probe />
-    </NotifyProvider>,
-  );
+  // Shows what a section's button would: whether its call runs.
+  hook = await renderHook(useFingerbotCall, (current) => (
+    <div data-testid="probe" data-busy={String(current.busy)} />
+  ));
 });
 
 afterEach(() => {
-  view?.unmount();
-  view = undefined;
+  hook?.view.unmount();
+  hook = undefined;
   document.body.innerHTML = '';
 });
+
+const busy = () => hook?.view.byTestId('probe')?.dataset['busy'];
 
 describe('useFingerbotCall', () => {
   it('is busy while the call runs, then toasts the success', async () => {
@@ -50,11 +37,11 @@ describe('useFingerbotCall', () => {
         failure: 'press failed',
       });
     });
-    expect(view?.byTestId('probe')?.dataset['busy']).toBe('true');
+    expect(busy()).toBe('true');
     await act(async () => finish());
     expect(await done).toBe(true);
     await flush();
-    expect(view?.byTestId('probe')?.dataset['busy']).toBe('false');
+    expect(busy()).toBe('false');
     expect(toasts()).toEqual(['pressed']);
   });
 
@@ -68,7 +55,7 @@ describe('useFingerbotCall', () => {
     });
     await flush();
     expect(ok).toBe(false);
-    expect(view?.byTestId('probe')?.dataset['busy']).toBe('false');
+    expect(busy()).toBe('false');
     expect(toasts()).toEqual(['press failed: asleep']);
   });
 });

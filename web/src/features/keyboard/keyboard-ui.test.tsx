@@ -5,6 +5,7 @@ import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { click, typeInto } from '../../test/dom';
 import { NotifyProvider } from '../../components/notify';
 import { hidSender } from '../input/input-session';
 import { resetConfigForTests, useConfig } from '../config/config-store';
@@ -54,18 +55,6 @@ function tap(view: Rendered, code: string) {
   pointer(key, 'pointerup');
 }
 
-function typeInto(el: HTMLElement | null, value: string) {
-  if (!(el instanceof HTMLTextAreaElement || el instanceof HTMLInputElement)) {
-    throw new Error('not a text field');
-  }
-  const proto = Object.getPrototypeOf(el) as object;
-  const setter = Object.getOwnPropertyDescriptor(proto, 'value')?.set;
-  act(() => {
-    setter?.call(el, value);
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
-
 /** The keyboard is lazy-loaded: its first import takes longer than a few ticks. */
 async function waitForTestId(id: string): Promise<HTMLElement> {
   for (let i = 0; i < 200; i += 1) {
@@ -74,11 +63,6 @@ async function waitForTestId(id: string): Promise<HTMLElement> {
     await flush(1);
   }
   throw new Error(`${id} never appeared`);
-}
-
-function click(el: HTMLElement | null) {
-  if (!el) throw new Error('no element');
-  act(() => el.click());
 }
 
 let view: Rendered | undefined;

@@ -4,6 +4,7 @@ import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { typeInto } from '../../test/dom';
 import { resetInputSessionForTests } from '../input/input-session';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import { KeyboardGroup } from './KeyboardGroup';
@@ -18,14 +19,6 @@ function clickRadio(view: Rendered, testId: string) {
   const element = view.byTestId(testId);
   const input = element?.tagName === 'INPUT' ? element : element?.querySelector('input');
   act(() => input?.click());
-}
-
-function typeInto(input: HTMLInputElement, value: string) {
-  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-  act(() => {
-    setter?.call(input, value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
 }
 
 function setConfigRoute(requests: RecordedRequest[]) {

@@ -3,18 +3,11 @@ import { act } from 'react';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { typeInto } from '../../test/dom';
 import { useSession } from '../session/session-store';
 import { TwoFaSettings } from './TwoFaSettings';
 import { rememberUsedCode } from '../auth/dynamic-code';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
-
-function typeInto(input: HTMLInputElement, value: string) {
-  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-  act(() => {
-    setter?.call(input, value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
 
 function byId(id: string): HTMLElement | null {
   return document.querySelector<HTMLElement>(`[data-testid="${id}"]`);

@@ -5,6 +5,7 @@ import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest, type Responder } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { click, typeInto } from '../../test/dom';
 import { resetMsdForTests, useMsd, type MsdState } from './msd-store';
 import StoragePanel from './StoragePanel';
 import { msdUploader } from './upload';
@@ -78,26 +79,12 @@ class FakeXhr {
   }
 }
 
-function click(el: HTMLElement | null) {
-  if (!el) throw new Error('no element');
-  act(() => el.click());
-}
-
 function pickFile(view: Rendered, file: File) {
   const input = view.byTestId('msd-upload-input');
   if (!(input instanceof HTMLInputElement)) throw new Error('no file input');
   Object.defineProperty(input, 'files', { value: [file], configurable: true });
   act(() => {
     input.dispatchEvent(new Event('change', { bubbles: true }));
-  });
-}
-
-function typeInto(el: HTMLElement | null, value: string) {
-  if (!(el instanceof HTMLInputElement)) throw new Error('not an input');
-  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-  act(() => {
-    setter?.call(el, value);
-    el.dispatchEvent(new Event('input', { bubbles: true }));
   });
 }
 

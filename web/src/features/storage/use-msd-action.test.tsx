@@ -1,32 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act, useEffect } from 'react';
-import { NotifyProvider } from '../../components/notify';
+import { act } from 'react';
 import { ApiError } from '../../lib/api';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { renderHook, toasts, type RenderedHook } from '../../test/hook';
+import { flush } from '../../test/render';
 import { resetMsdForTests } from './msd-store';
 import { TransferError } from './upload';
 import { useMsdAction, type MsdActions } from './use-msd-action';
 
-const latest: { current: MsdActions | null } = { current: null };
+let hook: RenderedHook<MsdActions> | undefined;
 
 /** The hook's object of the last render. */
 function actions(): MsdActions {
-  if (!latest.current) throw new Error('not rendered');
-  return latest.current;
-}
-
-/** Shows what a section would: the busy name and the panel error. */
-function Probe() {
-  const current = useMsdAction();
-  useEffect(() => {
-    latest.current = current;
-  });
-  return (
-    <div data-testid="probe" data-busy={current.busy ?? ''}>
-      {current.error}
-    </div>
-  );
+  if (!hook) throw new Error('not rendered');
+  return hook.current();
 }
 
 /** A piece of work the test finishes by hand. */
@@ -40,30 +27,27 @@ function deferred() {
   return { promise, resolve, reject };
 }
 
-const toasts = () =>
-  [...document.querySelectorAll('.ant-message-notice')].map((el) => el.textContent);
-
-let view: Rendered | undefined;
 let requests: RecordedRequest[];
 
 beforeEach(async () => {
   resetMsdForTests();
   ({ requests } = stubFetch({ '/api/msd': () => envelope(200, { enabled: false }) }));
-  view = await render(
-    <NotifyProvider>
-      <Probe />
-    </NotifyProvider>,
-  );
+  // Shows what a section would: the busy name and the panel error.
+  hook = await renderHook(useMsdAction, (current) => (
+    <div data-testid="probe" data-busy={current.busy ?? ''}>
+      {current.error}
+    </div>
+  ));
 });
 
 afterEach(() => {
-  view?.unmount();
-  view = undefined;
+  hook?.view.unmount();
+  hook = undefined;
   vi.unstubAllGlobals();
   document.body.innerHTML = '';
 });
 
-const probe = () => view?.byTestId('probe');
+const probe = () => hook?.view.byTestId('probe');
 
 describe('useMsdAction', () => {
   it('is busy with the action name while the work runs, then reloads the state', async () => {

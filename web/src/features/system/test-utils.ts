@@ -1,6 +1,9 @@
 /** Test helpers for the device-administration groups (antd Select and inputs in happy-dom). */
 import { act } from 'react';
+import { typeInto } from '../../test/dom';
 import { flush, type Rendered } from '../../test/render';
+
+export { typeInto };
 
 /** Opens the antd Select with this test id and clicks the option with this label. */
 export async function chooseOption(view: Rendered, testId: string, label: string): Promise<void> {
@@ -31,20 +34,6 @@ export async function chooseOption(view: Rendered, testId: string, label: string
   }
   act(() => option.click());
   await flush();
-}
-
-/** Sets an input's value the way React notices. */
-export function typeInto(input: HTMLElement | null, value: string): void {
-  if (!input) throw new Error('no input');
-  const proto =
-    input instanceof HTMLTextAreaElement
-      ? HTMLTextAreaElement.prototype
-      : HTMLInputElement.prototype;
-  const setter = Object.getOwnPropertyDescriptor(proto, 'value')?.set;
-  act(() => {
-    setter?.call(input, value);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
 }
 
 export function click(view: Rendered, testId: string): void {

@@ -1,27 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act } from 'react';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
+import { click, typeInto } from '../../test/dom';
 import { resetWolForTests } from './wol';
 import WolPanel from './WolPanel';
 
 const PC = { name: 'Office PC', mac: 'AA:BB:CC:DD:EE:FF' };
-
-function typeInto(el: HTMLElement | null, value: string) {
-  if (!(el instanceof HTMLInputElement)) throw new Error('not an input');
-  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')?.set;
-  act(() => {
-    setter?.call(el, value);
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
-
-function click(el: HTMLElement | null) {
-  if (!el) throw new Error('no element');
-  act(() => el.click());
-}
 
 let view: Rendered | undefined;
 let requests: RecordedRequest[];

@@ -1,49 +1,34 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act, useEffect } from 'react';
-import { NotifyProvider } from '../../components/notify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { act } from 'react';
 import { ApiError } from '../../lib/api';
-import { flush, render, type Rendered } from '../../test/render';
+import { renderHook, toasts, type RenderedHook } from '../../test/hook';
+import { flush } from '../../test/render';
 import { useWolAction, type WolActions } from './use-wol-action';
 
-const latest: { current: WolActions | null } = { current: null };
-
-function actions(): WolActions {
-  if (!latest.current) throw new Error('not rendered');
-  return latest.current;
-}
-
-/** Shows what the panel would: its error line. */
-function Probe() {
-  const current = useWolAction();
-  useEffect(() => {
-    latest.current = current;
-  });
-  return <div data-testid="probe">{current.error}</div>;
-}
-
-const toasts = () =>
-  [...document.querySelectorAll('.ant-message-notice')].map((el) => el.textContent);
 const refused = () =>
   Promise.reject(new ApiError(500, { error: 'WolSendError', error_msg: 'no route' }));
 
-let view: Rendered | undefined;
+let hook: RenderedHook<WolActions> | undefined;
+
+function actions(): WolActions {
+  if (!hook) throw new Error('not rendered');
+  return hook.current();
+}
 
 beforeEach(async () => {
-  view = await render(
-    <NotifyProvider>
-      <Probe />
-    </NotifyProvider>,
-  );
+  // Shows what the panel would: its error line.
+  hook = await renderHook(useWolAction, (current) => (
+    <div data-testid="probe">{current.error}</div>
+  ));
 });
 
 afterEach(() => {
-  view?.unmount();
-  view = undefined;
-  vi.unstubAllGlobals();
+  hook?.view.unmount();
+  hook = undefined;
   document.body.innerHTML = '';
 });
 
-const errorLine = () => view?.byTestId('probe')?.textContent;
+const errorLine = () => hook?.view.byTestId('probe')?.textContent;
 
 describe('useWolAction', () => {
   it('shows a failure with the server reason in the panel and as a toast, and never rejects', async () => {
