@@ -441,7 +441,9 @@ export class OcrService {
       gray = darkOnLight(r.stdout);
     } catch (err) {
       this.opts.log?.warn({ err }, 'ocr: ffmpeg failed');
-      throw new OcrError("Can't recognize image");
+      // past the time limit in either step is the same answer (a loaded device's ffmpeg too)
+      const killed = (err as ExecFileException).killed === true;
+      throw new OcrError(killed ? 'OCR timed out' : "Can't recognize image");
     }
     try {
       // psm 6 (one block of text): what libtesseract does by default (kvmd calls it so), and
