@@ -7,6 +7,7 @@ import {
   networkFormErrors,
   parseIpv4,
   prefixToNetmask,
+  unmapIpv4,
   validateNetworkForm,
 } from './network';
 
@@ -39,6 +40,15 @@ describe('IPv4 parsing', () => {
     ' 1.2.3.4',
     '1..2.3',
   ])('rejects %j', (text) => expect(parseIpv4(text)).toBeNull());
+});
+
+describe('socket addresses', () => {
+  it('reads an IPv4-mapped IPv6 address as IPv4 and leaves others alone', () => {
+    expect(unmapIpv4('::ffff:10.0.0.77')).toBe('10.0.0.77');
+    expect(unmapIpv4('10.0.0.77')).toBe('10.0.0.77');
+    expect(unmapIpv4('::1')).toBe('::1');
+    expect(unmapIpv4('fe80::ffff:1')).toBe('fe80::ffff:1');
+  });
 });
 
 describe('netmasks', () => {

@@ -32,6 +32,11 @@ export function isIpv4(text: string): boolean {
   return parseIpv4(text) !== null;
 }
 
+/** A socket address as IPv4 when it is an IPv4-mapped IPv6 one (`::ffff:1.2.3.4` → `1.2.3.4`). */
+export function unmapIpv4(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
 export function formatIpv4(value: number): string {
   return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
 }

@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
-import type { PendingNetworkChange } from '@kvm/protocol';
+import { unmapIpv4, type PendingNetworkChange } from '@kvm/protocol';
 import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 import { IsBusyError, NotFoundError } from '../../errors';
 import type { Logger } from '../../log';
@@ -195,7 +195,7 @@ export class SafeChanges {
   noteLocalAddress(localAddress: string | undefined): void {
     const active = this.active;
     if (!active || !active.host || !localAddress || this.current !== 'waiting') return;
-    if (stripMapped(localAddress) !== active.host) return;
+    if (unmapIpv4(localAddress) !== active.host) return;
     this.confirm(active.record.id).catch((err: unknown) =>
       this.opts.log.error({ err }, 'network change: implicit confirm failed'),
     );
@@ -325,10 +325,6 @@ function parsePending(raw: unknown): PendingRecord | null {
     throw new Error('not a pending network change');
   }
   return r as PendingRecord;
-}
-
-function stripMapped(address: string): string {
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 /** `https://10.0.0.2:443/` → `10.0.0.2`. */

@@ -6,6 +6,7 @@
  * (wifi-input.ts); this service takes the typed join.
  */
 import {
+  unmapIpv4,
   wifiAdapterLabelCode,
   type SavedWifiNetwork,
   type WifiConnectResult,
@@ -86,7 +87,7 @@ export class WifiService {
       const overWifi =
         localAddress !== undefined &&
         before.ipv4.ip !== '' &&
-        stripMapped(localAddress) === before.ipv4.ip;
+        unmapIpv4(localAddress) === before.ipv4.ip;
       if (!overWifi) {
         const outcome = await this.safe.exclusive(() => this.driver.connect(request));
         this.log.info({ ssid, ok: outcome.ok, fail_type: outcome.fail_type }, outcome.message);
@@ -193,7 +194,3 @@ export class WifiService {
 }
 
 class JoinFailed extends Error {}
-
-function stripMapped(address: string): string {
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
-}
