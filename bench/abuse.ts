@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { REPO_ROOT, ServerProcess } from '../e2e/fixtures/server';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import { runLong } from '../server/src/fuzz/long-run';
 import { randomSeed } from '../server/src/fuzz/prng';
 import { CountingHasher, newAuthApp } from '../server/src/services/auth/auth-test-kit';

@@ -59,7 +59,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import type { TestbedAudio } from '../server/src/drivers/audio/testbed';
 import { s16, toneLevel } from '../server/src/drivers/audio/tone';
 import { Browser } from '../e2e/fixtures/browser';

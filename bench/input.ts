@@ -37,7 +37,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import type { TestbedReport } from '../server/src/drivers/hid/testbed';
 import { Browser } from '../e2e/fixtures/browser';
 import { median, note, round, shortMark, sized, initAndLogin } from './lib';

@@ -21,7 +21,7 @@ import { mkdir, mkdtemp, rm, rmdir, statfs, truncate, writeFile } from 'node:fs/
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import { REPO_ROOT } from '../server/src/paths';
 import { note, round, shortMark, sized, initAndLogin } from './lib';
 

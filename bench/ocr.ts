@@ -33,7 +33,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import type { RawFrame } from '../server/src/drivers/video/types';
 import { machineSpeed, median, note, round, shortMark, sized, SHORT, initAndLogin } from './lib';
 

@@ -57,7 +57,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import type { TestbedVideo } from '../server/src/drivers/video/testbed';
 import { MARKER, MARKER_BITS } from '../server/src/platform/testbed/screen';
 import { build as esbuild } from 'esbuild';

@@ -27,7 +27,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { buildTestApp } from '../server/src/app';
+import { buildTestApp } from '../server/src/test-helpers';
 import { Browser } from '../e2e/fixtures/browser';
 import { WEBRTC_FALLBACK_MS, WEBRTC_PROBE_MS } from '../web/src/features/video/webrtc-timing';
 import { initAndLogin, note, percentile, round, shortMark, sized } from './lib';

@@ -3,12 +3,34 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp } from './app';
+import { buildApp, createContext } from './app';
+import { buildConfig } from './config';
+import { loadConfigDefaults } from './paths';
 
 export const PASSWORD = 'correct horse';
 
 export async function tempDataDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'kvm-test-'));
+}
+
+/** A context and app over a data folder, for tests and benches (no TLS, no logger). */
+export async function buildTestApp(
+  dataDir: string,
+  overrides: Record<string, unknown> = {},
+): Promise<FastifyInstance> {
+  const config = buildConfig(
+    {
+      data_dir: dataDir,
+      target: 'testbed',
+      webrtc: { stun_url: null },
+      // bash without the host's dotfiles: a test must not wait on (or break) its profile
+      terminal: { shell: '/bin/bash', args: ['--noprofile', '--norc'] },
+      ...overrides,
+    },
+    loadConfigDefaults(),
+  );
+  const ctx = await createContext(config, '0.0.0-test');
+  return buildApp(ctx);
 }
 
 export async function newApp(

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildTestApp } from '../app';
+import { buildTestApp } from '../test-helpers';
 import { REPO_ROOT } from '../paths';
 import { runLong } from './long-run';
 import { randomSeed } from './prng';

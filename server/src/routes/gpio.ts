@@ -36,6 +36,4 @@ export function gpioRoutes(app: FastifyInstance, gpio: GpioService): void {
     await gpio.pulse(channel, delay, bool('wait', q['wait'], false));
     return {};
   });
-
-  app.addHook('onClose', async () => gpio.dispose());
 }

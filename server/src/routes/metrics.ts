@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { cpus, freemem, totalmem } from 'node:os';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AtxService } from '../services/atx/atx-service';
 import type { GpioService } from '../services/gpio/gpio-service';
 import type { HidService } from '../services/hid/hid-service';
@@ -120,6 +120,20 @@ function cpuTimes(): { busy: number; total: number } {
   return { busy, total };
 }
 
+/**
+ * Requests by method and status (both label sets small and fixed). Its hook sees every route of
+ * the app, so app.ts adds it at the root, not in the metrics plugin's scope.
+ */
+export class RequestCounter {
+  readonly counts = new Map<string, number>();
+
+  readonly onResponse = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const method = METHODS.has(request.method) ? request.method : 'other';
+    const key = `${method} ${reply.statusCode}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  };
+}
+
 export function metricsRoutes(
   app: FastifyInstance,
   deps: {
@@ -128,15 +142,10 @@ export function metricsRoutes(
     streamer: StreamerService;
     hid: HidService;
     msd: MsdService;
+    requests: RequestCounter;
   },
 ): void {
-  // Requests by method and status: both label sets are small and fixed.
-  const requests = new Map<string, number>();
-  app.addHook('onResponse', async (request, reply) => {
-    const method = METHODS.has(request.method) ? request.method : 'other';
-    const key = `${method} ${reply.statusCode}`;
-    requests.set(key, (requests.get(key) ?? 0) + 1);
-  });
+  const requests = deps.requests.counts;
   const startS = Math.round(Date.now() / 1000 - process.uptime());
   // The CPU percent of kvmd's health is over the time since the last look.
   let lastCpu = cpuTimes();

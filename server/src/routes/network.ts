@@ -20,15 +20,20 @@ function origin(request: FastifyRequest) {
   };
 }
 
-export function networkRoutes(app: FastifyInstance, network: NetworkService): void {
-  // Implicit confirm: an authenticated request that reached the device on the pending change's
-  // new address means the console came back there (a real device; docs/system.md).
-  app.addHook('preHandler', async (request) => {
+/**
+ * Implicit confirm: an authenticated request (any route) that reached the device on the pending
+ * change's new address means the console came back there (a real device; docs/system.md). It
+ * sees every request, so app.ts adds it at the root.
+ */
+export function implicitConfirmHook(network: NetworkService) {
+  return async (request: FastifyRequest): Promise<void> => {
     if (request.auth && network.safe.pending()) {
       network.safe.noteLocalAddress(request.socket.localAddress);
     }
-  });
+  };
+}
 
+export function networkRoutes(app: FastifyInstance, network: NetworkService): void {
   app.get('/api/system/get_network_config', async () => network.config());
 
   app.post('/api/system/set_network_config', { bodyLimit: NETWORK_BODY_LIMIT }, async (request) =>

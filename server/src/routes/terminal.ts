@@ -64,5 +64,4 @@ export function terminalRoutes(
       },
     });
   }
-  app.addHook('onClose', async () => terminals.dispose());
 }
