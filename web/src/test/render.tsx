@@ -1,6 +1,7 @@
 /** Minimal React rendering for tests (react-dom + act, no extra library). */
 import { act, type ReactNode } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
+import { NotifyProvider } from '../components/notify';
 import { initI18n } from '../i18n';
 
 (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
@@ -37,4 +38,11 @@ export async function flush(times = 5): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 0));
     });
   }
+}
+
+/** A panel as the console shows it (inside the toasts' provider), once its first reads settle. */
+export async function renderPanel(node: ReactNode): Promise<Rendered> {
+  const view = await render(<NotifyProvider>{node}</NotifyProvider>);
+  await flush();
+  return view;
 }

@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
-import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import {
@@ -98,12 +97,7 @@ describe('fingerbot store', () => {
 
 describe('FingerbotPanel', () => {
   async function open() {
-    view = await render(
-      <NotifyProvider>
-        <FingerbotPanel />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<FingerbotPanel />);
     return view;
   }
 

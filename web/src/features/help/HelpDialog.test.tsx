@@ -2,7 +2,7 @@ import { act } from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, render, type Rendered, renderPanel } from '../../test/render';
 import { useInfo } from '../device-info/info-store';
 import { click, typeInto } from '../system/test-utils';
 import SystemGroup from '../settings/SystemGroup';
@@ -73,12 +73,7 @@ describe('HelpDialog', () => {
     ) {
       clicked.push(this.download);
     });
-    view = await render(
-      <NotifyProvider>
-        <HelpDialog onClose={() => undefined} />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<HelpDialog onClose={() => undefined} />);
     // SPEC 4's spelling, as the upgrade control's versions (issue 21: "0.1.0" beside "V0.2.0").
     expect(view.byTestId('about-version')?.textContent).toBe('V1.2.3');
     expect(view.byTestId('about-model')?.textContent).toBe('RM1');

@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { applyFingerbot, resetFingerbotForTests } from '../fingerbot/fingerbot-store';
 import { applyAtx, resetAtxForTests, useAtx } from '../power/atx-store';
 import { resetMsdForTests } from '../storage/msd-store';
@@ -58,12 +57,7 @@ afterEach(() => {
 });
 
 async function open() {
-  view = await render(
-    <NotifyProvider>
-      <DeviceTools />
-    </NotifyProvider>,
-  );
-  await flush();
+  view = await renderPanel(<DeviceTools />);
   return view;
 }
 

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EDID_PRESETS } from '@kvm/protocol/edid/presets';
 import type { EdidState } from '@kvm/protocol/system';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import zh from '../../i18n/zh.json';
 import { i18n } from '../../i18n';
 import { stubFetch, envelope, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { chooseOption, click, typeInto } from '../system/test-utils';
 import EdidGroup, { presetLabel } from './EdidGroup';
 
@@ -40,12 +39,7 @@ function edidRoutes(posts: RecordedRequest[], answer?: () => Response, fresh = f
 }
 
 async function renderGroup(): Promise<Rendered> {
-  const view = await render(
-    <NotifyProvider>
-      <EdidGroup />
-    </NotifyProvider>,
-  );
-  await flush();
+  const view = await renderPanel(<EdidGroup />);
   return view;
 }
 

@@ -3,7 +3,7 @@ import { act } from 'react';
 import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, render, type Rendered, renderPanel } from '../../test/render';
 import { typeInto } from '../../test/dom';
 import { resetInputSessionForTests } from '../input/input-session';
 import { resetConfigForTests, useConfig } from '../config/config-store';
@@ -185,12 +185,7 @@ describe('KeyboardGroup', () => {
       '/api/hid/keymaps': () =>
         envelope(200, { keymaps: { default: 'en-us', available: ['en-us', 'de', 'fr'] } }),
     });
-    view = await render(
-      <NotifyProvider>
-        <KeyboardGroup />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<KeyboardGroup />);
     expect(requests.some((r) => r.path === '/api/hid/keymaps')).toBe(true);
     expect(view.byTestId('settings-keymap')).not.toBeNull();
     expect(view.byTestId('settings-keymap-field')?.dataset['value']).toBe('de');

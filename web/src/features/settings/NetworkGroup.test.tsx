@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import type { NetworkConfigWire, PendingNetworkChange } from '@kvm/protocol/system';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import NetworkGroup from './NetworkGroup';
 import { NETWORK_REFRESH_MS } from '../system/network-store';
 import { click, typeInto } from '../system/test-utils';
@@ -42,12 +41,7 @@ function pendingChange(): PendingNetworkChange {
 }
 
 async function renderGroup(): Promise<Rendered> {
-  const view = await render(
-    <NotifyProvider>
-      <NetworkGroup />
-    </NotifyProvider>,
-  );
-  await flush();
+  const view = await renderPanel(<NetworkGroup />);
   return view;
 }
 

@@ -2,12 +2,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EDID_PRESETS } from '@kvm/protocol/edid/presets';
 import { deviceIdentityPreset } from '@kvm/protocol/identity';
 import type { SystemParams } from '@kvm/protocol/system';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import zh from '../../i18n/zh.json';
 import { i18n } from '../../i18n';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { chooseOption, click, typeInto } from '../system/test-utils';
 import SystemGroup from './SystemGroup';
 
@@ -71,12 +70,7 @@ function routes(posts: RecordedRequest[], initial = PARAMS) {
 }
 
 async function renderGroup(): Promise<Rendered> {
-  const view = await render(
-    <NotifyProvider>
-      <SystemGroup />
-    </NotifyProvider>,
-  );
-  await flush();
+  const view = await renderPanel(<SystemGroup />);
   return view;
 }
 

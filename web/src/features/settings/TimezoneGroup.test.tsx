@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
-import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { chooseOption } from '../system/test-utils';
 import TimezoneGroup from './TimezoneGroup';
 
@@ -42,12 +41,7 @@ describe('TimezoneGroup', () => {
       '/api/system/timezone/list': () =>
         envelope(200, { success: true, timezones: ['Asia/Kolkata', 'Europe/Berlin'], count: 2 }),
     });
-    view = await render(
-      <NotifyProvider>
-        <TimezoneGroup />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<TimezoneGroup />);
     const current = () => view?.byTestId('timezone-current')?.textContent ?? '';
     expect(current()).toContain('2023-11-14 22:13:2');
     expect(current()).toContain('Etc/UTC (UTC+00:00)');
@@ -70,12 +64,7 @@ describe('TimezoneGroup', () => {
       '/api/system/timezone/list': () =>
         envelope(200, { success: true, timezones: ['Asia/Kolkata', 'Europe/Berlin'], count: 2 }),
     });
-    view = await render(
-      <NotifyProvider>
-        <TimezoneGroup />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<TimezoneGroup />);
     await chooseOption(view, 'timezone-city', 'Asia/Kolkata');
     act(() => view?.byTestId('timezone-city-apply')?.click());
     await flush();
@@ -90,12 +79,7 @@ describe('TimezoneGroup', () => {
       '/api/system/time': () => envelope(200, TIME),
       '/api/system/timezone/list': () => envelope(200, { success: true, timezones: [], count: 0 }),
     });
-    view = await render(
-      <NotifyProvider>
-        <TimezoneGroup />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<TimezoneGroup />);
     const clock = () => view?.byTestId('timezone-current')?.textContent ?? '';
     expect(clock()).toMatch(/22:13:2[01]/);
     await act(async () => {

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
-import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { typeInto } from '../../test/dom';
 import { useSession } from '../session/session-store';
 import { TwoFaSettings } from './TwoFaSettings';
@@ -47,12 +46,7 @@ describe('TwoFaSettings: turning 2FA off', () => {
       },
     });
     useSession.setState({ twofaEnabled: true });
-    view = await render(
-      <NotifyProvider>
-        <TwoFaSettings />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<TwoFaSettings />);
     act(() => byId('twofa-disable')?.click());
     await flush();
 
@@ -102,12 +96,7 @@ describe('turning 2FA off with the code just used to log in', () => {
     });
     rememberUsedCode('123456'); // the 2FA login a moment ago
     useSession.setState({ twofaEnabled: true });
-    view = await render(
-      <NotifyProvider>
-        <TwoFaSettings />
-      </NotifyProvider>,
-    );
-    await flush();
+    view = await renderPanel(<TwoFaSettings />);
     act(() => byId('twofa-disable')?.click());
     await flush();
 

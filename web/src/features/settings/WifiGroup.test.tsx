@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { WifiNetwork, WifiStatus } from '@kvm/protocol/system';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import zh from '../../i18n/zh.json';
 import { i18n } from '../../i18n';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, typeInto } from '../system/test-utils';
 import WifiGroup from './WifiGroup';
 
@@ -40,12 +39,7 @@ function network(ssid: string, secure: boolean, quality: number): WifiNetwork {
 const NETWORKS = [network('Cafe', false, 40), network('KVM-Lab', true, 90)];
 
 async function renderGroup(): Promise<Rendered> {
-  const view = await render(
-    <NotifyProvider>
-      <WifiGroup />
-    </NotifyProvider>,
-  );
-  await flush();
+  const view = await renderPanel(<WifiGroup />);
   return view;
 }
 

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest, type Responder } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
 import { resetMsdForTests, useMsd, type MsdState } from './msd-store';
 import StoragePanel from './StoragePanel';
@@ -100,12 +99,7 @@ let state: MsdState;
 
 async function open(routes: Record<string, Responder> = {}) {
   ({ requests } = stubFetch({ '/api/msd': () => envelope(200, state), ...routes }));
-  view = await render(
-    <NotifyProvider>
-      <StoragePanel />
-    </NotifyProvider>,
-  );
-  await flush();
+  view = await renderPanel(<StoragePanel />);
   return view;
 }
 

@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import { flush, render, type Rendered } from '../../test/render';
+import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
 import { resetWolForTests } from './wol';
 import WolPanel from './WolPanel';
@@ -13,12 +12,7 @@ let view: Rendered | undefined;
 let requests: RecordedRequest[];
 
 async function open() {
-  view = await render(
-    <NotifyProvider>
-      <WolPanel />
-    </NotifyProvider>,
-  );
-  await flush();
+  view = await renderPanel(<WolPanel />);
   return view;
 }
 
