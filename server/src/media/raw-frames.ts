@@ -95,7 +95,8 @@ export class RawFrames {
   /** An input source's encoder runs at this size: a decoder of it while subscribers are there. */
   ensureDecoder(width: number, height: number): void {
     const old = this.decoder;
-    if (this.subs.size === 0 || (old && old.width === width && old.height === height)) return;
+    if (this.subs.size === 0 || width <= 0 || height <= 0) return;
+    if (old && old.width === width && old.height === height) return;
     this.stopDecoder();
     const dec = new H264Decoder(width, height, this.decoderOpts);
     this.decoder = dec;

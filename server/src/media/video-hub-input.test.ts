@@ -199,6 +199,18 @@ describe('VideoHub with an ffmpeg-input source (real ffmpeg)', () => {
     expect(units[before]!.key).toBe(true);
   });
 
+  it('an input of no size starts nothing (no encoder, no decoder of 0-byte frames)', async () => {
+    const said: string[] = [];
+    const log = { ...SILENT_LOGGER, info: (_: object, msg = '') => void said.push(msg) };
+    const h = new VideoHub(new PatternSource(0, 0), PARAMS, log, { encoderStartMinMs: 0 });
+    cleanup.push(() => h.dispose());
+    h.subscribe(() => undefined);
+    h.subscribeRaw(() => undefined);
+    // the hub decides at once, in subscribe: nothing to wait for
+    expect(said).not.toContain('encoder starting');
+    expect([h.encoderPid, h.decoderPid]).toEqual([null, null]);
+  });
+
   it('leaves no ffmpeg behind on dispose', async () => {
     const { h } = hub();
     const frames: RawFrame[] = [];

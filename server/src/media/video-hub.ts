@@ -380,7 +380,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   private currentInput(): FfmpegInput | null {
     const input = this.source.input?.(this.params.fps);
-    return input?.kind === 'ffmpeg-input' ? input : null;
+    // a size of 0 is no picture (and no frame size for a decoder)
+    return input?.kind === 'ffmpeg-input' && input.width > 0 && input.height > 0 ? input : null;
   }
 
   private onFrame = (frame: RawFrame): void => {
