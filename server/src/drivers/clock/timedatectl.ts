@@ -11,7 +11,8 @@
  */
 import { existsSync } from 'node:fs';
 import { InternalError } from '../../errors';
-import { CommandFailedError, execRunner, type CommandRunner } from '../../platform/nmcli/runner';
+import { cLocaleRunner, failureText, said } from '../../platform/nmcli/command';
+import { CommandError, type CommandRunner } from '../../process/run';
 import type { ClockDriver } from './types';
 import { LocalClock } from './local';
 
@@ -42,7 +43,7 @@ export class TimedatectlClock implements ClockDriver {
   private readonly retries: number;
 
   constructor(opts: TimedatectlOptions = {}) {
-    this.run = opts.runner ?? execRunner;
+    this.run = opts.runner ?? cLocaleRunner;
     this.retryDelayMs = opts.retryDelayMs ?? 1000;
     this.retries = opts.retries ?? 8;
   }
@@ -66,7 +67,7 @@ export class TimedatectlClock implements ClockDriver {
       await this.run('timedatectl', args);
       return;
     } catch (err) {
-      if (!(err instanceof CommandFailedError && NTP_REFUSAL.test(err.said))) throw failed(err);
+      if (!(err instanceof CommandError && NTP_REFUSAL.test(said(err)))) throw failed(err);
     }
     await this.timedatectl(['set-ntp', 'false']);
     let last: unknown = null;
@@ -78,7 +79,7 @@ export class TimedatectlClock implements ClockDriver {
         return;
       } catch (err) {
         last = err;
-        if (!(err instanceof CommandFailedError && NTP_REFUSAL.test(err.said))) break;
+        if (!(err instanceof CommandError && NTP_REFUSAL.test(said(err)))) break;
       }
       await new Promise((r) => setTimeout(r, this.retryDelayMs));
       unixMs += Date.now() - started;
@@ -99,10 +100,8 @@ export class TimedatectlClock implements ClockDriver {
 }
 
 function failed(err: unknown): ClockCommandError {
-  if (err instanceof CommandFailedError) {
-    return new ClockCommandError(
-      `timedatectl ${err.argv[1] ?? ''} failed: ${err.said || err.message}`,
-    );
+  if (err instanceof CommandError) {
+    return new ClockCommandError(`timedatectl ${err.args[0] ?? ''} failed: ${failureText(err)}`);
   }
   return new ClockCommandError(`timedatectl failed: ${String(err)}`);
 }

@@ -10,7 +10,7 @@ import { SILENT_LOGGER } from '../../log';
 import type { EthernetSettings } from './types';
 import { DEFAULT_HOSTNAME, NetnsNetwork, NetworkApplyError } from './netns';
 import { settingsProblem } from '../../platform/netns/parse';
-import type { CommandRunner } from '../../platform/netns/runner';
+import type { CommandRunner } from '../../process/run';
 
 let dir = '';
 beforeEach(async () => {

@@ -20,7 +20,7 @@ import {
   netnsNames,
   type NetnsNetworkOptions,
 } from './netns';
-import { execRunner, type CommandRunner } from '../../platform/netns/runner';
+import { runCommand, type CommandRunner } from '../../process/run';
 import {
   listNamespaces,
   reachableFromLan,
@@ -225,7 +225,7 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     const failing: CommandRunner = (file, args, t) =>
       args.includes('add') && args.includes('192.168.8.70/24')
         ? Promise.reject(new Error('RTNETLINK answers: injected'))
-        : execRunner(file, args, t);
+        : runCommand(file, args, t);
     const d = make({ runner: failing });
     await d.init();
     const ip = await leased(d);

@@ -11,19 +11,35 @@
  * exclusive region and either succeeds or restores what was in force before, then throws
  * `NetworkApplyError` naming the step and what the command said.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { netmaskToPrefix, prefixToNetmask } from '@kvm/protocol';
-import { InternalError } from '../../errors';
 import type { Logger } from '../../log';
-import { Supervisor, findExecutable, waitForExit } from '../../process/supervisor';
+import { CommandError, type CommandRunner, runCommand } from '../../process/run';
+import { findExecutable, type Supervisor } from '../../process/supervisor';
+import { SerialQueue } from '../../sync/serial-queue';
 import { atomicWriteFile } from '../../storage/atomic';
 import { emptyEthernetStatus } from './disabled';
 import { SystemFeatureUnavailableError } from '../types';
 import type { Availability } from '../types';
+import { NetworkApplyError } from './types';
 import type { EthernetSettings, EthernetStatus, NetworkDriver } from './types';
+import {
+  dnsmasqSupervisor,
+  ipMonitorSupervisor,
+  startDnsmasq,
+  udhcpcSupervisor,
+} from '../../platform/netns/daemons';
 import { LEASE_SCRIPT } from '../../platform/netns/lease-script';
+import {
+  DEV_IFACE,
+  LAN,
+  LAN_IFACE,
+  NETNS_ETC,
+  type NetnsNames,
+  netnsNames,
+  removeNamespaces,
+} from '../../platform/netns/namespaces';
 import {
   isHostLabel,
   type Lease,
@@ -34,48 +50,20 @@ import {
   resolvConf,
   settingsProblem,
 } from '../../platform/netns/parse';
-import { CommandError, type CommandRunner, execRunner } from '../../platform/netns/runner';
 
-/** A network change (or the namespaces' start) failed; the previous settings are in force. */
-export class NetworkApplyError extends InternalError {}
+// Where they were before the namespace plumbing moved to platform/netns (tests and e2e import them here).
+export { NetworkApplyError } from './types';
+export { DEV_IFACE, LAN, LAN_IFACE, NETNS_ETC, type NetnsNames, netnsNames };
 
 export const NEEDS_ROOT =
   'Network namespaces need root: the network group cannot manage the network here';
 
-/** The LAN side: GL's default LAN, dnsmasq's address and DHCP pool. */
-export const LAN = {
-  router: '192.168.8.1',
-  prefix: 24,
-  first: '192.168.8.100',
-  last: '192.168.8.199',
-  domain: 'lan',
-  routerName: 'router.lan',
-} as const;
-
-export const DEV_IFACE = 'eth0';
-export const LAN_IFACE = 'lan0';
 export const DEFAULT_HOSTNAME = 'glkvm';
-/** Where `ip netns exec NS` finds the files it bind-mounts over /etc (iproute2). */
-export const NETNS_ETC = '/etc/netns';
 
+/** Each `ip` command: it talks to the kernel, seconds would mean something is stuck. */
+const COMMAND_TIMEOUT_MS = 5000;
 const DHCP_TIMEOUT_MS = 10_000;
-const DNSMASQ_READY_MS = 3000;
 const CHANGE_DEBOUNCE_MS = 50;
-
-export interface NetnsNames {
-  /** The device's namespace (`eth0`). */
-  dev: string;
-  /** The router's namespace (`lan0`, dnsmasq). */
-  lan: string;
-  /** A stable, locally administered MAC for `eth0`: the same lease after a restart. */
-  mac: string;
-}
-
-export function netnsNames(dataDir: string): NetnsNames {
-  const h = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 8);
-  const mac = `02:4b:${h.match(/../g)?.join(':') ?? '00:00:00:00'}`;
-  return { dev: `kvmdev-${h}`, lan: `kvmlan-${h}`, mac };
-}
 
 export interface NetnsNetworkOptions {
   dataDir: string;
@@ -102,7 +90,7 @@ export class NetnsNetwork implements NetworkDriver {
   readonly names: NetnsNames;
   private readonly opts: NetnsNetworkOptions;
   private readonly log: Logger;
-  private readonly run: CommandRunner;
+  private readonly runner: CommandRunner;
   private readonly runDir: string;
   private readonly dhcpTimeoutMs: number;
   /** Why this machine cannot do it (no root, a missing program), once known. */
@@ -119,14 +107,18 @@ export class NetnsNetwork implements NetworkDriver {
   private readonly leaseWaiters = new Set<LeaseWaiter>();
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | null = null;
-  private region: Promise<unknown> = Promise.resolve();
-  /** The last resolv.conf write: the next waits for it (writeResolv). */
-  private resolvWrites: Promise<void> = Promise.resolve();
+  /** One change at a time: a second waits for the first (the service answers busy before). */
+  private readonly changes = new SerialQueue();
+  /**
+   * resolv.conf writes, one at a time, each with what is in force when it runs (a lease's write
+   * and an apply's overlapped at start and renamed one shared temp file twice: ENOENT, issue 21).
+   */
+  private readonly resolvWrites = new SerialQueue();
 
   constructor(opts: NetnsNetworkOptions) {
     this.opts = opts;
     this.log = opts.log;
-    this.run = opts.runner ?? execRunner;
+    this.runner = opts.runner ?? runCommand;
     this.names = netnsNames(opts.dataDir);
     this.runDir = join(opts.dataDir, 'run', 'netns');
     this.dhcpTimeoutMs = opts.dhcpTimeoutMs ?? DHCP_TIMEOUT_MS;
@@ -164,7 +156,7 @@ export class NetnsNetwork implements NetworkDriver {
   async init(): Promise<void> {
     if (this.unavailable) return;
     // A crashed server's namespaces (and the daemons inside) go first.
-    await this.removeNamespaces().catch((err: Error) =>
+    await removeNamespaces(this.run, this.names).catch((err: Error) =>
       this.log.warn({ err: err.message }, 'netns: removing stale namespaces failed'),
     );
     if (this.opts.eager) {
@@ -181,7 +173,7 @@ export class NetnsNetwork implements NetworkDriver {
     if (this.changeTimer) clearTimeout(this.changeTimer);
     this.changeTimer = null;
     await this.up?.catch(() => undefined);
-    await this.region.catch(() => undefined);
+    await this.changes.idle();
     if (!this.startedOnce) return;
     await this.teardown();
   }
@@ -202,7 +194,7 @@ export class NetnsNetwork implements NetworkDriver {
     this.startedOnce = true;
     await mkdir(this.runDir, { recursive: true, mode: 0o700 });
     await atomicWriteFile(this.paths.script, LEASE_SCRIPT, 0o700);
-    await this.removeNamespaces();
+    await removeNamespaces(this.run, this.names);
     try {
       await this.step('create namespace', 'ip', ['netns', 'add', dev]);
     } catch (err) {
@@ -252,112 +244,37 @@ export class NetnsNetwork implements NetworkDriver {
     this.udhcpc = this.dnsmasq = this.monitor = null;
     await Promise.allSettled(sups.map((s) => s?.ensureStopped()));
     this.lease = null;
-    await this.removeNamespaces().catch((err: Error) =>
+    await removeNamespaces(this.run, this.names).catch((err: Error) =>
       this.log.warn({ err: err.message }, 'netns: removing the namespaces failed'),
     );
     await rm(this.paths.etc, { recursive: true, force: true });
   }
 
-  /** Deletes this data folder's namespaces if they exist, killing whatever runs inside. */
-  private async removeNamespaces(): Promise<void> {
-    const { stdout } = await this.run('ip', ['netns', 'list']);
-    const listed = new Set(stdout.split('\n').map((l) => l.trim().split(/\s+/)[0]));
-    for (const ns of [this.names.dev, this.names.lan]) {
-      if (!listed.has(ns)) continue;
-      // A namespace lives on while a process is inside: kill those first (ours by the name).
-      const pids = (await this.run('ip', ['netns', 'pids', ns])).stdout
-        .split(/\s+/)
-        .map(Number)
-        .filter((p) => Number.isInteger(p) && p > 1 && p !== process.pid);
-      for (const pid of pids) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-      for (const pid of pids) await waitForExit(pid, 3000);
-      await this.run('ip', ['netns', 'del', ns]);
-    }
-  }
-
   private async startDnsmasq(): Promise<void> {
     const p = this.paths;
-    const sup = new Supervisor({
-      name: 'dnsmasq',
-      command: 'ip',
-      // prettier-ignore
-      args: [
-        'netns', 'exec', this.names.lan, 'dnsmasq',
-        '--keep-in-foreground', '--log-facility=-', '--conf-file=/dev/null', '--pid-file=',
-        '--bind-interfaces', `--interface=${LAN_IFACE}`, '--no-resolv', '--no-hosts',
-        `--dhcp-range=${LAN.first},${LAN.last},${prefixToNetmask(LAN.prefix)},12h`,
-        `--dhcp-option=option:router,${LAN.router}`,
-        `--dhcp-option=option:dns-server,${LAN.router}`,
-        `--dhcp-leasefile=${p.leases}`, '--dhcp-authoritative',
-        // Its ping of a new address before offering it blocks for 3 s; nobody else is here.
-        '--no-ping',
-        // DHCP clients' names register as <name>.lan; the router answers as router.lan.
-        `--domain=${LAN.domain}`, `--local=/${LAN.domain}/`,
-        `--host-record=${LAN.routerName},router,${LAN.router}`,
-      ],
-      pidfile: p.dnsmasqPid,
-      stopTimeoutMs: 2000,
-      backoff: { initialMs: 500, maxMs: 5000 },
-      isStale: (argv) => argv.includes(`--dhcp-leasefile=${p.leases}`),
-    });
-    let ready: () => void = () => undefined;
-    const readyP = new Promise<void>((r) => (ready = r));
-    sup.on('output', (line) => {
-      this.log.debug({ netns: this.names.lan, line }, 'dnsmasq');
-      if (/DHCP, sockets bound/.test(line)) ready();
-    });
-    sup.on('exited', (info) => {
-      if (!info.expected) this.log.warn({ code: info.code }, 'netns: dnsmasq exited');
-    });
+    const sup = dnsmasqSupervisor(
+      this.names.lan,
+      { leases: p.leases, pidfile: p.dnsmasqPid },
+      this.log,
+    );
     this.dnsmasq = sup;
-    await sup.ensureStarted();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([readyP, new Promise((r) => (timer = setTimeout(r, DNSMASQ_READY_MS)))]);
-    clearTimeout(timer);
-    if (sup.state !== 'running') {
-      throw new NetworkApplyError(`dnsmasq: ${sup.recentOutput().slice(-3).join(' | ')}`);
-    }
+    await startDnsmasq(sup);
   }
 
   /** Link and address changes made by anyone (a cable pulled in the LAN namespace) → onChange. */
   private async startMonitor(): Promise<void> {
-    const dev = this.names.dev;
-    const sup = new Supervisor({
-      name: 'ip-monitor',
-      command: 'ip',
-      args: ['-n', dev, 'monitor', 'link', 'address'],
-      pidfile: this.paths.monitorPid,
-      stopTimeoutMs: 1000,
-      isStale: (argv) => argv.includes('monitor') && argv.includes(dev),
-    });
+    const sup = ipMonitorSupervisor(this.names.dev, this.paths.monitorPid);
     sup.on('output', () => this.changed());
     this.monitor = sup;
     await sup.ensureStarted();
   }
 
   private async startUdhcpc(hostname: string, requestIp?: string): Promise<void> {
-    const script = this.paths.script;
-    // -T 1: a discover lost while the veth's carrier comes up costs 1 s, not 3.
-    // prettier-ignore
-    const args = [
-      'netns', 'exec', this.names.dev, 'udhcpc', '-f', '-i', DEV_IFACE, '-s', script,
-      '-x', `hostname:${hostname}`, '-T', '1', '-t', '5', '-A', '2',
-    ];
-    if (requestIp) args.push('-r', requestIp);
-    const sup = new Supervisor({
-      name: 'udhcpc',
-      command: 'ip',
-      args,
+    const sup = udhcpcSupervisor(this.names.dev, {
+      script: this.paths.script,
       pidfile: this.paths.udhcpcPid,
-      stopTimeoutMs: 2000,
-      backoff: { initialMs: 500, maxMs: 5000 },
-      isStale: (argv) => basename(argv[0] ?? '') === 'udhcpc' && argv.includes(script),
+      hostname,
+      requestIp,
     });
     sup.on('output', (line, stream) => this.onUdhcpcLine(sup, line, stream));
     this.udhcpc = sup;
@@ -601,15 +518,9 @@ export class NetnsNetwork implements NetworkDriver {
     };
   }
 
-  /**
-   * The namespace's resolv.conf: manual servers win over the lease's; static without: none.
-   * Writes run one at a time, each with what is in force when it runs (a lease's write and an
-   * apply's overlapped at start and renamed one shared temp file twice: ENOENT, issue 21).
-   */
+  /** The namespace's resolv.conf: manual servers win over the lease's; static without: none. */
   private writeResolv(): Promise<void> {
-    const next = this.resolvWrites.catch(() => undefined).then(() => this.writeResolvNow());
-    this.resolvWrites = next;
-    return next;
+    return this.resolvWrites.run(() => this.writeResolvNow());
   }
 
   private async writeResolvNow(): Promise<void> {
@@ -626,12 +537,16 @@ export class NetnsNetwork implements NetworkDriver {
 
   // --- helpers ------------------------------------------------------------------------------
 
+  /** Runs one command (`ip`) with its timeout. */
+  private readonly run = (file: string, args: readonly string[]) =>
+    this.runner(file, args, { timeoutMs: COMMAND_TIMEOUT_MS });
+
   /** Runs one step; a failure names the step, the command and what it said. */
   private async step(name: string, file: string, args: readonly string[]): Promise<void> {
     try {
       await this.run(file, args);
     } catch (err) {
-      const said = err instanceof CommandError ? err.stderr : (err as Error).message;
+      const said = err instanceof CommandError ? err.reason : (err as Error).message;
       throw new NetworkApplyError(`${name} (${[file, ...args].join(' ')}): ${said}`);
     }
   }
@@ -642,11 +557,8 @@ export class NetnsNetwork implements NetworkDriver {
     return new NetworkApplyError((err as Error).message ?? String(err));
   }
 
-  /** One change at a time: a second waits for the first (the service answers busy before). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.region.catch(() => undefined).then(fn);
-    this.region = next.catch(() => undefined);
-    return next;
+    return this.changes.run(fn);
   }
 
   private changed(): void {

@@ -10,13 +10,15 @@
 import { isIpv4, netmaskToPrefix } from '@kvm/protocol';
 import type { Logger } from '../../log';
 import { BadRequestError, InternalError } from '../../errors';
-import { NetworkApplyError } from './netns';
 import { SystemFeatureUnavailableError } from '../types';
 import type { Availability } from '../types';
+import { NetworkApplyError } from './types';
 import type { EthernetSettings, EthernetStatus, NetworkDriver } from './types';
 import { isSafeIfname, isUuid, nmcliReadsAsOption } from '../../platform/nmcli/args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from '../../platform/nmcli/monitor';
-import { CommandFailedError, execRunner, type CommandRunner } from '../../platform/nmcli/runner';
+import { cLocaleRunner, failureText, said as saidOf } from '../../platform/nmcli/command';
+import { CommandError, type CommandRunner } from '../../process/run';
+import { SerialQueue } from '../../sync/serial-queue';
 import {
   deviceState,
   field,
@@ -67,10 +69,10 @@ const PROFILE_FIELDS = [
 
 /** Why nmcli cannot be used here, from how listing devices failed. */
 export function unavailableReason(err: unknown): string {
-  if (err instanceof CommandFailedError) {
+  if (err instanceof CommandError) {
     if (err.code === 'ENOENT') return 'NetworkManager (nmcli) is not installed';
-    if (/not running/i.test(err.said)) return 'NetworkManager is not running';
-    return `NetworkManager does not answer: ${err.said || err.message}`;
+    if (/not running/i.test(saidOf(err))) return 'NetworkManager is not running';
+    return `NetworkManager does not answer: ${failureText(err)}`;
   }
   return `NetworkManager does not answer: ${String(err)}`;
 }
@@ -92,10 +94,10 @@ export class NmcliNetwork implements NetworkDriver {
   private reason: string | null = 'NetworkManager has not been asked yet';
   private readonly watch: DeviceWatch;
   /** Serialises apply and setHostname: one change at a time, whoever calls. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
 
   constructor(private readonly opts: NmcliOptions = {}) {
-    this.run = opts.runner ?? execRunner;
+    this.run = opts.runner ?? cLocaleRunner;
     this.upWaitS = opts.upWaitS ?? 30;
     const spawner = opts.monitor === undefined ? spawnMonitor(opts.log) : opts.monitor;
     this.watch = new DeviceWatch(spawner, () =>
@@ -313,9 +315,7 @@ export class NmcliNetwork implements NetworkDriver {
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.queue.run(fn);
   }
 }
 
@@ -394,7 +394,7 @@ export function restoreArgs(uuid: string, p: Ipv4Profile): string[] {
 }
 
 function said(err: unknown): string {
-  if (err instanceof CommandFailedError) return err.said || err.message;
+  if (err instanceof CommandError) return failureText(err);
   return err instanceof Error ? err.message : String(err);
 }
 

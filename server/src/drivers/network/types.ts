@@ -5,9 +5,13 @@
  * changes live in the services (services/system/).
  */
 import type { NetworkMode } from '@kvm/protocol';
+import { InternalError } from '../../errors';
 import type { Availability } from '../types';
 
 export type { Availability } from '../types';
+
+/** A network change (or the namespaces' start) failed; the previous settings are in force. */
+export class NetworkApplyError extends InternalError {}
 
 /** Ethernet settings as applied (validated before a driver sees them). */
 export interface EthernetSettings {

@@ -19,7 +19,9 @@ import type { WifiConnectOutcome, WifiConnectRequest, WifiDriver } from './types
 import { isSafeIfname, isUuid } from '../../platform/nmcli/args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from '../../platform/nmcli/monitor';
 import { findDevices, NmcliError, unavailableReason } from '../network/nmcli';
-import { CommandFailedError, execRunner, type CommandRunner } from '../../platform/nmcli/runner';
+import { cLocaleRunner, failureText, said } from '../../platform/nmcli/command';
+import { CommandError, type CommandRunner } from '../../process/run';
+import { SerialQueue } from '../../sync/serial-queue';
 import {
   deviceState,
   field,
@@ -193,10 +195,10 @@ export class NmcliWifi implements WifiDriver {
   /** Profiles joined with `remember: false`: removed on disconnect. */
   private readonly ephemeral = new Set<string>();
   private readonly watch: DeviceWatch;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
 
   constructor(private readonly opts: NmcliWifiOptions = {}) {
-    this.run = opts.runner ?? execRunner;
+    this.run = opts.runner ?? cLocaleRunner;
     this.connectWaitS = opts.connectWaitS ?? 45;
     const spawner = opts.monitor === undefined ? spawnMonitor(opts.log) : opts.monitor;
     this.watch = new DeviceWatch(spawner, () =>
@@ -416,8 +418,8 @@ export class NmcliWifi implements WifiDriver {
         outcome = { ok: true, fail_type: null, message: stdout.trim() };
       } catch (err) {
         const message =
-          err instanceof CommandFailedError
-            ? err.said || err.message
+          err instanceof CommandError
+            ? failureText(err)
             : err instanceof Error
               ? err.message
               : String(err);
@@ -474,7 +476,7 @@ export class NmcliWifi implements WifiDriver {
         await this.run('nmcli', ['device', 'disconnect', iface]);
       } catch (err) {
         // already disconnected is what was asked
-        if (!(err instanceof CommandFailedError && /not active/i.test(err.said))) {
+        if (!(err instanceof CommandError && /not active/i.test(said(err)))) {
           throw stepError('device disconnect', err);
         }
       }
@@ -531,13 +533,11 @@ export class NmcliWifi implements WifiDriver {
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.queue.run(fn);
   }
 }
 
 function stepError(step: string, err: unknown): NmcliError {
-  const said = err instanceof CommandFailedError ? err.said || err.message : String(err);
-  return new NmcliError(`nmcli ${step} failed: ${said}`);
+  const text = err instanceof CommandError ? failureText(err) : String(err);
+  return new NmcliError(`nmcli ${step} failed: ${text}`);
 }

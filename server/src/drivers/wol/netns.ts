@@ -5,7 +5,6 @@
  * makes it, and Node cannot enter another, so a short node process is started in it with
  * `ip netns exec <dev>`: the address, port and packet are its arguments (execFile, no shell).
  */
-import { execFile } from 'node:child_process';
 import { SystemFeatureUnavailableError } from '../types';
 import { subnetBroadcast } from './host';
 import {
@@ -17,7 +16,8 @@ import {
 } from './types';
 import type { NetnsNetwork } from '../network/netns';
 import { isIpv4 } from '@kvm/protocol';
-import { CommandError, type CommandRunner } from '../../platform/netns/runner';
+import { CommandError, type CommandRunner, runCommand } from '../../process/run';
+import { SerialQueue } from '../../sync/serial-queue';
 
 /** Sends argv[3] (hex) to argv[1]:argv[2] with broadcasting allowed; says why on stderr. */
 const SEND_JS = `
@@ -32,48 +32,30 @@ s.bind(0, () => {
 
 /** A node start on a loaded machine takes seconds, not minutes. */
 const SEND_TIMEOUT_MS = 15_000;
-/** Sends run one at a time (each starts a process); at most this many wait. */
-const MAX_WAITING = 4;
+/** Sends run one at a time (each starts a process): the running one and three waiting. */
+const MAX_WAITING = 3;
 
-/** execFile without the server's NODE_OPTIONS (a loader there would slow the helper down). */
-const nodeRunner: CommandRunner = (file, args, timeoutMs = SEND_TIMEOUT_MS) =>
-  new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env['NODE_OPTIONS'];
-    execFile(
-      file,
-      [...args],
-      { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024, encoding: 'utf8', env },
-      (err, stdout, stderr) => {
-        if (!err) resolve({ stdout, stderr });
-        else {
-          const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string };
-          const why = e.killed ? `timed out after ${timeoutMs} ms` : stderr.trim() || e.message;
-          reject(new CommandError(file, args, why.slice(0, 300), e.code ?? null));
-        }
-      },
-    );
-  });
+/** The server's environment without its NODE_OPTIONS (a loader there would slow the helper down). */
+function helperEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env['NODE_OPTIONS'];
+  return env;
+}
 
 export class NetnsWolSender implements WolSender {
   readonly name = 'netns';
-  private queue: Promise<unknown> = Promise.resolve();
-  private waiting = 0;
+  private readonly queue = new SerialQueue({
+    max: MAX_WAITING,
+    busyError: () => new WolBusyError(),
+  });
 
   constructor(
     private readonly network: NetnsNetwork,
-    private readonly run: CommandRunner = nodeRunner,
+    private readonly run: CommandRunner = runCommand,
   ) {}
 
   send(packet: Uint8Array, address: string, port: number): Promise<{ address: string }> {
-    if (this.waiting >= MAX_WAITING) return Promise.reject(new WolBusyError());
-    this.waiting++;
-    const next = this.queue.then(() => {
-      this.waiting--;
-      return this.sendNow(packet, address, port);
-    });
-    this.queue = next.catch(() => undefined);
-    return next;
+    return this.queue.run(() => this.sendNow(packet, address, port));
   }
 
   private async sendNow(
@@ -108,9 +90,10 @@ export class NetnsWolSender implements WolSender {
       await this.run('ip', [
         'netns', 'exec', this.network.names.dev, process.execPath, '-e', SEND_JS,
         address, String(port), Buffer.from(packet).toString('hex'),
-      ], SEND_TIMEOUT_MS);
+      ], { timeoutMs: SEND_TIMEOUT_MS, maxBuffer: 64 * 1024, env: helperEnv() });
     } catch (err) {
-      throw new WolSendError(err instanceof CommandError ? err.stderr : (err as Error).message);
+      const why = err instanceof CommandError ? err.reason.slice(0, 300) : (err as Error).message;
+      throw new WolSendError(why);
     }
     return { address };
   }

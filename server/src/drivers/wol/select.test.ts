@@ -6,7 +6,7 @@ import { SILENT_LOGGER } from '../../log';
 import { NetnsNetwork } from '../network/netns';
 import { NetnsWolSender } from './netns';
 import { WolBusyError } from './types';
-import type { CommandRunner } from '../../platform/netns/runner';
+import type { CommandRunner } from '../../process/run';
 import { NmcliNetwork } from '../network/nmcli';
 import { DisabledNetwork } from '../network/disabled';
 import type { EthernetStatus } from '../network/types';

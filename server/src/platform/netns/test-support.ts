@@ -6,7 +6,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { findExecutable } from '../../process/supervisor';
-import type { NetnsNames } from '../../drivers/network/netns';
+import type { NetnsNames } from './namespaces';
 
 export interface Output {
   stdout: string;

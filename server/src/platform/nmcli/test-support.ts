@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CommandFailedError, type CommandRunner } from './runner';
+import { CommandError, type CommandRunner } from '../../process/run';
 
 export function fixture(name: string): string {
   return readFileSync(join(import.meta.dirname, 'fixtures', name), 'utf8');
@@ -34,7 +34,7 @@ export function fakeRunner(answer: (argv: string[]) => Reply | undefined): FakeR
     const reply = answer(argv);
     if (reply === undefined) throw new Error(`unexpected command: ${argv.join(' ')}`);
     if (typeof reply === 'string') return { stdout: reply, stderr: '' };
-    throw new CommandFailedError(argv, reply.code ?? 4, reply.fail, '');
+    throw new CommandError(file, args, { code: reply.code ?? 4, stderr: reply.fail });
   };
   return { run, calls, lines: () => calls.map((c) => c.join(' ')) };
 }
