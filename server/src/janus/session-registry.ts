@@ -9,6 +9,7 @@
 import { randomInt } from 'node:crypto';
 import type { JanusPlugin, PluginHandle, PluginSocket } from './plugin';
 import { JanusErrorCode, JanusRequestError, isJanusId } from './protocol';
+import { SerialQueue } from '../sync/serial-queue';
 
 export const MAX_SESSIONS_PER_SOCKET = 8;
 export const MAX_HANDLES_PER_SESSION = 8;
@@ -30,9 +31,8 @@ export class JanusSession<S extends JanusSocket = JanusSocket> {
 
 export class JanusHandle<S extends JanusSocket = JanusSocket> implements PluginHandle {
   detached = false;
-  pending = 0;
-  /** The tail of this handle's queue: plugin calls run one after another. */
-  private tail: Promise<void> = Promise.resolve();
+  /** This handle's plugin calls, one after another. */
+  private readonly queue = new SerialQueue();
 
   constructor(
     readonly id: number,
@@ -40,6 +40,11 @@ export class JanusHandle<S extends JanusSocket = JanusSocket> implements PluginH
     readonly plugin: JanusPlugin,
     readonly opaqueId: string | null,
   ) {}
+
+  /** Plugin calls running or waiting on this handle. */
+  get pending(): number {
+    return this.queue.pending;
+  }
 
   get sessionId(): number {
     return this.session.id;
@@ -55,15 +60,13 @@ export class JanusHandle<S extends JanusSocket = JanusSocket> implements PluginH
 
   /** Runs `fn` after everything queued before it; a throw goes to `onError`, not further. */
   enqueue(fn: () => Promise<void> | void, onError: (err: unknown) => void): Promise<void> {
-    this.pending += 1;
-    const next = this.tail
-      .then(fn)
-      .catch(onError)
-      .finally(() => {
-        this.pending -= 1;
-      });
-    this.tail = next;
-    return next;
+    return this.queue.run(async () => {
+      try {
+        await fn();
+      } catch (err) {
+        onError(err);
+      }
+    });
   }
 }
 

@@ -17,6 +17,7 @@ import type { MsdDriver, MsdDriverState, MsdImageMount } from './types';
 import type { QemuMachine } from '../../platform/qemu/machine';
 import type { QmpClient } from '../../platform/qemu/qmp';
 import type { Logger } from '../../log';
+import { SerialQueue } from '../../sync/serial-queue';
 
 /** The qdev id of the IDE CD-ROM of qemuArgs(). */
 export const CDROM_ID = 'cdrom';
@@ -42,7 +43,7 @@ export class QemuMsd implements MsdDriver {
   private image: { mount: MsdImageMount; on: QmpClient | null } | null = null;
   private partition: { dir: string; on: QmpClient | null } | null = null;
   /** One QMP sequence at a time: a plug and a re-plug after a restart never interleave. */
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
   private online: boolean;
 
   private readonly onPower = (): void => {
@@ -128,9 +129,7 @@ export class QemuMsd implements MsdDriver {
   // ---- internals ----
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn, fn);
-    this.chain = run.catch(() => undefined);
-    return run;
+    return this.queue.run(fn);
   }
 
   private async plugImage(mount: MsdImageMount): Promise<void> {
