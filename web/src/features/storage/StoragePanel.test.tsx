@@ -5,6 +5,7 @@ import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest, type Responder } from '../../test/fetch-stub';
 import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
+import { FakeXhr } from '../../test/fake-xhr';
 import { resetMsdForTests, useMsd, type MsdState } from './msd-store';
 import StoragePanel from './StoragePanel';
 import { msdUploader } from './upload';
@@ -46,36 +47,6 @@ function msdState(patch: Partial<MsdState> = {}): MsdState {
     drive_partition: { image: null, connected: false, cdrom: false, rw: false },
     ...patch,
   };
-}
-
-/** Plays the device for XMLHttpRequest (the upload). */
-class FakeXhr {
-  static last: FakeXhr | null = null;
-  url = '';
-  body: unknown = null;
-  aborted = false;
-  timeout = 0;
-  status = 0;
-  responseText = '';
-  upload: { onprogress: ((e: ProgressEvent) => void) | null } = { onprogress: null };
-  onload: ((e: ProgressEvent) => void) | null = null;
-  onerror: ((e: ProgressEvent) => void) | null = null;
-  onabort: ((e: ProgressEvent) => void) | null = null;
-  ontimeout: ((e: ProgressEvent) => void) | null = null;
-  constructor() {
-    FakeXhr.last = this;
-  }
-  open(_method: string, url: string) {
-    this.url = url;
-  }
-  setRequestHeader() {}
-  send(body: unknown) {
-    this.body = body;
-  }
-  abort() {
-    this.aborted = true;
-    this.onabort?.(new ProgressEvent('abort'));
-  }
 }
 
 function pickFile(view: Rendered, file: File) {

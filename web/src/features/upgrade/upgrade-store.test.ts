@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UPLOAD_SPEED_DISPLAY_CAP } from '@kvm/protocol/constants';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
-import type { XhrLike } from '../storage/upload';
+import { FakeXhr } from '../../test/fake-xhr';
 import {
   answerCancelDownload,
   beginDownload,
@@ -330,44 +330,6 @@ describe('confirm dialog (SPEC 4 step 3)', () => {
     expect(getUpgradeState().downgrade).toBeNull();
   });
 });
-
-/** The network side of an upload, played by the test. */
-class FakeXhr implements XhrLike {
-  static last: FakeXhr | null = null;
-  url = '';
-  body: Blob | FormData | null = null;
-  timeout = -1;
-  status = 0;
-  responseText = '';
-  readonly upload: XhrLike['upload'] = { onprogress: null };
-  onload: XhrLike['onload'] = null;
-  onerror: XhrLike['onerror'] = null;
-  onabort: XhrLike['onabort'] = null;
-  ontimeout: XhrLike['ontimeout'] = null;
-  constructor() {
-    FakeXhr.last = this;
-  }
-  open(_method: string, url: string) {
-    this.url = url;
-  }
-  setRequestHeader() {}
-  send(body: Blob | FormData) {
-    this.body = body;
-  }
-  abort() {
-    this.onabort?.(new ProgressEvent('abort'));
-  }
-  progress(loaded: number, size: number) {
-    this.upload.onprogress?.(
-      new ProgressEvent('progress', { loaded, total: size, lengthComputable: true }),
-    );
-  }
-  answer(status: number, body: unknown) {
-    this.status = status;
-    this.responseText = JSON.stringify(body);
-    this.onload?.(new ProgressEvent('load'));
-  }
-}
 
 describe('package upload', () => {
   it('sends the multipart field file with progress, no timeout, capped speed, then the confirm', async () => {
