@@ -18,7 +18,6 @@ import { AudioService } from './services/audio/audio-service';
 import { AuthService } from './services/auth/auth-service';
 import { deviceId } from './services/device-id';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
-import { GpioService } from './services/gpio/gpio-service';
 import { HidService } from './services/hid/hid-service';
 import { hidSettingsFile } from './services/hid/hid-wiring';
 import { JigglerSchedule, deviceMinuteOfDay } from './services/hid/jiggler-schedule';
@@ -67,8 +66,6 @@ export interface AppContext {
   atx: AtxService;
   wol: WolService;
   fingerbot: FingerbotService;
-  /** kvmd's GPIO view over ATX, Wake-on-LAN and the fingerbot. */
-  gpio: GpioService;
   msd: MsdService;
   /** System params, USB identity, OTG functions (issue 11). */
   identity: IdentityService;
@@ -302,19 +299,17 @@ async function systemServices(
   };
 }
 
-/** Power: ATX buttons, Wake-on-LAN, the fingerbot, and kvmd's GPIO view of all three. */
+/** Power: ATX buttons, Wake-on-LAN, the fingerbot (kvmd's GPIO view of the three: app.ts). */
 async function powerServices(
   config: AppConfig,
   drivers: Drivers,
   log: Logger,
   lifecycle: Lifecycle,
-): Promise<Pick<AppContext, 'atx' | 'wol' | 'fingerbot' | 'gpio'>> {
+): Promise<Pick<AppContext, 'atx' | 'wol' | 'fingerbot'>> {
   const atx = new AtxService(drivers.atx, log);
   lifecycle.onStop('atx', () => atx.dispose());
   const wol = await WolService.open(config.data_dir, config.wol, drivers.wol);
   const fingerbot = new FingerbotService(drivers.fingerbot, config.data_dir);
   lifecycle.onStop('fingerbot', () => fingerbot.dispose());
-  const gpio = new GpioService({ atx, wol, fingerbot, log });
-  lifecycle.onStop('gpio', () => gpio.dispose());
-  return { atx, wol, fingerbot, gpio };
+  return { atx, wol, fingerbot };
 }

@@ -19,6 +19,7 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { unmapIpv4 } from '@kvm/protocol';
 import type { Logger } from '../log';
 import {
   MethodNotAllowedError,
@@ -84,7 +85,7 @@ export function edgeServerOptions(limits: EdgeLimits): {
 /** `::ffff:1.2.3.4` and `1.2.3.4` are the same client. */
 function clientKey(address: string | undefined): string {
   if (!address) return '?';
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
+  return unmapIpv4(address);
 }
 
 /** Applies the limits to a listening (or about to listen) HTTP or HTTPS server. */

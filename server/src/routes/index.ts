@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context';
 import { janusFeatures, registerJanus } from '../janus/gateway';
+import type { GpioService } from '../services/gpio/gpio-service';
 import { rtcInputClient } from '../services/hid/hid-wiring';
 import { atxRoutes } from './atx';
 import { audioRoutes } from './audio';
@@ -42,6 +43,8 @@ import { wsRoutes } from './ws';
 /** What a plugin gets besides its scope: the context and the app-wide counters. */
 export interface RouteDeps {
   ctx: AppContext;
+  /** kvmd's GPIO view over the power services (built by app.ts). */
+  gpio: GpioService;
   /** Requests by method and status, counted at the root for every route (metrics.ts). */
   requests: RequestCounter;
 }
@@ -89,7 +92,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   { name: 'switch', register: (app, { ctx }) => switchRoutes(app, ctx) },
   { name: 'fingerbot', register: (app, { ctx }) => fingerbotRoutes(app, ctx.fingerbot) },
   { name: 'msd', register: (app, { ctx }) => msdRoutes(app, ctx.msd) },
-  { name: 'gpio', register: (app, { ctx }) => gpioRoutes(app, ctx.gpio) },
+  { name: 'gpio', register: (app, { gpio }) => gpioRoutes(app, gpio) },
   {
     name: 'log',
     register: (app, { ctx }) =>
@@ -101,10 +104,10 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   },
   {
     name: 'metrics',
-    register: (app, { ctx, requests }) =>
+    register: (app, { ctx, gpio, requests }) =>
       metricsRoutes(app, {
         atx: ctx.atx,
-        gpio: ctx.gpio,
+        gpio,
         streamer: ctx.streamer,
         hid: ctx.hid,
         msd: ctx.msd,
