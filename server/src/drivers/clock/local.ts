@@ -7,11 +7,10 @@
  *   device clock is the host clock plus an offset kept in `clock-offset` beside it: setting the
  *   time never touches the host's clock or zone.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readlink, rename, symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { promisify } from 'node:util';
+import { runCommand } from '../../process/run';
 import type { ClockDriver } from './types';
 
 export { ZONEINFO_DIR } from './types';
@@ -83,9 +82,7 @@ export class LocalClock implements ClockDriver {
 
   async setTime(unixMs: number): Promise<void> {
     if (this.kind === 'system') {
-      await promisify(execFile)('date', ['-u', '-s', `@${Math.floor(unixMs / 1000)}`], {
-        timeout: 5000,
-      });
+      await runCommand('date', ['-u', '-s', `@${Math.floor(unixMs / 1000)}`], { timeoutMs: 5000 });
       this.offsetMs = 0;
       return;
     }

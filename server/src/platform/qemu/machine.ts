@@ -16,14 +16,13 @@
  * | paused      | stopped by `stop`            | paused, prelaunch, debug, ... (all others)  |
  * | shutdown    | the guest powered off        | shutdown (-no-shutdown keeps QEMU), guest-panicked |
  */
-import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../../process/supervisor';
 import type { QemuAudioBackend } from './pulse';
 import { guestImagePaths, readGuestManifest, type GuestImage } from './guest';
+import { qemuHelp } from './help';
 import {
   connectQmpWithRetry,
   QmpClosedError,
@@ -107,18 +106,9 @@ export function powerOf(status: QmpRunState): MachinePower {
   return 'paused';
 }
 
-const spiceSupport = new Map<string, Promise<boolean>>();
 /** Whether this QEMU has SPICE (Debian builds it as a module). */
-export function hasSpice(qemuBinary: string): Promise<boolean> {
-  let known = spiceSupport.get(qemuBinary);
-  if (!known) {
-    known = promisify(execFile)(qemuBinary, ['-spice', 'help'], { timeout: 10_000 }).then(
-      () => true,
-      () => false,
-    );
-    spiceSupport.set(qemuBinary, known);
-  }
-  return known;
+export async function hasSpice(qemuBinary: string): Promise<boolean> {
+  return (await qemuHelp(qemuBinary, '-spice')) !== null;
 }
 
 export function runPaths(dir: string): RunPaths {

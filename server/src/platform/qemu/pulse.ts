@@ -13,13 +13,12 @@
  * every exit path kills it); if it dies it is started again, but the running QEMU does not
  * reconnect: the VM's sound stays off until QEMU itself restarts (not an ATX reset).
  */
-import { execFile } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { findExecutable, Supervisor, type BackoffOptions } from '../../process/supervisor';
 import type { Logger } from '../../log';
+import { qemuHelp } from './help';
 
 export const SPEAKER_SINK = 'kvm_speaker';
 export const MIC_SINK = 'kvm_mic';
@@ -100,18 +99,9 @@ export function pulsePlaybackArgs(socket: string): string[] {
   ];
 }
 
-const paSupport = new Map<string, Promise<boolean>>();
 /** Whether this QEMU has its `pa` audio backend (Debian: the qemu-system-gui package). */
-export function hasPulseBackend(qemuBinary: string): Promise<boolean> {
-  let known = paSupport.get(qemuBinary);
-  if (!known) {
-    known = promisify(execFile)(qemuBinary, ['-audiodev', 'help'], { timeout: 10_000 }).then(
-      ({ stdout }) => /^pa$/m.test(stdout),
-      () => false,
-    );
-    paSupport.set(qemuBinary, known);
-  }
-  return known;
+export async function hasPulseBackend(qemuBinary: string): Promise<boolean> {
+  return /^pa$/m.test((await qemuHelp(qemuBinary, '-audiodev')) ?? '');
 }
 
 /** Resolves once something accepts connections on the unix socket `path`. */
