@@ -4,14 +4,11 @@
  * Made with the system's openssl: an EC P-256 key, 10 years, SAN for localhost, the loopback
  * addresses and the host name.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { runCommand } from '../process/run';
 import { fsyncDir } from '../storage/atomic';
-
-const run = promisify(execFile);
 
 export interface TlsMaterial {
   key: Buffer;
@@ -35,25 +32,29 @@ export async function loadOrCreateCertificate(
   const host = hostname().replace(/[^A-Za-z0-9.-]/g, '') || 'kvm';
   const san = ['DNS:localhost', `DNS:${host}`, 'IP:127.0.0.1', 'IP:::1'].join(',');
   try {
-    await run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '3650',
-      '-subj',
-      `/CN=${host}/O=KVM console`,
-      '-addext',
-      `subjectAltName=${san}`,
-      '-keyout',
-      tmpKey,
-      '-out',
-      tmpCert,
-    ]);
+    await runCommand(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '3650',
+        '-subj',
+        `/CN=${host}/O=KVM console`,
+        '-addext',
+        `subjectAltName=${san}`,
+        '-keyout',
+        tmpKey,
+        '-out',
+        tmpCert,
+      ],
+      { timeoutMs: 60_000 },
+    );
     // certificate first, key last: a crash in between leaves no pair and we start over
     await rename(tmpCert, certPath);
     await rename(tmpKey, keyPath);
