@@ -4,11 +4,9 @@
  * slot; only a complete, verified tree replaces the slot (one rename), reaches the disk, and is
  * recorded as the trial the launcher boots (install/boot.ts: trial, health check, rollback).
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { formatVersion, type UpgradeStartResult } from '@kvm/protocol';
 import { ConflictError } from '../../errors';
 import {
@@ -20,11 +18,10 @@ import {
   type InstallLayout,
 } from '../../install/install-dir';
 import type { Logger } from '../../log';
+import { runCommand } from '../../process/run';
 import { fsyncDirSync } from '../../storage/atomic';
 import { messageOf } from './channel';
 import { loadTrustedKeys, verifyPackage } from './package-reader';
-
-const execFileAsync = promisify(execFile);
 
 /**
  * 409: the waiting package is a signed, valid release older than the running one; `start`
@@ -119,7 +116,7 @@ export async function installPackage(
     await rename(staging, dest);
     fsyncDirSync(dirname(dest));
     // The slot's files reach the disk before the trial that boots them is recorded.
-    await execFileAsync('sync', ['-f', dest], { timeout: 60_000 }).catch((e: unknown) =>
+    await runCommand('sync', ['-f', dest], { timeoutMs: 60_000 }).catch((e: unknown) =>
       log.warn({ err: messageOf(e) }, 'sync of the new slot failed'),
     );
     if (!slotUsable(install, slot)) {
