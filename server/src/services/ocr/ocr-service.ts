@@ -3,17 +3,17 @@
  *
  * A JPEG frame is cropped (kvmd's rules: a negative edge is "not set", edges are clamped to the
  * picture, an empty box means the whole picture), turned gray and scaled up 2x by ffmpeg, then
- * read by the `tesseract` command. Both run with execFile, a timeout and one thread each (the
+ * read by the `tesseract` command. Both run with process/run's runner, a timeout and one thread each (the
  * device has few cores and the encoder needs them); one recognition runs at a time and a few
  * wait, more are refused (409) rather than queued without end.
  *
  * Without a working `tesseract`, OCR is `enabled: false` and a request answers kvmd's
  * `OcrError` "Tesseract is not available".
  */
-import { execFile, type ExecFileException } from 'node:child_process';
 import type { RawFrame } from '../../drivers/video/types';
 import type { StateProvider } from '../../ws/state-registry';
 import { BadRequestError, IsBusyError, ValidatorError } from '../../errors';
+import { CommandError, runCommandBuffer } from '../../process/run';
 import { SerialQueue } from '../../sync/serial-queue';
 
 /** kvmd's OcrError (an OperationError: 400). */
@@ -282,38 +282,13 @@ export function hocrText(hocr: string, pgm: Buffer): string {
   return text === '' ? '' : `${text}\n`;
 }
 
-interface RunResult {
-  stdout: Buffer;
-  stderr: string;
-}
+/** ffmpeg's gray picture or tesseract's hOCR: far below this. */
+const MAX_OUTPUT = 64 * 1024 * 1024;
 
-function run(
-  file: string,
-  args: string[],
-  input: Buffer,
-  timeoutMs: number,
-  env?: NodeJS.ProcessEnv,
-): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      file,
-      args,
-      {
-        encoding: 'buffer',
-        timeout: timeoutMs,
-        killSignal: 'SIGKILL',
-        maxBuffer: 64 * 1024 * 1024,
-        env,
-      },
-      (err: ExecFileException | null, stdout: Buffer, stderr: Buffer) => {
-        if (err) reject(Object.assign(err, { stderrText: stderr.toString('utf8').slice(-500) }));
-        else resolve({ stdout, stderr: stderr.toString('utf8') });
-      },
-    );
-    // EPIPE when the process exits before reading everything: its exit status tells.
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(input);
-  });
+/** Past the time limit in either step is the same answer (a loaded device's ffmpeg too). */
+function failure(err: unknown): OcrError {
+  const timedOut = err instanceof CommandError && err.timedOut;
+  return new OcrError(timedOut ? 'OCR timed out' : "Can't recognize image");
 }
 
 export interface OcrServiceOptions {
@@ -357,7 +332,11 @@ export class OcrService {
   private installed(): Promise<string[] | null> {
     const now = Date.now();
     if (this.langsCache && now - this.langsCache.at < LANGS_TTL_MS) return this.langsCache.value;
-    const value = run(this.tesseract, ['--list-langs'], Buffer.alloc(0), 5000, this.env).then(
+    const value = runCommandBuffer(this.tesseract, ['--list-langs'], {
+      timeoutMs: 5000,
+      maxBuffer: MAX_OUTPUT,
+      env: this.env,
+    }).then(
       (r) => {
         const lines = r.stdout.toString('utf8').split('\n').slice(1);
         const langs = lines
@@ -429,28 +408,29 @@ export class OcrService {
       const input = Buffer.isBuffer(image)
         ? ['-f', 'jpeg_pipe']
         : ['-f', 'rawvideo', '-pix_fmt', image.format, '-s', `${image.width}x${image.height}`];
-      const r = await run(
+      const r = await runCommandBuffer(
         this.ffmpeg,
         ['-hide_banner', '-loglevel', 'error', '-nostdin', '-threads', '1']
           .concat(input, ['-i', 'pipe:0', '-vf', filter, '-frames:v', '1'])
           .concat(['-f', 'image2pipe', '-c:v', 'pgm', 'pipe:1']),
-        Buffer.isBuffer(image) ? image : image.data,
-        this.timeoutMs,
-        this.env,
+        {
+          input: Buffer.isBuffer(image) ? image : image.data,
+          timeoutMs: this.timeoutMs,
+          maxBuffer: MAX_OUTPUT,
+          env: this.env,
+        },
       );
       gray = darkOnLight(r.stdout);
     } catch (err) {
       this.opts.log?.warn({ err }, 'ocr: ffmpeg failed');
-      // past the time limit in either step is the same answer (a loaded device's ffmpeg too)
-      const killed = (err as ExecFileException).killed === true;
-      throw new OcrError(killed ? 'OCR timed out' : "Can't recognize image");
+      throw failure(err);
     }
     try {
       // psm 6 (one block of text): what libtesseract does by default (kvmd calls it so), and
       // it keeps a console's lines in order.
       // hOCR with each glyph's box: hocrText() turns it into tesseract's plain text, reading
       // the look-alike zero from the picture.
-      const r = await run(
+      const r = await runCommandBuffer(
         this.tesseract,
         [
           'stdin',
@@ -462,15 +442,12 @@ export class OcrService {
           '-c',
           'debug_file=/dev/null',
         ].concat(['-c', 'hocr_char_boxes=1', 'hocr']),
-        gray,
-        this.timeoutMs,
-        this.env,
+        { input: gray, timeoutMs: this.timeoutMs, maxBuffer: MAX_OUTPUT, env: this.env },
       );
       return hocrText(r.stdout.toString('utf8'), gray);
     } catch (err) {
       this.opts.log?.warn({ err }, 'ocr: tesseract failed');
-      const killed = (err as ExecFileException).killed === true;
-      throw new OcrError(killed ? 'OCR timed out' : "Can't recognize image");
+      throw failure(err);
     }
   }
 }
