@@ -6,7 +6,6 @@
  * (media/jpeg-hub.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   STREAMER_LIMITS,
@@ -22,7 +21,7 @@ import type { RawFrame, VideoSource } from '../drivers/video/types';
 import type { Jpeg } from '../media/jpeg';
 import { DEFAULT_JPEG_QUALITY, JpegHub } from '../media/jpeg-hub';
 import type { VideoHub } from '../media/video-hub';
-import { JsonFile } from '../storage/json-store';
+import { CorruptFileError, JsonFile } from '../storage/json-store';
 import type { StateEvent, StateProvider } from '../ws/state-registry';
 
 /** SPEC 3 default quality MEDIUM: preset 1 = 2000 kbit/s, gop 30; 30 fps. */
@@ -179,42 +178,46 @@ export class StreamerService {
     log: Logger = SILENT_LOGGER,
   ): Promise<{ params: StreamerParams; file: JsonFile<StreamerParams> }> {
     const path = join(dataDir, 'streamer.json');
-    const file = new JsonFile<StreamerParams>(path, parseParams);
+    // The keys the stored object had refused, found while the file is parsed.
+    let refused: string[] = [];
+    const file = new JsonFile<StreamerParams>(
+      path,
+      (raw) => {
+        if (raw === undefined) return { ...DEFAULT_STREAMER_PARAMS };
+        if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+          throw new Error('not an object');
+        }
+        const parsed = parseParams(raw);
+        refused = refusedKeys(raw as Record<string, unknown>, parsed);
+        return parsed;
+      },
+      { asideName: (p) => `${p}.bad` },
+    );
     const defaults = { params: { ...DEFAULT_STREAMER_PARAMS }, file };
-    let text: string;
+    let params: StreamerParams;
     try {
-      text = await readFile(path, 'utf8');
+      params = await file.load();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return defaults;
-      log.error(
-        { err, path },
-        'streamer.json cannot be read: default video parameters until the next change',
-      );
-      return defaults;
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      raw = undefined;
-    }
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-      const aside = `${path}.bad`;
-      const moved = await rename(path, aside).then(
-        () => true,
-        (err: unknown) => {
-          log.error({ err, path }, 'corrupt streamer.json cannot be moved aside');
-          return false;
+      if (!(err instanceof CorruptFileError)) {
+        log.error(
+          { err, path },
+          'streamer.json cannot be read: default video parameters until the next change',
+        );
+        return defaults;
+      }
+      const aside = await file.setAside().then(
+        (name) => name,
+        (e: unknown) => {
+          log.error({ err: e, path }, 'corrupt streamer.json cannot be moved aside');
+          return null;
         },
       );
       log.warn(
-        { path, ...(moved ? { keptAs: aside } : {}) },
+        { path, ...(aside !== null ? { keptAs: aside } : {}) },
         'streamer.json is corrupt: default video parameters',
       );
       return defaults;
     }
-    const params = parseParams(raw);
-    const refused = refusedKeys(raw as Record<string, unknown>, params);
     if (refused.length > 0) {
       log.warn({ path, keys: refused }, 'streamer.json: invalid values replaced by defaults');
     }

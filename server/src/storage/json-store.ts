@@ -23,6 +23,16 @@ export class CorruptFileError extends Error {
 export interface JsonFileOptions {
   /** A larger file is corrupt without being read into memory. */
   maxBytes?: number;
+  /**
+   * The name a corrupt file is set aside as (a document's own documented name); default
+   * `<name>.bad-<time>`.
+   */
+  asideName?: (path: string) => string;
+}
+
+/** The default name of a file set aside: `<name>.bad-<ISO time, ':' and '.' as '-'>`. */
+export function timedAsideName(path: string): string {
+  return `${path}.bad-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 }
 
 /** The two log levels loadOrDefaults writes at (the server's Logger has them). */
@@ -92,11 +102,12 @@ export class JsonFile<T> {
   }
 
   /**
-   * Moves a corrupt file aside as `<name>.bad-<time>` (kept for whoever wants to look at it,
-   * never read again); returns the new path.
+   * Moves a corrupt file aside as `asideName(path)`, by default `<name>.bad-<time>` (kept for
+   * whoever wants to look at it, never read again; an older one of the same name is replaced);
+   * returns the new path.
    */
   async setAside(): Promise<string> {
-    const aside = `${this.path}.bad-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const aside = (this.opts.asideName ?? timedAsideName)(this.path);
     await rename(this.path, aside);
     return aside;
   }

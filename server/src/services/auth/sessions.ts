@@ -11,10 +11,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { readFile, rename } from 'node:fs/promises';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import { InsufficientStorageError, InternalError } from '../../errors';
-import { JsonFile } from '../../storage/json-store';
+import { CorruptFileError, JsonFile } from '../../storage/json-store';
 
 export interface Session {
   hash: string;
@@ -67,10 +66,10 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
   static async open(path: string, opts: SessionStoreOptions = {}): Promise<SessionStore> {
     const now = opts.now ?? Date.now;
     const log = opts.log ?? SILENT_LOGGER;
-    const parse = (raw: unknown): Session[] =>
-      Array.isArray(raw) ? (raw.filter(isSession) as Session[]) : [];
-    const file = new JsonFile<Session[]>(path, parse);
-    const list = await readSessions(path, parse, log);
+    const file = new JsonFile<Session[]>(path, parseSessions, {
+      asideName: (p) => `${p}.corrupt-${Date.now()}`,
+    });
+    const list = await readSessions(file, log);
     const store = new SessionStore(file, now, log);
     const t = now();
     const live = list.filter((s) => s.expiresAt > t).sort((a, b) => lastUse(a) - lastUse(b));
@@ -217,39 +216,32 @@ export class SessionStore extends EventEmitter<{ ended: [hash: string, reason: s
   }
 }
 
-async function readSessions(
-  path: string,
-  parse: (raw: unknown) => Session[],
-  log: Logger,
-): Promise<Session[]> {
-  let text: string;
+/** Missing: none; not a list: corrupt (CorruptFileError); a list: the entries that are sessions. */
+function parseSessions(raw: unknown): Session[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) throw new Error('not a list');
+  return raw.filter(isSession) as Session[];
+}
+
+async function readSessions(file: JsonFile<Session[]>, log: Logger): Promise<Session[]> {
+  const path = file.path;
   try {
-    text = await readFile(path, 'utf8');
+    return await file.load();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return [];
-    throw new Error(`${path}: cannot be read (${code ?? String(err)}); fix the data folder`, {
-      cause: err,
-    });
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-    if (!Array.isArray(raw)) throw new Error('not a list');
-  } catch (err) {
-    const aside = `${path}.corrupt-${Date.now()}`;
+    if (!(err instanceof CorruptFileError)) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new Error(`${path}: cannot be read (${code ?? String(err)}); fix the data folder`, {
+        cause: err,
+      });
+    }
     try {
-      await rename(path, aside);
-      log.warn(
-        { path, aside, err: (err as Error).message },
-        'sessions file unreadable; moved aside',
-      );
+      const aside = await file.setAside();
+      log.warn({ path, aside, err: err.reason }, 'sessions file unreadable; moved aside');
     } catch (renameErr) {
       log.warn({ path, err: (renameErr as Error).message }, 'sessions file unreadable');
     }
     return [];
   }
-  return parse(raw);
 }
 
 function isSession(v: unknown): boolean {
