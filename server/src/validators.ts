@@ -20,6 +20,11 @@ export function fail(name: string, value: Raw, what: string, hidden = false): ne
   throw new ValidatorError(describe(name, value, what, hidden));
 }
 
+/** A request's query arguments as Fastify parsed them (none: empty), for the validators below. */
+export function queryOf(request: { query: unknown }): Record<string, unknown> {
+  return (request.query ?? {}) as Record<string, unknown>;
+}
+
 /** A single string argument; arrays (repeated query keys) are refused. */
 export function str(
   name: string,

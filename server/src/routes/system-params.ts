@@ -10,24 +10,23 @@ import {
   parseParamsQuery,
 } from '../services/system/identity-input';
 import type { IdentityService } from '../services/system/identity-service';
+import { queryOf } from '../validators';
 
 export function systemParamsRoutes(app: FastifyInstance, identity: IdentityService): void {
-  const q = (request: { query: unknown }) => (request.query ?? {}) as Record<string, unknown>;
-
   app.get('/api/system/get_param', async () => identity.get());
 
   app.post('/api/system/set_param', async (request) =>
-    identity.set(parseParamsQuery(q(request), identity.mouseOutputs())),
+    identity.set(parseParamsQuery(queryOf(request), identity.mouseOutputs())),
   );
 
   app.post('/api/system/set_identity_preset', async (request) =>
-    identity.setIdentityPreset(parseIdentityPreset(q(request)['preset'])),
+    identity.setIdentityPreset(parseIdentityPreset(queryOf(request)['preset'])),
   );
 
   app.get('/api/system/otg_functions', async () => identity.otgFunctions());
 
   app.post('/api/system/otg_functions', async (request) =>
-    identity.setOtgFunctions(parseOtgFunctions(q(request))),
+    identity.setOtgFunctions(parseOtgFunctions(queryOf(request))),
   );
 
   app.post('/api/system/reinit_udc', async () => {

@@ -5,21 +5,20 @@
 import type { FastifyInstance } from 'fastify';
 import { parseRegion, parseTimeQuery, parseZoneName } from '../services/system/time-input';
 import type { TimeService } from '../services/system/time-service';
+import { queryOf } from '../validators';
 
 export function timeRoutes(app: FastifyInstance, time: TimeService): void {
-  const q = (request: { query: unknown }) => (request.query ?? {}) as Record<string, unknown>;
-
   app.get('/api/system/time', async () => time.get());
 
   app.post('/api/system/time', async (request) =>
-    time.set(parseTimeQuery(q(request), (zone) => time.hasZone(zone))),
+    time.set(parseTimeQuery(queryOf(request), (zone) => time.hasZone(zone))),
   );
 
   app.get('/api/system/timezone/list', async (request) =>
-    time.listZones(parseRegion(q(request)['region'])),
+    time.listZones(parseRegion(queryOf(request)['region'])),
   );
 
   app.post('/api/system/timezone', async (request) =>
-    time.setCityZone(parseZoneName(q(request)['timezone'])),
+    time.setCityZone(parseZoneName(queryOf(request)['timezone'])),
   );
 }

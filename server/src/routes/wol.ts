@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { WOL_NAME_MAX, normalizeMac, wolNameProblem } from '@kvm/protocol';
 import { ValidatorError } from '../errors';
 import type { WolService } from '../services/wol/wol-service';
-import { str } from '../validators';
+import { queryOf, str } from '../validators';
 
 /** SPEC 5's device name: 1 to WOL_NAME_MAX characters, no control characters; trimmed. */
 export function wolName(name: string): string {
@@ -32,8 +32,6 @@ export function wolMac(mac: string): string {
 }
 
 export function wolRoutes(app: FastifyInstance, wol: WolService): void {
-  const q = (request: { query: unknown }) => request.query as Record<string, unknown>;
-
   app.get('/api/wol/devices', async () => ({ devices: wol.list() }));
 
   /** GL 1.9's name for the same list, in GL's shape: `ip` is not kept here, so it is empty. */
@@ -43,23 +41,23 @@ export function wolRoutes(app: FastifyInstance, wol: WolService): void {
 
   // Both arguments must be strings before either is checked further (the order of the 400s).
   app.post('/api/wol/add', async (request) => {
-    const name = str('name', q(request)['name']);
-    const mac = str('mac', q(request)['mac']);
+    const name = str('name', queryOf(request)['name']);
+    const mac = str('mac', queryOf(request)['mac']);
     return { device: await wol.add(wolName(name), wolMac(mac)) };
   });
 
   app.post('/api/wol/rename', async (request) => {
-    const mac = str('mac', q(request)['mac']);
-    const name = str('name', q(request)['name']);
+    const mac = str('mac', queryOf(request)['mac']);
+    const name = str('name', queryOf(request)['name']);
     return { device: await wol.rename(wolMac(mac), wolName(name)) };
   });
 
   app.post('/api/wol/remove', async (request) => {
-    await wol.remove(wolMac(str('mac', q(request)['mac'])));
+    await wol.remove(wolMac(str('mac', queryOf(request)['mac'])));
     return {};
   });
 
   app.post('/api/wol/wake', async (request) => ({
-    sent: await wol.wake(wolMac(str('mac', q(request)['mac']))),
+    sent: await wol.wake(wolMac(str('mac', queryOf(request)['mac']))),
   }));
 }
