@@ -4,27 +4,24 @@
  * here: a tiny node server inside the device's namespace, a node client in the LAN's), and
  * name resolution inside the device through its resolv.conf.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { CommandError, type CommandResult, runCommand } from '../../process/run';
 import { findExecutable } from '../../process/supervisor';
 import type { NetnsNames } from './namespaces';
 
-export interface Output {
-  stdout: string;
-  stderr: string;
-}
+export type Output = CommandResult;
 
-export function runIn(ns: string, args: readonly string[], timeoutMs = 5000): Promise<Output> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'ip',
-      ['netns', 'exec', ns, ...args],
-      { timeout: timeoutMs, killSignal: 'SIGKILL', encoding: 'utf8' },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`${args.join(' ')} in ${ns}: ${stderr.trim() || err.message}`));
-        else resolve({ stdout, stderr });
-      },
-    );
-  });
+export async function runIn(
+  ns: string,
+  args: readonly string[],
+  timeoutMs = 5000,
+): Promise<Output> {
+  try {
+    return await runCommand('ip', ['netns', 'exec', ns, ...args], { timeoutMs });
+  } catch (err) {
+    const why = err instanceof CommandError ? err.reason : (err as Error).message;
+    throw new Error(`${args.join(' ')} in ${ns}: ${why}`);
+  }
 }
 
 /** Runs a command in the router's namespace. */
@@ -34,12 +31,8 @@ export function runInLan(names: NetnsNames, args: readonly string[]): Promise<Ou
 
 /** The namespaces `ip netns list` shows now. */
 export async function listNamespaces(): Promise<string[]> {
-  const out = await new Promise<string>((resolve, reject) =>
-    execFile('ip', ['netns', 'list'], { encoding: 'utf8' }, (err, stdout) =>
-      err ? reject(err) : resolve(stdout),
-    ),
-  );
-  return out
+  const { stdout } = await runCommand('ip', ['netns', 'list']);
+  return stdout
     .split('\n')
     .map((l) => l.trim().split(/\s+/)[0] ?? '')
     .filter(Boolean);
