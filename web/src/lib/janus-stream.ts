@@ -33,8 +33,24 @@ import type { Orientation } from '@kvm/protocol/enums';
 import type { TurnState } from '@kvm/protocol/streamer';
 import { Emitter } from './emitter';
 import { DataChannelInput, INPUT_CHANNEL_LABEL } from './input-channel';
-import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
+import { checkTransition } from '@kvm/protocol/transitions';
 import { loadJanusRuntime } from './janus-loader';
+import {
+  CONNECT_TIMEOUT_MS,
+  GATEWAY_RETRY_MS,
+  JANUS_STREAM_TRANSITIONS,
+  STREAM_ERROR_RETRY_MS,
+} from './janus-stream-timing';
+import {
+  USTREAMER_PLUGIN,
+  errorText,
+  iceServersFromTurn,
+  randomId,
+  stereoOpus,
+  type GatewayFeatures,
+  type JanusCredentials,
+} from './janus-stream-signalling';
+import { JanusStreamStats } from './janus-stream-stats';
 import type {
   JanusJsep,
   JanusRuntime,
@@ -44,12 +60,6 @@ import type {
   PluginHandleLike,
   RtpSenderLike,
 } from './janus-types';
-import {
-  computeStreamRate,
-  connectionTypeFromStats,
-  inboundVideoFromStats,
-  type InboundVideoSample,
-} from './rtc-stats';
 import type {
   StreamClient,
   StreamClientEvents,
@@ -58,74 +68,24 @@ import type {
   StreamState,
 } from './stream-types';
 
-export const USTREAMER_PLUGIN = 'janus.plugin.ustreamer';
-/** SPEC 4/9: stop + watch are retried 2 s after a stream error. */
-export const STREAM_ERROR_RETRY_MS = 2_000;
-/** SPEC 4/9: a gateway that went away is retried after 5 s (a failed PC likewise). */
-export const GATEWAY_RETRY_MS = 5_000;
-/** SPEC 4/9: stream info refresh and connection-type poll. */
-export const STREAM_INFO_MS = 1_000;
-export const CONNECTION_TYPE_MS = 5_000;
-/** How often the stats are looked at for the first decoded frame. */
-export const FIRST_FRAME_PROBE_MS = 250;
-/** A session that is not attached by then counts as a gateway end. */
-export const CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The moves JanusStream makes (stream-types.ts says what each state means). stop() may come
- * in any state; after it only start() moves.
- */
-export const JANUS_STREAM_TRANSITIONS: TransitionMap<StreamState> = {
-  idle: ['connecting', 'stopped'],
-  // Attached, or the session failed / timed out / WebRTC is unsupported.
-  connecting: ['attached', 'error', 'stopped'],
-  // The features answer starts the watch; a plugin error or a lost gateway is an error.
-  attached: ['watching', 'error', 'stopped'],
-  // First frame decoded; the server stopped on its own (attached, rewatch in 2 s); an error.
-  watching: ['active', 'attached', 'error', 'stopped'],
-  active: ['attached', 'error', 'stopped'],
-  // A new session (start(), or 5 s after a gateway end), or stop + watch on the same one.
-  error: ['connecting', 'watching', 'stopped'],
-  stopped: ['connecting'],
-};
-
-/** `wss://host/janus/ws?auth_token=…` (WebSockets cannot carry the Token header). */
-export function janusServerUrl(
-  location: { protocol: string; host: string },
-  token: string | null,
-): string {
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const query = token ? `?auth_token=${encodeURIComponent(token)}` : '';
-  return `${scheme}//${location.host}/janus/ws${query}`;
-}
-
-/**
- * ICE servers from the TURN state (SPEC 7): one entry with every uri, with the credentials when
- * there are some. No uris: none (the gateway's features.ice.url may add one later).
- */
-export function iceServersFromTurn(turn: TurnState | null | undefined): RTCIceServer[] {
-  const uris = (turn?.uris ?? []).filter((u) => typeof u === 'string' && u !== '');
-  if (uris.length === 0) return [];
-  const server: RTCIceServer = { urls: uris };
-  if (turn?.username) {
-    server.username = turn.username;
-    server.credential = turn.password;
-  }
-  return [server];
-}
-
-function randomId(length: number): string {
-  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  let out = '';
-  for (let i = 0; i < length; i += 1) out += chars.charAt(Math.floor(Math.random() * chars.length));
-  return out;
-}
-
-function errorText(error: unknown): string {
-  if (typeof error === 'string') return error;
-  if (error instanceof Error) return error.message;
-  return 'Unknown error';
-}
+// The timing and the signalling helpers live beside this file; callers import them from here.
+export {
+  CONNECTION_TYPE_MS,
+  CONNECT_TIMEOUT_MS,
+  FIRST_FRAME_PROBE_MS,
+  GATEWAY_RETRY_MS,
+  JANUS_STREAM_TRANSITIONS,
+  STREAM_ERROR_RETRY_MS,
+  STREAM_INFO_MS,
+} from './janus-stream-timing';
+export {
+  USTREAMER_PLUGIN,
+  iceServersFromTurn,
+  janusCredentials,
+  janusServerUrl,
+  stereoOpus,
+} from './janus-stream-signalling';
+export type { GatewayFeatures, JanusAuthAnswer, JanusCredentials } from './janus-stream-signalling';
 
 export interface JanusStreamEvents extends StreamClientEvents {
   /** The remote video track (null when there is none any more). */
@@ -134,17 +94,6 @@ export interface JanusStreamEvents extends StreamClientEvents {
   audioTrack: MediaStreamTrack | null;
   /** The gateway's features answer of the current session. */
   features: GatewayFeatures;
-}
-
-/** What the gateway's `features` answer says about sound (wire-protocol.md 3.2). */
-export interface GatewayFeatures {
-  audio: boolean;
-  mic: boolean;
-}
-
-/** PiKVM's customizeSdp: the answer asks for stereo Opus (the offer's sound is stereo). */
-export function stereoOpus(sdp: string): string {
-  return sdp.includes('stereo=1') ? sdp : sdp.replace('useinbandfec=1', 'useinbandfec=1;stereo=1');
 }
 
 export interface JanusStreamOptions {
@@ -159,26 +108,6 @@ export interface JanusStreamOptions {
   loadRuntime?: () => Promise<JanusRuntime>;
   /** What a gateway configured with Janus `api_secret` / `token_auth` asks for (SPEC 7). */
   credentials?: () => Promise<JanusCredentials>;
-}
-
-/** Janus `token` / `apisecret` for janus.js; absent members are not sent. */
-export interface JanusCredentials {
-  token?: string;
-  apisecret?: string;
-}
-
-/** `GET /api/janus/auth` (docs/api.md). */
-export interface JanusAuthAnswer {
-  apisecret: string | null;
-  token_auth: boolean;
-}
-
-/** What janus.js is given: the secret when the gateway has one, the session token when asked. */
-export function janusCredentials(answer: JanusAuthAnswer, token: string | null): JanusCredentials {
-  return {
-    ...(answer.apisecret !== null ? { apisecret: answer.apisecret } : {}),
-    ...(answer.token_auth && token ? { token } : {}),
-  };
 }
 
 export class JanusStream implements StreamClient {
@@ -197,9 +126,13 @@ export class JanusStream implements StreamClient {
   private iceServers: RTCIceServer[] = [];
   /** 'stopped' answers to our own stop requests, not to be taken as the server stopping. */
   private expectedStops = 0;
-  private info: StreamInfo = { bitrateKbps: 0, fps: 0, connection: null };
-  private lastSample: InboundVideoSample | null = null;
-  private lastSampleAt = 0;
+  private readonly stats = new JanusStreamStats({
+    peer: () => this.peer(),
+    generation: () => this.generation,
+    state: () => this.state,
+    activate: () => this.setState('active'),
+    emitInfo: (info) => this.emitter.emit('info', info),
+  });
   private track: MediaStreamTrack | null = null;
   private audioTrack: MediaStreamTrack | null = null;
   private features: GatewayFeatures | null = null;
@@ -215,9 +148,6 @@ export class JanusStream implements StreamClient {
   private micSender: RtpSenderLike | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private connectTimer: ReturnType<typeof setTimeout> | undefined;
-  private probeTimer: ReturnType<typeof setInterval> | undefined;
-  private infoTimer: ReturnType<typeof setInterval> | undefined;
-  private typeTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: JanusStreamOptions) {
     this.options = options;
@@ -225,7 +155,7 @@ export class JanusStream implements StreamClient {
 
   getState = (): StreamState => this.state;
 
-  getInfo = (): StreamInfo => this.info;
+  getInfo = (): StreamInfo => this.stats.info;
 
   getTrack = (): MediaStreamTrack | null => this.track;
 
@@ -484,7 +414,7 @@ export class JanusStream implements StreamClient {
         }
         this.send({ request: 'start' }, answer);
         this.openInputChannel(handle);
-        this.startProbe();
+        this.stats.startProbe();
         if (this.micPending) {
           this.micPending = false;
           this.micChanged();
@@ -600,86 +530,19 @@ export class JanusStream implements StreamClient {
 
   /** Stops the stats timers and forgets the track and the input channel. */
   private dropMedia(): void {
-    clearInterval(this.probeTimer);
-    clearInterval(this.infoTimer);
-    clearInterval(this.typeTimer);
-    this.probeTimer = this.infoTimer = this.typeTimer = undefined;
-    this.lastSample = null;
+    this.stats.stopTimers();
     this.inputChannel.detach();
     this.micSender = null;
     this.setTrack(null);
     this.setAudioTrack(null);
-    if (this.info.bitrateKbps !== 0 || this.info.fps !== 0 || this.info.connection !== null) {
-      this.info = { bitrateKbps: 0, fps: 0, connection: null };
-      this.emitter.emit('info', this.info);
-    }
+    this.stats.clearInfo();
   }
 
-  // --- stats -----------------------------------------------------------------------------
+  // --- media ---------------------------------------------------------------------------
 
+  /** The current peer connection (its stats: janus-stream-stats.ts). */
   private peer(): PeerConnectionLike | null {
     return this.handle?.webrtcStuff?.pc ?? null;
-  }
-
-  private startProbe(): void {
-    clearInterval(this.probeTimer);
-    const gen = this.generation;
-    this.probeTimer = setInterval(() => {
-      const pc = this.peer();
-      if (!pc) return;
-      pc.getStats().then(
-        (report) => {
-          if (gen !== this.generation || this.state !== 'watching') return;
-          const sample = inboundVideoFromStats(report);
-          if (sample && sample.framesDecoded > 0) this.becomeActive(sample);
-        },
-        () => undefined,
-      );
-    }, FIRST_FRAME_PROBE_MS);
-  }
-
-  private becomeActive(sample: InboundVideoSample): void {
-    clearInterval(this.probeTimer);
-    this.probeTimer = undefined;
-    this.lastSample = sample;
-    this.lastSampleAt = sample.timestamp ?? Date.now();
-    this.setState('active');
-    const gen = this.generation;
-    this.infoTimer = setInterval(() => {
-      if (gen === this.generation) void this.refreshInfo(gen);
-    }, STREAM_INFO_MS);
-    this.typeTimer = setInterval(() => {
-      if (gen === this.generation) void this.refreshConnectionType(gen);
-    }, CONNECTION_TYPE_MS);
-    void this.refreshConnectionType(gen);
-  }
-
-  private async refreshInfo(gen: number): Promise<void> {
-    const pc = this.peer();
-    if (!pc) return;
-    const report = await pc.getStats().catch(() => null);
-    if (!report || gen !== this.generation) return;
-    const sample = inboundVideoFromStats(report);
-    if (!sample) return;
-    const at = sample.timestamp ?? Date.now();
-    const rate = computeStreamRate(this.lastSample, sample, at - this.lastSampleAt);
-    this.lastSample = sample;
-    this.lastSampleAt = at;
-    this.setInfo({ ...this.info, ...rate });
-  }
-
-  private async refreshConnectionType(gen: number): Promise<void> {
-    const pc = this.peer();
-    if (!pc) return;
-    const report = await pc.getStats().catch(() => null);
-    if (!report || gen !== this.generation) return;
-    const connection = connectionTypeFromStats(report);
-    if (connection !== this.info.connection) this.setInfo({ ...this.info, connection });
-  }
-
-  private setInfo(info: StreamInfo): void {
-    this.info = info;
-    this.emitter.emit('info', info);
   }
 
   private setTrack = (track: MediaStreamTrack | null): void => {
