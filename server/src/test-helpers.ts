@@ -1,5 +1,5 @@
 /** Shared helpers of the server's route tests (not shipped). */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -38,6 +38,59 @@ export async function newApp(
   overrides: Record<string, unknown> = {},
 ): Promise<FastifyInstance> {
   return buildTestApp(dataDir ?? (await tempDataDir()), overrides);
+}
+
+/** A started test app: initialised, logged in, over its own data folder. */
+export interface StartedApp {
+  app: FastifyInstance;
+  token: string;
+  dataDir: string;
+}
+
+/**
+ * The app of a route test file, one per test: `start` builds it over a new data folder and logs
+ * in; `stop` (the file's `afterEach(() => apps.stop())`) closes it and removes the folder.
+ */
+export class AppPerTest {
+  app: FastifyInstance | undefined;
+  dataDir: string | undefined;
+
+  async start(overrides: Record<string, unknown> = {}): Promise<StartedApp> {
+    const { app, dataDir } = await this.build(overrides);
+    return { app, dataDir, token: await initAndLogin(app) };
+  }
+
+  /** `start` without the init and login (a test of the unauthenticated or first-run paths). */
+  async build(overrides: Record<string, unknown> = {}): Promise<Omit<StartedApp, 'token'>> {
+    const dataDir = (this.dataDir = await tempDataDir());
+    const app = (this.app = await newApp(dataDir, overrides));
+    return { app, dataDir };
+  }
+
+  /** Closes the app and builds a new one over the same data folder (a restart); not logged in. */
+  async restart(overrides: Record<string, unknown> = {}): Promise<FastifyInstance> {
+    if (this.dataDir === undefined) throw new Error('restart before start');
+    await this.app?.close();
+    this.app = undefined;
+    this.app = await newApp(this.dataDir, overrides);
+    return this.app;
+  }
+
+  async stop(): Promise<void> {
+    await this.app?.close();
+    if (this.dataDir) await rm(this.dataDir, { recursive: true, force: true });
+    this.app = undefined;
+    this.dataDir = undefined;
+  }
+}
+
+/** `app.inject` with a session token under a URL prefix: `call('POST', 'set_param?x=1')`. */
+export function caller(
+  app: FastifyInstance,
+  token: string,
+  prefix: string,
+): (method: 'GET' | 'POST', url: string) => ReturnType<FastifyInstance['inject']> {
+  return (method, url) => app.inject({ method, url: `${prefix}${url}`, headers: { token } });
 }
 
 export function form(fields: Record<string, string>): {

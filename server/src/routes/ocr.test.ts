@@ -3,31 +3,21 @@
  * or a token header, no body), the OCR of `GET /api/streamer/snapshot?ocr=1` end to end, and the
  * `ocr` event every new `/api/ws` client gets.
  */
-import { rm } from 'node:fs/promises';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { AppPerTest } from '../test-helpers';
 
-let app: FastifyInstance | undefined;
-let dataDir: string | undefined;
-afterEach(async () => {
-  await app?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  app = undefined;
-  dataDir = undefined;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start(): Promise<string> {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir);
-  return initAndLogin(app);
+  return (await apps.start()).token;
 }
 
 describe('GET /api/streamer/ocr (kvmd)', () => {
   it("answers kvmd's state with the installed languages", async () => {
     const token = await start();
     // PiKVM's UI: a plain GET with its cookie
-    const res = await app!.inject({
+    const res = await apps.app!.inject({
       method: 'GET',
       url: '/api/streamer/ocr',
       headers: { cookie: `auth_token=${token}`, accept: '*/*' },
@@ -46,7 +36,7 @@ describe('GET /api/streamer/ocr (kvmd)', () => {
 
   it('needs a session', async () => {
     await start();
-    const res = await app!.inject({ method: 'GET', url: '/api/streamer/ocr' });
+    const res = await apps.app!.inject({ method: 'GET', url: '/api/streamer/ocr' });
     expect(res.statusCode).toBe(401);
   });
 
@@ -55,7 +45,7 @@ describe('GET /api/streamer/ocr (kvmd)', () => {
     // ocr.js: ocr=1, the chosen language and the selection box; the testbed's label is at
     // (32, 656), 11 characters of 24 pixels, 28 high (drivers/testbed/screen.ts)
     const q = 'ocr=1&ocr_langs=eng&ocr_left=16&ocr_top=640&ocr_right=400&ocr_bottom=700';
-    let res = await app!.inject({
+    let res = await apps.app!.inject({
       method: 'GET',
       url: `/api/streamer/snapshot?${q}`,
       headers: { cookie: `auth_token=${token}` },
@@ -63,7 +53,7 @@ describe('GET /api/streamer/ocr (kvmd)', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.body.trim()).toBe('TEST TARGET');
-    res = await app!.inject({
+    res = await apps.app!.inject({
       method: 'GET',
       url: '/api/streamer/snapshot?ocr=1&ocr_langs=eng,xyz',
       headers: { cookie: `auth_token=${token}` },
@@ -77,7 +67,7 @@ describe('GET /api/streamer/ocr (kvmd)', () => {
 
   it('is the ocr event of a new /api/ws client', async () => {
     await start();
-    const events = await app!.ctx.registry.snapshot(() => undefined);
+    const events = await apps.app!.ctx.registry.snapshot(() => undefined);
     expect(events).toContainEqual({
       event_type: 'ocr',
       event: {

@@ -1,26 +1,15 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEVICE_IDENTITY_PRESETS } from '@kvm/protocol';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { AppPerTest, caller } from '../test-helpers';
 
-let app: FastifyInstance | undefined;
-let dataDir: string | undefined;
-afterEach(async () => {
-  await app?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  app = undefined;
-  dataDir = undefined;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start() {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir);
-  const token = await initAndLogin(app);
-  const call = (method: 'GET' | 'POST', url: string) =>
-    app!.inject({ method, url: `/api/system/${url}`, headers: { token } });
-  return call;
+  const { app, token } = await apps.start();
+  return caller(app, token, '/api/system/');
 }
 
 describe('/api/system/get_param and set_param', () => {
@@ -69,8 +58,8 @@ describe('/api/system/get_param and set_param', () => {
       identity_preset: 'monitor_1080p_receiver',
     });
     // the HID service's mouse output follows
-    expect(app!.ctx.hid.getState().mouse.outputs.active).toBe('usb_rel');
-    const stored = JSON.parse(await readFile(join(dataDir!, 'system', 'params.json'), 'utf8'));
+    expect(apps.app!.ctx.hid.getState().mouse.outputs.active).toBe('usb_rel');
+    const stored = JSON.parse(await readFile(join(apps.dataDir!, 'system', 'params.json'), 'utf8'));
     expect(stored).toMatchObject({ otg_vendor_id: 0x046d, otg_serial: 'AB12' });
   });
 
@@ -168,9 +157,7 @@ describe('/api/system/otg_functions and reinit_udc', () => {
   });
 
   it('requires a session on every route', async () => {
-    dataDir = await tempDataDir();
-    app = await newApp(dataDir);
-    await initAndLogin(app);
+    const { app } = await apps.start();
     for (const [method, url] of [
       ['GET', 'get_param'],
       ['POST', 'set_param?mic_name=x'],

@@ -1,24 +1,12 @@
-import { rm } from 'node:fs/promises';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { AppPerTest, caller } from '../test-helpers';
 
-let app: FastifyInstance | undefined;
-let dataDir: string | undefined;
-afterEach(async () => {
-  await app?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  app = undefined;
-  dataDir = undefined;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start() {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir);
-  const token = await initAndLogin(app);
-  const call = (method: 'GET' | 'POST', url: string) =>
-    app!.inject({ method, url: `/api/system/${url}`, headers: { token } });
-  return call;
+  const { app, token } = await apps.start();
+  return caller(app, token, '/api/system/');
 }
 
 describe('/api/system/time and timezone', () => {
