@@ -183,7 +183,10 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     const d = make();
     await d.init();
     const ip = await leased(d);
-    expect(await resolveInDevice(d.names, 'router.lan')).toBe('192.168.8.1');
+    // the address is on eth0 a moment before the lease's resolv.conf is written
+    await expect
+      .poll(() => resolveInDevice(d.names, 'router.lan'), { timeout: 5000 })
+      .toBe('192.168.8.1');
     expect(await resolveInDevice(d.names, 'glkvm.lan')).toBe(ip);
 
     await d.setHostname('kvm-desk');
