@@ -1,36 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
 import { AtxService } from '../services/atx/atx-service';
+import { FakeAtx } from '../services/atx/test-support';
 import { initAndLogin, newApp } from '../test-helpers';
 
 let app: FastifyInstance;
 afterEach(async () => {
   await app?.close();
 });
-
-/** A driver whose presses last until released by the test; records what was pressed. */
-class FakeAtx implements AtxDriver {
-  readonly name = 'fake';
-  pressed: AtxButton[] = [];
-  private release: (() => void) | null = null;
-  power = false;
-  getState(): AtxDriverState {
-    return { enabled: true, leds: { power: this.power, hdd: false } };
-  }
-  onState(): () => void {
-    return () => undefined;
-  }
-  click(button: AtxButton): Promise<void> {
-    this.pressed.push(button);
-    return new Promise((r) => (this.release = r));
-  }
-  finish(): void {
-    this.release?.();
-  }
-  async init(): Promise<void> {}
-  async dispose(): Promise<void> {}
-}
 
 describe('ATX service', () => {
   it('runs one press at a time, busy meanwhile, and follows kvmd power actions', async () => {

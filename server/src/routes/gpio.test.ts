@@ -3,13 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import type { GpioState } from '@kvm/protocol';
-import { buildApp, createContext } from '../app';
-import { buildConfig } from '../config';
-import { loadConfigDefaults } from '../paths';
-import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
-import { AtxService } from '../services/atx/atx-service';
+import { appWithAtx, FakeAtx } from '../services/atx/test-support';
 import { escapeHtml } from '../services/gpio/gpio-service';
-import { initAndLogin, PASSWORD, tempDataDir } from '../test-helpers';
+import { initAndLogin, PASSWORD } from '../test-helpers';
 
 let app: FastifyInstance | undefined;
 let udp: Socket | undefined;
@@ -20,52 +16,11 @@ afterEach(async () => {
   udp = undefined;
 });
 
-/** An ATX driver whose presses last until the test releases them; its LEDs are settable. */
-class FakeAtx implements AtxDriver {
-  readonly name = 'fake';
-  pressed: AtxButton[] = [];
-  leds = { power: false, hdd: false };
-  private release: (() => void) | null = null;
-  private readonly listeners = new Set<(s: AtxDriverState) => void>();
-  getState(): AtxDriverState {
-    return { enabled: true, leds: { ...this.leds } };
-  }
-  onState(l: (s: AtxDriverState) => void): () => void {
-    this.listeners.add(l);
-    return () => this.listeners.delete(l);
-  }
-  setPower(on: boolean): void {
-    this.leds.power = on;
-    this.listeners.forEach((l) => l(this.getState()));
-  }
-  click(button: AtxButton): Promise<void> {
-    this.pressed.push(button);
-    return new Promise((r) => (this.release = r));
-  }
-  finish(): void {
-    this.release?.();
-  }
-  async init(): Promise<void> {}
-  async dispose(): Promise<void> {}
-}
-
-async function appWith(opts: { atx?: FakeAtx; wolPort?: number } = {}): Promise<FastifyInstance> {
-  const config = buildConfig(
-    {
-      data_dir: await tempDataDir(),
-      target: 'testbed',
-      webrtc: { stun_url: null },
-      // The magic packet goes to a loopback listener of the test, never to the LAN.
-      wol: { network: 'host', address: '127.0.0.1', port: opts.wolPort ?? 9, interface: null },
-    },
-    loadConfigDefaults(),
-  );
-  const ctx = await createContext(config, '0.0.0-test');
-  if (opts.atx) {
-    ctx.atx.dispose();
-    ctx.atx = new AtxService(opts.atx);
-  }
-  return buildApp(ctx);
+function appWith(opts: { atx?: FakeAtx; wolPort?: number } = {}): Promise<FastifyInstance> {
+  // The magic packet goes to a loopback listener of the test, never to the LAN.
+  return appWithAtx(opts.atx, {
+    wol: { network: 'host', address: '127.0.0.1', port: opts.wolPort ?? 9, interface: null },
+  });
 }
 
 /** What PiKVM's UI sends: XMLHttpRequest POST, query only, no body and no content type. */

@@ -1,45 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createContext } from '../app';
-import { buildConfig } from '../config';
-import { loadConfigDefaults } from '../paths';
-import type { AtxButton, AtxDriver, AtxDriverState } from '../drivers/atx/types';
-import { AtxService } from '../services/atx/atx-service';
-import { initAndLogin, newApp, PASSWORD, tempDataDir } from '../test-helpers';
+import { appWithAtx, FakeAtx } from '../services/atx/test-support';
+import { initAndLogin, newApp, PASSWORD } from '../test-helpers';
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
   await app?.close();
   app = undefined;
 });
-
-class FakeAtx implements AtxDriver {
-  readonly name = 'fake';
-  pressed: AtxButton[] = [];
-  power = false;
-  getState(): AtxDriverState {
-    return { enabled: true, leds: { power: this.power, hdd: false } };
-  }
-  onState(): () => void {
-    return () => undefined;
-  }
-  async click(button: AtxButton): Promise<void> {
-    this.pressed.push(button);
-  }
-  async init(): Promise<void> {}
-  async dispose(): Promise<void> {}
-}
-
-async function appWithAtx(atx: FakeAtx): Promise<FastifyInstance> {
-  const config = buildConfig(
-    { data_dir: await tempDataDir(), target: 'testbed', webrtc: { stun_url: null } },
-    loadConfigDefaults(),
-  );
-  const ctx = await createContext(config, '0.0.0-test');
-  ctx.atx.dispose();
-  ctx.atx = new AtxService(atx);
-  return buildApp(ctx);
-}
 
 /** The headers redfishtool (DMTF) sends; the credentials are the test's token header. */
 const tool = (token: string) => ({
@@ -79,7 +47,7 @@ describe('Redfish', () => {
   });
 
   it('lists system 0, its power state and resets it through ATX as kvmd maps ResetType', async () => {
-    const atx = new FakeAtx();
+    const atx = new FakeAtx({ hold: false });
     app = await appWithAtx(atx);
     const token = await initAndLogin(app);
     const systems = await app.inject({ url: '/redfish/v1/Systems', headers: tool(token) });
@@ -157,7 +125,7 @@ describe('Redfish', () => {
   });
 
   it('answers redfishtool as it runs (-S Never: Basic on every request)', async () => {
-    const atx = new FakeAtx();
+    const atx = new FakeAtx({ hold: false });
     app = await appWithAtx(atx);
     await initAndLogin(app, PASSWORD);
     const authorization = `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}`;
