@@ -12,6 +12,7 @@ import { resolveTypes, TARGET_PRESETS, type DriverTypes, type Subsystem } from '
 import type { Lifecycle } from './types';
 import type { VideoSource } from './video/types';
 import { DisabledVideo } from './video/disabled';
+import { FileVideo } from './video/file';
 import { QemuVideo } from './video/qemu';
 import { TestbedVideo } from './video/testbed';
 import type { HidDriver } from './hid/types';
@@ -163,9 +164,8 @@ const TABLE: Table = {
     },
     testbed: (s) =>
       new TestbedVideo({ width: s.config.testbed.width, height: s.config.testbed.height }),
-    file: () => {
-      throw new Error('video.type: file is not available yet');
-    },
+    file: (s) =>
+      new FileVideo({ path: s.config.video.file, ffmpeg: s.config.video.ffmpeg, log: s.log }),
     disabled: () => new DisabledVideo(),
   },
   hid: {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../config';
 import { SILENT_LOGGER } from '../../log';
 import { NalType, nalType, parseSps, splitNalUnits } from '../../media/annexb';
 import { ffmpegOnce, jpegSize } from '../../media/jpeg';
@@ -11,6 +12,7 @@ import { JpegHub } from '../../media/jpeg-hub';
 import type { AccessUnit } from '../../media/types';
 import { VideoHub } from '../../media/video-hub';
 import { readProcArgv, waitForExit } from '../../process/supervisor';
+import { createDrivers } from '../factory';
 import { FileVideo, ffprobeBeside, parseProbe } from './file';
 import type { VideoSourceState } from './types';
 
@@ -103,6 +105,16 @@ describe('FileVideo', () => {
     const v = await fileVideo(join(dir, 'concat:clip.mp4|clip.mp4'));
     expect(v.getState().online).toBe(false);
     expect(v.reason).toMatch(/No such file/);
+  });
+
+  it('video.type file in the config builds it from video.file', async () => {
+    const paths = { dataDir: '/nonexistent/data', webDir: '/nonexistent/web', keymapsDirs: [] };
+    const config = buildConfig({ target: 'testbed', video: { type: 'file', file: clip } }, paths);
+    const drivers = await createDrivers(config, SILENT_LOGGER);
+    cleanup.push(() => drivers.dispose());
+    expect(drivers.video).toBeInstanceOf(FileVideo);
+    await drivers.video.init();
+    expect(drivers.video.getState()).toMatchObject({ online: true, width: 160, height: 120 });
   });
 
   it('reads ffprobe answers and finds ffprobe beside ffmpeg', () => {
