@@ -4,7 +4,9 @@
  * socket's ping and the info tick: `H264DirectStream` decides when to connect and what a lost
  * socket means. It runs in a Worker (with an OffscreenCanvas, so no frame ever touches the
  * page's main thread, where input is captured) or, where Workers or OffscreenCanvas are
- * missing, on the main thread. No DOM types: both places must be able to load it.
+ * missing, on the main thread. No DOM types: both places must be able to load it. Beside it:
+ * the wire (h264-direct-wire.ts), the WebCodecs decoder (h264-direct-decoder.ts), the drawing
+ * on animation frames (h264-direct-presenter.ts) and the counters (h264-direct-counters.ts).
  *
  * Wire: the server sends `{"event_type":"media","event":{"video":{"h264":{"profile_level_id"}}}}`,
  * the client answers `{"event_type":"start","event":{"type":"video","format":"h264"}}`, then
@@ -20,171 +22,57 @@
  * presented or dropped for one reason; `received - presented - dropped` are in flight (in the
  * decoder or waiting for the next animation frame).
  */
+import { emptyCounters, type DirectCounters, type DropReason } from './h264-direct-counters';
+import {
+  createWebCodecsDecoder,
+  type DecoderFactory,
+  type VideoDecoderLike,
+  type VideoFrameLike,
+} from './h264-direct-decoder';
+import { FramePresenter, type CanvasLike } from './h264-direct-presenter';
+import {
+  MEDIA_KEY_REQUEST,
+  MEDIA_MAX_MISSED_PONGS,
+  MEDIA_PING,
+  MEDIA_PING_MS,
+  h264Codec,
+  parseMediaFrame,
+  type MediaSocketLike,
+} from './h264-direct-wire';
 import type { StreamInfo } from './stream-types';
 
-export const MEDIA_PING_MS = 1_000;
-/** Reconnect after this many pings without a pong. */
-export const MEDIA_MAX_MISSED_PONGS = 5;
+// The wire, the decoder, the presentation and the counters live beside this file; callers
+// import them from here.
+export {
+  DEFAULT_PROFILE_LEVEL_ID,
+  MEDIA_KEY_REQUEST,
+  MEDIA_MAX_MISSED_PONGS,
+  MEDIA_OP_VIDEO,
+  MEDIA_PING,
+  MEDIA_PING_MS,
+  MEDIA_PONG,
+  h264Codec,
+  parseMediaFrame,
+} from './h264-direct-wire';
+export type { MediaFrame, MediaSocketLike } from './h264-direct-wire';
+export { createWebCodecsDecoder, webCodecsSupported } from './h264-direct-decoder';
+export type {
+  DecoderFactory,
+  EncodedChunkInit,
+  VideoDecoderLike,
+  VideoFrameLike,
+} from './h264-direct-decoder';
+export { DROP_REASONS, addCounters, emptyCounters } from './h264-direct-counters';
+export type { DirectCounters, DropReason } from './h264-direct-counters';
+export type { CanvasLike } from './h264-direct-presenter';
+
 export const MEDIA_INFO_MS = 1_000;
-/** Constrained Baseline 3.1, what the server encodes when it does not say. */
-export const DEFAULT_PROFILE_LEVEL_ID = '42E01F';
 /** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
 export const MAX_DECODE_QUEUE = 30;
 /** Key frame requests are not repeated more often than this. */
 export const KEY_REQUEST_MIN_MS = 500;
 /** Counters are reported at most this often while they change (data-frames reads them). */
 export const COUNTERS_REPORT_MS = 100;
-
-export const MEDIA_OP_VIDEO = 0x01;
-export const MEDIA_PING = 0x00;
-export const MEDIA_PONG = 0xff;
-export const MEDIA_KEY_REQUEST = 0x01;
-
-export type MediaFrame = { kind: 'video'; key: boolean; data: Uint8Array } | { kind: 'pong' };
-
-/** One binary message of the media socket; null for anything not understood (ignored). */
-export function parseMediaFrame(message: ArrayBuffer | Uint8Array): MediaFrame | null {
-  const bytes = message instanceof Uint8Array ? message : new Uint8Array(message);
-  if (bytes.length === 1 && bytes[0] === MEDIA_PONG) return { kind: 'pong' };
-  if (bytes.length >= 3 && bytes[0] === MEDIA_OP_VIDEO) {
-    return { kind: 'video', key: bytes[1] !== 0, data: bytes.subarray(2) };
-  }
-  return null;
-}
-
-/** The WebCodecs codec string for a profile-level-id such as 42E01F. */
-export function h264Codec(profileLevelId: string | undefined): string {
-  const id = /^[0-9a-f]{6}$/i.test(profileLevelId ?? '')
-    ? profileLevelId!
-    : DEFAULT_PROFILE_LEVEL_ID;
-  return `avc1.${id.toLowerCase()}`;
-}
-
-/** The parts of VideoFrame used here. */
-export interface VideoFrameLike {
-  readonly displayWidth: number;
-  readonly displayHeight: number;
-  close(): void;
-}
-
-export interface EncodedChunkInit {
-  type: 'key' | 'delta';
-  /** microseconds */
-  timestamp: number;
-  data: Uint8Array;
-}
-
-/** The parts of VideoDecoder used here (tests pass a fake). */
-export interface VideoDecoderLike {
-  readonly state: CodecState;
-  readonly decodeQueueSize: number;
-  configure(config: { codec: string; optimizeForLatency: boolean }): void;
-  decode(chunk: EncodedChunkInit): void;
-  reset(): void;
-  close(): void;
-}
-
-export type DecoderFactory = (
-  output: (frame: VideoFrameLike) => void,
-  error: (error: unknown) => void,
-) => VideoDecoderLike;
-
-/** WebCodecs needs a secure context (HTTPS or localhost). */
-export function webCodecsSupported(): boolean {
-  return typeof VideoDecoder === 'function' && typeof EncodedVideoChunk === 'function';
-}
-
-export const createWebCodecsDecoder: DecoderFactory = (output, error) => {
-  const decoder = new VideoDecoder({ output, error: (e) => error(e) });
-  return {
-    get state() {
-      return decoder.state;
-    },
-    get decodeQueueSize() {
-      return decoder.decodeQueueSize;
-    },
-    configure: (config) => decoder.configure(config),
-    decode: (chunk) => decoder.decode(new EncodedVideoChunk(chunk)),
-    reset: () => decoder.reset(),
-    close: () => decoder.close(),
-  };
-};
-
-/** The parts of a canvas used here: an HTMLCanvasElement or an OffscreenCanvas. */
-export interface CanvasLike {
-  width: number;
-  height: number;
-  getContext(type: '2d'): {
-    drawImage(image: never, dx: number, dy: number, dw: number, dh: number): void;
-  } | null;
-}
-
-/** The parts of a WebSocket used here (the DOM's and the worker's are the same). */
-export interface MediaSocketLike {
-  binaryType: BinaryType;
-  send(data: string | ArrayBufferView): void;
-  close(): void;
-  onopen: ((event: Event) => void) | null;
-  onclose: ((event: CloseEvent) => void) | null;
-  onmessage: ((event: MessageEvent) => void) | null;
-  onerror: ((event: Event) => void) | null;
-}
-
-/** Why a received frame was never presented. */
-export type DropReason =
-  /** a delta frame with no key frame before it on this decoder */
-  | 'before_key'
-  /** a video frame before the server's media hello was answered */
-  | 'before_start'
-  /** thrown away undecoded: decoder reset (too far behind), error or closed with the socket */
-  | 'decoder'
-  /** decoded, then overtaken by a newer frame before the next animation frame */
-  | 'overtaken'
-  /** decoded while no canvas was attached, or still waiting when the socket went */
-  | 'not_shown';
-
-export const DROP_REASONS: readonly DropReason[] = [
-  'before_key',
-  'before_start',
-  'decoder',
-  'overtaken',
-  'not_shown',
-];
-
-/** Frame counters since the stream was made (H3's honest video bench reads them). */
-export interface DirectCounters {
-  /** video frames received from the socket */
-  received: number;
-  /** frames the decoder handed out */
-  decoded: number;
-  /** frames drawn on the canvas */
-  presented: number;
-  /** frames received and never presented (sum of droppedBy) */
-  dropped: number;
-  droppedBy: Record<DropReason, number>;
-}
-
-export function emptyCounters(): DirectCounters {
-  return {
-    received: 0,
-    decoded: 0,
-    presented: 0,
-    dropped: 0,
-    droppedBy: { before_key: 0, before_start: 0, decoder: 0, overtaken: 0, not_shown: 0 },
-  };
-}
-
-export function addCounters(a: DirectCounters, b: DirectCounters): DirectCounters {
-  const droppedBy = { ...a.droppedBy };
-  for (const reason of DROP_REASONS) droppedBy[reason] += b.droppedBy[reason];
-  return {
-    received: a.received + b.received,
-    decoded: a.decoded + b.decoded,
-    presented: a.presented + b.presented,
-    dropped: a.dropped + b.dropped,
-    droppedBy,
-  };
-}
 
 /**
  * What the pipeline reports. `conn` names the connection an event belongs to (the stream drops
@@ -231,7 +119,7 @@ export function globalAnimationFrame(): Pick<PipelineOptions, 'requestFrame' | '
 export class DirectPipeline {
   private readonly options: PipelineOptions;
   private readonly now: () => number;
-  private readonly requestFrame: ((callback: () => void) => number) | null;
+  private readonly presenter: FramePresenter;
   private conn = 0;
   /** Bumped on every connect and disconnect: callbacks of older sockets and decoders are void. */
   private generation = 0;
@@ -250,11 +138,7 @@ export class DirectPipeline {
   private decoderToken = 0;
   private lastTimestamp = 0;
   private lastKeyRequest = -Infinity;
-  /** The newest decoded frame not drawn yet. */
-  private pending: VideoFrameLike | null = null;
   private size = { width: 0, height: 0 };
-  private canvas: CanvasLike | null = null;
-  private frameRequest: number | null = null;
   private bytesSinceInfo = 0;
   private framesSinceInfo = 0;
   private infoAt = 0;
@@ -268,7 +152,12 @@ export class DirectPipeline {
   constructor(options: PipelineOptions) {
     this.options = options;
     this.now = options.now ?? (() => performance.now());
-    this.requestFrame = options.requestFrame === undefined ? null : options.requestFrame;
+    this.presenter = new FramePresenter({
+      requestFrame: options.requestFrame === undefined ? null : options.requestFrame,
+      cancelFrame: options.cancelFrame,
+      running: () => this.connected,
+      drawn: (presented) => this.drawn(presented),
+    });
   }
 
   /** Opens a new socket (dropping the current one); its events carry `conn`. */
@@ -298,7 +187,7 @@ export class DirectPipeline {
     this.infoTimer = setInterval(() => {
       if (gen === this.generation) this.infoTick();
     }, MEDIA_INFO_MS);
-    this.scheduleDraw();
+    this.presenter.schedule();
   }
 
   /** Closes the socket and the decoder; nothing is reported for this connection any more. */
@@ -308,8 +197,7 @@ export class DirectPipeline {
     clearInterval(this.pingTimer);
     clearInterval(this.infoTimer);
     this.pingTimer = this.infoTimer = undefined;
-    if (this.frameRequest !== null) this.options.cancelFrame?.(this.frameRequest);
-    this.frameRequest = null;
+    this.presenter.cancel();
     const socket = this.socket;
     this.socket = null;
     this.opened = false;
@@ -328,11 +216,7 @@ export class DirectPipeline {
       }
     }
     this.closeDecoder();
-    if (this.pending) {
-      this.pending.close();
-      this.pending = null;
-      this.drop('not_shown');
-    }
+    if (this.presenter.discard()) this.drop('not_shown');
     this.bytesSinceInfo = 0;
     this.framesSinceInfo = 0;
     this.setInfo(NO_INFO);
@@ -341,7 +225,7 @@ export class DirectPipeline {
 
   /** The canvas the newest frame is drawn on (null detaches). */
   attachCanvas(canvas: CanvasLike | null): void {
-    this.canvas = canvas;
+    this.presenter.attach(canvas);
   }
 
   /** Asks the server for a key frame (op 0x01), at most every 500 ms. */
@@ -514,11 +398,8 @@ export class DirectPipeline {
     this.count.decoded += 1;
     this.countersChanged = true;
     // Never queue: a newer frame replaces one not drawn yet.
-    if (this.pending) {
-      this.pending.close();
-      this.drop(this.canvas ? 'overtaken' : 'not_shown');
-    }
-    this.pending = frame;
+    if (this.presenter.offer(frame))
+      this.drop(this.presenter.hasCanvas ? 'overtaken' : 'not_shown');
     this.framesSinceInfo += 1;
     if (frame.displayWidth !== this.size.width || frame.displayHeight !== this.size.height) {
       this.size = { width: frame.displayWidth, height: frame.displayHeight };
@@ -529,7 +410,7 @@ export class DirectPipeline {
       this.options.emit({ type: 'active', conn: this.conn });
       this.setInfo({ ...this.info, connection: 'direct' });
     }
-    if (!this.requestFrame) this.draw();
+    if (!this.presenter.scheduled) this.presenter.draw();
   }
 
   /** The decoder closed itself on an error: a new one starts at the next key frame. */
@@ -557,33 +438,12 @@ export class DirectPipeline {
     this.decoderToken += 1;
   }
 
-  // --- drawing and info ------------------------------------------------------------------
+  // --- presentation and info -------------------------------------------------------------
 
-  private scheduleDraw(): void {
-    if (this.frameRequest !== null || !this.requestFrame || !this.connected) return;
-    this.frameRequest = this.requestFrame(() => {
-      this.frameRequest = null;
-      if (!this.connected) return;
-      this.draw();
-      this.scheduleDraw();
-    });
-  }
-
-  private draw(): void {
-    const frame = this.pending;
-    const canvas = this.canvas;
-    if (!frame || !canvas) return;
-    this.pending = null;
-    try {
-      if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
-      if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
-      canvas.getContext('2d')?.drawImage(frame as never, 0, 0, canvas.width, canvas.height);
-      this.count.presented += 1;
-    } catch {
-      this.drop('not_shown');
-    } finally {
-      frame.close();
-    }
+  /** The presenter drew the waiting frame or failed to (h264-direct-presenter.ts). */
+  private drawn(presented: boolean): void {
+    if (presented) this.count.presented += 1;
+    else this.drop('not_shown');
     this.countersChanged = true;
     if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();
   }

@@ -1,0 +1,85 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FakeWebSocket } from '../test/fake-websocket';
+import {
+  FakeDecoder,
+  FakeFrame,
+  FakeCanvas,
+  videoMessage,
+  setup,
+  hello,
+  expectBalanced,
+} from './h264-direct-test-kit';
+
+describe('H264DirectStream counters', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('counts every frame received as presented or dropped, with the reason', () => {
+    const { stream, animate } = setup();
+    const canvas = new FakeCanvas();
+    stream.start();
+    const socket = FakeWebSocket.last();
+    socket.open();
+    socket.receive(videoMessage(true)); // before the hello: no codec yet
+    expect(stream.getState()).toBe('connecting');
+    hello(socket);
+    socket.receive(videoMessage(false)); // before a key frame
+    socket.receive(videoMessage(true));
+    socket.receive(videoMessage(false));
+    socket.receive(videoMessage(false));
+    const decoder = FakeDecoder.instances[0]!;
+    decoder.output(new FakeFrame()); // no canvas yet: replaced by the next one, never shown
+    decoder.output(new FakeFrame());
+    stream.attachCanvas(canvas);
+    animate(); // drawn
+    decoder.output(new FakeFrame()); // waits for the next animation frame
+    expect(stream.counters()).toMatchObject({
+      received: 5,
+      decoded: 3,
+      presented: 1,
+      dropped: 3,
+      droppedBy: { before_start: 1, before_key: 1, not_shown: 1, overtaken: 0, decoder: 0 },
+    });
+    expectBalanced(stream.counters(), 1);
+    socket.receive(videoMessage(false));
+    decoder.output(new FakeFrame()); // overtakes the waiting one
+    expect(stream.counters().droppedBy.overtaken).toBe(1);
+    socket.receive(videoMessage(false)); // still in the decoder when the socket goes
+    socket.serverClose();
+    const c = stream.counters();
+    expect(c.droppedBy).toMatchObject({ decoder: 1, not_shown: 2 });
+    expectBalanced(c, 0);
+    expect(stream.framesDrawn).toBe(1);
+    expect(stream.framesDecoded).toBe(4);
+  });
+
+  it('counts what a decoder reset throws away (too far behind)', () => {
+    const { stream } = setup();
+    stream.start();
+    const socket = FakeWebSocket.last();
+    hello(socket);
+    socket.receive(videoMessage(true));
+    for (let i = 0; i < 31; i += 1) socket.receive(videoMessage(false));
+    const decoder = FakeDecoder.instances[0]!;
+    decoder.decodeQueueSize = 31;
+    socket.receive(videoMessage(false)); // reset; a delta cannot restart
+    expect(stream.counters().droppedBy).toMatchObject({ decoder: 32, before_key: 1 });
+    expectBalanced(stream.counters(), 0);
+  });
+
+  it('adds up the counters of every start', async () => {
+    const { stream, animate } = setup();
+    stream.attachCanvas(new FakeCanvas());
+    for (let run = 0; run < 2; run += 1) {
+      stream.start();
+      const socket = FakeWebSocket.last();
+      hello(socket);
+      socket.receive(videoMessage(true));
+      FakeDecoder.instances.at(-1)?.output(new FakeFrame());
+      animate();
+      stream.stop();
+    }
+    expect(stream.counters()).toMatchObject({ received: 2, decoded: 2, presented: 2, dropped: 0 });
+    await expect(stream.readCounters()).resolves.toMatchObject({ presented: 2 });
+  });
+});
