@@ -343,12 +343,9 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     sup.on('output', (line, stream) => {
       if (stream === 'stderr') this.log?.warn({ line }, 'qemu');
     });
-    const ready = this.waitReady(this.opts.startTimeoutMs ?? 15_000);
     try {
-      await sup.ensureStarted();
-      await ready;
+      await this.startReady(sup);
     } catch (err) {
-      ready.catch(() => undefined);
       const said = sup.recentOutput().slice(-5).join(' | ');
       await this.dispose();
       throw new Error(`${(err as Error).message}${said ? ` (qemu: ${said})` : ''}`);
@@ -387,6 +384,12 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
     if (!sup) throw new Error('The VM is not running');
     this.rebuildArgs();
     await sup.ensureStopped();
+    await this.startReady(sup);
+    this.log?.info({ pid: sup.pid, display: this.runningDisplay }, 'qemu power-cycled');
+  }
+
+  /** Starts QEMU and resolves once its QMP answers (within startTimeoutMs). */
+  private async startReady(sup: Supervisor): Promise<void> {
     const ready = this.waitReady(this.opts.startTimeoutMs ?? 15_000);
     try {
       await sup.ensureStarted();
@@ -395,7 +398,6 @@ export class QemuMachine extends EventEmitter<QemuMachineEvents> {
       ready.catch(() => undefined);
       throw err;
     }
-    this.log?.info({ pid: sup.pid, display: this.runningDisplay }, 'qemu power-cycled');
   }
 
   private rebuildArgs(): void {
