@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, createContext } from './app';
 import { buildConfig } from './config';
 import { loadConfigDefaults } from './paths';
@@ -89,7 +89,7 @@ export function caller(
   app: FastifyInstance,
   token: string,
   prefix: string,
-): (method: 'GET' | 'POST', url: string) => ReturnType<FastifyInstance['inject']> {
+): (method: 'GET' | 'POST', url: string) => Promise<LightMyRequestResponse> {
   return (method, url) => app.inject({ method, url: `${prefix}${url}`, headers: { token } });
 }
 
