@@ -7,12 +7,13 @@
  * standard `process_*` names in the same layout.
  */
 import { readFile } from 'node:fs/promises';
-import { cpus, freemem, totalmem } from 'node:os';
+import { freemem, totalmem } from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AtxService } from '../services/atx/atx-service';
 import type { GpioService } from '../services/gpio/gpio-service';
 import type { HidService } from '../services/hid/hid-service';
 import type { MsdService } from '../services/msd/msd-service';
+import { CpuMeter } from '../services/cpu-meter';
 import type { StreamerService } from '../services/streamer';
 
 /** What kvmd's aiohttp `Response(text=...)` sends (the text format 0.0.4, unversioned). */
@@ -109,17 +110,6 @@ async function memAvailable(): Promise<number> {
   return freemem();
 }
 
-function cpuTimes(): { busy: number; total: number } {
-  let busy = 0;
-  let total = 0;
-  for (const c of cpus()) {
-    const t = c.times.user + c.times.nice + c.times.sys + c.times.irq;
-    busy += t;
-    total += t + c.times.idle;
-  }
-  return { busy, total };
-}
-
 /**
  * Requests by method and status (both label sets small and fixed). Its hook sees every route of
  * the app, so app.ts adds it at the root, not in the metrics plugin's scope.
@@ -148,7 +138,7 @@ export function metricsRoutes(
   const requests = deps.requests.counts;
   const startS = Math.round(Date.now() / 1000 - process.uptime());
   // The CPU percent of kvmd's health is over the time since the last look.
-  let lastCpu = cpuTimes();
+  const cpu = new CpuMeter();
 
   app.get('/api/export/prometheus/metrics', async (_request, reply) => {
     const atx = deps.atx.getState();
@@ -156,13 +146,9 @@ export function metricsRoutes(
     const streamer = deps.streamer.getState().streamer;
     const hid = deps.hid.getState();
     const msd = deps.msd.getState();
-    const now = cpuTimes();
+    const spent = cpu.since();
     // kvmd's health: a whole percent (it truncates)
-    const cpuPercent =
-      now.total > lastCpu.total
-        ? Math.trunc((100 * (now.busy - lastCpu.busy)) / (now.total - lastCpu.total))
-        : 0;
-    lastCpu = now;
+    const cpuPercent = spent.total > 0 ? Math.trunc((100 * spent.busy) / spent.total) : 0;
     const total = totalmem();
     const available = await memAvailable();
     const usage = process.cpuUsage();

@@ -1,8 +1,9 @@
 /** `/api/info` and its `info` event (wire-protocol.md 1.3, 2.3). */
 import { readFileSync } from 'node:fs';
-import { cpus, freemem, machine, release, totalmem, type, uptime, version } from 'node:os';
+import { freemem, machine, release, totalmem, type, uptime, version } from 'node:os';
 import { INFO_FIELDS, type InfoResult } from '@kvm/protocol';
 import type { AppConfig } from '../config';
+import { CpuMeter } from './cpu-meter';
 import type { StateProvider } from '../ws/state-registry';
 
 export interface InfoDeps {
@@ -31,20 +32,9 @@ function thermalZoneTemp(): number | null {
   }
 }
 
-function cpuTimes(): { busy: number; total: number } {
-  let busy = 0;
-  let total = 0;
-  for (const c of cpus()) {
-    const t = c.times;
-    busy += t.user + t.nice + t.sys + t.irq;
-    total += t.user + t.nice + t.sys + t.irq + t.idle;
-  }
-  return { busy, total };
-}
-
 export class InfoService {
-  /** CPU time counters of the previous health reading: its load is the one since then. */
-  private lastCpu = cpuTimes();
+  /** CPU time since the previous health reading: its load is the one since then. */
+  private readonly cpu = new CpuMeter();
 
   constructor(private readonly deps: InfoDeps) {}
 
@@ -97,10 +87,8 @@ export class InfoService {
   }
 
   private health(): InfoResult['health'] {
-    const now = cpuTimes();
-    const total = now.total - this.lastCpu.total;
-    const percent = total > 0 ? Math.round(((now.busy - this.lastCpu.busy) / total) * 100) : null;
-    this.lastCpu = now;
+    const spent = this.cpu.since();
+    const percent = spent.total > 0 ? Math.round((spent.busy / spent.total) * 100) : null;
     const memTotal = totalmem();
     const available = freemem();
     return {
