@@ -6,17 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { hostname } from 'node:os';
-import { initAndLogin, newApp } from '../test-helpers';
+import { AppPerTest } from '../test-helpers';
 
+const apps = new AppPerTest();
 let app: FastifyInstance;
 let token: string;
-beforeAll(async () => {
-  app = await newApp();
-  token = await initAndLogin(app);
-});
-afterAll(async () => {
-  await app.close();
-});
+beforeAll(async () => ({ app, token } = await apps.start()));
+afterAll(() => apps.stop());
 
 async function info(query: string) {
   const res = await app.inject({

@@ -1,17 +1,13 @@
 /** Issue 13 item 8: `streamer/set_params?quality=` is kvmd's 1..100; a bad one applies nothing. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { initAndLogin, newApp } from '../test-helpers';
+import { AppPerTest } from '../test-helpers';
 
+const apps = new AppPerTest();
 let app: FastifyInstance;
 let token: string;
-beforeAll(async () => {
-  app = await newApp();
-  token = await initAndLogin(app);
-});
-afterAll(async () => {
-  await app.close();
-});
+beforeAll(async () => ({ app, token } = await apps.start()));
+afterAll(() => apps.stop());
 
 /** As aiohttp sends it: params only, an empty octet-stream body. */
 const post = (query: string) =>
