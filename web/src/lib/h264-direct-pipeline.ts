@@ -41,31 +41,6 @@ import {
 } from './h264-direct-wire';
 import type { StreamInfo } from './stream-types';
 
-// The wire, the decoder, the presentation and the counters live beside this file; callers
-// import them from here.
-export {
-  DEFAULT_PROFILE_LEVEL_ID,
-  MEDIA_KEY_REQUEST,
-  MEDIA_MAX_MISSED_PONGS,
-  MEDIA_OP_VIDEO,
-  MEDIA_PING,
-  MEDIA_PING_MS,
-  MEDIA_PONG,
-  h264Codec,
-  parseMediaFrame,
-} from './h264-direct-wire';
-export type { MediaFrame, MediaSocketLike } from './h264-direct-wire';
-export { createWebCodecsDecoder, webCodecsSupported } from './h264-direct-decoder';
-export type {
-  DecoderFactory,
-  EncodedChunkInit,
-  VideoDecoderLike,
-  VideoFrameLike,
-} from './h264-direct-decoder';
-export { DROP_REASONS, addCounters, emptyCounters } from './h264-direct-counters';
-export type { DirectCounters, DropReason } from './h264-direct-counters';
-export type { CanvasLike } from './h264-direct-presenter';
-
 export const MEDIA_INFO_MS = 1_000;
 /** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
 export const MAX_DECODE_QUEUE = 30;

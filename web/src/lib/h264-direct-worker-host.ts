@@ -8,10 +8,10 @@
 import {
   DirectPipeline,
   globalAnimationFrame,
-  type CanvasLike,
   type PipelineEvent,
   type PipelineOptions,
 } from './h264-direct-pipeline';
+import type { CanvasLike } from './h264-direct-presenter';
 
 /** Page → worker. `sid` names a session. */
 export type ToWorker =

@@ -12,47 +12,37 @@
  */
 import type { WebSocketFactory } from './event-socket';
 import { Emitter } from './emitter';
-import {
-  DirectPipeline,
-  addCounters,
-  emptyCounters,
-  globalAnimationFrame,
-  webCodecsSupported,
-  type CanvasLike,
-  type DecoderFactory,
-  type DirectCounters,
-  type PipelineEvent,
-} from './h264-direct-pipeline';
+import { addCounters, emptyCounters, type DirectCounters } from './h264-direct-counters';
+import { webCodecsSupported, type DecoderFactory } from './h264-direct-decoder';
+import { DirectPipeline, globalAnimationFrame, type PipelineEvent } from './h264-direct-pipeline';
+import type { CanvasLike } from './h264-direct-presenter';
 import type { FromWorker, ToWorker } from './h264-direct-worker-host';
 import type { StreamClient, StreamClientEvents, StreamInfo, StreamState } from './stream-types';
 import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
 
+// What the media path is made of (h264-direct-*.ts), importable from here as before.
+export { KEY_REQUEST_MIN_MS, MAX_DECODE_QUEUE, MEDIA_INFO_MS } from './h264-direct-pipeline';
 export {
   DEFAULT_PROFILE_LEVEL_ID,
-  KEY_REQUEST_MIN_MS,
-  MAX_DECODE_QUEUE,
-  MEDIA_INFO_MS,
   MEDIA_KEY_REQUEST,
   MEDIA_MAX_MISSED_PONGS,
   MEDIA_OP_VIDEO,
   MEDIA_PING,
   MEDIA_PING_MS,
   MEDIA_PONG,
-  createWebCodecsDecoder,
   h264Codec,
   parseMediaFrame,
-  webCodecsSupported,
-} from './h264-direct-pipeline';
+} from './h264-direct-wire';
+export type { MediaFrame } from './h264-direct-wire';
+export { createWebCodecsDecoder, webCodecsSupported } from './h264-direct-decoder';
 export type {
-  CanvasLike,
   DecoderFactory,
-  DirectCounters,
-  DropReason,
   EncodedChunkInit,
-  MediaFrame,
   VideoDecoderLike,
   VideoFrameLike,
-} from './h264-direct-pipeline';
+} from './h264-direct-decoder';
+export type { DirectCounters, DropReason } from './h264-direct-counters';
+export type { CanvasLike } from './h264-direct-presenter';
 
 export const MEDIA_RECONNECT_MS = 1_000;
 
