@@ -4,12 +4,15 @@
  * ffmpeg at its own rate the way `-f v4l2 -i /dev/video0` will be. drivers/video/file.test.ts
  * runs the same path with a file.
  */
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SILENT_LOGGER } from '../log';
 import type { RawFrame, VideoInput, VideoSource, VideoSourceState } from '../drivers/video/types';
 import { readProcArgv, waitForExit } from '../process/supervisor';
 import { NalType, nalType, parseSps, splitNalUnits } from './annexb';
-import { ffmpegArgs } from './encoder';
+import { ffmpegArgs, H264Encoder } from './encoder';
 import { decoderArgs, yuv420pSize } from './h264-decoder';
 import { JpegHub } from './jpeg-hub';
 import { jpegSize, type Jpeg } from './jpeg';
@@ -266,5 +269,41 @@ describe('input command lines', () => {
     expect(decoderArgs(96, 64)).not.toContain('-vf');
     expect(yuv420pSize(96, 64)).toBe(96 * 64 * 1.5);
     expect(yuv420pSize(95, 63)).toBe(95 * 63 + 2 * 48 * 32);
+  });
+});
+
+describe('H264Encoder reading an input', () => {
+  it('an ffmpeg that gives no unit for stallMs after its start is killed and restarted', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kvm-input-enc-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const binary = join(dir, 'mute-ffmpeg');
+    await writeFile(binary, '#!/bin/sh\nexec sleep 60\n');
+    await chmod(binary, 0o755);
+    const input = {
+      kind: 'ffmpeg-input' as const,
+      args: ['-i', 'x'],
+      width: 8,
+      height: 8,
+      fps: 30,
+    };
+    const enc = new H264Encoder({ ...PARAMS, width: 8, height: 8, input }, () => 0, {
+      binary,
+      stallMs: 300,
+      backoff: { initialMs: 20 },
+    });
+    cleanup.push(() => enc.stop());
+    const faults: string[] = [];
+    const started: number[] = [];
+    enc.on('fault', (r) => faults.push(r));
+    enc.on('started', (pid) => started.push(pid));
+    await enc.start();
+    // no frame was ever written: the input-reading ffmpeg hangs by giving nothing
+    await expect.poll(() => faults.length, poll).toBeGreaterThanOrEqual(1);
+    expect(faults[0]).toMatch(/no output for \d+ ms/);
+    await expect.poll(() => started.length, poll).toBeGreaterThanOrEqual(2);
+    expect(await gone(started[0]!)).toBe(true);
+    expect(
+      enc.write({ width: 8, height: 8, format: 'yuv420p', data: Buffer.alloc(96), capturedAt: 0 }),
+    ).toBe('mismatch');
   });
 });
