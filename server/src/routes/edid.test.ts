@@ -1,23 +1,16 @@
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EDID_INVALID_MESSAGE, EDID_PRESETS } from '@kvm/protocol';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { form, initAndLogin, login, newApp, PASSWORD, tempDataDir } from '../test-helpers';
+import { AppPerTest, form, login, PASSWORD } from '../test-helpers';
 
-let app: FastifyInstance | null = null;
-let dataDir: string | null = null;
-afterEach(async () => {
-  await app?.close();
-  app = null;
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  dataDir = null;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start(): Promise<{ app: FastifyInstance; token: string; dir: string }> {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir);
-  return { app, token: await initAndLogin(app), dir: dataDir };
+  const { app, token, dataDir } = await apps.start();
+  return { app, token, dir: dataDir };
 }
 
 const p1080 = EDID_PRESETS.find((p) => p.key === 'E1920x1080')!;
@@ -165,16 +158,13 @@ describe('/api/upgrade/edid and get_edid', () => {
 
   it('re-applies the saved EDID after a restart', async () => {
     const { app: first, token } = await start();
-    app = null; // closed here, not by afterEach
-    const dir = dataDir!;
     await first.inject({
       method: 'POST',
       url: '/api/upgrade/edid',
       ...form({ edid: p1440.content }),
       headers: { ...form({}).headers, token },
     });
-    await first.close();
-    app = await newApp(dir);
+    const app = await apps.restart();
     const again = await login(app, PASSWORD);
     const res = await app.inject({ url: '/api/upgrade/get_edid', headers: { token: again } });
     expect(res.json().result).toMatchObject({

@@ -1,22 +1,11 @@
-import { rm } from 'node:fs/promises';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { AppPerTest } from '../test-helpers';
 
-let app: FastifyInstance | undefined;
-let dataDir: string | undefined;
-afterEach(async () => {
-  await app?.close();
-  app = undefined;
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  dataDir = undefined;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start(target = 'testbed') {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir, target === 'testbed' ? {} : { target });
-  const token = await initAndLogin(app);
-  const a = app;
+  const { app: a, token } = await apps.start(target === 'testbed' ? {} : { target });
   return {
     get: (path: string) =>
       a.inject({ method: 'GET', url: `/api/repeater/${path}`, headers: { token } }),
@@ -194,7 +183,7 @@ describe('/api/repeater on the testbed (test radio)', () => {
 
   it('needs a session', async () => {
     await start();
-    const res = await app!.inject({ method: 'GET', url: '/api/repeater/get_status' });
+    const res = await apps.app!.inject({ method: 'GET', url: '/api/repeater/get_status' });
     expect(res.statusCode).toBe(401);
   });
 });
