@@ -9,14 +9,15 @@
  */
 import { isIpv4, netmaskToPrefix } from '@kvm/protocol';
 import type { Logger } from '../../log';
-import { BadRequestError, InternalError } from '../../errors';
+import { BadRequestError } from '../../errors';
 import { SystemFeatureUnavailableError } from '../types';
 import type { Availability } from '../types';
 import { NetworkApplyError } from './types';
 import type { EthernetSettings, EthernetStatus, NetworkDriver } from './types';
 import { isSafeIfname, isUuid, nmcliReadsAsOption } from '../../platform/nmcli/args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from '../../platform/nmcli/monitor';
-import { cLocaleRunner, failureText, said as saidOf } from '../../platform/nmcli/command';
+import { cLocaleRunner, failureText } from '../../platform/nmcli/command';
+import { findDevices, NmcliError, unavailableReason } from '../../platform/nmcli/devices';
 import { CommandError, type CommandRunner } from '../../process/run';
 import { SerialQueue } from '../../sync/serial-queue';
 import {
@@ -30,9 +31,6 @@ import {
   splitCidr,
   splitList,
 } from '../../platform/nmcli/terse';
-
-/** An nmcli step failed (the device's fault, not the request's); the message names the step. */
-export class NmcliError extends InternalError {}
 
 /** A host name valid elsewhere that nmcli cannot set (it reads `help` as a help request). */
 export class NmcliHostnameError extends BadRequestError {}
@@ -66,25 +64,6 @@ const PROFILE_FIELDS = [
   'ipv4.dns',
   'ipv4.ignore-auto-dns',
 ] as const;
-
-/** Why nmcli cannot be used here, from how listing devices failed. */
-export function unavailableReason(err: unknown): string {
-  if (err instanceof CommandError) {
-    if (err.code === 'ENOENT') return 'NetworkManager (nmcli) is not installed';
-    if (/not running/i.test(saidOf(err))) return 'NetworkManager is not running';
-    return `NetworkManager does not answer: ${failureText(err)}`;
-  }
-  return `NetworkManager does not answer: ${String(err)}`;
-}
-
-/** `nmcli -t -f DEVICE,TYPE,STATE device` → managed devices of `type` (`ethernet`, `wifi`). */
-export async function findDevices(run: CommandRunner, type: string): Promise<string[]> {
-  const { stdout } = await run('nmcli', ['-t', '-f', 'DEVICE,TYPE,STATE', 'device']);
-  return parseTable(stdout, 3)
-    .filter(([, t, state]) => t === type && !/^unmanaged/.test(state ?? ''))
-    .map(([dev]) => dev ?? '')
-    .filter((d) => d !== '');
-}
 
 export class NmcliNetwork implements NetworkDriver {
   readonly name = 'nmcli';

@@ -18,8 +18,8 @@ import type { Availability } from '../types';
 import type { WifiConnectOutcome, WifiConnectRequest, WifiDriver } from './types';
 import { isSafeIfname, isUuid } from '../../platform/nmcli/args';
 import { DeviceWatch, spawnMonitor, type MonitorSpawner } from '../../platform/nmcli/monitor';
-import { findDevices, NmcliError, unavailableReason } from '../network/nmcli';
 import { cLocaleRunner, failureText, said } from '../../platform/nmcli/command';
+import { findDevices, NmcliError, unavailableReason } from '../../platform/nmcli/devices';
 import { CommandError, type CommandRunner } from '../../process/run';
 import { SerialQueue } from '../../sync/serial-queue';
 import {
