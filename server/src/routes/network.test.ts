@@ -1,25 +1,15 @@
-import { stat, rm } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { listNamespaces, namespaceSkipReason } from '../platform/netns/test-support';
 import { netnsNames } from '../drivers/network/netns';
-import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
+import { AppPerTest } from '../test-helpers';
 
-let app: FastifyInstance | undefined;
-let dataDir: string | undefined;
-afterEach(async () => {
-  await app?.close();
-  app = undefined;
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  dataDir = undefined;
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 async function start(overrides: Record<string, unknown> = {}) {
-  dataDir = await tempDataDir();
-  app = await newApp(dataDir, overrides);
-  const token = await initAndLogin(app);
-  const a = app;
+  const { app: a, token } = await apps.start(overrides);
   return {
     get: (path: string) =>
       a.inject({ method: 'GET', url: `/api/system/${path}`, headers: { token } }),
@@ -117,9 +107,9 @@ describe('network routes: arguments and errors (no network managed)', () => {
   it('needs a session', async () => {
     await start({ system: { network: 'disabled' } });
     for (const url of ['/api/system/get_network_config', '/api/system/get_hostname']) {
-      expect((await app!.inject({ method: 'GET', url })).statusCode).toBe(401);
+      expect((await apps.app!.inject({ method: 'GET', url })).statusCode).toBe(401);
     }
-    const res = await app!.inject({
+    const res = await apps.app!.inject({
       method: 'POST',
       url: `/api/system/set_network_config?${STATIC}`,
     });
@@ -138,7 +128,7 @@ describe.skipIf(skipReason !== null)('network routes on real namespaces (testbed
 
   it('static, confirmed, then DHCP again; the namespaces go with app.close()', async () => {
     const { get, post } = await start({ system: { network: 'netns' } });
-    const names = netnsNames(dataDir!);
+    const names = netnsNames(apps.dataDir!);
     let config = (await get('get_network_config')).json().result.config;
     expect(config).toMatchObject({ available: true, driver: 'netns', interface: 'eth0' });
 
@@ -164,7 +154,7 @@ describe.skipIf(skipReason !== null)('network routes on real namespaces (testbed
 
     res = await post(`confirm_network_config?id=${pending.id}`);
     expect(res.statusCode).toBe(200);
-    expect(await exists(join(dataDir!, 'system', 'network.json'))).toBe(true);
+    expect(await exists(join(apps.dataDir!, 'system', 'network.json'))).toBe(true);
     expect((await get('get_network_config')).json().result.config.pending).toBeNull();
 
     res = await post('set_network_config?mode=dhcp&dns_servers=');
@@ -182,8 +172,8 @@ describe.skipIf(skipReason !== null)('network routes on real namespaces (testbed
     });
     expect((await get('get_hostname')).json().result.hostname).toBe('desk-kvm');
 
-    await app!.close();
-    app = undefined;
+    await apps.app!.close();
+    apps.app = undefined;
     const left = await listNamespaces();
     expect(left).not.toContain(names.dev);
     expect(left).not.toContain(names.lan);
@@ -208,7 +198,7 @@ describe.skipIf(skipReason !== null)('network routes on real namespaces (testbed
     );
     const after = (Date.now() - t0) / 1000;
     expect(after).toBeGreaterThanOrEqual(4.5);
-    expect(await exists(join(dataDir!, 'system', 'network.pending.json'))).toBe(false);
-    expect(await exists(join(dataDir!, 'system', 'network.json'))).toBe(false);
+    expect(await exists(join(apps.dataDir!, 'system', 'network.pending.json'))).toBe(false);
+    expect(await exists(join(apps.dataDir!, 'system', 'network.json'))).toBe(false);
   }, 60_000);
 });
