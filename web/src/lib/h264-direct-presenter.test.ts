@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { FramePresenter, type CanvasLike } from './h264-direct-presenter';
+import { FakeCanvas, FakeFrame } from './h264-direct-test-kit';
+
+function presenter(options: { scheduled?: boolean; running?: () => boolean } = {}) {
+  const callbacks: Array<() => void> = [];
+  const drawn: boolean[] = [];
+  const p = new FramePresenter({
+    requestFrame: options.scheduled === false ? null : (cb) => callbacks.push(cb),
+    cancelFrame: () => callbacks.splice(0),
+    running: options.running ?? (() => true),
+    drawn: (presented) => drawn.push(presented),
+  });
+  return { p, callbacks, drawn };
+}
+
+describe('FramePresenter', () => {
+  it('draws the newest frame on the next animation frame, sized to it, and closes it', () => {
+    const { p, callbacks, drawn } = presenter();
+    const canvas = new FakeCanvas();
+    p.attach(canvas);
+    p.schedule();
+    p.schedule(); // one request at a time
+    expect(callbacks).toHaveLength(1);
+    const older = new FakeFrame();
+    const newer = new FakeFrame(800, 600);
+    expect(p.offer(older)).toBe(false);
+    expect(p.offer(newer)).toBe(true); // overtaken: closed undrawn
+    expect(older.closed).toBe(true);
+    callbacks.shift()?.();
+    expect(canvas.drawn).toEqual([newer]);
+    expect([canvas.width, canvas.height]).toEqual([800, 600]);
+    expect(newer.closed).toBe(true);
+    expect(drawn).toEqual([true]);
+    expect(callbacks).toHaveLength(1); // asks for the next one while running
+  });
+
+  it('reports a frame it could not draw, closes it, and keeps no frame without a canvas', () => {
+    const { p, drawn } = presenter({ scheduled: false });
+    expect(p.scheduled).toBe(false);
+    const frame = new FakeFrame();
+    p.offer(frame);
+    p.draw(); // no canvas: waits
+    expect(drawn).toEqual([]);
+    const broken: CanvasLike = {
+      width: 0,
+      height: 0,
+      getContext: () => {
+        throw new Error('context lost');
+      },
+    };
+    p.attach(broken);
+    expect(p.hasCanvas).toBe(true);
+    p.draw();
+    expect(drawn).toEqual([false]);
+    expect(frame.closed).toBe(true);
+    expect(p.discard()).toBe(false);
+  });
+
+  it('asks for no animation frame once stopped, and discards the waiting frame', () => {
+    let running = true;
+    const { p, callbacks, drawn } = presenter({ running: () => running });
+    p.attach(new FakeCanvas());
+    p.schedule();
+    const frame = new FakeFrame();
+    p.offer(frame);
+    running = false;
+    callbacks.shift()?.();
+    expect(drawn).toEqual([]);
+    expect(callbacks).toHaveLength(0);
+    p.schedule();
+    expect(callbacks).toHaveLength(0);
+    expect(p.discard()).toBe(true);
+    expect(frame.closed).toBe(true);
+  });
+});
