@@ -164,14 +164,14 @@ describe('janus gateway: audio', () => {
       const r = await rig(driver, true);
       const { c, send } = await session(r);
       await send({ request: 'watch', params });
-      const offer = ((await c.pluginEvent('started'))['jsep'] as { sdp: string }).sdp;
+      const offer = await c.startedOffer();
       expect(offer).not.toContain('m=audio');
     }
     // mic asked for while it is not enabled: the section is there, sendonly
     const r = await rig(new TestbedAudio(), false);
     const { c, send } = await session(r);
     await send({ request: 'watch', params: { audio: true, mic: true, video: false } });
-    const offer = ((await c.pluginEvent('started'))['jsep'] as { sdp: string }).sdp;
+    const offer = await c.startedOffer();
     expect(offer).toContain('m=audio');
     expect(offer).toContain('a=sendonly');
   });
@@ -181,7 +181,7 @@ describe('janus gateway: audio', () => {
     const r = await rig(driver, true);
     const { c, send } = await session(r);
     await send({ request: 'watch', params: { audio: true, mic: true, video: false } });
-    const offer = ((await c.pluginEvent('started'))['jsep'] as { sdp: string }).sdp;
+    const offer = await c.startedOffer();
     expect(offer).toContain('m=audio 9 UDP/TLS/RTP/SAVPF 111');
     expect(offer).toContain('a=sendrecv');
     expect(offer).not.toContain('m=video');

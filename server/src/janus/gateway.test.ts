@@ -84,6 +84,15 @@ function message(
   });
 }
 
+/** A client that attached and asked to watch, and a browser peer made from the offer. */
+async function watching(r: Rig) {
+  const c = await client(r);
+  const ids = await attach(c);
+  await message(c, ids, { request: 'watch', params: {} });
+  const browser = await browserPeer(await c.startedOffer());
+  return { c, ids, browser };
+}
+
 async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
@@ -382,11 +391,7 @@ describe('janus gateway: media', () => {
     r.feed.push(fakeDeltaUnit(1)); // before any key frame: never sent
     r.feed.push(fakeKeyUnit(2));
     r.feed.push(fakeDeltaUnit(3));
-    const c = await client(r);
-    const ids = await attach(c);
-    await message(c, ids, { request: 'watch', params: {} });
-    const offer = ((await c.pluginEvent('started'))['jsep'] as { sdp: string }).sdp;
-    const browser = await browserPeer(offer);
+    const { c, ids, browser } = await watching(r);
     try {
       // Trickle before the answer is applied: queued; .local and TCP are dropped.
       const cand = (address: string, transport = 'udp'): Record<string, unknown> => ({
@@ -447,11 +452,7 @@ describe('janus gateway: media', () => {
 
   it('drops deltas until the first key frame and asks for one', async () => {
     const r = await rig();
-    const c = await client(r);
-    const ids = await attach(c);
-    await message(c, ids, { request: 'watch', params: {} });
-    const offer = ((await c.pluginEvent('started'))['jsep'] as { sdp: string }).sdp;
-    const browser = await browserPeer(offer);
+    const { c, ids, browser } = await watching(r);
     try {
       await message(c, ids, { request: 'start' }, { type: 'answer', sdp: browser.answer });
       await c.next((m) => m.janus === 'webrtcup', 10_000);

@@ -148,6 +148,11 @@ export class JanusTestClient {
     }, timeoutMs);
   }
 
+  /** The SDP offer of the plugin's `started` event (the answer to a `watch`). */
+  async startedOffer(timeoutMs?: number): Promise<string> {
+    return ((await this.pluginEvent('started', timeoutMs))['jsep'] as { sdp: string }).sdp;
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => {
       if (this.ws.readyState === WebSocket.CLOSED) return resolve();
