@@ -132,7 +132,6 @@ describe('the factory table', () => {
     for (const target of Object.keys(TARGET_PRESETS) as (keyof typeof TARGET_PRESETS)[]) {
       for (const subsystem of Object.keys(DRIVER_CHOICES) as Subsystem[]) {
         for (const type of DRIVER_CHOICES[subsystem]) {
-          if (subsystem === 'video' && type === 'file') continue; // needs a file: its own tests
           const key = {
             network: ['system', 'network'],
             wifi: ['system', 'wifi'],
