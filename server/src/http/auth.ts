@@ -220,6 +220,18 @@ export function loginFailureLogger(
   };
 }
 
+/**
+ * Who guesses a secret, as the login limiter and its log see them: the client's address and a
+ * logger of refusals under `via` (login, Basic, 2FA checks, the password change).
+ */
+export function askerOf(
+  request: FastifyRequest,
+  trustProxy: boolean,
+  via: string,
+): { ip: string; onFailure: (failure: LoginFailure) => void } {
+  return { ip: clientIp(request, trustProxy), onFailure: loginFailureLogger(request, via) };
+}
+
 /** Resolves the request's credentials or throws 401/403. */
 export async function authenticate(
   request: FastifyRequest,
@@ -237,11 +249,7 @@ export async function authenticate(
         user: source.user,
         passwd: source.passwd,
         trustedToken: trusted,
-        ip: clientIp(request, trustProxy),
-        onFailure: loginFailureLogger(
-          request,
-          source.kind === 'basic' ? 'basic' : 'x-kvmd-headers',
-        ),
+        ...askerOf(request, trustProxy, source.kind === 'basic' ? 'basic' : 'x-kvmd-headers'),
       });
     } catch (err) {
       if (err instanceof ForbiddenError || err instanceof BadRequestError)

@@ -2,8 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN_USER } from '@kvm/protocol';
 import { ValidatorError } from '../errors';
-import { AUTH_COOKIE, authenticate, loginFailureLogger, TRUSTED_DEVICE_COOKIE } from '../http/auth';
-import { clientIp } from '../http/client-ip';
+import { AUTH_COOKIE, askerOf, authenticate, TRUSTED_DEVICE_COOKIE } from '../http/auth';
 import { readForm } from '../http/forms';
 import type { AppContext } from '../context';
 import { bool, int, str } from '../validators';
@@ -36,8 +35,7 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       code,
       expireS,
       trustedToken: request.cookies[TRUSTED_DEVICE_COOKIE],
-      ip: clientIp(request, trustProxy),
-      onFailure: loginFailureLogger(request, withCode ? 'login_with_2fa' : 'login'),
+      ...askerOf(request, trustProxy, withCode ? 'login_with_2fa' : 'login'),
     });
     setSessionCookie(reply, token);
     if (remember && auth.isTwoFaEnabled()) {

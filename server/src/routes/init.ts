@@ -1,7 +1,7 @@
 /** `/api/init/*`: first-run password and password change (wire-protocol.md 5.10). */
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context';
-import { loginFailureLogger } from '../http/auth';
+import { askerOf } from '../http/auth';
 import { clientIp } from '../http/client-ip';
 import { str } from '../validators';
 
@@ -30,10 +30,13 @@ export function initRoutes(app: FastifyInstance, ctx: AppContext): void {
     const oldPassword = str('old_password', q['old_password'], { hidden: true });
     const newPassword = str('new_password', q['new_password'], { hidden: true });
     // The old password is guessed like a login: same limiter, same hash gate.
-    await auth.changePassword(user, oldPassword, newPassword, request.auth?.token ?? null, {
-      ip: clientIp(request, trustProxy),
-      onFailure: loginFailureLogger(request, 'change_password'),
-    });
+    await auth.changePassword(
+      user,
+      oldPassword,
+      newPassword,
+      request.auth?.token ?? null,
+      askerOf(request, trustProxy, 'change_password'),
+    );
     request.log.info({ user }, 'password changed');
     return {};
   });

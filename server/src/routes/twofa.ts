@@ -1,8 +1,7 @@
 /** `/api/2fa/*`: TOTP second factor (wire-protocol.md 5.9). */
 import type { FastifyInstance } from 'fastify';
 import { NotFoundError, ValidatorError } from '../errors';
-import { loginFailureLogger, TRUSTED_DEVICE_COOKIE } from '../http/auth';
-import { clientIp } from '../http/client-ip';
+import { askerOf, TRUSTED_DEVICE_COOKIE } from '../http/auth';
 import type { AppContext } from '../context';
 import { str } from '../validators';
 
@@ -44,9 +43,8 @@ export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/api/2fa/verify', async (request) => {
     const q = request.query as Record<string, unknown>;
     await auth.verifyTwoFa(code('code', q['code']), {
-      ip: clientIp(request, trustProxy),
+      ...askerOf(request, trustProxy, '2fa_verify'),
       user: request.auth?.user,
-      onFailure: loginFailureLogger(request, '2fa_verify'),
     });
     return {};
   });
@@ -55,9 +53,8 @@ export function twoFaRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/api/2fa/delete', async (request, reply) => {
     const q = request.query as Record<string, unknown>;
     await auth.disableTwoFa(code('code', q['code']), {
-      ip: clientIp(request, trustProxy),
+      ...askerOf(request, trustProxy, '2fa_delete'),
       user: request.auth?.user,
-      onFailure: loginFailureLogger(request, '2fa_delete'),
     });
     reply.clearCookie(TRUSTED_DEVICE_COOKIE, { path: '/' });
     request.log.info('2FA disabled');
