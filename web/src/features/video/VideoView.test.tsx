@@ -13,8 +13,10 @@ function setConfig(patch: Partial<UserConfig>) {
   useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
 }
 
+/** Polls until `check` holds, for up to 10 s (a loaded machine takes a while for a first import). */
 async function waitFor(check: () => boolean, what: string) {
-  for (let i = 0; i < 100; i += 1) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
     if (check()) return;
     await flush(1);
   }
