@@ -148,6 +148,56 @@ describe('NetworkGroup', () => {
     expect(view.byTestId('network-reverted')).toBeNull();
   });
 
+  it('takes Keep while the group still re-reads the network after the apply', async () => {
+    let config = DHCP;
+    // The re-read after the apply is held: on a loaded device it takes a while (the e2e click
+    // landed in it and the loading Keep button swallowed it).
+    let release: (response: Response) => void = () => undefined;
+    const reread = new Promise<Response>((resolve) => (release = resolve));
+    let holdReads = false;
+    const posts: RecordedRequest[] = [];
+    stubFetch({
+      '/api/system/get_network_config': () =>
+        holdReads ? reread : envelope(200, { success: true, config }),
+      '/api/system/set_network_config': (req) => {
+        posts.push(req);
+        const pending = pendingChange();
+        config = { ...DHCP, is_dhcp: false, ip_address: '192.168.8.50', pending };
+        holdReads = true;
+        return envelope(200, { success: true, pending });
+      },
+      '/api/system/confirm_network_config': (req) => {
+        posts.push(req);
+        config = { ...config, pending: null };
+        holdReads = false;
+        return envelope(200, { success: true });
+      },
+    });
+    view = await renderGroup();
+    fillStatic(view, {
+      'network-ip': '192.168.8.50',
+      'network-netmask': '255.255.255.0',
+      'network-gateway': '192.168.8.1',
+      'network-dns1': '192.168.8.1',
+    });
+    click(view, 'network-apply');
+    await flush();
+    expect(view.byTestId('network-pending')).not.toBeNull();
+
+    click(view, 'network-confirm');
+    await flush();
+    expect(posts.map((p) => p.path)).toEqual([
+      '/api/system/set_network_config',
+      '/api/system/confirm_network_config',
+    ]);
+    expect(view.byTestId('network-pending')).toBeNull();
+    // the held read answers now, with what was in force before the Keep: not adopted
+    release(envelope(200, { success: true, config: { ...config, pending: pendingChange() } }));
+    await flush();
+    expect(view.byTestId('network-pending')).toBeNull();
+    expect(view.byTestId('network-address')?.textContent).toBe('192.168.8.50');
+  });
+
   it('keeps reading while open: a lease that arrives later shows without a reload', async () => {
     vi.useFakeTimers({ shouldAdvanceTime: true });
     let config: NetworkConfigWire = { ...DHCP, ip_address: '', state: 'offline' };

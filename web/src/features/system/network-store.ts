@@ -71,6 +71,28 @@ export function createNetworkStore(): NetworkStore {
   });
   const exclusive = (work: () => Promise<void>) =>
     whileBusy(store, () => new NetworkBusyError(), work);
+  /**
+   * Counts the starts and ends of the changes sent to the device: a read begun before one of
+   * them answers what was in force before it, and is not adopted (it would take the banner away
+   * from a change just applied, or put back one just kept).
+   */
+  let changes = 0;
+  /**
+   * One change sent to the device (`busy` while its request runs), then a fresh read. The read
+   * is not part of the change: the banner's Keep, shown as soon as `work` sets the pending
+   * change, is live at once (a Keep during the read was swallowed by the loading button).
+   */
+  const change = async (work: () => Promise<void>): Promise<void> => {
+    await exclusive(async () => {
+      changes += 1;
+      try {
+        await work();
+      } finally {
+        changes += 1;
+      }
+    });
+    await load();
+  };
 
   /** A pending change the device reports (after a reload of the page too) is tracked here. */
   const adopt = (config: NetworkConfigWire): void => {
@@ -91,9 +113,10 @@ export function createNetworkStore(): NetworkStore {
   };
 
   const load = async (): Promise<NetworkConfigWire | null> => {
+    const begun = changes;
     try {
       const config = await getNetworkConfig(controller.signal);
-      adopt(config);
+      if (begun === changes) adopt(config);
       return config;
     } catch {
       if (!controller.signal.aborted) setState({ loadFailed: true });
@@ -114,7 +137,7 @@ export function createNetworkStore(): NetworkStore {
   /** Runs `work` on the pending change, when there is one. */
   const onPending = (work: (pending: TrackedPending) => Promise<void>): Promise<void> => {
     const pending = getState().pending;
-    return pending ? exclusive(() => work(pending)) : Promise.resolve();
+    return pending ? change(() => work(pending)) : Promise.resolve();
   };
 
   return Object.assign(store, {
@@ -127,10 +150,9 @@ export function createNetworkStore(): NetworkStore {
       }, NETWORK_REFRESH_MS);
     },
     apply: (settings: NetworkSettings) =>
-      exclusive(async () => {
+      change(async () => {
         const result = await setNetworkConfig(settings);
         setState({ pending: watch.track(result.pending ?? null), reverted: false });
-        await load();
       }),
     renameHost: (hostname: string) =>
       exclusive(async () => {
@@ -143,14 +165,12 @@ export function createNetworkStore(): NetworkStore {
         await confirmNetworkConfig(pending.change.id);
         watch.clear();
         setState({ pending: null });
-        await load();
       }),
     revert: () =>
       onPending(async (pending) => {
         await revertNetworkConfig(pending.change.id);
         watch.clear();
         setState({ pending: null, reverted: true });
-        await load();
       }),
     dispose: () => {
       controller.abort();

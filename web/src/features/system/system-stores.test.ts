@@ -142,4 +142,57 @@ describe('the settings groups’ stores', () => {
     await vi.advanceTimersByTimeAsync(NETWORK_REFRESH_MS * 3);
     expect(reads()).toBe(3);
   });
+
+  it('network: Keep works during the re-read after an apply, and a read begun before a change is not adopted', async () => {
+    const pending = {
+      id: 'c1',
+      kind: 'ethernet',
+      expires_at: Date.now() + 60_000,
+      timeout_s: 60,
+      new_address: 'http://192.168.8.50/',
+      previous_address: 'http://192.168.8.123/',
+    };
+    const before = { ip_address: '192.168.8.123', hostname: 'kvm', pending: null };
+    const after = { ip_address: '192.168.8.50', hostname: 'kvm', pending };
+    const reads: ReturnType<typeof held>[] = [];
+    const { requests } = stubFetch({
+      '/api/system/get_network_config': () => {
+        const read = held();
+        reads.push(read);
+        return read.response;
+      },
+      '/api/system/set_network_config': () => envelope(200, { pending }),
+      '/api/system/confirm_network_config': () => envelope(200, {}),
+    });
+    const network = createNetworkStore();
+    // a read under way (the periodic one) when the change is sent
+    const early = network.load();
+    await vi.waitFor(() => expect(reads).toHaveLength(1));
+    const applying = network.apply({ mode: 'dhcp' });
+    await vi.waitFor(() => expect(reads).toHaveLength(2));
+    expect(network.getState()).toMatchObject({ busy: false, pending: { change: { id: 'c1' } } });
+    // the early read answers with the settings from before: the banner stays
+    reads[0]!.release(envelope(200, { config: before }));
+    await early;
+    expect(network.getState().pending?.change.id).toBe('c1');
+
+    // Keep while the apply's own re-read is still out
+    const keeping = network.confirm();
+    await vi.waitFor(() => expect(reads).toHaveLength(3));
+    expect(requests.map((r) => r.path)).toContain('/api/system/confirm_network_config');
+    expect(network.getState().pending).toBeNull();
+    // that re-read answers with the change still pending: begun before the Keep, not adopted
+    reads[1]!.release(envelope(200, { config: after }));
+    await applying;
+    expect(network.getState().pending).toBeNull();
+    reads[2]!.release(envelope(200, { config: { ...after, pending: null } }));
+    await keeping;
+    expect(network.getState()).toMatchObject({
+      busy: false,
+      pending: null,
+      reverted: false,
+      config: { ip_address: '192.168.8.50' },
+    });
+    network.dispose();
+  });
 });
