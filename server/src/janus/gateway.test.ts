@@ -16,6 +16,8 @@ import {
   fakeDeltaUnit,
   fakeKeyUnit,
   pluginData,
+  udpHandles,
+  waitFor,
   weriftBrowserPeer as browserPeer,
   type JanusMessage,
 } from './test-support';
@@ -91,18 +93,6 @@ async function watching(r: Rig) {
   await message(c, ids, { request: 'watch', params: {} });
   const browser = await browserPeer(await c.startedOffer());
   return { c, ids, browser };
-}
-
-async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-function udpHandles(): number {
-  return process.getActiveResourcesInfo().filter((r) => r === 'UDPWrap').length;
 }
 
 afterEach(async () => {

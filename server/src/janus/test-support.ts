@@ -236,3 +236,17 @@ export async function weriftBrowserPeer(
   await pc.setLocalDescription(answer);
   return { pc, answer: pc.localDescription!.sdp, rtp, media, channel };
 }
+
+/** Polls `cond` every 10 ms until it holds, or throws after `timeoutMs`. */
+export async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** UDP sockets this process holds now (a peer's ICE sockets). */
+export function udpHandles(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'UDPWrap').length;
+}
