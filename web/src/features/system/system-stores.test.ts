@@ -195,4 +195,38 @@ describe('the settings groups’ stores', () => {
     });
     network.dispose();
   });
+
+  it('wifi: Keep works while the join still re-reads the status', async () => {
+    const pending = {
+      id: 'w1',
+      kind: 'wifi',
+      expires_at: Date.now() + 60_000,
+      timeout_s: 60,
+      new_address: null,
+      previous_address: null,
+    };
+    const reads: ReturnType<typeof held>[] = [];
+    const { requests } = stubFetch({
+      '/api/repeater/connect': () => envelope(200, { result: 'success', pending }),
+      '/api/repeater/get_status': () => {
+        const read = held();
+        reads.push(read);
+        return read.response;
+      },
+      '/api/repeater/get_saved_ap_list': () => envelope(200, { ap_list: [] }),
+      '/api/system/confirm_network_config': () => envelope(200, {}),
+    });
+    const wifi = createWifiStore();
+    const joining = wifi.join({ ssid: 'KVM-Lab', key: 'secret123' });
+    // the join's answer is in (the banner shows) and its status read is still out
+    await vi.waitFor(() => expect(reads).toHaveLength(1));
+    expect(wifi.getState().pending?.change.id).toBe('w1');
+    await wifi.confirm();
+    expect(requests.map((r) => r.path)).toContain('/api/system/confirm_network_config');
+    expect(wifi.getState().pending).toBeNull();
+    reads[0]!.release(envelope(200, { state: 1, ssid: 'KVM-Lab' }));
+    await expect(joining).resolves.toMatchObject({ result: 'success' });
+    expect(wifi.getState().operation).toBeNull();
+    wifi.dispose();
+  });
 });

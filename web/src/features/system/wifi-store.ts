@@ -110,15 +110,20 @@ export function createWifiStore(): WifiStore {
         // Strongest first, as every network list shows them.
         setState({ networks: [...networks].sort((a, b) => b.signal - a.signal) });
       }),
-    join: (join: WifiJoin) =>
-      run('join', async () => {
-        const result = await connectWifi(join);
-        if (result.result === 'success') {
-          setState({ pending: watch.track(result.pending ?? null), reverted: false });
+    // The status is read again after the join has let go of the lock: the banner's Keep (a
+    // `confirm`) must work as soon as the banner shows, not after that read (a loaded device
+    // takes a second; Keep was refused as busy meanwhile).
+    join: async (join: WifiJoin) => {
+      const result = await run('join', async () => {
+        const answer = await connectWifi(join);
+        if (answer.result === 'success') {
+          setState({ pending: watch.track(answer.pending ?? null), reverted: false });
         }
-        await refresh();
-        return result;
-      }),
+        return answer;
+      });
+      await refresh();
+      return result;
+    },
     disconnect: () =>
       run('disconnect', async () => {
         await disconnectWifi();
@@ -141,13 +146,15 @@ export function createWifiStore(): WifiStore {
         watch.clear();
         setState({ pending: null });
       }),
-    revert: () =>
-      onPending(async (pending) => {
-        await revertNetworkConfig(pending.change.id);
+    revert: async () => {
+      const pending = getState().pending;
+      await onPending(async (p) => {
+        await revertNetworkConfig(p.change.id);
         watch.clear();
         setState({ pending: null, reverted: true });
-        await refresh();
-      }),
+      });
+      if (pending) await refresh();
+    },
     dispose: () => {
       controller.abort();
       watch.clear();
