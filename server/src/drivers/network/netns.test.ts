@@ -92,23 +92,26 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     const changes: number[] = [];
     d.onChange(() => changes.push(Date.now()));
     const ip = await leased(d);
-    const s = await d.status();
-    expect(s).toMatchObject({
-      interface: 'eth0',
-      mac_address: d.names.mac,
-      link: 'up',
-      mode: 'dhcp',
-      ip_address: ip,
-      netmask: '255.255.255.0',
-      gateway: '192.168.8.1',
-      dns_servers: ['192.168.8.1'],
-      dns_manual: false,
-    });
+    // the address is the kernel's as soon as udhcpc sets it; resolv.conf follows the lease event
+    await expect
+      .poll(() => d.status(), { timeout: 8000 })
+      .toMatchObject({
+        interface: 'eth0',
+        mac_address: d.names.mac,
+        link: 'up',
+        mode: 'dhcp',
+        ip_address: ip,
+        netmask: '255.255.255.0',
+        gateway: '192.168.8.1',
+        dns_servers: ['192.168.8.1'],
+        dns_manual: false,
+      });
     await expect.poll(() => changes.length).toBeGreaterThan(0);
     // dnsmasq recorded it with the device's hostname
-    const leases = (await runInLan(d.names, ['cat', join(dir, 'run', 'netns', 'dnsmasq.leases')]))
-      .stdout;
-    expect(leases).toContain(`${ip} glkvm`);
+    const leases = join(dir, 'run', 'netns', 'dnsmasq.leases');
+    await expect
+      .poll(async () => (await runInLan(d.names, ['cat', leases])).stdout, { timeout: 8000 })
+      .toContain(`${ip} glkvm`);
   });
 
   it('overlapping resolv.conf writes all land, the last one wins, no temp file stays (issue 21)', async () => {
