@@ -215,6 +215,36 @@ const configSchema = z.strictObject({
         .prefault({}),
     })
     .prefault({}),
+  /**
+   * The gadget target's USB side (docs/drivers.md "The gadget target"): every configfs, /sys and
+   * /dev path the gadget drivers touch, so tests run them on fixture trees.
+   */
+  gadget: z
+    .strictObject({
+      /** configfs's mount point (`usb_gadget/` below it). */
+      configfs: z.string().min(1).default('/sys/kernel/config'),
+      /** sysfs: `class/udc`, `dev/char`, `module`. */
+      sys: z.string().min(1).default('/sys'),
+      /** Where the kernel makes `/dev/hidgN`. */
+      dev: z.string().min(1).default('/dev'),
+      /** The gadget's folder: `<configfs>/usb_gadget/<name>`. */
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+        .default('kvm'),
+      /** The UDC to bind; '' = the first under `<sys>/class/udc`. */
+      udc: z
+        .string()
+        .regex(/^[A-Za-z0-9_.:-]{0,128}$/)
+        .default(''),
+      /** How often the UDC's `state` is read. */
+      udc_poll_ms: z.number().int().min(20).max(10_000).default(250),
+      /** A write to `/dev/hidgN` that the host does not take in this time counts as offline. */
+      hid_write_timeout_ms: z.number().int().min(10).max(60_000).default(500),
+      /** GL's partition mode: the board's block device lent as the drive (SPEC: mmcblk0p10). */
+      msd_partition_device: z.string().min(1).default('/dev/block/by-name/media'),
+    })
+    .prefault({}),
   system: z
     .strictObject({
       /**

@@ -8,9 +8,9 @@
  */
 export const DRIVER_CHOICES = {
   video: ['qemu', 'testbed', 'file', 'disabled'],
-  hid: ['qemu', 'testbed', 'disabled'],
+  hid: ['qemu', 'testbed', 'gadget', 'disabled'],
   atx: ['qemu', 'disabled'],
-  msd: ['qemu', 'disabled'],
+  msd: ['qemu', 'gadget', 'disabled'],
   fingerbot: ['qemu', 'disabled'],
   audio: ['qemu', 'testbed', 'disabled'],
   /** `system.network` */
@@ -84,6 +84,24 @@ export const TARGET_PRESETS = {
       serial: 'disabled',
     },
     // the tests' many short-lived servers start it at first use
+    networkAtStart: false,
+  },
+  gadget: {
+    description: 'USB gadget (a real board)',
+    types: {
+      // capture (V4L2) comes with the issue after 23
+      video: 'disabled',
+      hid: 'gadget',
+      atx: 'disabled',
+      msd: 'gadget',
+      fingerbot: 'disabled',
+      audio: 'disabled',
+      network: 'nmcli',
+      wifi: 'nmcli',
+      clock: 'system',
+      serial: 'disabled',
+    },
+    // NetworkManager owns the board's network; nothing to start
     networkAtStart: false,
   },
 } as const satisfies Record<string, TargetPreset>;

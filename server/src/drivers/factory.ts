@@ -177,6 +177,8 @@ const TABLE: Table = {
     },
     testbed: (_s, made) =>
       new TestbedHid(made.video instanceof TestbedVideo ? made.video.picture : null),
+    // TODO(issue 23): GadgetHid (drivers/hid/gadget.ts) once it lands
+    gadget: () => new DisabledHid(),
     disabled: () => new DisabledHid(),
   },
   atx: {
@@ -185,6 +187,8 @@ const TABLE: Table = {
   },
   msd: {
     qemu: (s) => new QemuMsd(s.qemu.machine, s.log, { usbBus: 'xhci.0' }),
+    // TODO(issue 23): GadgetMsd
+    gadget: () => new DisabledMsd(),
     disabled: () => new DisabledMsd(),
   },
   fingerbot: {
