@@ -8,7 +8,7 @@ import { indexModules, resolveModules } from './kernel.mjs';
 
 // ---- newc cpio, written here so the host needs no `cpio` --------------------------------------
 
-class Cpio {
+export class Cpio {
   chunks = [];
   ino = 1;
   entry(name, mode, data = Buffer.alloc(0), rdev = [0, 0]) {

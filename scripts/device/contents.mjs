@@ -1,0 +1,133 @@
+// What the device VM is made of apart from the kernel, busybox and node (scripts/build-device-vm.mjs
+// puts it in the initramfs): the kernel command line, the modules /init loads, /init itself, the
+// power-off script and the server's config. docs/hardware.md, "The device VM".
+
+/** Where things live inside the VM. */
+export const VM = {
+  /** The checkout's files the server reads (REPO_ROOT of server/src/paths.ts). */
+  app: '/app',
+  /** The data disk's mount point: the server's data folder (`--data`). */
+  data: '/data',
+  /** The server's https port inside (QEMU forwards a loopback port of the host to it). */
+  port: 8443,
+  /** The observer's serial port (the second 16550; ttyS0 is the console). */
+  observerTty: '/dev/ttyS1',
+};
+
+/**
+ * The kernel command line.
+ * - console=ttyS0: kernel and /init lines (and the server's log) go to the host's log file.
+ * - panic=-1: a panic reboots at once, and QEMU's -no-reboot turns that into QEMU's exit.
+ * - kvm_target: the server's --target (scripts/device-vm.mjs --target overrides it).
+ */
+export const cmdline = (target = 'gadget') =>
+  ['console=ttyS0', 'quiet', 'loglevel=4', 'panic=-1', `kvm_target=${target}`].join(' ');
+
+/**
+ * Modules /init loads with insmod, dependencies first (scripts/guest/kernel.mjs resolves them from
+ * the modules' own `depends=`). All are `=m` in Debian's 6.1 kernel.
+ */
+export const MODULES = [
+  // The gadget side: configfs, libcomposite and its functions, and the UDC dummy_hcd makes.
+  'configfs',
+  'libcomposite',
+  'usb_f_hid',
+  'usb_f_mass_storage',
+  'dummy_hcd',
+  // The host side of the same kernel: HID, input events, USB drives and CD-ROMs.
+  'usbhid',
+  'hid_generic',
+  'evdev',
+  'usb_storage',
+  'sd_mod',
+  'sr_mod',
+  'cdrom',
+  'isofs',
+  // QEMU's virtio devices: the data disk (ext4) and the network.
+  'virtio_pci',
+  'virtio_blk',
+  'virtio_net',
+  // ext4 asks the crypto API for crc32c by name (not a `depends=`): load it first.
+  'crc32c_generic',
+  'ext4',
+];
+
+/** The server's config inside the VM (the gadget section's defaults fit dummy_hcd). */
+export const SERVER_CONFIG = `# The device VM's server config (scripts/device/contents.mjs).
+# Tests never reach the internet, and the VM reaches nothing anyway (-nic restrict=on).
+webrtc:
+  stun_url: null
+# busybox's shell: the VM has no bash.
+terminal:
+  shell: /bin/sh
+  args: [-l]
+`;
+
+/**
+ * /init (busybox sh). Prints `device-vm init`, loads the modules, brings up the network with
+ * slirp's fixed address, mounts the data disk at the data folder, starts the observer on ttyS1
+ * and the server under its launcher. The observer prints `server ready` when the server answers.
+ */
+export const INIT = `#!/bin/sh
+# The device VM's init (built by scripts/build-device-vm.mjs).
+/bin/busybox --install -s /bin
+export PATH=/usr/bin:/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec >/dev/ttyS0 2>&1 </dev/null
+echo "device-vm init $(uname -r) at $(cut -d' ' -f1 /proc/uptime) s"
+mkdir -p /dev/pts /dev/shm /tmp /run ${VM.data}
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+for m in $(cat /etc/modules); do
+  insmod /lib/modules/$m.ko || echo "device-vm: insmod $m failed"
+done
+mount -t configfs configfs /sys/kernel/config || echo "device-vm: configfs not mounted"
+# CD-ROM and removable media changes are seen only when the kernel polls the drive.
+echo 500 > /sys/module/block/parameters/events_dfl_poll_msecs
+hostname device-vm
+ip link set lo up
+ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \\
+  || echo "device-vm: no network"
+if mount -t ext4 /dev/vda ${VM.data}; then
+  echo "device-vm: data disk mounted at ${VM.data}"
+else
+  echo "device-vm: no data disk: ${VM.data} is in memory"
+fi
+# One machine id per data disk, as a board keeps its own.
+[ -s ${VM.data}/.machine-id ] || cat /proc/sys/kernel/random/uuid | tr -d - > ${VM.data}/.machine-id
+cp ${VM.data}/.machine-id /etc/machine-id
+stty -F ${VM.observerTty} raw -echo 115200
+UV_THREADPOOL_SIZE=32 node ${VM.app}/device/observer.mjs ${VM.observerTty} &
+target=$(sed -n 's/.*kvm_target=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
+cd ${VM.app}
+HOME=/root SHELL=/bin/sh node ${VM.app}/server/dist/launcher.js --target \${target:-gadget} \\
+  --data ${VM.data} --config ${VM.app}/device/config.yaml &
+echo $! > /run/server.pid
+echo "device-vm: server started (target \${target:-gadget}, pid $!)"
+# PID 1 stays, reaping whatever ends (ash's wait collects any child).
+while :; do sleep 3600 & wait $!; done
+`;
+
+/** Powers the VM off cleanly: the server stopped, the data disk synced and unmounted. */
+export const POWEROFF = `#!/bin/sh
+echo "device-vm: powering off"
+pid=$(cat /run/server.pid 2>/dev/null)
+if [ -n "$pid" ]; then
+  kill -TERM "$pid" 2>/dev/null
+  i=0
+  # Until it is gone or a zombie (init reaps it later).
+  while [ $i -lt 100 ] && [ -e /proc/$pid/status ] && ! grep -q '^State:.*Z' /proc/$pid/status; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  kill -KILL "$pid" 2>/dev/null
+fi
+sync
+umount ${VM.data} 2>/dev/null || mount -o remount,ro ${VM.data} 2>/dev/null
+echo "device-vm: off"
+poweroff -f
+`;

@@ -1,0 +1,422 @@
+// The device VM's observer: runs inside the VM (node, no packages) and reports what the host
+// side of the VM's kernel sees of our USB gadget, the oracle of the device-VM tests (as the QEMU
+// guest's serial lines are for the QEMU target). docs/hardware.md, "The device VM".
+//
+// One JSON object a line on its serial port (argv[2], ttyS1; host side a unix socket), `t` = the
+// VM's monotonic clock in ms (fractional):
+//   {ev:'hello', t, uptime}                        the observer started
+//   {ev:'server-ready', t, uptime, status}         the server answered https://127.0.0.1:8443
+//   {ev:'usb-add'|'usb-remove', t, dev, busnum, devnum, idVendor, idProduct, bcdDevice,
+//        serial, manufacturer, product, speed}    a USB device (sysfs name: busnum-devpath)
+//   {ev:'input-add'|'input-remove', t, dev, name, uniq, usb, idVendor, idProduct, led}
+//   {ev:'input', t, dev, ts, type, code, value}    one evdev event (ts: the event's own time, s)
+//   {ev:'block-add'|'block-change'|'block-remove', t, dev, size, vendor, model, removable}
+//   {re:id, ok:true, ...} / {re:id, ok:false, error}  the answer to a command
+// Commands (host -> VM, one JSON object a line): {id, cmd, ...}
+//   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
+//   stop-polling {dev?} / resume-polling; rss (the server's processes); poweroff.
+// USB, input and block devices are polled every 50 ms (there is no udev in the VM).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  openSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { open, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { ReadStream } from 'node:tty';
+
+const TTY = process.argv[2] ?? '/dev/ttyS1';
+const POLL_MS = 50;
+const SERVER = { host: '127.0.0.1', port: 8443, path: '/api/auth/check' };
+
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const uptime = () => Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
+
+// ---- the serial port ------------------------------------------------------------------------
+
+const ttyFd = openSync(TTY, 'r+');
+const input = new ReadStream(ttyFd);
+input.setRawMode(true);
+
+/** One line out. writeSync on the tty: lines never interleave, and the order is the events'. */
+function emit(obj) {
+  const line = JSON.stringify({ ...obj, t: obj.t ?? Math.round(now() * 1000) / 1000 }) + '\n';
+  for (let buf = Buffer.from(line); buf.length;) {
+    try {
+      buf = buf.subarray(writeSync(ttyFd, buf));
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+    }
+  }
+}
+
+// ---- sysfs helpers --------------------------------------------------------------------------
+
+function attr(path) {
+  try {
+    return readFileSync(path, 'latin1').trim();
+  } catch {
+    return null;
+  }
+}
+
+function list(dir) {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** The USB device (sysfs directory with idVendor) above a sysfs path, or null. */
+function usbParent(path) {
+  let dir;
+  try {
+    dir = realpathSync(path);
+  } catch {
+    return null;
+  }
+  for (; dir.startsWith('/sys/devices/') && dir !== '/sys/devices';) {
+    if (attr(`${dir}/idVendor`) !== null) {
+      return {
+        usb: dir.split('/').pop(),
+        idVendor: attr(`${dir}/idVendor`),
+        idProduct: attr(`${dir}/idProduct`),
+      };
+    }
+    dir = dir.slice(0, dir.lastIndexOf('/'));
+  }
+  return null;
+}
+
+// ---- USB devices ----------------------------------------------------------------------------
+
+/** key: name@devnum (a re-enumeration on the same port is a new device) -> its facts. */
+const usbDevices = new Map();
+
+function scanUsb() {
+  const seen = new Set();
+  for (const name of list('/sys/bus/usb/devices')) {
+    if (name.includes(':')) continue; // an interface, not a device
+    const dir = `/sys/bus/usb/devices/${name}`;
+    const devnum = attr(`${dir}/devnum`);
+    if (devnum === null) continue;
+    const key = `${name}@${devnum}`;
+    seen.add(key);
+    if (usbDevices.has(key)) continue;
+    const idVendor = attr(`${dir}/idVendor`);
+    if (idVendor === null) continue; // still being set up: next round
+    const dev = {
+      dev: name,
+      busnum: Number(attr(`${dir}/busnum`)),
+      devnum: Number(devnum),
+      idVendor,
+      idProduct: attr(`${dir}/idProduct`),
+      bcdDevice: attr(`${dir}/bcdDevice`),
+      serial: attr(`${dir}/serial`),
+      manufacturer: attr(`${dir}/manufacturer`),
+      product: attr(`${dir}/product`),
+      speed: attr(`${dir}/speed`),
+    };
+    usbDevices.set(key, dev);
+    emit({ ev: 'usb-add', ...dev });
+  }
+  for (const [key, dev] of usbDevices) {
+    if (!seen.has(key)) {
+      usbDevices.delete(key);
+      emit({ ev: 'usb-remove', ...dev });
+    }
+  }
+}
+
+// ---- input devices and their events ---------------------------------------------------------
+
+/** eventN -> { info, fd } for the USB input devices being read. */
+const inputs = new Map();
+const EVENT_SIZE = 24; // struct input_event on x86-64: timeval (2 x 8), u16 type, u16 code, s32
+
+function readEvents(name, fd) {
+  const buf = Buffer.alloc(EVENT_SIZE * 64);
+  const loop = async () => {
+    for (;;) {
+      let n;
+      try {
+        ({ bytesRead: n } = await fd.read(buf, 0, buf.length, null));
+      } catch {
+        break; // ENODEV: the device is gone
+      }
+      if (n <= 0) break;
+      const t = Math.round(now() * 1000) / 1000;
+      for (let off = 0; off + EVENT_SIZE <= n; off += EVENT_SIZE) {
+        emit({
+          ev: 'input',
+          t,
+          dev: name,
+          ts: Number(buf.readBigInt64LE(off)) + Number(buf.readBigInt64LE(off + 8)) / 1e6,
+          type: buf.readUInt16LE(off + 16),
+          code: buf.readUInt16LE(off + 18),
+          value: buf.readInt32LE(off + 20),
+        });
+      }
+    }
+    await fd.close().catch(() => {});
+  };
+  void loop();
+}
+
+function scanInput() {
+  const seen = new Set();
+  for (const name of list('/sys/class/input')) {
+    if (!name.startsWith('event')) continue;
+    seen.add(name);
+    if (inputs.has(name)) continue;
+    const sys = `/sys/class/input/${name}/device`;
+    const parent = usbParent(sys);
+    const leds = attr(`${sys}/capabilities/led`);
+    const info = {
+      dev: name,
+      name: attr(`${sys}/name`),
+      uniq: attr(`${sys}/uniq`),
+      ...(parent ?? { usb: null, idVendor: null, idProduct: null }),
+      led: leds !== null && leds !== '0',
+    };
+    const entry = { info, fd: null };
+    inputs.set(name, entry);
+    emit({ ev: 'input-add', ...info });
+    // Only the gadget's side (USB) is read: the VM has no other input devices worth a thread.
+    if (parent) {
+      open(`/dev/input/${name}`, 'r+').then(
+        (fd) => {
+          entry.fd = fd;
+          if (!inputs.has(name)) void fd.close();
+          else readEvents(name, fd);
+        },
+        (err) => emit({ ev: 'error', dev: name, error: err.message }),
+      );
+    }
+  }
+  for (const [name, entry] of inputs) {
+    if (!seen.has(name)) {
+      inputs.delete(name);
+      emit({ ev: 'input-remove', ...entry.info });
+    }
+  }
+}
+
+// ---- block devices --------------------------------------------------------------------------
+
+const blocks = new Map();
+
+function scanBlock() {
+  const seen = new Set();
+  for (const name of list('/sys/block')) {
+    if (!/^(sd|sr)/.test(name)) continue;
+    seen.add(name);
+    const sys = `/sys/block/${name}`;
+    const info = {
+      dev: name,
+      size: Number(attr(`${sys}/size`) ?? 0) * 512,
+      vendor: attr(`${sys}/device/vendor`),
+      model: attr(`${sys}/device/model`),
+      removable: attr(`${sys}/removable`) === '1',
+      ...(usbParent(`${sys}/device`) ?? { usb: null }),
+    };
+    const old = blocks.get(name);
+    blocks.set(name, info);
+    if (!old) emit({ ev: 'block-add', ...info });
+    else if (old.size !== info.size) emit({ ev: 'block-change', ...info });
+  }
+  for (const [name, info] of blocks) {
+    if (!seen.has(name)) {
+      blocks.delete(name);
+      emit({ ev: 'block-remove', ...info });
+    }
+  }
+}
+
+function scan() {
+  try {
+    scanUsb();
+    scanInput();
+    scanBlock();
+  } catch (err) {
+    emit({ ev: 'error', error: String(err?.stack ?? err) });
+  }
+}
+
+// ---- commands -------------------------------------------------------------------------------
+
+const LEDS = { num: 0, caps: 1, scroll: 2 };
+const EV_SYN = 0;
+const EV_LED = 0x11;
+/** usbhid interfaces unbound by stop-polling, bound again by resume-polling. */
+const unbound = new Set();
+
+function inputEvent(type, code, value) {
+  const b = Buffer.alloc(EVENT_SIZE);
+  b.writeUInt16LE(type, 16);
+  b.writeUInt16LE(code, 18);
+  b.writeInt32LE(value, 20);
+  return b;
+}
+
+/** The gadget's keyboard: a USB input device with LEDs (or the one named). */
+function keyboardNode(dev) {
+  for (const { info } of inputs.values()) {
+    if (dev ? info.dev === dev : info.usb && info.led) return info.dev;
+  }
+  throw new Error(dev ? `no input device ${dev}` : 'no USB keyboard with LEDs');
+}
+
+async function readBlock(dev, bytes) {
+  if (!/^[a-z0-9]+$/.test(dev ?? '')) throw new Error('read: dev is a block device name (sr0)');
+  writeFileSync('/proc/sys/vm/drop_caches', '3');
+  const fh = await open(`/dev/${dev}`, 'r');
+  const hash = createHash('sha256');
+  const buf = Buffer.alloc(1 << 20);
+  const limit = bytes ?? Infinity;
+  let size = 0;
+  const started = now();
+  try {
+    while (size < limit) {
+      const want = Math.min(buf.length, limit - size);
+      const { bytesRead } = await fh.read(buf, 0, want, size);
+      if (bytesRead === 0) break;
+      hash.update(buf.subarray(0, bytesRead));
+      size += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  const ms = now() - started;
+  return {
+    size,
+    sha256: hash.digest('hex'),
+    ms: Math.round(ms),
+    mbPerS: ms > 0 ? Math.round((size / 1e6 / (ms / 1000)) * 100) / 100 : null,
+  };
+}
+
+/** The usbhid interfaces of a USB device (or of every non-root device). */
+function hidInterfaces(dev) {
+  return list('/sys/bus/usb/drivers/usbhid').filter(
+    (n) => /^\d+-[\d.]+:\d+\.\d+$/.test(n) && (!dev || n.startsWith(`${dev}:`)),
+  );
+}
+
+async function rss() {
+  const procs = [];
+  for (const pid of list('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = (await readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '')).split('\0');
+    if (!cmd.some((a) => a.includes('server/dist/'))) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'latin1').catch(() => '');
+    const kb = Number(/VmRSS:\s*(\d+)/.exec(status)?.[1] ?? 0);
+    procs.push({ pid: Number(pid), cmd: cmd.filter(Boolean).join(' '), rssMb: kb / 1024 });
+  }
+  return { procs };
+}
+
+const COMMANDS = {
+  ping: async () => ({ uptime: uptime() }),
+  devices: async () => ({
+    usb: [...usbDevices.values()],
+    input: [...inputs.values()].map((e) => e.info),
+    block: [...blocks.values()],
+  }),
+  led: async ({ led, on, dev }) => {
+    if (!(led in LEDS)) throw new Error('led: caps, num or scroll');
+    const node = keyboardNode(dev);
+    const fh = await open(`/dev/input/${node}`, 'w');
+    try {
+      await fh.write(
+        Buffer.concat([inputEvent(EV_LED, LEDS[led], on ? 1 : 0), inputEvent(EV_SYN, 0, 0)]),
+      );
+    } finally {
+      await fh.close();
+    }
+    return { dev: node };
+  },
+  read: async ({ dev, bytes }) => readBlock(dev, bytes),
+  'stop-polling': async ({ dev }) => {
+    const ifaces = hidInterfaces(dev);
+    for (const i of ifaces) {
+      await writeFile('/sys/bus/usb/drivers/usbhid/unbind', i);
+      unbound.add(i);
+    }
+    return { interfaces: ifaces };
+  },
+  'resume-polling': async () => {
+    const done = [];
+    for (const i of unbound) {
+      // A re-enumerated device has new interfaces (bound already): skip the gone ones.
+      await writeFile('/sys/bus/usb/drivers/usbhid/bind', i).then(
+        () => done.push(i),
+        () => {},
+      );
+      unbound.delete(i);
+    }
+    return { interfaces: done };
+  },
+  rss,
+  poweroff: async () => {
+    setTimeout(() => spawn('/bin/device-poweroff', [], { stdio: 'inherit' }), 100);
+    return {};
+  },
+};
+
+async function handle(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    emit({ ev: 'error', error: `not JSON: ${line.slice(0, 200)}` });
+    return;
+  }
+  const fn = COMMANDS[msg?.cmd];
+  try {
+    if (!fn) throw new Error(`unknown command ${String(msg?.cmd)}`);
+    emit({ re: msg.id ?? null, ok: true, ...(await fn(msg)) });
+  } catch (err) {
+    emit({ re: msg?.id ?? null, ok: false, error: err.message });
+  }
+}
+
+let pending = '';
+input.on('data', (chunk) => {
+  pending += chunk.toString('utf8');
+  for (let i; (i = pending.search(/[\r\n]/)) >= 0;) {
+    const line = pending.slice(0, i).trim();
+    pending = pending.slice(i + 1);
+    if (line) void handle(line);
+  }
+  if (pending.length > 1 << 20) pending = '';
+});
+
+// ---- the server's readiness -----------------------------------------------------------------
+
+function probeServer() {
+  const req = request(
+    { ...SERVER, method: 'GET', rejectUnauthorized: false, timeout: 5000 },
+    (res) => {
+      res.resume();
+      const up = uptime();
+      emit({ ev: 'server-ready', uptime: up, status: res.statusCode });
+      process.stdout.write(`server ready at ${up} s (https://10.0.2.15:${SERVER.port}/)\n`);
+    },
+  );
+  const retry = () => setTimeout(probeServer, 250);
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.on('error', retry);
+  req.end();
+}
+
+emit({ ev: 'hello', uptime: uptime() });
+scan();
+setInterval(scan, POLL_MS);
+probeServer();
