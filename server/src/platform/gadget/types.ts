@@ -47,6 +47,13 @@ export interface GadgetHidHost {
   hidNodes(): GadgetHidNodes;
   /** Called after every rebuild (mouse mode, identity, functions, reinit), when bound again. */
   onRebuilt(listener: () => void): () => void;
+  /**
+   * Optional (added for the HID driver): called and awaited before a rebuild (or a mouse node
+   * swap) unbinds and removes the functions, so the driver closes its `/dev/hidgN` first rather
+   * than write to a node whose function is going away. onRebuilt follows, also when the rebuild
+   * failed (the driver reopens whatever nodes there are then).
+   */
+  onRebuilding?(listener: () => Promise<void>): () => void;
   mouseMode(): GadgetMouseMode;
   /** Re-creates the gadget with the other mouse function: the host re-enumerates it (~1 s). */
   setMouseMode(mode: GadgetMouseMode): Promise<void>;
