@@ -11,7 +11,7 @@ import type {
   GadgetMouseMode,
   UdcState,
 } from '../../platform/gadget/types';
-import { GADGET_PROBE_MS, GadgetHid, GadgetHidOfflineError } from './gadget';
+import { GADGET_PROBE_MS, GADGET_REOPEN_MS, GadgetHid, GadgetHidOfflineError } from './gadget';
 import type { HidDriverState } from './types';
 
 /** An in-memory hidg node: records every report taken, in order, as hex. */
@@ -116,13 +116,14 @@ afterEach(async () => {
   for (const d of drivers.splice(0)) await d.dispose();
 });
 
-async function setup(host = new FakeHost()) {
+async function setup(host = new FakeHost(), failOpens = new Set<string>()) {
   const endpoints = new Map<string, FakeEndpoint>();
   const opened: string[] = [];
   const hid = new GadgetHid(host, {
     log: SILENT_LOGGER,
     writeTimeoutMs: 100,
     openEndpoint: async (path) => {
+      if (failOpens.delete(path)) throw new Error(`EBUSY: ${path}`);
       opened.push(path);
       const ep = new FakeEndpoint(path);
       endpoints.set(path, ep);
@@ -180,6 +181,17 @@ describe('GadgetHid keyboard', () => {
     hid.sendKey('KeyG', false);
     await settle();
     expect(w.at(-1)).toBe('4100040607080900');
+  });
+
+  it('opens again a node that failed to open, starting it with its release-all', async () => {
+    const { hid, ep, opened } = await setup(new FakeHost(), new Set(['kbd.0']));
+    expect(opened).toEqual(['absolute.0']);
+    expect(hid.getState().keyboard.online).toBe(false);
+    await waitFor(() => hid.getState().keyboard.online, GADGET_REOPEN_MS * 5);
+    expect(opened).toEqual(['absolute.0', 'kbd.0']);
+    await waitFor(() => ep('kbd.0').written.length > 0);
+    expect(ep('kbd.0').written).toEqual([RELEASED]);
+    expect(ep('absolute.0').written).toHaveLength(1);
   });
 
   it('passes the LED output report to getState().keyboard.leds, telling the change', async () => {

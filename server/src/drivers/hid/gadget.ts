@@ -45,6 +45,8 @@ import type { HidDriver, HidDriverState, KeyEvent } from './types';
 export const GADGET_KEY_GAP_MS = 2;
 /** While a device is offline after a time-out, one write attempt of its release-all this often. */
 export const GADGET_PROBE_MS = 250;
+/** A node the gadget has but that could not be opened is tried again this often. */
+export const GADGET_REOPEN_MS = 1000;
 
 const OUTPUTS: Readonly<Record<GadgetMouseMode, string>> = { absolute: 'usb', relative: 'usb_rel' };
 
@@ -87,6 +89,7 @@ export class GadgetHid implements HidDriver {
   private readonly stateListeners = new Set<(state: HidDriverState) => void>();
   private readonly offHost: Array<() => void> = [];
   private probeTimer: NodeJS.Timeout | null = null;
+  private openRetry: NodeJS.Timeout | null = null;
   /** Opening and closing the nodes, one after the other. */
   private reopening: Promise<void> = Promise.resolve();
   /** Between closing the nodes for a rebuild and opening the new ones. */
@@ -115,6 +118,7 @@ export class GadgetHid implements HidDriver {
     this.disposed = true;
     for (const off of this.offHost.splice(0)) off();
     this.stopProbe();
+    if (this.openRetry) clearTimeout(this.openRetry);
     await this.schedule(() => this.closeAll());
   }
 
@@ -433,21 +437,49 @@ export class GadgetHid implements HidDriver {
       this.openMode = this.host.mouseMode();
       // A new gadget: the host reads its LEDs afresh (and tells them on enumeration).
       this.leds = { caps: false, num: false, scroll: false };
-      await this.open(this.keyboard, nodes.keyboard, 1);
-      await this.open(this.mouse, nodes.mouse, 0);
+      await this.open(this.keyboard, nodes.keyboard);
+      await this.open(this.mouse, nodes.mouse);
       this.closedForRebuild = false;
-      if (this.udc === 'configured') {
-        for (const ch of [this.keyboard, this.mouse]) {
-          if (!ch.ep) continue;
-          ch.needsReset = false;
-          void this.post(ch, this.releaseReport(ch), true);
-        }
-      }
-      this.notify();
+      this.afterOpen([this.keyboard, this.mouse]);
     });
   }
 
-  private async open(ch: Channel, path: string | null, outputReportLength: number): Promise<void> {
+  /** Each device opened starts with its release-all when the host is there; missing ones retry. */
+  private afterOpen(opened: Channel[]): void {
+    if (this.udc === 'configured') {
+      for (const ch of opened) {
+        if (!ch.ep) continue;
+        ch.needsReset = false;
+        void this.post(ch, this.releaseReport(ch), true);
+      }
+    }
+    this.notify();
+    const nodes = this.host.hidNodes();
+    const missing = !!(nodes.keyboard && !this.keyboard.ep) || !!(nodes.mouse && !this.mouse.ep);
+    if (missing && !this.openRetry && !this.disposed) {
+      this.openRetry = setTimeout(() => {
+        this.openRetry = null;
+        void this.schedule(() => this.openMissing());
+      }, GADGET_REOPEN_MS);
+      this.openRetry.unref();
+    }
+  }
+
+  /** Opens the nodes that failed to open (a transient error must not leave the board without them). */
+  private async openMissing(): Promise<void> {
+    if (this.disposed || this.closedForRebuild) return;
+    const nodes = this.host.hidNodes();
+    const opened: Channel[] = [];
+    for (const ch of [this.keyboard, this.mouse]) {
+      const path = nodes[ch.kind];
+      if (ch.ep || !path) continue;
+      await this.open(ch, path);
+      if (ch.ep) opened.push(ch);
+    }
+    this.afterOpen(opened);
+  }
+
+  private async open(ch: Channel, path: string | null): Promise<void> {
     ch.stalled = false;
     ch.needsReset = true;
     if (!path) return;
@@ -455,7 +487,8 @@ export class GadgetHid implements HidDriver {
     try {
       const ep = await open(path, {
         writeTimeoutMs: this.opts.writeTimeoutMs,
-        outputReportLength,
+        // the keyboard's LEDs; the mice have no output report
+        outputReportLength: ch.kind === 'keyboard' ? 1 : 0,
         log: this.opts.log,
       });
       if (this.disposed) {

@@ -261,7 +261,8 @@ export class HidgEndpoint implements HidReportEndpoint {
         if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
           const left = deadline - performance.now();
           if (left <= 0) {
-            this.timeouts++;
+            // A probe (timeoutMs 0) that finds the host still away is not a new time-out.
+            if (timeoutMs > 0) this.timeouts++;
             throw new HidgTimeoutError(this.path, timeoutMs);
           }
           await sleep(Math.min(this.opts.retryMs ?? HIDG_RETRY_MS, left));
