@@ -61,6 +61,18 @@ export interface InfoResult {
       serial: string;
       video: string | null;
       board: string | null;
+      /**
+       * Ours: what keeps the device's own hardware from working, for the admin (the gadget
+       * target: "No USB device controller (UDC) in /sys/class/udc: ...", "Kernel module
+       * usb_f_mass_storage is missing: no virtual media", ...); [] when nothing does.
+       */
+      problems: string[];
+      /**
+       * Ours: the USB device controller the gadget is bound to (or would be) and its state
+       * (`/sys/class/udc/<name>/state`: configured, suspended, not attached, ...); null off
+       * the gadget target or when the board has none.
+       */
+      udc: { name: string; state: string } | null;
     };
     streamer: { app: string; version: string; features: Record<string, boolean> };
   };

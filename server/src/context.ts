@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import type { AppConfig } from './config';
 import { createDrivers, type Drivers } from './drivers/factory';
+import { storedGadgetStart } from './services/system/gadget-start';
 import type { InstallLayout } from './install/install-dir';
 import { Lifecycle } from './lifecycle';
 import { SILENT_LOGGER, type Logger } from './log';
@@ -123,7 +124,9 @@ export async function createContext(
   });
   lifecycle.onStop('auth', () => auth.close());
   const settings = await SettingsStore.open(config.data_dir, log);
-  const drivers = await createDrivers(config, log);
+  const drivers = await createDrivers(config, log, {
+    gadgetStart: () => storedGadgetStart(config.data_dir),
+  });
   lifecycle.onStop('drivers', () => drivers.dispose());
   await drivers.init();
   const requestRestart =
@@ -211,6 +214,7 @@ export async function createContext(
         base: drivers.description,
         video: drivers.video.name === 'disabled' ? null : drivers.video.name,
       },
+      gadget: drivers.gadget,
     }),
     ocr: new OcrService({ ffmpeg: config.video.ffmpeg, log }),
     requestRestart,

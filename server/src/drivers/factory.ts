@@ -8,6 +8,13 @@ import { join } from 'node:path';
 import type { AppConfig } from '../config';
 import type { Logger } from '../log';
 import { QemuPlatform } from '../platform/qemu/platform';
+import { GadgetPlatform } from '../platform/gadget/platform';
+import {
+  ABSOLUTE_MOUSE_FUNCTION,
+  KEYBOARD_FUNCTION,
+  RELATIVE_MOUSE_FUNCTION,
+} from '../platform/gadget/reports';
+import { runCommand } from '../process/run';
 import { resolveTypes, TARGET_PRESETS, type DriverTypes, type Subsystem } from './choices';
 import type { Lifecycle } from './types';
 import type { VideoSource } from './video/types';
@@ -25,6 +32,7 @@ import { QemuAtx } from './atx/qemu';
 import type { MsdDriver } from './msd/types';
 import { DisabledMsd } from './msd/disabled';
 import { QemuMsd } from './msd/qemu';
+import { GadgetMsd } from './msd/gadget';
 import type { FingerbotDriver } from './fingerbot/types';
 import { DisabledFingerbot } from './fingerbot/disabled';
 import { QemuFingerbot } from './fingerbot/qemu';
@@ -48,8 +56,9 @@ import type { DisplayDriver } from './display/types';
 import { DisabledDisplay } from './display/disabled';
 import { QemuDisplay } from './display/qemu';
 import { TestbedDisplay } from './display/testbed';
-import type { UsbIdentityDriver } from './usb/types';
+import type { GadgetStart, UsbIdentityDriver } from './usb/types';
 import { qemuUsbIdentity } from './usb/qemu';
+import { GadgetUsbIdentity, settingsOf } from './usb/gadget';
 import { DisabledUsbIdentity } from './usb/disabled';
 import type { SerialConsole } from './serial/types';
 import { NoSerialConsole } from './serial/disabled';
@@ -90,6 +99,8 @@ export interface Drivers {
   testbed?: TestbedVideo;
   testbedHid?: TestbedHid;
   testbedAudio?: TestbedAudio;
+  /** The gadget target's USB side (problems, UDC) for /api/info; null on the other targets. */
+  gadget: GadgetPlatform | null;
   /** What the log bundle says of the remote computer (the QEMU guest's manifest). */
   describe(): Promise<Record<string, unknown>>;
   init(): Promise<void>;
@@ -99,12 +110,51 @@ export interface Drivers {
 /** Everything a driver constructor may need; the shared parts are made at first use. */
 class Shared {
   private qemuPlatform: QemuPlatform | null = null;
+  private gadgetPlatform: GadgetPlatform | null = null;
 
   constructor(
     readonly config: AppConfig,
     readonly types: DriverTypes,
     readonly log: Logger,
+    private readonly opts: DriverOptions,
   ) {}
+
+  /** The composite USB gadget of the gadget target (made by the first driver that needs it). */
+  get gadget(): GadgetPlatform {
+    const g = this.config.gadget;
+    const atStart = this.opts.gadgetStart;
+    this.gadgetPlatform ??= new GadgetPlatform({
+      configfs: g.configfs,
+      sys: g.sys,
+      dev: g.dev,
+      name: g.name,
+      udc: g.udc,
+      udcPollMs: g.udc_poll_ms,
+      hid: {
+        keyboard: KEYBOARD_FUNCTION,
+        absolute: ABSOLUTE_MOUSE_FUNCTION,
+        relative: RELATIVE_MOUSE_FUNCTION,
+      },
+      ...(atStart
+        ? {
+            initial: async () => {
+              const start = await atStart();
+              return {
+                ...(start.identity ? settingsOf(start.identity) : {}),
+                mouseMode: start.mouse,
+              };
+            },
+          }
+        : {}),
+      setup: { run: runCommand, root: process.getuid?.() === 0 },
+      log: this.log,
+    });
+    return this.gadgetPlatform;
+  }
+
+  get madeGadget(): GadgetPlatform | null {
+    return this.gadgetPlatform;
+  }
 
   get qemu(): QemuPlatform {
     this.qemuPlatform ??= new QemuPlatform({
@@ -117,7 +167,7 @@ class Shared {
 
   /** The platforms that were made, to start after the drivers and stop after them. */
   platforms(): Lifecycle[] {
-    return this.qemuPlatform ? [this.qemuPlatform] : [];
+    return [this.qemuPlatform, this.gadgetPlatform].filter((p): p is NonNullable<typeof p> => !!p);
   }
 
   /** What the log bundle says of the remote computer. */
@@ -187,8 +237,8 @@ const TABLE: Table = {
   },
   msd: {
     qemu: (s) => new QemuMsd(s.qemu.machine, s.log, { usbBus: 'xhci.0' }),
-    // TODO(issue 23): GadgetMsd
-    gadget: () => new DisabledMsd(),
+    gadget: (s) =>
+      new GadgetMsd(s.gadget, { partitionDevice: s.config.gadget.msd_partition_device }),
     disabled: () => new DisabledMsd(),
   },
   fingerbot: {
@@ -239,11 +289,21 @@ function displayFor(video: VideoSource, s: Shared): DisplayDriver {
 }
 
 /** USB identity follows the HID driver: the devices the remote computer enumerates. */
-function usbFor(hid: HidDriver): UsbIdentityDriver {
+function usbFor(hid: HidDriver, s: Shared): UsbIdentityDriver {
+  if (s.types.hid === 'gadget' || s.types.msd === 'gadget') return new GadgetUsbIdentity(s.gadget);
   return hid instanceof QemuHid ? qemuUsbIdentity(hid) : new DisabledUsbIdentity();
 }
 
-export async function createDrivers(config: AppConfig, log: Logger): Promise<Drivers> {
+export interface DriverOptions {
+  /** The gadget target's stored settings, to build the gadget right at start. */
+  gadgetStart?: () => Promise<GadgetStart>;
+}
+
+export async function createDrivers(
+  config: AppConfig,
+  log: Logger,
+  opts: DriverOptions = {},
+): Promise<Drivers> {
   const types = resolveTypes(config.target, {
     video: config.video.type,
     hid: config.hid.type,
@@ -256,7 +316,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
     clock: config.system.clock,
     serial: config.terminal.serial,
   });
-  const shared = new Shared(config, types, log);
+  const shared = new Shared(config, types, log, opts);
   const made: Partial<Built> = {};
   for (const subsystem of Object.keys(TABLE) as Subsystem[]) {
     const make = (TABLE[subsystem] as Record<string, (s: Shared, m: Partial<Built>) => unknown>)[
@@ -271,7 +331,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
     clock: b.clock,
     // no video: no monitor to identify
     display: displayFor(b.video, shared),
-    usb: usbFor(b.hid),
+    usb: usbFor(b.hid, shared),
   };
   const all: Lifecycle[] = [
     b.video,
@@ -302,6 +362,7 @@ export async function createDrivers(config: AppConfig, log: Logger): Promise<Dri
     ...(b.video instanceof TestbedVideo ? { testbed: b.video } : {}),
     ...(b.hid instanceof TestbedHid ? { testbedHid: b.hid } : {}),
     ...(b.audio instanceof TestbedAudio ? { testbedAudio: b.audio } : {}),
+    gadget: shared.madeGadget,
     describe: () => shared.describe(),
     // drivers first (they subscribe to the machine), then the machine they talk to
     async init() {

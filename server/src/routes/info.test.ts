@@ -41,6 +41,9 @@ describe('/api/info', () => {
     const platform = r.system.platform;
     expect(platform).toHaveProperty('video', 'testbed');
     expect(platform).toHaveProperty('board', null);
+    // ours: the gadget target's problems and UDC; off it, none
+    expect(platform).toHaveProperty('problems', []);
+    expect(platform).toHaveProperty('udc', null);
     for (const k of ['type', 'base', 'model', 'serial']) expect(platform).toHaveProperty(k);
     expect(Object.keys(r.hw).sort()).toEqual(['health', 'platform']);
     expect(r.hw.platform).toEqual(platform);

@@ -16,8 +16,18 @@ export interface InfoDeps {
   deviceId: string;
   /** The target preset's description and the video driver's name (null: none). */
   platform: { base: string; video: string | null };
+  /** The gadget target's USB side: its problems and UDC (null on the other targets). */
+  gadget?: InfoPlatformStatus | null;
   /** CPU temperature in °C, null when the machine has no sensor (tests replace it). */
   cpuTemp?: () => number | null;
+}
+
+/** What a platform tells /api/info of its hardware (GadgetPlatform). */
+export interface InfoPlatformStatus {
+  problems(): string[];
+  udc(): { name: string; state: string } | null;
+  /** Called when problems() or udc() may have changed; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
 }
 
 function thermalZoneTemp(): number | null {
@@ -60,6 +70,8 @@ export class InfoService {
           video: this.deps.platform.video,
           // kvmd: "rpi4", ...; no board here.
           board: null,
+          problems: this.deps.gadget?.problems() ?? [],
+          udc: this.deps.gadget?.udc() ?? null,
         },
         streamer: { app: 'kvm-server', version: this.deps.version, features: {} },
       },
@@ -104,7 +116,10 @@ export class InfoService {
     };
   }
 
-  /** kvmd sends `info` one field per frame. Static for now; later subsystems extend extras. */
+  /**
+   * kvmd sends `info` one field per frame. `system` is sent again when the platform's problems
+   * or UDC change (the gadget's UDC state, a UDC that appeared).
+   */
   provider(): StateProvider {
     return {
       name: 'info',
@@ -112,7 +127,18 @@ export class InfoService {
         const info = this.build();
         return INFO_FIELDS.map((f) => ({ event_type: 'info', event: { [f]: info[f] } }));
       },
-      subscribe: () => () => undefined,
+      subscribe: (emit) => {
+        const gadget = this.deps.gadget;
+        if (!gadget) return () => undefined;
+        const key = (): string => JSON.stringify([gadget.problems(), gadget.udc()]);
+        let last = key();
+        return gadget.onChange(() => {
+          const now = key();
+          if (now === last) return;
+          last = now;
+          emit({ event_type: 'info', event: { system: this.build().system } });
+        });
+      },
     };
   }
 }

@@ -11,7 +11,6 @@
  * function linked into a configuration cannot be removed before its link is; writing `""` to a
  * gadget's `UDC` when it is not bound fails (ENODEV).
  */
-import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -40,13 +39,9 @@ export class NodeGadgetFs implements GadgetFs {
   }
 
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
-    // no O_CREAT: an attribute the kernel did not make is an error, not a new file
-    const handle = await fsp.open(path, fsConstants.O_WRONLY | fsConstants.O_TRUNC);
-    try {
-      await handle.write(typeof data === 'string' ? Buffer.from(data) : data);
-    } finally {
-      await handle.close();
-    }
+    // configfs cannot create a file: an attribute the kernel did not make fails (a plain
+    // fixture tree gets the file)
+    await fsp.writeFile(path, data);
   }
 
   async readFile(path: string): Promise<string> {

@@ -226,6 +226,7 @@ export class GadgetPlatform implements GadgetHidHost {
       );
     });
     await this.readUdcState();
+    this.emitChange();
     this.schedulePoll();
   }
 
@@ -624,7 +625,9 @@ export class GadgetPlatform implements GadgetHidHost {
     const dir = join(this.gadgetDir, 'functions', MSD_FN);
     try {
       await this.fs.mkdir(dir);
-      // lun.0 comes with the function; lun.1 is GL's partition drive
+      // lun.0 comes with the function (mkdir -p of it changes nothing on configfs); lun.1 is
+      // GL's partition drive
+      await this.fs.mkdir(join(dir, 'lun.0'));
       await this.fs.mkdir(join(dir, 'lun.1'));
       const image = this.lun0;
       const cdrom = image ? image.cdrom : this.lun0Cdrom;

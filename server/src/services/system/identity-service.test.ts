@@ -205,6 +205,31 @@ describe('IdentityService', () => {
     expect(usb.applied.map((a) => a.otg_serial)).toEqual(['S0', 'S1', 'S2', 'S3', 'S4']);
   });
 
+  it('otg_functions reach a driver that builds the functions (the gadget), not the others', async () => {
+    const { service, usb } = await open();
+    await service.setOtgFunctions({ enable_mouse_alt: true });
+    // QEMU's and the testbed's: stored only
+    expect(usb.applied).toHaveLength(0);
+    const gadget = new (class extends RecordingUsb {
+      readonly appliesFunctions = true;
+      reinits: UsbIdentity[] = [];
+      async reinit(identity: UsbIdentity): Promise<void> {
+        this.reinits.push(identity);
+      }
+    })();
+    await rm(dir, { recursive: true, force: true });
+    dir = undefined as unknown as string;
+    const { service: g } = await open(gadget);
+    await g.setOtgFunctions({ enable_keyboard: false });
+    expect(gadget.applied).toHaveLength(1);
+    expect(gadget.applied[0]!.functions).toMatchObject({ enable_keyboard: false });
+    expect(gadget.applied[0]!.inquiry).toEqual({ cdrom: 'Linux', flash: 'Linux' });
+    // reinit_udc goes to the driver's reinit (a rebuild even though nothing changed)
+    await g.reinit();
+    expect(gadget.reinits).toHaveLength(1);
+    expect(gadget.applied).toHaveLength(1);
+  });
+
   it('two changes queued together both stay: each is merged when its turn comes', async () => {
     const usb = new RecordingUsb();
     let release!: () => void;

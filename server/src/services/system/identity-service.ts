@@ -54,9 +54,14 @@ export class SystemParamsBusyError extends IsBusyError {
 /** 500: the USB devices could not be re-enumerated (the previous identity stays). */
 export class UsbIdentityApplyError extends InternalError {}
 
-async function applyUsb(usb: UsbIdentityDriver, identity: UsbIdentity): Promise<void> {
+async function applyUsb(
+  usb: UsbIdentityDriver,
+  identity: UsbIdentity,
+  reinit = false,
+): Promise<void> {
   try {
-    await usb.apply(identity);
+    if (reinit && usb.reinit) await usb.reinit(identity);
+    else await usb.apply(identity);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new UsbIdentityApplyError(`USB identity not applied: ${(err as Error).message}`);
@@ -170,6 +175,29 @@ const USB_KEYS = new Set<keyof StoredParams>([
   'flash_vendor',
 ]);
 
+/** `<data>/system/params.json`, read field by field (parseStored). */
+export function storedParamsFile(
+  dataDir: string,
+  defaults: StoredParams = defaultParams(''),
+): JsonFile<StoredParams> {
+  return new JsonFile(join(dataDir, 'system', 'params.json'), (raw) => parseStored(raw, defaults), {
+    maxBytes: 64 * 1024,
+  });
+}
+
+/** The USB identity a stored params file gives (the gadget builds with it at start). */
+export function usbIdentityOf(p: StoredParams): UsbIdentity {
+  return {
+    otg_manufacturer: p.otg_manufacturer,
+    otg_product: p.otg_product,
+    otg_vendor_id: p.otg_vendor_id,
+    otg_product_id: p.otg_product_id,
+    otg_serial: p.otg_serial,
+    inquiry: { cdrom: p.cdrom_vendor, flash: p.flash_vendor },
+    functions: { ...p.otg_functions },
+  };
+}
+
 export class IdentityService {
   /** One apply at a time; a few wait behind it, more are refused. */
   private readonly applies = new SerialQueue({
@@ -186,11 +214,7 @@ export class IdentityService {
   static async open(opts: IdentityServiceOptions): Promise<IdentityService> {
     const log = opts.log ?? SILENT_LOGGER;
     const defaults = defaultParams(opts.defaultMsdPartition);
-    const file = new JsonFile(
-      join(opts.dataDir, 'system', 'params.json'),
-      (raw) => parseStored(raw, defaults),
-      { maxBytes: 64 * 1024 },
-    );
+    const file = storedParamsFile(opts.dataDir, defaults);
     const params = await file.loadOrDefaults(() => defaults, log, 'system params');
     const service = new IdentityService(params, file, opts);
     return service;
@@ -297,7 +321,7 @@ export class IdentityService {
 
   /** `POST /api/system/reinit_udc`: the USB devices re-enumerate with the stored identity. */
   async reinit(): Promise<void> {
-    await this.applies.run(() => applyUsb(this.opts.usb, this.usbIdentity(this.params)));
+    await this.applies.run(() => applyUsb(this.opts.usb, this.usbIdentity(this.params), true));
   }
 
   // ---- internals ----
@@ -305,7 +329,11 @@ export class IdentityService {
   /** Stores `next`; re-applies the USB identity when it changed; undoes both if that fails. */
   private async commit(next: StoredParams): Promise<void> {
     const previous = this.params;
-    const usbChanged = [...USB_KEYS].some((k) => previous[k] !== next[k]);
+    const usbChanged =
+      [...USB_KEYS].some((k) => previous[k] !== next[k]) ||
+      // the gadget builds its functions from them
+      (this.opts.usb.appliesFunctions === true &&
+        JSON.stringify(previous.otg_functions) !== JSON.stringify(next.otg_functions));
     this.params = next;
     try {
       await this.file.save(next);
@@ -327,12 +355,6 @@ export class IdentityService {
   }
 
   private usbIdentity(p: StoredParams): UsbIdentity {
-    return {
-      otg_manufacturer: p.otg_manufacturer,
-      otg_product: p.otg_product,
-      otg_vendor_id: p.otg_vendor_id,
-      otg_product_id: p.otg_product_id,
-      otg_serial: p.otg_serial,
-    };
+    return usbIdentityOf(p);
   }
 }
