@@ -26,6 +26,7 @@ import type { HidDriver } from './hid/types';
 import { DisabledHid } from './hid/disabled';
 import { QemuHid } from './hid/qemu';
 import { TestbedHid } from './hid/testbed';
+import { GadgetHid } from './hid/gadget';
 import type { AtxDriver } from './atx/types';
 import { DisabledAtx } from './atx/disabled';
 import { QemuAtx } from './atx/qemu';
@@ -227,8 +228,8 @@ const TABLE: Table = {
     },
     testbed: (_s, made) =>
       new TestbedHid(made.video instanceof TestbedVideo ? made.video.picture : null),
-    // TODO(issue 23): GadgetHid (drivers/hid/gadget.ts) once it lands
-    gadget: () => new DisabledHid(),
+    gadget: (s) =>
+      new GadgetHid(s.gadget, { log: s.log, writeTimeoutMs: s.config.gadget.hid_write_timeout_ms }),
     disabled: () => new DisabledHid(),
   },
   atx: {

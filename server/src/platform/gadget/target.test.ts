@@ -146,6 +146,30 @@ describe('the gadget target', () => {
     expect(await read('UDC')).toBe('dummy_udc.0');
   });
 
+  it("the HID's mouse output re-creates the gadget with the other mouse, kept across a restart", async () => {
+    const overrides = await fixture(['dummy_udc.0']);
+    const { app, token } = await apps.start(overrides);
+    const set = await app.inject({
+      method: 'POST',
+      url: '/api/hid/set_params?mouse_output=usb_rel',
+      headers: { token },
+    });
+    expect(set.statusCode).toBe(200);
+    expect((await readdir(join(G(), 'functions'))).sort()).toEqual([
+      'hid.usb0',
+      'hid.usb2',
+      'mass_storage.usb0',
+    ]);
+    expect(app.ctx.drivers.gadget?.rebuildMs()).not.toBeNull();
+    const restarted = await apps.restart(overrides);
+    expect((await readdir(join(G(), 'functions'))).sort()).toEqual([
+      'hid.usb0',
+      'hid.usb2',
+      'mass_storage.usb0',
+    ]);
+    expect(restarted.ctx.drivers.gadget?.rebuildMs()).toBeNull();
+  });
+
   it('builds with the stored identity at start (one enumeration, no default gadget first)', async () => {
     const overrides = await fixture(['dummy_udc.0']);
     const { app, token } = await apps.start(overrides);
