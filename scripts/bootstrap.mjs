@@ -48,6 +48,11 @@ const OCR = ['tesseract-ocr', 'tesseract-ocr-eng'];
  * libc6-dev, the guest's static sound helper (scripts/guest/snd.c).
  */
 const AUDIO = ['pulseaudio', 'qemu-system-gui', 'gcc', 'libc6-dev'];
+/**
+ * The device VM (scripts/build-device-vm.mjs, docs/hardware.md): mke2fs makes its data disk;
+ * util-linux's setpriv and prlimit are copied into it with node and openssl.
+ */
+const DEVICE_VM = ['e2fsprogs', 'util-linux'];
 const PACKAGES = {
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR, ...AUDIO],
   test: [
@@ -60,6 +65,7 @@ const PACKAGES = {
     ...OCR,
     ...AUDIO,
     'fonts-dejavu-core',
+    ...DEVICE_VM,
   ],
 };
 
@@ -162,8 +168,17 @@ function ensureKeymaps() {
   run(process.execPath, ['scripts/build-keymaps.mjs']);
 }
 
+/**
+ * The device VM's kernel and initramfs in .cache/device-vm/ (the gadget target's e2e boots it);
+ * quick when current. After the build and the keymaps: the image holds both.
+ */
+function ensureDeviceVm() {
+  if (mode === 'test') run(process.execPath, ['scripts/build-device-vm.mjs', '--quiet']);
+}
+
 ensurePackages();
 ensureModules();
 ensureBuild();
 ensureGuest();
 ensureKeymaps();
+ensureDeviceVm();

@@ -319,7 +319,9 @@ async function rss() {
     const kb = Number(/VmRSS:\s*(\d+)/.exec(status)?.[1] ?? 0);
     procs.push({ pid: Number(pid), cmd: cmd.filter(Boolean).join(' '), rssMb: kb / 1024 });
   }
-  return { procs };
+  const meminfo = await readFile('/proc/meminfo', 'latin1');
+  const mb = (key) => Number(new RegExp(`${key}:\\s*(\\d+)`).exec(meminfo)?.[1] ?? 0) / 1024;
+  return { procs, memTotalMb: mb('MemTotal'), memAvailableMb: mb('MemAvailable') };
 }
 
 const COMMANDS = {
