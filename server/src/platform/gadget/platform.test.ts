@@ -291,6 +291,27 @@ describe('GadgetPlatform: mouse mode, identity, reinit, UDC state', () => {
     expect(rebuilt).toBe(1);
   });
 
+  it('onRebuilding is awaited before the functions go, onRebuilt follows when bound again', async () => {
+    const { k, p } = await start();
+    const order: string[] = [];
+    p.onRebuilding(async () => {
+      // the old functions are still there, still bound
+      order.push(
+        `rebuilding bound=${await k.read(`${G}/UDC`)} fns=${(await k.readdir(join(k.root, G, 'functions'))).length}`,
+      );
+    });
+    p.onRebuilt(() => order.push(`rebuilt bound=${p.connected()}`));
+    await p.setMouseMode('relative');
+    await p.setConnected(false);
+    await p.setConnected(true);
+    expect(order).toEqual([
+      'rebuilding bound=dummy_udc.0 fns=3',
+      'rebuilt bound=true',
+      'rebuilding bound=dummy_udc.0 fns=3',
+      'rebuilt bound=true',
+    ]);
+  });
+
   it('with mouse_alt both mice are there and a switch only changes the node', async () => {
     const { k, p } = await start(
       {},
@@ -401,10 +422,18 @@ describe('GadgetPlatform: the drive', () => {
     expect(await k.read(`${lun}/file`)).toBe(img);
     expect(k.writesUnder(`${G}/UDC`).map(([, v]) => v)).toEqual(['', 'dummy_udc.0']);
     expect(rebuilt).toBe(1);
-    // a lent image is switched: it is ejected first (the kernel refuses cdrom/ro while open)
+    // a lent image is switched: it is ejected first (the kernel refuses cdrom/ro while open),
+    // and the type changed back: enumerated again
+    k.writes.length = 0;
     await p.lendImage({ path: iso, cdrom: true, rw: false });
     expect(await k.read(`${lun}/file`)).toBe(iso);
     expect(await k.read(`${lun}/cdrom`)).toBe('1');
+    expect(k.writesUnder(`${G}/UDC`).map(([, v]) => v)).toEqual(['', 'dummy_udc.0']);
+    // the same type again: not
+    k.writes.length = 0;
+    await p.lendImage({ path: iso, cdrom: true, rw: false });
+    expect(k.writesUnder(`${G}/UDC`)).toEqual([]);
+    expect(rebuilt).toBe(2);
   });
 
   it('a failed lend leaves the drive as it was', async () => {

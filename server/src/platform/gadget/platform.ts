@@ -187,6 +187,7 @@ export class GadgetPlatform implements GadgetHidHost {
 
   private readonly udcListeners = new Set<Listener<UdcState>>();
   private readonly rebuiltListeners = new Set<() => void>();
+  private readonly rebuildingListeners = new Set<() => Promise<void>>();
   private readonly changeListeners = new Set<() => void>();
 
   constructor(private readonly opts: GadgetPlatformOptions) {
@@ -287,6 +288,12 @@ export class GadgetPlatform implements GadgetHidHost {
     return () => this.rebuiltListeners.delete(listener);
   }
 
+  /** Awaited before the gadget is unbound or its functions removed (the HID closes its nodes). */
+  onRebuilding(listener: () => Promise<void>): () => void {
+    this.rebuildingListeners.add(listener);
+    return () => this.rebuildingListeners.delete(listener);
+  }
+
   mouseMode(): GadgetMouseMode {
     return this.settings.mouseMode;
   }
@@ -298,6 +305,7 @@ export class GadgetPlatform implements GadgetHidHost {
       this.settings = { ...this.settings, mouseMode: mode };
       if (this.made.has(other)) {
         // enable_mouse_alt: both mice are there; only the node changes
+        await this.emitRebuilding();
         this.emitRebuilt();
         return;
       }
@@ -308,8 +316,15 @@ export class GadgetPlatform implements GadgetHidHost {
   setConnected(connected: boolean): Promise<void> {
     return this.queue.run(async () => {
       this.wantConnected = connected;
-      if (connected && !this.boundUdc) await this.bind();
-      if (!connected && this.boundUdc) await this.unbind();
+      if (connected && !this.boundUdc) {
+        await this.bind();
+        // the nodes are the kernel's anew after a bind: the HID opens them again
+        if (this.boundUdc) this.emitRebuilt();
+      }
+      if (!connected && this.boundUdc) {
+        await this.emitRebuilding();
+        await this.unbind();
+      }
       this.emitChange();
     });
   }
@@ -390,13 +405,18 @@ export class GadgetPlatform implements GadgetHidHost {
       if (this.boundUdc && image.cdrom !== this.enumeratedCdrom) {
         // the remote computer reads the drive's type (INQUIRY) only when it enumerates it
         const started = performance.now();
-        await this.unbind();
-        await this.bind();
+        await this.emitRebuilding();
+        try {
+          await this.unbind();
+          await this.bind();
+          this.enumeratedCdrom = image.cdrom;
+        } finally {
+          this.emitRebuilt();
+        }
         this.log.info(
           { ms: Math.round(performance.now() - started), cdrom: image.cdrom },
           'gadget: drive type changed, enumerated again',
         );
-        this.emitRebuilt();
       }
     });
   }
@@ -699,6 +719,7 @@ export class GadgetPlatform implements GadgetHidHost {
   }
 
   private async rebuild(reason: string): Promise<void> {
+    await this.emitRebuilding();
     const started = performance.now();
     try {
       await this.teardown();
@@ -841,6 +862,10 @@ export class GadgetPlatform implements GadgetHidHost {
     this.state = state;
     for (const l of this.udcListeners) l(state);
     this.emitChange();
+  }
+
+  private async emitRebuilding(): Promise<void> {
+    await Promise.allSettled([...this.rebuildingListeners].map((l) => l()));
   }
 
   private emitRebuilt(): void {
