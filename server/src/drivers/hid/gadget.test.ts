@@ -296,6 +296,7 @@ describe('GadgetHid mouse', () => {
 
   it('switches to relative through the host, reopening both nodes of the new gadget', async () => {
     const { hid, host, ep, opened, settle, states } = await setup();
+    ep('kbd.0').output(0x02);
     hid.sendMouseButton('right', true);
     await settle();
     await hid.setMouseOutput('usb_rel');
@@ -311,6 +312,8 @@ describe('GadgetHid mouse', () => {
       outputs: { available: ['usb', 'usb_rel'], active: 'usb_rel' },
     });
     expect(states.at(-1)!.mouse.absolute).toBe(false);
+    // The host's keyboard did not change: its LEDs stay until it says otherwise.
+    expect(hid.getState().keyboard.leds.caps).toBe(true);
     hid.sendMouseRelative(-3, 200);
     hid.sendMouseMove(0, 0); // not in relative mode
     hid.sendMouseButton('up', true);

@@ -435,8 +435,8 @@ export class GadgetHid implements HidDriver {
       if (this.disposed) return;
       const nodes = this.host.hidNodes();
       this.openMode = this.host.mouseMode();
-      // A new gadget: the host reads its LEDs afresh (and tells them on enumeration).
-      this.leds = { caps: false, num: false, scroll: false };
+      // The LEDs stay: a node swap (enable_mouse_alt) leaves the host's keyboard as it was, and a
+      // host that enumerates the new gadget sets them again (Linux does at once: measured).
       await this.open(this.keyboard, nodes.keyboard);
       await this.open(this.mouse, nodes.mouse);
       this.closedForRebuild = false;
