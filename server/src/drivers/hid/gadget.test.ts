@@ -352,6 +352,23 @@ describe('GadgetHid mouse', () => {
     expect(hid.getState().mouse.absolute).toBe(true);
   });
 
+  it('a mouse the host does not poll is offline on its own; the keyboard keeps the HID online', async () => {
+    const { hid, ep, settle } = await setup();
+    const mouse = ep('absolute.0');
+    mouse.stalled = true; // a BIOS reads the boot keyboard, not the absolute mouse
+    hid.sendMouseMove(100, 100);
+    await waitFor(() => !hid.getState().mouse.online);
+    expect(hid.getState().online).toBe(true);
+    expect(hid.getState().keyboard.online).toBe(true);
+    hid.sendKey('KeyA', true);
+    await settle();
+    expect(ep('kbd.0').written.at(-1)).toBe('0000040000000000');
+    mouse.stalled = false;
+    await waitFor(() => hid.getState().mouse.online, GADGET_PROBE_MS * 20);
+    // Back with its release-all at the last position.
+    expect(mouse.written.at(-1)).toBe('00324032400000');
+  });
+
   it('plugs and unplugs through the host', async () => {
     const { hid, host } = await setup();
     await hid.setConnected(false);

@@ -2,8 +2,12 @@
  * Gadget HID: the keyboard and mouse of the board's USB gadget (platform/gadget), written as
  * HID reports to their `/dev/hidgN` (platform/gadget/hidg.ts, formats in reports.ts).
  *
- * Online means the UDC is `configured` (the host enumerated the gadget and polls it) and the
- * last write did not time out. The rules that keep keys from sticking:
+ * Online means the UDC is `configured` (the host enumerated the gadget) and the keyboard's last
+ * write did not time out (the mouse's when the gadget has no keyboard). `keyboard.online` and
+ * `mouse.online` are each device's own. The keyboard decides because hosts often poll only it:
+ * a BIOS reads boot keyboards but not our absolute mouse, and Linux polls a mouse only while
+ * something holds its event node open (a text console does not), so a mouse that times out
+ * there must not call a keyboard that works offline. The rules that keep keys from sticking:
  * - nothing is written while the UDC is not configured: presses are dropped (counted), and
  *   what was held is forgotten, the host having let go of it or going to be told so;
  * - a write that times out (the host stopped polling: asleep, a BIOS without USB legacy, cable
@@ -124,11 +128,11 @@ export class GadgetHid implements HidDriver {
 
   getState(): HidDriverState {
     const configured = this.udc === 'configured';
-    const stalled = this.keyboard.stalled || this.mouse.stalled;
+    const primary = this.keyboard.ep || !this.mouse.ep ? this.keyboard : this.mouse;
     const mode = this.host.mouseMode();
     return {
       enabled: true,
-      online: configured && !stalled,
+      online: configured && !primary.stalled,
       connected: this.host.connected(),
       keyboard: {
         online: this.sendable(this.keyboard),
