@@ -3,7 +3,7 @@ import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SILENT_LOGGER } from '../../log';
+import { SILENT_LOGGER, type Logger } from '../../log';
 import { HidgTimeoutError, type HidReportEndpoint } from '../../platform/gadget/hidg';
 import type {
   GadgetHidHost,
@@ -116,14 +116,30 @@ afterEach(async () => {
   for (const d of drivers.splice(0)) await d.dispose();
 });
 
-async function setup(host = new FakeHost(), failOpens = new Set<string>()) {
+/** Records what the driver logs, by level. */
+function recorder(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const at = (level: string) => (_obj: object, msg?: string) => lines.push(`${level} ${msg}`);
+  return { lines, info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
+}
+
+async function setup(
+  host = new FakeHost(),
+  failOpens = new Map<string, number>(),
+  extra: { log?: Logger; rebuildWaitMs?: number } = {},
+) {
   const endpoints = new Map<string, FakeEndpoint>();
   const opened: string[] = [];
   const hid = new GadgetHid(host, {
-    log: SILENT_LOGGER,
+    log: extra.log ?? SILENT_LOGGER,
     writeTimeoutMs: 100,
+    rebuildWaitMs: extra.rebuildWaitMs,
     openEndpoint: async (path) => {
-      if (failOpens.delete(path)) throw new Error(`EBUSY: ${path}`);
+      const fails = failOpens.get(path) ?? 0;
+      if (fails > 0) {
+        failOpens.set(path, fails - 1);
+        throw new Error(`EBUSY: ${path}`);
+      }
       opened.push(path);
       const ep = new FakeEndpoint(path);
       endpoints.set(path, ep);
@@ -184,11 +200,18 @@ describe('GadgetHid keyboard', () => {
   });
 
   it('opens again a node that failed to open, starting it with its release-all', async () => {
-    const { hid, ep, opened } = await setup(new FakeHost(), new Set(['kbd.0']));
+    const log = recorder();
+    const { hid, ep, opened } = await setup(new FakeHost(), new Map([['kbd.0', 2]]), { log });
     expect(opened).toEqual(['absolute.0']);
     expect(hid.getState().keyboard.online).toBe(false);
-    await waitFor(() => hid.getState().keyboard.online, GADGET_REOPEN_MS * 5);
+    await waitFor(() => hid.getState().keyboard.online, GADGET_REOPEN_MS * 8);
     expect(opened).toEqual(['absolute.0', 'kbd.0']);
+    // Said once, then retried quietly.
+    const opens = log.lines.filter((l) => l.endsWith('cannot open the HID node'));
+    expect(opens).toEqual([
+      'warn gadget hid: cannot open the HID node',
+      'debug gadget hid: cannot open the HID node',
+    ]);
     await waitFor(() => ep('kbd.0').written.length > 0);
     expect(ep('kbd.0').written).toEqual([RELEASED]);
     expect(ep('absolute.0').written).toHaveLength(1);
@@ -367,6 +390,28 @@ describe('GadgetHid mouse', () => {
     await waitFor(() => hid.getState().mouse.online, GADGET_PROBE_MS * 20);
     // Back with its release-all at the last position.
     expect(mouse.written.at(-1)).toBe('00324032400000');
+  });
+
+  it('opens the nodes there are when a rebuild never says it finished', async () => {
+    const host = new FakeHost();
+    const { hid, opened } = await setup(host, new Map(), { rebuildWaitMs: 50 });
+    // The platform took the functions down and its build failed before onRebuilt.
+    host.failSwitch = true;
+    await expect(host.setMouseMode('relative')).rejects.toThrow(/configfs/);
+    expect(hid.getState().keyboard.online).toBe(false);
+    await waitFor(() => hid.getState().keyboard.online);
+    expect(opened).toEqual(['kbd.0', 'absolute.0', 'kbd.0', 'absolute.0']);
+  });
+
+  it('waits for the plug when the gadget was unplugged (no reopen of absent nodes)', async () => {
+    const host = new FakeHost();
+    const { hid, opened } = await setup(host, new Map(), { rebuildWaitMs: 20 });
+    host.failSwitch = true;
+    host.plugged = false;
+    await expect(host.setMouseMode('relative')).rejects.toThrow(/configfs/);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(opened).toEqual(['kbd.0', 'absolute.0']);
+    expect(hid.getState().keyboard.online).toBe(false);
   });
 
   it('plugs and unplugs through the host', async () => {

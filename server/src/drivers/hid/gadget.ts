@@ -51,6 +51,12 @@ export const GADGET_KEY_GAP_MS = 2;
 export const GADGET_PROBE_MS = 250;
 /** A node the gadget has but that could not be opened is tried again this often. */
 export const GADGET_REOPEN_MS = 1000;
+/**
+ * After onRebuilding, the nodes are opened again on onRebuilt; a rebuild that failed before
+ * calling it must not leave the board without a keyboard, so past this the driver opens
+ * whatever nodes there are (unless the gadget is unplugged: then they wait for the plug).
+ */
+export const GADGET_REBUILD_WAIT_MS = 30_000;
 
 const OUTPUTS: Readonly<Record<GadgetMouseMode, string>> = { absolute: 'usb', relative: 'usb_rel' };
 
@@ -62,6 +68,8 @@ export interface GadgetHidOptions {
   writeTimeoutMs: number;
   /** How a node is opened: openHidg, or an in-memory endpoint in tests. */
   openEndpoint?: (path: string, opts: HidgOptions) => Promise<HidReportEndpoint>;
+  /** GADGET_REBUILD_WAIT_MS unless given (tests). */
+  rebuildWaitMs?: number;
 }
 
 interface Channel {
@@ -94,6 +102,9 @@ export class GadgetHid implements HidDriver {
   private readonly offHost: Array<() => void> = [];
   private probeTimer: NodeJS.Timeout | null = null;
   private openRetry: NodeJS.Timeout | null = null;
+  private rebuildWait: NodeJS.Timeout | null = null;
+  /** Nodes whose open failed and was logged: the retries stay quiet until one opens. */
+  private readonly openFailLogged = new Set<string>();
   /** Opening and closing the nodes, one after the other. */
   private reopening: Promise<void> = Promise.resolve();
   /** Between closing the nodes for a rebuild and opening the new ones. */
@@ -123,6 +134,7 @@ export class GadgetHid implements HidDriver {
     for (const off of this.offHost.splice(0)) off();
     this.stopProbe();
     if (this.openRetry) clearTimeout(this.openRetry);
+    if (this.rebuildWait) clearTimeout(this.rebuildWait);
     await this.schedule(() => this.closeAll());
   }
 
@@ -418,6 +430,14 @@ export class GadgetHid implements HidDriver {
   private closeForRebuild(): Promise<void> {
     this.closedForRebuild = true;
     this.notify();
+    if (this.rebuildWait) clearTimeout(this.rebuildWait);
+    this.rebuildWait = setTimeout(() => {
+      this.rebuildWait = null;
+      if (!this.closedForRebuild || this.disposed || !this.host.connected()) return;
+      this.opts.log.warn({}, 'gadget hid: no rebuild finished; opening the nodes there are');
+      void this.reopen();
+    }, this.opts.rebuildWaitMs ?? GADGET_REBUILD_WAIT_MS);
+    this.rebuildWait.unref();
     return this.schedule(() => this.closeAll());
   }
 
@@ -437,6 +457,8 @@ export class GadgetHid implements HidDriver {
     return this.schedule(async () => {
       await this.closeAll();
       if (this.disposed) return;
+      if (this.rebuildWait) clearTimeout(this.rebuildWait);
+      this.rebuildWait = null;
       const nodes = this.host.hidNodes();
       this.openMode = this.host.mouseMode();
       // The LEDs stay: a node swap (enable_mouse_alt) leaves the host's keyboard as it was, and a
@@ -500,9 +522,13 @@ export class GadgetHid implements HidDriver {
         return;
       }
       ch.ep = ep;
+      this.openFailLogged.delete(path);
       if (ch.kind === 'keyboard') ch.offOutput = ep.onOutput((report) => this.onLeds(report));
     } catch (err) {
-      this.opts.log.warn(
+      // Tried again every GADGET_REOPEN_MS: said once, then quietly.
+      const first = !this.openFailLogged.has(path);
+      this.openFailLogged.add(path);
+      this.opts.log[first ? 'warn' : 'debug'](
         { err: (err as Error).message, path, device: ch.kind },
         'gadget hid: cannot open the HID node',
       );
