@@ -5,6 +5,7 @@ import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
 import { useViewport } from '../../components/hooks';
 import { LoadingIcon } from '../../components/LoadingIcon';
 import { NoticeStackHost } from '../../components/NoticeStack';
+import { PlatformProblems } from '../device-info/PlatformProblems';
 import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
@@ -38,6 +39,7 @@ export default function MainLayout() {
         style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}
       >
         <Toolbar />
+        <PlatformProblems />
         <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
           {section !== 'none' && (
             <aside
