@@ -3,7 +3,8 @@
 // running our server with `--target gadget` on Debian's kernel, its USB gadget plugged into the
 // same kernel's host side by dummy_hcd. Builds the image if needed (scripts/build-device-vm.mjs),
 // makes the data disk if missing, prints the console's URL and the observer's lines; Ctrl-C
-// powers it off cleanly (the server stopped, the data disk synced and unmounted).
+// powers it off cleanly (the server stopped, the data disk synced and unmounted). A JSON line
+// typed on its input is sent to the observer as a command (scripts/device/observer.mjs).
 //
 // Options: --port <n> (the host's loopback port forwarded to the server's 8443; default 8444),
 // --data <file> (the data disk, default .cache/device-vm/data.img), --target <name> (the
@@ -94,6 +95,20 @@ function attach() {
   });
 }
 attach();
+
+// Lines typed here go to the observer as commands, e.g. {"id":1,"cmd":"devices"}.
+let typed = '';
+process.stdin.on('data', (chunk) => {
+  typed += chunk.toString('utf8');
+  for (let i; (i = typed.indexOf('\n')) >= 0;) {
+    const line = typed.slice(0, i).trim();
+    typed = typed.slice(i + 1);
+    if (!line) continue;
+    if (observer && line.startsWith('{')) observer.write(`${line}\n`);
+    else console.log('device-vm: type an observer command as JSON: {"id":1,"cmd":"devices"}');
+  }
+});
+process.stdin.on('error', () => {});
 
 let stopping = false;
 function powerOff() {

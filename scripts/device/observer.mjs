@@ -14,9 +14,10 @@
 //   {re:id, ok:true, ...} / {re:id, ok:false, error}  the answer to a command
 // Commands (host -> VM, one JSON object a line): {id, cmd, ...}
 //   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
-//   stop-polling {dev?} / resume-polling; rss (the server's processes); poweroff.
+//   stop-polling {dev?} / resume-polling; rss (the server's processes and the VM's memory);
+//   sh {script, timeoutMs?} (a busybox shell command: code, stdout, stderr); poweroff.
 // USB, input and block devices are polled every 50 ms (there is no udev in the VM).
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   openSync,
@@ -366,6 +367,21 @@ const COMMANDS = {
     return { interfaces: done };
   },
   rss,
+  sh: ({ script, timeoutMs }) =>
+    new Promise((resolve, reject) => {
+      if (typeof script !== 'string') return reject(new Error('sh: script is a string'));
+      execFile(
+        '/bin/sh',
+        ['-c', script],
+        { timeout: timeoutMs ?? 20_000, maxBuffer: 1 << 20, encoding: 'utf8' },
+        (err, stdout, stderr) =>
+          resolve({
+            code: err ? (typeof err.code === 'number' ? err.code : -1) : 0,
+            stdout,
+            stderr,
+          }),
+      );
+    }),
   poweroff: async () => {
     setTimeout(() => spawn('/bin/device-poweroff', [], { stdio: 'inherit' }), 100);
     return {};
