@@ -320,15 +320,10 @@ export class GadgetHid implements HidDriver {
     return this.post(ch, report, essential);
   }
 
-  private post(
-    ch: Channel,
-    report: Uint8Array,
-    essential: boolean,
-    timeoutMs?: number,
-  ): Promise<boolean> {
+  private post(ch: Channel, report: Uint8Array, essential: boolean): Promise<boolean> {
     const ep = ch.ep;
     if (!ep) return Promise.resolve(false);
-    return ep.write(report, { essential, timeoutMs }).catch((err: unknown) => {
+    return ep.write(report, { essential }).catch((err: unknown) => {
       if (ch.ep === ep) this.offline(ch, err);
       return false;
     });
