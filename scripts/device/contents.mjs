@@ -100,14 +100,16 @@ fi
 # One machine id per data disk, as a board keeps its own.
 [ -s ${VM.data}/.machine-id ] || cat /proc/sys/kernel/random/uuid | tr -d - > ${VM.data}/.machine-id
 cp ${VM.data}/.machine-id /etc/machine-id
-stty -F ${VM.observerTty} raw -echo 115200
-UV_THREADPOOL_SIZE=32 node ${VM.app}/device/observer.mjs ${VM.observerTty} &
 target=$(sed -n 's/.*kvm_target=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
 cd ${VM.app}
+# The server first (it is the boot's critical path); the observer reports devices that were
+# there before it started as added, so it loses nothing by starting second.
 HOME=/root SHELL=/bin/sh node ${VM.app}/server/dist/launcher.js --target \${target:-gadget} \\
   --data ${VM.data} --config ${VM.app}/device/config.yaml &
 echo $! > /run/server.pid
 echo "device-vm: server started (target \${target:-gadget}, pid $!)"
+stty -F ${VM.observerTty} raw -echo 115200
+UV_THREADPOOL_SIZE=32 node ${VM.app}/device/observer.mjs ${VM.observerTty} &
 # PID 1 stays, reaping whatever ends (ash's wait collects any child).
 while :; do sleep 3600 & wait $!; done
 `;

@@ -277,7 +277,9 @@ function keyboardNode(dev) {
 async function readBlock(dev, bytes) {
   if (!/^[a-z0-9]+$/.test(dev ?? '')) throw new Error('read: dev is a block device name (sr0)');
   writeFileSync('/proc/sys/vm/drop_caches', '3');
-  const fh = await open(`/dev/${dev}`, 'r');
+  const fh = await open(`/dev/${dev}`, 'r').catch((err) => {
+    throw new Error(err.errno === -123 ? `no medium in /dev/${dev}` : err.message);
+  });
   const hash = createHash('sha256');
   const buf = Buffer.alloc(1 << 20);
   const limit = bytes ?? Infinity;
