@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { initAndLogin, newApp, PASSWORD } from '../test-helpers';
+import { LatencyRing } from '../drivers/hid/write-latency';
 import { Exposition, gpioMetricName } from './metrics';
 
 let app: FastifyInstance | undefined;
@@ -40,7 +41,7 @@ function parseExposition(text: string): Map<string, Family> {
       if (current !== null) throw new Error(`TYPE of ${name} without the empty line before it`);
       if (!NAME.test(name)) throw new Error(`bad name ${name}`);
       if (families.has(name)) throw new Error(`second TYPE of ${name}`);
-      if (!['counter', 'gauge'].includes(type)) throw new Error(`bad type ${type}`);
+      if (!['counter', 'gauge', 'summary'].includes(type)) throw new Error(`bad type ${type}`);
       families.set(name, { type, samples: [] });
       current = name;
       continue;
@@ -53,7 +54,13 @@ function parseExposition(text: string): Map<string, Family> {
       string | undefined,
       string,
     ];
-    if (name !== current) throw new Error(`sample of ${name} outside its family`);
+    // a summary's samples: name{quantile=...}, name_sum, name_count
+    const own =
+      name === current ||
+      (current !== null &&
+        families.get(current)!.type === 'summary' &&
+        (name === `${current}_sum` || name === `${current}_count`));
+    if (!own) throw new Error(`sample of ${name} outside its family`);
     const labels: Record<string, string> = {};
     if (rawLabels) {
       const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)/y;
@@ -72,7 +79,7 @@ function parseExposition(text: string): Map<string, Family> {
     if (rawValue.trim() === '' || (Number.isNaN(value) && rawValue !== 'NaN')) {
       throw new Error(`bad value ${rawValue}`);
     }
-    families.get(name)!.samples.push({ labels, value });
+    families.get(current!)!.samples.push({ labels, value });
   }
   // kvmd joins rows that end with an empty one: the last family ends with the final line feed
   if (current !== null && families.get(current)!.samples.length === 0)
@@ -99,6 +106,30 @@ describe('Prometheus exposition', () => {
     expect(f.get('b')?.samples).toEqual([{ labels: {}, value: 1 }]);
     expect(f.has('c')).toBe(false);
     expect(gpioMetricName('input', 'state', 'a.b-c')).toBe('pikvm_gpio_input_state_a_b_c');
+  });
+
+  it('writes a summary: quantile samples, then _sum and _count; none before the first', () => {
+    const ring = new LatencyRing(4);
+    const empty = new Exposition().summary('kvm_w_seconds', ring.summary()).toString();
+    expect(empty).toBe(
+      '# TYPE kvm_w_seconds summary\nkvm_w_seconds_sum 0\nkvm_w_seconds_count 0\n',
+    );
+    for (const s of [0.5, 0.125, 0.25, 0.375]) ring.record(s);
+    const text = new Exposition()
+      .summary('kvm_w_seconds', ring.summary())
+      .summary('absent', undefined)
+      .family('b', 'gauge', 1)
+      .toString();
+    expect(text).toBe(
+      '# TYPE kvm_w_seconds summary\n' +
+        'kvm_w_seconds{quantile="0.5"} 0.25\nkvm_w_seconds{quantile="0.9"} 0.5\n' +
+        'kvm_w_seconds{quantile="0.99"} 0.5\nkvm_w_seconds_sum 1.25\nkvm_w_seconds_count 4\n\n' +
+        '# TYPE b gauge\nb 1\n',
+    );
+    const f = parseExposition(text);
+    expect(f.get('kvm_w_seconds')?.type).toBe('summary');
+    expect(f.get('kvm_w_seconds')?.samples).toHaveLength(5);
+    expect(f.has('absent')).toBe(false);
   });
 
   it('walks a state as kvmd does: sorted keys, numbers and booleans only', () => {

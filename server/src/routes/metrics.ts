@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { freemem, totalmem } from 'node:os';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { LatencySummary } from '../drivers/hid/types';
 import type { AtxService } from '../services/atx/atx-service';
 import type { GpioService } from '../services/gpio/gpio-service';
 import type { HidService } from '../services/hid/hid-service';
@@ -60,6 +61,21 @@ export class Exposition {
       this.lines.push(`${name}${labels ? `{${labels}}` : ''} ${formatValue(s.value)}`);
     }
     this.lines.push('');
+    return this;
+  }
+
+  /**
+   * A Prometheus summary: `name{quantile="q"}` samples, then `name_sum` and `name_count`; left
+   * out when undefined. Quantiles are absent before the first observation (count 0).
+   */
+  summary(name: string, s: LatencySummary | undefined): this {
+    if (!s || this.seen.has(name)) return this;
+    this.seen.add(name);
+    this.lines.push(`# TYPE ${name} summary`);
+    for (const q of s.quantiles) {
+      this.lines.push(`${name}{quantile="${q.quantile}"} ${formatValue(q.value)}`);
+    }
+    this.lines.push(`${name}_sum ${formatValue(s.sum)}`, `${name}_count ${s.count}`, '');
     return this;
   }
 
@@ -185,6 +201,7 @@ export function metricsRoutes(
       .family('kvm_hid_online', 'gauge', hid.online)
       .family('kvm_hid_keyboard_online', 'gauge', hid.keyboard.online)
       .family('kvm_hid_mouse_online', 'gauge', hid.mouse.online)
+      .summary('kvm_hid_gadget_write_seconds', deps.hid.driver.keyWriteLatency?.())
       .family('kvm_msd_enabled', 'gauge', msd.enabled)
       .family('kvm_msd_online', 'gauge', msd.online)
       .family('kvm_msd_busy', 'gauge', msd.busy)

@@ -22,13 +22,15 @@ class FakeEndpoint implements HidReportEndpoint {
   full = false;
   dropped = 0;
   closed = false;
+  /** While set, writes wait for it (the kernel has not taken the report yet). */
+  gate: Promise<void> | null = null;
   private readonly listeners = new Set<(r: Uint8Array) => void>();
   constructor(readonly path: string) {}
   get queued(): number {
     return 0;
   }
   async write(report: Uint8Array): Promise<boolean> {
-    await Promise.resolve();
+    await (this.gate ?? Promise.resolve());
     if (this.closed) return false;
     if (this.stalled) throw new HidgTimeoutError(this.path, 0);
     this.written.push(Buffer.from(report).toString('hex'));
@@ -180,6 +182,38 @@ describe('GadgetHid keyboard', () => {
       RELEASED,
     ]);
     expect(hid.getState().keyboard.online).toBe(true);
+  });
+
+  it('records sendKey to the completed write of its report, only for reports written', async () => {
+    const { hid, host, ep, settle } = await setup();
+    expect(hid.keyWriteLatency()).toMatchObject({ count: 0, quantiles: [] });
+    let open!: () => void;
+    ep('kbd.0').gate = new Promise<void>((r) => (open = r));
+    hid.sendKey('KeyA', true);
+    await new Promise((r) => setTimeout(r, 30));
+    // the kernel has not taken it: no duration yet
+    expect(hid.keyWriteLatency().count).toBe(0);
+    open();
+    await settle();
+    const one = hid.keyWriteLatency();
+    expect(one.count).toBe(1);
+    // from the call, so the 30 ms the write waited are in it
+    expect(one.quantiles[0]!.value).toBeGreaterThanOrEqual(0.025);
+    ep('kbd.0').gate = null;
+    hid.sendKey('KeyA', false);
+    hid.sendKey('KeyA', false); // no change: no report, no duration
+    await settle();
+    expect(hid.keyWriteLatency().count).toBe(2);
+    // offline: presses are dropped and not counted
+    host.setUdc('not attached');
+    hid.sendKey('KeyB', true);
+    await settle();
+    expect(hid.keyWriteLatency().count).toBe(2);
+    // a paste is not a sendKey
+    host.setUdc('configured');
+    await hid.typeSequence([{ key: 'KeyC', state: true }], 0, new AbortController().signal);
+    await settle();
+    expect(hid.keyWriteLatency().count).toBe(2);
   });
 
   it('holds six keys and the modifiers; a seventh takes the first slot that frees', async () => {

@@ -39,6 +39,7 @@ import {
 import type { GadgetHidHost, GadgetMouseMode, UdcState } from '../../platform/gadget/types';
 import { paceKeyEvents } from './pace';
 import type { HidDriver, HidDriverState, KeyEvent } from './types';
+import { LatencyRing, type LatencySummary } from './write-latency';
 
 /**
  * Paste pace floor, start to start. f_hid holds one report until the host's next poll and the
@@ -98,6 +99,12 @@ export class GadgetHid implements HidDriver {
   private leds = { caps: false, num: false, scroll: false };
   /** Reports dropped: presses and moves while offline or queued too deep. */
   droppedReports = 0;
+  /**
+   * sendKey's call to the kernel taking its report (the write's completion), the last 1024 in
+   * seconds: the share of a key's latency spent in this server (/api/export/prometheus/metrics
+   * `kvm_hid_gadget_write_seconds`). Keys not written (offline, dropped, no change) are not in it.
+   */
+  private readonly keyWrites = new LatencyRing(1024);
   private readonly stateListeners = new Set<(state: HidDriverState) => void>();
   private readonly offHost: Array<() => void> = [];
   private probeTimer: NodeJS.Timeout | null = null;
@@ -167,7 +174,12 @@ export class GadgetHid implements HidDriver {
   // ---- keyboard ----
 
   sendKey(key: string, pressed: boolean): void {
-    void this.keyTransition(key, pressed, false).catch(() => undefined);
+    const started = performance.now();
+    void this.keyTransition(key, pressed, false, started).catch(() => undefined);
+  }
+
+  keyWriteLatency(): LatencySummary {
+    return this.keyWrites.summary();
   }
 
   typeSequence(events: Iterable<KeyEvent>, delayMs: number, signal: AbortSignal): Promise<void> {
@@ -185,7 +197,12 @@ export class GadgetHid implements HidDriver {
    * One key transition as a report. `strict` (paste): waits for the kernel to take it, and
    * rejects when the keyboard is offline or the write fails, so the paste stops.
    */
-  private async keyTransition(key: string, pressed: boolean, strict: boolean): Promise<void> {
+  private async keyTransition(
+    key: string,
+    pressed: boolean,
+    strict: boolean,
+    started?: number,
+  ): Promise<void> {
     const info = keyByCode(key);
     if (!info) return;
     const ch = this.keyboard;
@@ -206,6 +223,11 @@ export class GadgetHid implements HidDriver {
       return;
     }
     const written = this.submit(ch, this.keys.encode(), strict || !pressed);
+    if (started !== undefined) {
+      void written.then((ok) => {
+        if (ok) this.keyWrites.record((performance.now() - started) / 1000);
+      });
+    }
     if (strict && !(await written)) throw this.offlineError();
   }
 

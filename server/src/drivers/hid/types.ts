@@ -5,6 +5,9 @@
  * writes reports, in the order it is called.
  */
 import type { HidState, MouseButton } from '@kvm/protocol';
+import type { LatencySummary } from './write-latency';
+
+export type { LatencySummary };
 
 /**
  * What the driver knows of the wire's HidState: the service adds `busy` (its exclusive region)
@@ -49,4 +52,9 @@ export interface HidDriver {
   setConnected(connected: boolean): Promise<void>;
   init(): Promise<void>;
   dispose(): Promise<void>;
+  /**
+   * Drivers that write reports to a device node (gadget): how long a sendKey took until the
+   * kernel took its report, the last 1024 (metrics `kvm_hid_gadget_write_seconds`).
+   */
+  keyWriteLatency?(): LatencySummary;
 }
