@@ -40,8 +40,11 @@ export class NodeGadgetFs implements GadgetFs {
 
   async writeFile(path: string, data: string | Uint8Array): Promise<void> {
     // configfs cannot create a file: an attribute the kernel did not make fails (a plain
-    // fixture tree gets the file)
-    await fsp.writeFile(path, data);
+    // fixture tree gets the file). An empty value is written as "\n": writeFile makes no
+    // write() at all for zero bytes, so configfs would never call the attribute's store (an
+    // unbind through `UDC` "" silently did nothing; measured in the device VM), and the kernel
+    // drops a trailing newline from the values we write (UDC, lun file, strings).
+    await fsp.writeFile(path, data === '' ? '\n' : data);
   }
 
   async readFile(path: string): Promise<string> {

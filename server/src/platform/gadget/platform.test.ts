@@ -75,6 +75,9 @@ describe('GadgetPlatform: the composite gadget', () => {
     );
     expect(await k.read(`${G}/functions/mass_storage.usb0/lun.1/ro`)).toBe('1');
     expect(await k.read(`${G}/functions/mass_storage.usb0/lun.1/cdrom`)).toBe('0');
+    expect(await k.read(`${G}/functions/mass_storage.usb0/lun.1/inquiry_string`)).toBe(
+      'Linux   File-Stor Gadget0100',
+    );
     const links = (await k.readdir(join(k.root, G, 'configs/c.1')))
       .filter((e) => e.kind === 'link')
       .map((e) => e.name)
@@ -359,6 +362,22 @@ describe('GadgetPlatform: mouse mode, identity, reinit, UDC state', () => {
     expect(rebuilt).toBe(2);
     expect(await k.exists(join(k.root, G, 'functions/hid.usb0'))).toBe(false);
     expect(p.hidNodes().keyboard).toBeNull();
+  });
+
+  it('stays unbound long enough for the host to see it gone (the rebind gap)', async () => {
+    const { k, p } = await start({}, { rebindGapMs: 150 });
+    const t = (): number[] =>
+      k.writes.flatMap(([path], i) => (path.endsWith('/UDC') ? [k.writeTimes[i]!] : []));
+    const before = t().length;
+    await p.reinit();
+    const iso = join(k.root, 'b.img');
+    await writeFile(iso, 'x');
+    // a drive type change: unbind and bind without a rebuild
+    await p.lendImage({ path: iso, cdrom: false, rw: false });
+    const times = t().slice(before);
+    expect(times).toHaveLength(4);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(150);
+    expect(times[3]! - times[2]!).toBeGreaterThanOrEqual(150);
   });
 
   it('reinit re-creates the same gadget', async () => {

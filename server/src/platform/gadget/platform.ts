@@ -42,6 +42,13 @@ export const CONFIG = 'configs/c.1';
 const LANG = '0x409';
 const BCD_DEVICE = '0x0100';
 const MAX_POWER_MA = 250;
+/**
+ * The least time between an unbind and the next bind, a precaution: a host reads its hub's
+ * port status every ~256 ms (a high-speed hub's interrupt interval; usbcore polls a root hub
+ * every 250 ms), and a gadget gone for less may be seen as a glitch of a device still there.
+ * (The device VM's host re-enumerated after 643-989 ms apart; shorter was not tried.)
+ */
+export const REBIND_GAP_MS = 500;
 
 export interface GadgetIdentity {
   vendorId: number;
@@ -115,6 +122,8 @@ export interface GadgetPlatformOptions {
   setup?: { run: CommandRunner; root: boolean } | null;
   /** How long a bound function's `/dev` node may take to appear. */
   nodeWaitMs?: number;
+  /** The least time the gadget stays unbound before a bind (REBIND_GAP_MS). */
+  rebindGapMs?: number;
   log?: Logger;
 }
 
@@ -180,6 +189,8 @@ export class GadgetPlatform implements GadgetHidHost {
   /** lun.0's type while it is empty (start_cdrom / start_flash, then the last image's). */
   private lun0Cdrom = true;
   private lastRebuildMs: number | null = null;
+  /** When this process last unbound the gadget (performance.now()). */
+  private unboundAt: number | null = null;
 
   private poll: NodeJS.Timeout | null = null;
   private polling = false;
@@ -508,9 +519,14 @@ export class GadgetPlatform implements GadgetHidHost {
     }
     const bound = await readAttr(this.fs, join(dir, 'UDC'));
     if (bound) {
-      await this.fs.writeFile(join(dir, 'UDC'), '').catch((err: Error) => {
-        this.log.warn({ err: err.message }, 'gadget: unbinding the old gadget failed');
-      });
+      await this.fs.writeFile(join(dir, 'UDC'), '').then(
+        () => {
+          this.unboundAt = performance.now();
+        },
+        (err: Error) => {
+          this.log.warn({ err: err.message }, 'gadget: unbinding the old gadget failed');
+        },
+      );
     }
     this.boundUdc = null;
     for (const config of await listDir(this.fs, join(dir, 'configs'))) {
@@ -661,6 +677,10 @@ export class GadgetPlatform implements GadgetHidHost {
       await this.fs.writeFile(join(dir, 'lun.1', 'removable'), '1');
       await this.fs.writeFile(join(dir, 'lun.1', 'cdrom'), '0');
       await this.fs.writeFile(join(dir, 'lun.1', 'ro'), '1');
+      await this.fs.writeFile(
+        join(dir, 'lun.1', 'inquiry_string'),
+        inquiryString(this.settings.inquiry.flash, false),
+      );
       await this.fs.symlink(dir, join(this.gadgetDir, CONFIG, MSD_FN));
     } catch (err) {
       await removeGroup(this.fs, dir).catch(() => undefined);
@@ -764,6 +784,11 @@ export class GadgetPlatform implements GadgetHidHost {
     const name = await this.findUdc();
     if (!name || !(await this.fs.exists(this.gadgetDir))) return;
     if (this.made.size === 0) return;
+    const gap = this.opts.rebindGapMs ?? REBIND_GAP_MS;
+    if (this.unboundAt !== null) {
+      const wait = this.unboundAt + gap - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
     try {
       await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
     } catch (err) {
@@ -784,6 +809,7 @@ export class GadgetPlatform implements GadgetHidHost {
   private async unbind(): Promise<void> {
     if (!this.boundUdc) return;
     await this.fs.writeFile(join(this.gadgetDir, 'UDC'), '');
+    this.unboundAt = performance.now();
     this.boundUdc = null;
   }
 

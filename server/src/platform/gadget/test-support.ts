@@ -54,6 +54,8 @@ export class FixtureKernel extends NodeGadgetFs {
   readonly sys: string;
   readonly dev: string;
   readonly writes: Array<[string, string]> = [];
+  /** performance.now() of each entry of `writes`. */
+  readonly writeTimes: number[] = [];
   /** Modules whose functions cannot be made. */
   readonly missingModules = new Set<string>();
   /** The state a bind gives the UDC (the remote computer polls it). */
@@ -113,6 +115,7 @@ export class FixtureKernel extends NodeGadgetFs {
       fs: this,
       setup: null,
       nodeWaitMs: 200,
+      rebindGapMs: 0,
     };
   }
 
@@ -267,11 +270,13 @@ export class FixtureKernel extends NodeGadgetFs {
       }
       if (name === 'forced_eject') {
         this.writes.push([rel, value]);
+        this.writeTimes.push(performance.now());
         await fsp.writeFile(join(dir, 'file'), '');
         return;
       }
     }
     this.writes.push([rel, value]);
+    this.writeTimes.push(performance.now());
     await fsp.writeFile(full, data);
   }
 
