@@ -35,8 +35,10 @@ describe('GadgetMsd', () => {
     const seen: MsdDriverState[] = [];
     m.onState((s) => seen.push(s));
     await k.addUdc('dummy_udc.0');
-    await until(() => m.getState().online);
+    // the state is read live; the event follows once the bind is done
+    await until(() => seen.length > 0);
     expect(seen).toEqual([{ online: true }]);
+    expect(m.getState()).toEqual({ online: true });
   });
 
   it('lends an image on lun.0 and ejects it; refuses a second, a link and a folder', async () => {

@@ -146,6 +146,15 @@ describe('GadgetPlatform: the composite gadget', () => {
     expect(p.problems()).toEqual([]);
   });
 
+  it('tells the drivers that started before it when the gadget is made (onRebuilt)', async () => {
+    kernel = await FixtureKernel.make();
+    platform = new GadgetPlatform(kernel.options());
+    const seen: Array<string | null> = [];
+    platform.onRebuilt(() => seen.push(platform!.hidNodes().keyboard));
+    await platform.init();
+    expect(seen).toEqual([join(kernel.dev, 'hidg0')]);
+  });
+
   it('removes the gadget at stop', async () => {
     const { k, p } = await start();
     await p.dispose();
@@ -171,7 +180,8 @@ describe('GadgetPlatform: faults', () => {
     p.onRebuilt(() => rebuilt++);
     p.onChange(() => changes++);
     await k.addUdc('dummy_udc.0');
-    await until(() => p.connected() && p.udcState() === 'configured');
+    await until(() => rebuilt === 1 && p.udcState() === 'configured');
+    expect(p.connected()).toBe(true);
     expect(p.problems()).toEqual([]);
     expect(rebuilt).toBe(1);
     expect(changes).toBeGreaterThan(0);

@@ -238,6 +238,8 @@ export class GadgetPlatform implements GadgetHidHost {
       );
     });
     await this.readUdcState();
+    // the drivers started before the gadget was made: they take its nodes now
+    this.emitRebuilt();
     this.emitChange();
     this.schedulePoll();
   }

@@ -89,10 +89,12 @@ describe('the gadget target', () => {
     const off = app.ctx.info.provider().subscribe((e) => events.push(e));
     await mkdir(join(tree!, 'sys/class/udc/dummy_udc.0'));
     await writeFile(join(tree!, 'sys/class/udc/dummy_udc.0/state'), 'suspended\n');
+    // several frames may come (the UDC found, then its state read): the last one counts
     await until(() =>
       events.some(
         (e) =>
-          (e.event as { system?: { platform: { udc: unknown } } }).system?.platform.udc !== null,
+          (e.event as { system?: { platform: { udc: { state: string } | null } } }).system?.platform
+            .udc?.state === 'suspended',
       ),
     );
     off();
