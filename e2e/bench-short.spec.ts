@@ -55,6 +55,8 @@ function expectMeasured(json: BenchJson, required: string[]): void {
   }
 }
 
+// Not here: `gadget` (bench/gadget.ts) boots the device VM, which boots once per `npm test`
+// (e2e/device-vm.spec.ts); a second boot under TCG would cost CI 1.5-3 minutes.
 describe('benchmarks in short mode', () => {
   it('server', async () => {
     const json = await runShort('server', 60_000);
