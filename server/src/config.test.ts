@@ -24,6 +24,27 @@ describe('config', () => {
     expect(Object.isFrozen(cfg.server)).toBe(true);
   });
 
+  it('the gadget target and its paths (every one from config, for fixture trees)', () => {
+    const cfg = buildConfig({ target: 'gadget' }, defaults);
+    expect(cfg.target).toBe('gadget');
+    expect(cfg.gadget).toEqual({
+      configfs: '/sys/kernel/config',
+      sys: '/sys',
+      dev: '/dev',
+      name: 'kvm',
+      udc: '',
+      udc_poll_ms: 250,
+      hid_write_timeout_ms: 500,
+      msd_partition_device: '/dev/block/by-name/media',
+    });
+    // a name becomes a folder under usb_gadget, a UDC a name under class/udc: no path in either
+    expect(() => buildConfig({ gadget: { name: '../x' } }, defaults)).toThrow(/gadget\.name/);
+    expect(() => buildConfig({ gadget: { udc: 'a/b' } }, defaults)).toThrow(/gadget\.udc/);
+    expect(() => buildConfig({ gadget: { udc_poll_ms: 1 } }, defaults)).toThrow(
+      /gadget\.udc_poll_ms/,
+    );
+  });
+
   it('names the key path of a bad value', () => {
     expect(() => buildConfig({ server: { listen: 'nowhere' } }, defaults)).toThrow(
       /server\.listen: expected host:port/,
