@@ -173,7 +173,22 @@ class Shared {
 
   /** What the log bundle says of the remote computer. */
   async describe(): Promise<Record<string, unknown>> {
-    return { guest: this.qemuPlatform ? await this.qemuPlatform.guestManifest() : null };
+    const g = this.gadgetPlatform;
+    return {
+      guest: this.qemuPlatform ? await this.qemuPlatform.guestManifest() : null,
+      // the gadget target: what the board's USB side is and lacks
+      ...(g
+        ? {
+            gadget: {
+              problems: g.problems(),
+              udc: g.udc(),
+              settings: g.settingsNow(),
+              luns: g.luns(),
+              rebuild_ms: g.rebuildMs(),
+            },
+          }
+        : {}),
+    };
   }
 
   /** `<data>/system-root` on the developer targets, `/` on a device (config `system.root`). */

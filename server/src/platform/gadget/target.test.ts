@@ -67,6 +67,15 @@ describe('the gadget target', () => {
       'hid.usb1',
       'mass_storage.usb0',
     ]);
+    // the log bundle says what the board's USB side is
+    expect(await app.ctx.drivers.describe()).toMatchObject({
+      guest: null,
+      gadget: {
+        problems: [],
+        udc: { name: 'dummy_udc.0' },
+        luns: { image: null, partition: null },
+      },
+    });
     // the preset's other drivers start without nmcli (absent here) and say why
     const network = await app.inject({ url: '/api/system/get_network_config', headers: { token } });
     if (!existsSync('/usr/bin/nmcli')) {
