@@ -210,6 +210,20 @@ describe('GadgetPlatform: faults', () => {
     expect(platform.msdProblem()).toMatch(/configfs is not mounted/);
   });
 
+  it('configfs mounted after the start: the gadget is made then', async () => {
+    kernel = await FixtureKernel.make({ configfs: false });
+    platform = new GadgetPlatform(kernel.options());
+    await platform.init();
+    expect(platform.problems()).toHaveLength(1);
+    let rebuilt = 0;
+    platform.onRebuilt(() => rebuilt++);
+    await kernel.mkdir(join(kernel.config, 'usb_gadget'));
+    await until(() => rebuilt === 1);
+    expect(platform.problems()).toEqual([]);
+    expect(platform.connected()).toBe(true);
+    expect(platform.hidNodes().keyboard).toBe(join(kernel.dev, 'hidg0'));
+  });
+
   it('libcomposite missing: configfs is there, usb_gadget is not', async () => {
     kernel = await FixtureKernel.make({ configfs: false });
     await kernel.mkdir(join(kernel.config, 'other_subsystem'));

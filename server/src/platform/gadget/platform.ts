@@ -192,6 +192,8 @@ export class GadgetPlatform implements GadgetHidHost {
   /** When this process last unbound the gadget (performance.now()). */
   private unboundAt: number | null = null;
 
+  /** The last build found no `usb_gadget` (configfs or libcomposite missing): the poll looks. */
+  private gadgetless = false;
   private poll: NodeJS.Timeout | null = null;
   private polling = false;
   private disposed = false;
@@ -560,7 +562,8 @@ export class GadgetPlatform implements GadgetHidHost {
     this.made = new Set();
     this.nodes = {};
     const root = join(this.opts.configfs, 'usb_gadget');
-    if (!(await this.fs.exists(root))) {
+    this.gadgetless = !(await this.fs.exists(root));
+    if (this.gadgetless) {
       problems.push(
         (await listDir(this.fs, this.opts.configfs).catch(() => [])).length === 0
           ? `configfs is not mounted at ${this.opts.configfs}: no USB gadget can be made`
@@ -860,6 +863,14 @@ export class GadgetPlatform implements GadgetHidHost {
     if (this.polling || this.disposed) return;
     this.polling = true;
     try {
+      if (
+        this.gadgetless &&
+        this.queue.pending === 0 &&
+        (await this.fs.exists(join(this.opts.configfs, 'usb_gadget')))
+      ) {
+        // configfs mounted or libcomposite loaded after the start: make the gadget now
+        await this.queue.run(() => this.rebuild('configfs appeared'));
+      }
       if (!this.boundUdc && this.wantConnected && this.made.size > 0 && this.queue.pending === 0) {
         const before = this.udcProblem;
         const name = await this.findUdc();
