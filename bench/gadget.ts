@@ -13,11 +13,15 @@
  *   evdev event (EV_KEY KEY_A, value 1/0) arriving here. KeyA down and up alternate, one every
  *   GAP_MS (20 ms: the host polls the keyboard every bInterval), each waited for before the
  *   next, so none queues behind another.
+ * - key_to_vm_observer_p50/p99_ms: the same key events to the observer reading them inside the
+ *   VM (its line's `t`), the VM's monotonic clock mapped onto ours by the ping with the shortest
+ *   round trip (vm_clock_bound_ms: half that trip, the most the mapping can be off): the key's
+ *   latency without the serial line's way back.
  * - key_server_p50/p99_ms: the server's share, inside the VM: GadgetHid's sendKey call to the
  *   kernel taking the report (`kvm_hid_gadget_write_seconds` of /api/export/prometheus/metrics,
  *   over those same key events: key_server_samples is its count).
  * - mouse_to_host_p50_ms: absolute moves (`[0x03][x][y]`, alternating two points) to the
- *   observer's EV_ABS ABS_X event.
+ *   observer's EV_ABS ABS_X event (mouse_to_vm_observer_p50_ms: to its read in the VM, as above).
  * - server_rss_mb: the server process's RSS inside the VM (observer `rss`), at idle after the
  *   login and the console-less HID session above (launcher_rss_mb: its supervising launcher).
  * - msd_upload_mb_per_s, msd_read_mb_per_s: an image of random bytes (32 MB, short 8 MB)
@@ -179,7 +183,11 @@ async function openSocket(vm: DeviceVm, token: string): Promise<WebSocket> {
   return ws;
 }
 
-/** Sends frames one every GAP_MS, each waited for on the host side; latencies in ms. */
+/**
+ * Sends frames one every GAP_MS, each waited for on the host side. `host`: to the observer's
+ * line arriving here (ms); `vm`: to the observer reading the event inside the VM, its clock
+ * mapped onto ours by `offsetMs` (see main), so without the serial line's way back.
+ */
 async function paced(
   vm: DeviceVm,
   ws: WebSocket,
@@ -187,14 +195,16 @@ async function paced(
   frame: (i: number) => Buffer,
   seen: (i: number) => (e: DeviceVmEvent) => boolean,
   what: string,
-): Promise<number[]> {
-  const out: number[] = [];
+  offsetMs: number,
+): Promise<{ host: number[]; vm: number[] }> {
+  const out = { host: [] as number[], vm: [] as number[] };
   for (let i = 0; i < n; i++) {
     const since = vm.mark();
     const sent = performance.now();
     ws.send(frame(i));
     const e = await vm.waitFor(seen(i), EVENT_TIMEOUT_MS, { since, what: `${what} ${i}` });
-    out.push(e.hostT - sent);
+    out.host.push(e.hostT - sent);
+    out.vm.push(e.t - offsetMs - sent);
     const left = sent + GAP_MS - performance.now();
     if (left > 0) await sleep(left);
   }
@@ -233,11 +243,16 @@ async function main(): Promise<void> {
     await waitHid(vm, token, 'hid online', (h) => h.online && h.keyboard.online && h.mouse.online);
 
     note(`gadget: observer ping x${PINGS}`);
+    // The VM's monotonic clock (`t` of its lines) against ours: the ping with the shortest round
+    // trip, its answer taken as written at the trip's midpoint; off by at most half that trip.
     const rtts: number[] = [];
+    let clock = { offset: 0, bound: Infinity };
     for (let i = 0; i < PINGS; i++) {
       const t0 = performance.now();
       const reply = await vm.command('ping');
-      rtts.push(reply.hostT - t0);
+      const rtt = reply.hostT - t0;
+      rtts.push(rtt);
+      if (rtt / 2 < clock.bound) clock = { offset: reply.t - (t0 + rtt / 2), bound: rtt / 2 };
     }
 
     const ws = await openSocket(vm, token);
@@ -254,6 +269,7 @@ async function main(): Promise<void> {
         e['code'] === KEY_A &&
         e['value'] === (i % 2 === 0 ? 1 : 0),
       'KeyA',
+      clock.offset,
     );
     const metrics = await vm.request('/api/export/prometheus/metrics', { headers: { token } });
     if (metrics.status !== 200) throw new Error(`metrics: ${metrics.status}`);
@@ -272,6 +288,7 @@ async function main(): Promise<void> {
         e['type'] === EV_ABS &&
         e['code'] === ABS_X,
       'ABS_X',
+      clock.offset,
     );
     ws.close();
     await until('the socket closed', 10_000, async () => ws.readyState === WebSocket.CLOSED);
@@ -349,14 +366,18 @@ async function main(): Promise<void> {
         launcher_rss_mb: round(launcherProc?.rssMb ?? 0, 1),
         observer_rtt_p50_ms: ms(median(rtts)),
         observer_rtt_samples: rtts.length,
-        key_to_host_p50_ms: ms(percentile(keys, 50)),
-        key_to_host_p99_ms: ms(percentile(keys, 99)),
-        key_to_host_samples: keys.length,
+        key_to_host_p50_ms: ms(percentile(keys.host, 50)),
+        key_to_host_p99_ms: ms(percentile(keys.host, 99)),
+        key_to_host_samples: keys.host.length,
+        key_to_vm_observer_p50_ms: ms(percentile(keys.vm, 50)),
+        key_to_vm_observer_p99_ms: ms(percentile(keys.vm, 99)),
+        vm_clock_bound_ms: ms(clock.bound),
         key_server_p50_ms: round(server.p50, 2),
         key_server_p99_ms: round(server.p99, 2),
         key_server_samples: server.count,
-        mouse_to_host_p50_ms: ms(percentile(moves, 50)),
-        mouse_to_host_samples: moves.length,
+        mouse_to_host_p50_ms: ms(percentile(moves.host, 50)),
+        mouse_to_host_samples: moves.host.length,
+        mouse_to_vm_observer_p50_ms: ms(percentile(moves.vm, 50)),
         msd_upload_mb_per_s: round(MSD_BYTES / 1e6 / (uploadMs / 1000), 2),
         msd_read_mb_per_s: round(read.mbPerS, 2),
         msd_read_samples: 1,
