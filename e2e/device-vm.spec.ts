@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_TIMEOUT_MS, DeviceVm } from './fixtures/device-vm';
+import { deviceVmConsoleTests } from './fixtures/device-vm-tests';
 
 interface UsbDevice {
   dev: string;
@@ -58,4 +59,7 @@ describe('device VM (gadget target)', () => {
       product: params.otg_product,
     });
   });
+
+  // The user's side: Chromium on this machine, the console in the VM, the VM's USB host side.
+  deviceVmConsoleTests(() => vm);
 });
