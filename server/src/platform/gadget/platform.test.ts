@@ -155,6 +155,19 @@ describe('GadgetPlatform: the composite gadget', () => {
     expect(seen).toEqual([join(kernel.dev, 'hidg0')]);
   });
 
+  it('a stale gadget that cannot be removed: the server starts, builds what it can and says so', async () => {
+    const { p } = await start({}, {}, async (k) => {
+      const g = join(k.config, 'usb_gadget', 'kvm');
+      await k.mkdir(join(g, 'functions/hid.usb7'));
+      // a function the kernel will not let go
+      k.stuck.add(join(g, 'functions/hid.usb7'));
+    });
+    expect(p.problems()[0]).toMatch(/^The gadget left at .*usb_gadget\/kvm could not be removed: /);
+    // built over what was left: the functions are there and bound
+    expect(p.connected()).toBe(true);
+    expect(p.hidNodes().keyboard).not.toBeNull();
+  });
+
   it('removes the gadget at stop', async () => {
     const { k, p } = await start();
     await p.dispose();

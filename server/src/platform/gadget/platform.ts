@@ -170,6 +170,8 @@ export class GadgetPlatform implements GadgetHidHost {
 
   /** Problems found by the last build (configfs, modules, binding). */
   private buildProblems: string[] = [];
+  /** What the last teardown could not remove. */
+  private teardownProblem: string | null = null;
   /** The UDC's problem, kept by the poll (none, the named one gone...). */
   private udcProblem: string | null = null;
   /** Functions made and linked by the last build. */
@@ -227,7 +229,7 @@ export class GadgetPlatform implements GadgetHidHost {
     await this.queue.run(async () => {
       await this.setup();
       const started = performance.now();
-      await this.teardown();
+      await this.safeTeardown();
       await this.build();
       this.log.info(
         {
@@ -261,7 +263,9 @@ export class GadgetPlatform implements GadgetHidHost {
 
   /** Exactly what is missing for the USB side to work, for the admin; [] when nothing is. */
   problems(): string[] {
-    return this.udcProblem ? [...this.buildProblems, this.udcProblem] : [...this.buildProblems];
+    return [this.teardownProblem, ...this.buildProblems, this.udcProblem].filter(
+      (p): p is string => p !== null,
+    );
   }
 
   udc(): GadgetUdcInfo | null {
@@ -556,6 +560,17 @@ export class GadgetPlatform implements GadgetHidHost {
     await removeGroup(this.fs, dir);
   }
 
+  /** teardown() that never throws: what is left is built over, and said in problems(). */
+  private async safeTeardown(): Promise<void> {
+    this.teardownProblem = null;
+    try {
+      await this.teardown();
+    } catch (err) {
+      this.teardownProblem = `The gadget left at ${this.gadgetDir} could not be removed: ${(err as Error).message}`;
+      this.log.warn({ err: (err as Error).message }, 'gadget: teardown failed');
+    }
+  }
+
   /** Makes the gadget and every function it can, then binds; never throws. */
   private async build(): Promise<void> {
     const problems: string[] = [];
@@ -746,11 +761,7 @@ export class GadgetPlatform implements GadgetHidHost {
   private async rebuild(reason: string): Promise<void> {
     await this.emitRebuilding();
     const started = performance.now();
-    try {
-      await this.teardown();
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'gadget: teardown failed');
-    }
+    await this.safeTeardown();
     await this.build();
     const ms = Math.round(performance.now() - started);
     this.lastRebuildMs = ms;

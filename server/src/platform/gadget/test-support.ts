@@ -56,6 +56,8 @@ export class FixtureKernel extends NodeGadgetFs {
   readonly writes: Array<[string, string]> = [];
   /** performance.now() of each entry of `writes`. */
   readonly writeTimes: number[] = [];
+  /** Groups whose rmdir fails with EBUSY (a kernel that holds on to them). */
+  readonly stuck = new Set<string>();
   /** Modules whose functions cannot be made. */
   readonly missingModules = new Set<string>();
   /** The state a bind gives the UDC (the remote computer polls it). */
@@ -290,6 +292,7 @@ export class FixtureKernel extends NodeGadgetFs {
 
   override async rmdir(path: string): Promise<void> {
     const full = resolve(path);
+    if (this.stuck.has(full)) throw errno('EBUSY', `rmdir ${full}`);
     const group = this.classify(full);
     if (group.kind === 'other') return fsp.rmdir(full);
     if (group.kind === 'default') throw errno('EPERM', `rmdir ${full}`);
