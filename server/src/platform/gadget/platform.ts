@@ -227,7 +227,9 @@ export class GadgetPlatform implements GadgetHidHost {
     }
     this.lun0Cdrom = this.startCdrom();
     await this.queue.run(async () => {
-      await this.setup();
+      await this.setup().catch((err: Error) => {
+        this.log.warn({ err: err.message }, 'gadget: module and configfs setup failed');
+      });
       const started = performance.now();
       await this.safeTeardown();
       await this.build();
