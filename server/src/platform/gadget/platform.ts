@@ -433,6 +433,8 @@ export class GadgetPlatform implements GadgetHidHost {
           this.enumeratedCdrom = image.cdrom;
         } finally {
           this.emitRebuilt();
+          // a bind that failed is in problems()
+          this.emitChange();
         }
         this.log.info(
           { ms: Math.round(performance.now() - started), cdrom: image.cdrom },
