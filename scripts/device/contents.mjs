@@ -61,6 +61,11 @@ webrtc:
 terminal:
   shell: /bin/sh
   args: [-l]
+# Under TCG on a loaded machine the VM's own USB host side stalls for over 500 ms at times (a
+# key write timed out while typing "Hello, World!" at host load 7, and the keys behind it were
+# dropped as from a host that stopped polling); a real host polls every 1-10 ms.
+gadget:
+  hid_write_timeout_ms: 3000
 `;
 
 /**
