@@ -1,15 +1,8 @@
 /**
  * The gadget target's shared part: one composite USB gadget made through configfs
- * (`<configfs>/usb_gadget/<name>`, libcomposite) and bound to the board's UDC. The HID driver
- * sees it as a GadgetHidHost (types.ts), the MSD and USB identity drivers through the methods
- * below; /api/info shows problems() and the UDC.
- *
- * The gadget: the USB identity (idVendor, idProduct, bcdDevice, bcdUSB 0x0200 and the three
- * strings), one configuration `c.1`, and the functions the OTG flags ask for, linked into it in
- * this order: `hid.usb0` keyboard, `hid.usb1` absolute and/or `hid.usb2` relative mouse (both
- * with `enable_mouse_alt`, so a mode switch needs no re-enumeration), `mass_storage.usb0` with
- * `lun.0` (the image drive) and `lun.1` (GL's partition drive, read-only). Then the UDC's name
- * is written to `UDC`: the remote computer enumerates it.
+ * (`<configfs>/usb_gadget/<name>`, libcomposite; its layout: composite.ts) and bound to the
+ * board's UDC (udc.ts). The HID driver sees it as a GadgetHidHost (types.ts), the MSD (luns.ts)
+ * and USB identity drivers through the methods below; /api/info shows problems() and the UDC.
  *
  * Every change that the remote computer must enumerate again (mouse mode without both mice, the
  * identity, the functions, reinit_udc) is a rebuild: unbind, tear the gadget down, make it
@@ -20,11 +13,27 @@
  * and problems() says exactly what is missing.
  */
 import { join } from 'node:path';
-import type { OtgFunctions } from '@kvm/protocol';
 import { SILENT_LOGGER, type Logger } from '../../log';
 import type { CommandRunner } from '../../process/run';
 import { SerialQueue } from '../../sync/serial-queue';
-import { errnoCode, listDir, NodeGadgetFs, readAttr, removeGroup, type GadgetFs } from './configfs';
+import {
+  ABSOLUTE_MOUSE_FN,
+  DEFAULT_GADGET_SETTINGS,
+  hidFunctions,
+  KEYBOARD_FN,
+  makeGadget,
+  makeHidFunction,
+  MSD_FN,
+  RELATIVE_MOUSE_FN,
+  removeGadget,
+  sameSettings,
+  type GadgetImage,
+  type GadgetSettings,
+} from './composite';
+import { NodeGadgetFs, readAttr, type GadgetFs } from './configfs';
+import { BIND_PROBLEM, bindProblem, FunctionFailures, gadgetlessProblem } from './problems';
+import { GadgetLuns } from './luns';
+import { setupGadgetKernel } from './setup';
 import type {
   GadgetHidHost,
   GadgetHidNodes,
@@ -32,16 +41,21 @@ import type {
   HidFunctionSpec,
   UdcState,
 } from './types';
+import { findUdc, resolveHidNode, sleep } from './udc';
 
-export const KEYBOARD_FN = 'hid.usb0';
-export const ABSOLUTE_MOUSE_FN = 'hid.usb1';
-export const RELATIVE_MOUSE_FN = 'hid.usb2';
-export const MSD_FN = 'mass_storage.usb0';
-export const CONFIG = 'configs/c.1';
-/** English (United States), the strings' language. */
-const LANG = '0x409';
-const BCD_DEVICE = '0x0100';
-const MAX_POWER_MA = 250;
+export {
+  ABSOLUTE_MOUSE_FN,
+  CONFIG,
+  DEFAULT_GADGET_SETTINGS,
+  inquiryString,
+  KEYBOARD_FN,
+  MSD_FN,
+  RELATIVE_MOUSE_FN,
+  type GadgetIdentity,
+  type GadgetImage,
+  type GadgetSettings,
+} from './composite';
+
 /**
  * The least time between an unbind and the next bind, a precaution: a host reads its hub's
  * port status every ~256 ms (a high-speed hub's interrupt interval; usbcore polls a root hub
@@ -50,48 +64,7 @@ const MAX_POWER_MA = 250;
  */
 export const REBIND_GAP_MS = 500;
 
-export interface GadgetIdentity {
-  vendorId: number;
-  productId: number;
-  manufacturer: string;
-  product: string;
-  /** '' = no serial string. */
-  serial: string;
-}
-
-export interface GadgetSettings {
-  identity: GadgetIdentity;
-  /** The vendor part of the drive's SCSI INQUIRY answer (system params cdrom_vendor, flash_vendor). */
-  inquiry: { cdrom: string; flash: string };
-  functions: OtgFunctions;
-  mouseMode: GadgetMouseMode;
-}
-
-export const DEFAULT_GADGET_SETTINGS: GadgetSettings = {
-  identity: {
-    vendorId: 0x1d6b,
-    productId: 0x0104,
-    manufacturer: 'Linux Foundation',
-    product: 'Multifunction Composite Gadget',
-    serial: '',
-  },
-  inquiry: { cdrom: 'Linux', flash: 'Linux' },
-  functions: {
-    enable_keyboard: true,
-    enable_mouse: true,
-    enable_mouse_alt: false,
-    start_cdrom: true,
-    start_flash: false,
-    enable_mic: false,
-  },
-  mouseMode: 'absolute',
-};
-
-export interface GadgetImage {
-  path: string;
-  cdrom: boolean;
-  rw: boolean;
-}
+type Listener<T> = (value: T) => void;
 
 export interface GadgetUdcInfo {
   name: string;
@@ -127,41 +100,6 @@ export interface GadgetPlatformOptions {
   log?: Logger;
 }
 
-type Listener<T> = (value: T) => void;
-
-/** What one function needs of its module when it cannot be made. */
-const FUNCTION_MODULE: Record<string, string> = {
-  hid: 'usb_f_hid',
-  mass_storage: 'usb_f_mass_storage',
-};
-
-const FUNCTION_WHAT: Record<string, string> = {
-  [KEYBOARD_FN]: 'no keyboard',
-  [ABSOLUTE_MOUSE_FN]: 'no absolute mouse',
-  [RELATIVE_MOUSE_FN]: 'no relative mouse',
-  [MSD_FN]: 'no virtual media',
-};
-
-function hex4(n: number): string {
-  return `0x${n.toString(16).padStart(4, '0')}`;
-}
-
-/** SCSI INQUIRY: vendor (8), product (16), revision (4), as the kernel's inquiry_string takes it. */
-export function inquiryString(vendor: string, cdrom: boolean): string {
-  const product = cdrom ? 'File-CD Gadget' : 'File-Stor Gadget';
-  return `${vendor.slice(0, 8).padEnd(8)}${product.padEnd(16)}0100`;
-}
-
-function sameSettings(a: GadgetSettings, b: GadgetSettings): boolean {
-  // the microphone is not a function of this gadget yet
-  const strip = (s: GadgetSettings) => ({ ...s, functions: { ...s.functions, enable_mic: false } });
-  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 export class GadgetPlatform implements GadgetHidHost {
   private readonly fs: GadgetFs;
   private readonly log: Logger;
@@ -183,13 +121,8 @@ export class GadgetPlatform implements GadgetHidHost {
   private udcName: string | null = null;
   private state: UdcState = 'missing';
   private wantConnected = true;
-  /** What lun.0 / lun.1 hold. */
-  private lun0: GadgetImage | null = null;
-  private lun1: string | null = null;
-  /** lun.0's type when the remote computer last enumerated the gadget. */
-  private enumeratedCdrom = true;
-  /** lun.0's type while it is empty (start_cdrom / start_flash, then the last image's). */
-  private lun0Cdrom = true;
+  /** The mass storage drives and what they hold. */
+  private readonly drive: GadgetLuns;
   private lastRebuildMs: number | null = null;
   /** When this process last unbound the gadget (performance.now()). */
   private unboundAt: number | null = null;
@@ -208,6 +141,7 @@ export class GadgetPlatform implements GadgetHidHost {
   constructor(private readonly opts: GadgetPlatformOptions) {
     this.fs = opts.fs ?? new NodeGadgetFs();
     this.log = opts.log ?? SILENT_LOGGER;
+    this.drive = new GadgetLuns(this.fs, this.log, () => this.settings.inquiry);
   }
 
   get gadgetDir(): string {
@@ -225,7 +159,7 @@ export class GadgetPlatform implements GadgetHidHost {
         this.log.warn({ err: (err as Error).message }, 'gadget: stored settings unreadable');
       }
     }
-    this.lun0Cdrom = this.startCdrom();
+    this.drive.emptyCdrom = this.startCdrom();
     await this.queue.run(async () => {
       await this.setup().catch((err: Error) => {
         this.log.warn({ err: err.message }, 'gadget: module and configfs setup failed');
@@ -372,7 +306,7 @@ export class GadgetPlatform implements GadgetHidHost {
         next.functions.start_cdrom !== this.settings.functions.start_cdrom ||
         next.functions.start_flash !== this.settings.functions.start_flash;
       this.settings = next;
-      if (functionsChanged && !this.lun0) this.lun0Cdrom = this.startCdrom();
+      if (functionsChanged && !this.drive.image) this.drive.emptyCdrom = this.startCdrom();
       await this.rebuild('settings');
     });
   }
@@ -405,32 +339,15 @@ export class GadgetPlatform implements GadgetHidHost {
   lendImage(image: GadgetImage): Promise<void> {
     return this.queue.run(async () => {
       this.assertMsd();
-      const lun = this.lunDir(0);
-      const previous = this.lun0;
-      const previousCdrom = this.lun0Cdrom;
-      try {
-        await this.eject(lun);
-        await this.writeLun(lun, image.cdrom, image.cdrom || !image.rw, image.path);
-      } catch (err) {
-        await this.eject(lun).catch(() => undefined);
-        await this.writeLun(
-          lun,
-          previous?.cdrom ?? previousCdrom,
-          previous ? previous.cdrom || !previous.rw : previousCdrom,
-          previous?.path ?? null,
-        ).catch(() => undefined);
-        throw new Error(`The drive did not take ${image.path}: ${(err as Error).message}`);
-      }
-      this.lun0 = { ...image };
-      this.lun0Cdrom = image.cdrom;
-      if (this.boundUdc && image.cdrom !== this.enumeratedCdrom) {
+      await this.drive.lendImage(this.gadgetDir, image);
+      if (this.boundUdc && image.cdrom !== this.drive.enumeratedCdrom) {
         // the remote computer reads the drive's type (INQUIRY) only when it enumerates it
         const started = performance.now();
         await this.emitRebuilding();
         try {
           await this.unbind();
           await this.bind();
-          this.enumeratedCdrom = image.cdrom;
+          this.drive.enumeratedCdrom = image.cdrom;
         } finally {
           this.emitRebuilt();
           // a bind that failed is in problems()
@@ -445,38 +362,25 @@ export class GadgetPlatform implements GadgetHidHost {
   }
 
   ejectImage(): Promise<void> {
-    return this.queue.run(async () => {
-      if (this.made.has(MSD_FN)) await this.eject(this.lunDir(0));
-      this.lun0 = null;
-    });
+    return this.queue.run(() => this.drive.ejectImage(this.gadgetDir, this.made.has(MSD_FN)));
   }
 
   /** lun.1 takes the board's block device, read-only. */
   lendPartition(device: string): Promise<void> {
     return this.queue.run(async () => {
       this.assertMsd();
-      const lun = this.lunDir(1);
-      try {
-        await this.eject(lun);
-        await this.fs.writeFile(join(lun, 'file'), device);
-      } catch (err) {
-        await this.eject(lun).catch(() => undefined);
-        throw new Error(`The drive did not take ${device}: ${(err as Error).message}`);
-      }
-      this.lun1 = device;
+      await this.drive.lendPartition(this.gadgetDir, device);
     });
   }
 
   ejectPartition(): Promise<void> {
-    return this.queue.run(async () => {
-      if (this.made.has(MSD_FN)) await this.eject(this.lunDir(1));
-      this.lun1 = null;
-    });
+    return this.queue.run(() => this.drive.ejectPartition(this.gadgetDir, this.made.has(MSD_FN)));
   }
 
   /** What the LUNs hold (tests, the log bundle). */
   luns(): { image: GadgetImage | null; partition: string | null } {
-    return { image: this.lun0 ? { ...this.lun0 } : null, partition: this.lun1 };
+    const { image, partition } = this.drive;
+    return { image: image ? { ...image } : null, partition };
   }
 
   // ---- internals: start ----
@@ -487,81 +391,19 @@ export class GadgetPlatform implements GadgetHidHost {
   }
 
   /** modprobe / mount configfs, as root and only when the programs exist; never fatal. */
-  private async setup(): Promise<void> {
-    const setup = this.opts.setup;
-    if (!setup || !setup.root) return;
-    if (await this.fs.exists(join(this.opts.configfs, 'usb_gadget'))) return;
-    const program = async (name: string): Promise<string | null> => {
-      for (const dir of ['/usr/sbin', '/sbin', '/usr/bin', '/bin']) {
-        if (await this.fs.exists(join(dir, name))) return join(dir, name);
-      }
-      return null;
-    };
-    const modprobe = await program('modprobe');
-    if (modprobe) {
-      for (const mod of ['libcomposite', 'usb_f_hid', 'usb_f_mass_storage']) {
-        await setup.run(modprobe, [mod], { timeoutMs: 10_000 }).catch((err: Error) => {
-          this.log.warn({ module: mod, err: err.message }, 'gadget: modprobe failed');
-        });
-      }
-    }
-    if (await this.fs.exists(join(this.opts.configfs, 'usb_gadget'))) return;
-    const mount = await program('mount');
-    if (mount && (await listDir(this.fs, this.opts.configfs)).length === 0) {
-      await setup
-        .run(mount, ['-t', 'configfs', 'none', this.opts.configfs], { timeoutMs: 10_000 })
-        .catch((err: Error) => {
-          this.log.warn({ err: err.message }, 'gadget: mounting configfs failed');
-        });
-    }
+  private setup(): Promise<void> {
+    return setupGadgetKernel(this.fs, this.opts.configfs, this.opts.setup, this.log);
   }
 
   // ---- internals: teardown and build ----
 
-  /**
-   * Removes the gadget folder, whatever a crash left in it: UDC "" → every configuration's
-   * function links, its strings, itself → every function → the gadget's strings → the gadget.
-   */
+  /** Removes the gadget folder, whatever a crash left in it (composite.ts removeGadget). */
   private async teardown(): Promise<void> {
-    const dir = this.gadgetDir;
     this.made = new Set();
-    if (!(await this.fs.exists(dir))) {
-      this.boundUdc = null;
-      return;
-    }
-    const bound = await readAttr(this.fs, join(dir, 'UDC'));
-    if (bound) {
-      await this.fs.writeFile(join(dir, 'UDC'), '').then(
-        () => {
-          this.unboundAt = performance.now();
-        },
-        (err: Error) => {
-          this.log.warn({ err: err.message }, 'gadget: unbinding the old gadget failed');
-        },
-      );
-    }
     this.boundUdc = null;
-    for (const config of await listDir(this.fs, join(dir, 'configs'))) {
-      if (config.kind !== 'dir') continue;
-      const cdir = join(dir, 'configs', config.name);
-      for (const entry of await listDir(this.fs, cdir)) {
-        if (entry.kind === 'link') await this.fs.unlink(join(cdir, entry.name));
-      }
-      for (const lang of await listDir(this.fs, join(cdir, 'strings'))) {
-        if (lang.kind === 'dir') await removeGroup(this.fs, join(cdir, 'strings', lang.name));
-      }
-      await removeGroup(this.fs, cdir);
-    }
-    for (const entry of await listDir(this.fs, join(dir, 'os_desc'))) {
-      if (entry.kind === 'link') await this.fs.unlink(join(dir, 'os_desc', entry.name));
-    }
-    for (const fn of await listDir(this.fs, join(dir, 'functions'))) {
-      if (fn.kind === 'dir') await removeGroup(this.fs, join(dir, 'functions', fn.name));
-    }
-    for (const lang of await listDir(this.fs, join(dir, 'strings'))) {
-      if (lang.kind === 'dir') await removeGroup(this.fs, join(dir, 'strings', lang.name));
-    }
-    await removeGroup(this.fs, dir);
+    await removeGadget(this.fs, this.gadgetDir, this.log, () => {
+      this.unboundAt = performance.now();
+    });
   }
 
   /** teardown() that never throws: what is left is built over, and said in problems(). */
@@ -577,77 +419,32 @@ export class GadgetPlatform implements GadgetHidHost {
 
   /** Makes the gadget and every function it can, then binds; never throws. */
   private async build(): Promise<void> {
-    const problems: string[] = [];
     this.made = new Set();
     this.nodes = {};
-    const root = join(this.opts.configfs, 'usb_gadget');
-    this.gadgetless = !(await this.fs.exists(root));
+    this.gadgetless = !(await this.fs.exists(join(this.opts.configfs, 'usb_gadget')));
     if (this.gadgetless) {
-      problems.push(
-        (await listDir(this.fs, this.opts.configfs).catch(() => [])).length === 0
-          ? `configfs is not mounted at ${this.opts.configfs}: no USB gadget can be made`
-          : `Kernel module libcomposite is missing (${root} does not exist): no USB gadget can be made`,
-      );
-      this.buildProblems = problems;
+      this.buildProblems = [await gadgetlessProblem(this.fs, this.opts.configfs)];
       await this.findUdc();
       return;
     }
     const dir = this.gadgetDir;
-    const s = this.settings;
     try {
-      await this.fs.mkdir(dir);
-      await this.fs.writeFile(join(dir, 'idVendor'), hex4(s.identity.vendorId));
-      await this.fs.writeFile(join(dir, 'idProduct'), hex4(s.identity.productId));
-      await this.fs.writeFile(join(dir, 'bcdDevice'), BCD_DEVICE);
-      await this.fs.writeFile(join(dir, 'bcdUSB'), '0x0200');
-      const strings = join(dir, 'strings', LANG);
-      await this.fs.mkdir(strings);
-      await this.fs.writeFile(join(strings, 'manufacturer'), s.identity.manufacturer);
-      await this.fs.writeFile(join(strings, 'product'), s.identity.product);
-      if (s.identity.serial !== '') {
-        await this.fs.writeFile(join(strings, 'serialnumber'), s.identity.serial);
-      }
-      const config = join(dir, CONFIG);
-      await this.fs.mkdir(join(config, 'strings', LANG));
-      await this.fs.writeFile(join(config, 'MaxPower'), String(MAX_POWER_MA));
-      await this.fs.writeFile(join(config, 'strings', LANG, 'configuration'), 'Config 1');
+      await makeGadget(this.fs, dir, this.settings);
     } catch (err) {
-      problems.push(`The USB gadget ${dir} could not be made: ${(err as Error).message}`);
-      this.buildProblems = problems;
+      this.buildProblems = [`The USB gadget ${dir} could not be made: ${(err as Error).message}`];
       await this.findUdc();
       return;
     }
 
-    const missing = new Map<string, string[]>();
+    const failures = new FunctionFailures(this.fs, this.opts.sys);
     const failed = async (fn: string, err: unknown): Promise<void> => {
-      const type = fn.split('.')[0]!;
-      const module = FUNCTION_MODULE[type]!;
-      const code = errnoCode(err);
-      const moduleGone = !(await this.fs.exists(join(this.opts.sys, 'module', module)));
-      if (moduleGone && (code === 'ENOENT' || code === 'ENODEV' || code === 'EINVAL')) {
-        missing.set(module, [...(missing.get(module) ?? []), FUNCTION_WHAT[fn]!]);
-      } else {
-        problems.push(
-          `The function ${fn} could not be made (${FUNCTION_WHAT[fn]}): ${(err as Error).message}`,
-        );
-      }
+      await failures.add(fn, err);
       this.log.warn({ fn, err: (err as Error).message }, 'gadget: function not made');
     };
-
-    const f = s.functions;
-    const hid: Array<[string, HidFunctionSpec]> = [];
-    if (f.enable_keyboard) hid.push([KEYBOARD_FN, this.opts.hid.keyboard]);
-    if (f.enable_mouse) {
-      if (f.enable_mouse_alt || s.mouseMode === 'absolute') {
-        hid.push([ABSOLUTE_MOUSE_FN, this.opts.hid.absolute]);
-      }
-      if (f.enable_mouse_alt || s.mouseMode === 'relative') {
-        hid.push([RELATIVE_MOUSE_FN, this.opts.hid.relative]);
-      }
-    }
-    for (const [fn, spec] of hid) {
+    for (const [fn, spec] of hidFunctions(this.settings, this.opts.hid)) {
       try {
-        await this.makeHid(fn, spec);
+        await makeHidFunction(this.fs, dir, fn, spec);
+        this.made.add(fn);
       } catch (err) {
         await failed(fn, err);
       }
@@ -657,109 +454,19 @@ export class GadgetPlatform implements GadgetHidHost {
     } catch (err) {
       await failed(MSD_FN, err);
     }
-    for (const [module, what] of missing) {
-      problems.push(`Kernel module ${module} is missing: ${what.join(', ')}`);
-    }
-    this.buildProblems = problems;
+    this.buildProblems = failures.problems();
     if (this.wantConnected) await this.bind();
     else await this.findUdc();
   }
 
-  private async makeHid(fn: string, spec: HidFunctionSpec): Promise<void> {
-    const dir = join(this.gadgetDir, 'functions', fn);
-    try {
-      await this.fs.mkdir(dir);
-      await this.fs.writeFile(join(dir, 'protocol'), String(spec.protocol));
-      await this.fs.writeFile(join(dir, 'subclass'), String(spec.subclass));
-      await this.fs.writeFile(join(dir, 'report_length'), String(spec.reportLength));
-      await this.fs.writeFile(join(dir, 'report_desc'), spec.descriptor);
-      await this.fs.symlink(dir, join(this.gadgetDir, CONFIG, fn));
-    } catch (err) {
-      await removeGroup(this.fs, dir).catch(() => undefined);
-      throw err;
-    }
-    this.made.add(fn);
-  }
-
   private async makeMsd(): Promise<void> {
-    const dir = join(this.gadgetDir, 'functions', MSD_FN);
-    try {
-      await this.fs.mkdir(dir);
-      // lun.0 comes with the function (mkdir -p of it changes nothing on configfs); lun.1 is
-      // GL's partition drive
-      await this.fs.mkdir(join(dir, 'lun.0'));
-      await this.fs.mkdir(join(dir, 'lun.1'));
-      const image = this.lun0;
-      const cdrom = image ? image.cdrom : this.lun0Cdrom;
-      await this.fs.writeFile(join(dir, 'lun.0', 'removable'), '1');
-      await this.writeLun(
-        join(dir, 'lun.0'),
-        cdrom,
-        image ? image.cdrom || !image.rw : cdrom,
-        null,
-      );
-      await this.fs.writeFile(join(dir, 'lun.1', 'removable'), '1');
-      await this.fs.writeFile(join(dir, 'lun.1', 'cdrom'), '0');
-      await this.fs.writeFile(join(dir, 'lun.1', 'ro'), '1');
-      await this.fs.writeFile(
-        join(dir, 'lun.1', 'inquiry_string'),
-        inquiryString(this.settings.inquiry.flash, false),
-      );
-      await this.fs.symlink(dir, join(this.gadgetDir, CONFIG, MSD_FN));
-    } catch (err) {
-      await removeGroup(this.fs, dir).catch(() => undefined);
-      throw err;
-    }
+    await this.drive.make(this.gadgetDir);
     this.made.add(MSD_FN);
-    this.enumeratedCdrom = this.lun0 ? this.lun0.cdrom : this.lun0Cdrom;
-    // what was lent before the rebuild is lent again (a file gone since is dropped, said)
-    if (this.lun0) {
-      await this.fs.writeFile(join(dir, 'lun.0', 'file'), this.lun0.path).catch((err: Error) => {
-        this.log.warn({ path: this.lun0?.path, err: err.message }, 'gadget: image not lent again');
-        this.lun0 = null;
-      });
-    }
-    if (this.lun1) {
-      await this.fs.writeFile(join(dir, 'lun.1', 'file'), this.lun1).catch((err: Error) => {
-        this.log.warn({ device: this.lun1, err: err.message }, 'gadget: partition not lent again');
-        this.lun1 = null;
-      });
-    }
-  }
-
-  private lunDir(n: 0 | 1): string {
-    return join(this.gadgetDir, 'functions', MSD_FN, `lun.${n}`);
   }
 
   private assertMsd(): void {
     const problem = this.msdProblem();
     if (problem && !this.made.has(MSD_FN)) throw new Error(problem);
-  }
-
-  /** Type, read-only flag, INQUIRY and (if any) file; the kernel refuses the type while open. */
-  private async writeLun(
-    lun: string,
-    cdrom: boolean,
-    ro: boolean,
-    file: string | null,
-  ): Promise<void> {
-    await this.fs.writeFile(join(lun, 'cdrom'), cdrom ? '1' : '0');
-    await this.fs.writeFile(join(lun, 'ro'), ro ? '1' : '0');
-    const vendor = cdrom ? this.settings.inquiry.cdrom : this.settings.inquiry.flash;
-    await this.fs.writeFile(join(lun, 'inquiry_string'), inquiryString(vendor, cdrom));
-    if (file !== null) await this.fs.writeFile(join(lun, 'file'), file);
-  }
-
-  /** Takes the medium out even if the remote computer locked it (forced_eject, kernel 5.9+). */
-  private async eject(lun: string): Promise<void> {
-    const file = await readAttr(this.fs, join(lun, 'file'));
-    if (!file) return;
-    try {
-      await this.fs.writeFile(join(lun, 'forced_eject'), '1');
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      await this.fs.writeFile(join(lun, 'file'), '');
-    }
   }
 
   private async rebuild(reason: string): Promise<void> {
@@ -781,23 +488,10 @@ export class GadgetPlatform implements GadgetHidHost {
 
   /** The UDC to use: the configured one, else the first; sets udcProblem. */
   private async findUdc(): Promise<string | null> {
-    const classDir = join(this.opts.sys, 'class', 'udc');
-    const names = (await listDir(this.fs, classDir).catch(() => [])).map((e) => e.name).sort();
-    let name: string | null;
-    if (this.opts.udc) {
-      name = names.includes(this.opts.udc) ? this.opts.udc : null;
-      this.udcProblem = name
-        ? null
-        : `USB device controller (UDC) ${this.opts.udc} is not in ${classDir}` +
-          (names.length ? ` (there: ${names.join(', ')})` : '');
-    } else {
-      name = names[0] ?? null;
-      this.udcProblem = name
-        ? null
-        : `No USB device controller (UDC) in ${classDir}: this board's USB port cannot act as a device`;
-    }
-    this.udcName = name ?? (this.opts.udc || null);
-    return name;
+    const found = await findUdc(this.fs, this.opts.sys, this.opts.udc);
+    this.udcProblem = found.problem;
+    this.udcName = found.shown;
+    return found.name;
   }
 
   private async bind(): Promise<void> {
@@ -812,16 +506,13 @@ export class GadgetPlatform implements GadgetHidHost {
     try {
       await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
     } catch (err) {
-      const hint = errnoCode(err) === 'EBUSY' ? ' (another gadget holds it)' : '';
       this.buildProblems = [
-        ...this.buildProblems.filter((p) => !p.startsWith('The gadget could not be bound')),
-        `The gadget could not be bound to ${name}${hint}: ${(err as Error).message}`,
+        ...this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM)),
+        bindProblem(name, err),
       ];
       return;
     }
-    this.buildProblems = this.buildProblems.filter(
-      (p) => !p.startsWith('The gadget could not be bound'),
-    );
+    this.buildProblems = this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM));
     this.boundUdc = name;
     await this.resolveNodes();
   }
@@ -843,26 +534,9 @@ export class GadgetPlatform implements GadgetHidHost {
     this.nodes = nodes;
   }
 
-  private async resolveNode(fn: string): Promise<string | null> {
-    const devno = await readAttr(this.fs, join(this.gadgetDir, 'functions', fn, 'dev'));
-    if (!devno || !/^\d+:\d+$/.test(devno)) {
-      this.log.warn({ fn, dev: devno }, 'gadget: no device number');
-      return null;
-    }
-    const deadline = performance.now() + (this.opts.nodeWaitMs ?? 2000);
-    for (;;) {
-      const uevent = await readAttr(this.fs, join(this.opts.sys, 'dev', 'char', devno, 'uevent'));
-      const name = uevent ? /^DEVNAME=(.+)$/m.exec(uevent)?.[1] : undefined;
-      if (name && !name.includes('..')) {
-        const path = join(this.opts.dev, name);
-        if (await this.fs.exists(path)) return path;
-      }
-      if (performance.now() >= deadline) {
-        this.log.warn({ fn, devno, name }, 'gadget: the /dev node did not appear');
-        return name ? join(this.opts.dev, name) : null;
-      }
-      await sleep(20);
-    }
+  private resolveNode(fn: string): Promise<string | null> {
+    const paths = { gadgetDir: this.gadgetDir, sys: this.opts.sys, dev: this.opts.dev };
+    return resolveHidNode(this.fs, paths, fn, this.opts.nodeWaitMs ?? 2000, this.log);
   }
 
   private schedulePoll(): void {
