@@ -439,6 +439,46 @@ describe('GadgetPlatform: mouse mode, identity, reinit, UDC state', () => {
     expect(seen).toEqual(['suspended', 'configured', 'missing']);
   });
 
+  it('a UDC that goes away while bound is said, and the gadget bound again when it is back', async () => {
+    const { k, p } = await start();
+    let rebuilt = 0;
+    let rebuilding = 0;
+    p.onRebuilt(() => rebuilt++);
+    p.onRebuilding(async () => {
+      rebuilding++;
+    });
+    const { rm } = await import('node:fs/promises');
+    await rm(join(k.sys, 'class/udc/dummy_udc.0'), { recursive: true });
+    // the kernel unbinds the gadget of a UDC that goes (this one clears the name)
+    await writeFile(join(k.root, G, 'UDC'), '');
+    await until(() => p.problems().length === 1);
+    expect(p.problems()).toEqual([
+      `No USB device controller (UDC) in ${k.sys}/class/udc: this board's USB port cannot act as a device`,
+    ]);
+    expect(p.connected()).toBe(false);
+    expect(rebuilding).toBe(1);
+    await k.addUdc('dummy_udc.0');
+    await until(() => rebuilt === 1 && p.udcState() === 'configured');
+    expect(await k.read(`${G}/UDC`)).toBe('dummy_udc.0');
+    expect(k.writesUnder(`${G}/UDC`).map(([, v]) => v)).toEqual(['dummy_udc.0', 'dummy_udc.0']);
+    expect(p.problems()).toEqual([]);
+    expect(p.connected()).toBe(true);
+  });
+
+  it('a UDC back whose gadget the kernel bound by itself is not written again', async () => {
+    const { k, p } = await start();
+    let rebuilt = 0;
+    p.onRebuilt(() => rebuilt++);
+    const { rm } = await import('node:fs/promises');
+    await rm(join(k.sys, 'class/udc/dummy_udc.0'), { recursive: true });
+    await until(() => p.problems().length === 1);
+    await k.addUdc('dummy_udc.0');
+    await until(() => rebuilt === 1 && p.connected());
+    expect(p.problems()).toEqual([]);
+    // only the start's bind: a second write would be refused (EBUSY) by such a kernel
+    expect(k.writesUnder(`${G}/UDC`).map(([, v]) => v)).toEqual(['dummy_udc.0']);
+  });
+
   it('setConnected unbinds and binds the UDC', async () => {
     const { k, p } = await start();
     await p.setConnected(false);

@@ -14,7 +14,6 @@
  */
 import { join } from 'node:path';
 import { SILENT_LOGGER, type Logger } from '../../log';
-import type { CommandRunner } from '../../process/run';
 import { SerialQueue } from '../../sync/serial-queue';
 import {
   ABSOLUTE_MOUSE_FN,
@@ -34,14 +33,13 @@ import { NodeGadgetFs, readAttr, type GadgetFs } from './configfs';
 import { BIND_PROBLEM, bindProblem, FunctionFailures, gadgetlessProblem } from './problems';
 import { GadgetLuns } from './luns';
 import { setupGadgetKernel } from './setup';
-import type {
-  GadgetHidHost,
-  GadgetHidNodes,
-  GadgetMouseMode,
-  HidFunctionSpec,
-  UdcState,
-} from './types';
+import type { GadgetHidHost, GadgetHidNodes, GadgetMouseMode, UdcState } from './types';
+import { REBIND_GAP_MS, type GadgetPlatformOptions, type GadgetUdcInfo } from './options';
 import { findUdc, resolveHidNode, sleep } from './udc';
+
+export { REBIND_GAP_MS, type GadgetPlatformOptions, type GadgetUdcInfo } from './options';
+
+type Listener<T> = (value: T) => void;
 
 export {
   ABSOLUTE_MOUSE_FN,
@@ -55,50 +53,6 @@ export {
   type GadgetImage,
   type GadgetSettings,
 } from './composite';
-
-/**
- * The least time between an unbind and the next bind, a precaution: a host reads its hub's
- * port status every ~256 ms (a high-speed hub's interrupt interval; usbcore polls a root hub
- * every 250 ms), and a gadget gone for less may be seen as a glitch of a device still there.
- * (The device VM's host re-enumerated after 643-989 ms apart; shorter was not tried.)
- */
-export const REBIND_GAP_MS = 500;
-
-type Listener<T> = (value: T) => void;
-
-export interface GadgetUdcInfo {
-  name: string;
-  state: UdcState;
-}
-
-export interface GadgetPlatformOptions {
-  /** configfs's mount point. */
-  configfs: string;
-  /** sysfs (`class/udc`, `dev/char`, `module`). */
-  sys: string;
-  /** Where `/dev/hidgN` appear. */
-  dev: string;
-  /** The gadget's folder name under `usb_gadget`. */
-  name: string;
-  /** The UDC to bind; '' = the first one. */
-  udc: string;
-  udcPollMs: number;
-  /** The report descriptors (platform/gadget/reports.ts). */
-  hid: { keyboard: HidFunctionSpec; absolute: HidFunctionSpec; relative: HidFunctionSpec };
-  /** The stored settings to build with at start (so the start enumerates once). */
-  initial?: () => Promise<Partial<GadgetSettings>>;
-  fs?: GadgetFs;
-  /**
-   * modprobe and mount at start when configfs or libcomposite are missing; only as root and only
-   * when the programs are there (a board's systemd normally did it). null: never.
-   */
-  setup?: { run: CommandRunner; root: boolean } | null;
-  /** How long a bound function's `/dev` node may take to appear. */
-  nodeWaitMs?: number;
-  /** The least time the gadget stays unbound before a bind (REBIND_GAP_MS). */
-  rebindGapMs?: number;
-  log?: Logger;
-}
 
 export class GadgetPlatform implements GadgetHidHost {
   private readonly fs: GadgetFs;
@@ -504,7 +458,10 @@ export class GadgetPlatform implements GadgetHidHost {
       if (wait > 0) await sleep(wait);
     }
     try {
-      await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
+      // after its UDC went and came back, a kernel that kept the UDC's name binds by itself
+      // (and refuses the name written again, EBUSY); one that cleared it waits for the write
+      const current = await readAttr(this.fs, join(this.gadgetDir, 'UDC'));
+      if (current !== name) await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
     } catch (err) {
       this.buildProblems = [
         ...this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM)),
@@ -547,11 +504,22 @@ export class GadgetPlatform implements GadgetHidHost {
     this.poll.unref?.();
   }
 
-  /** One poll: the UDC's state; a UDC that appeared gets the gadget bound. */
+  /**
+   * One poll: the UDC's state; a UDC that appeared gets the gadget bound, one that went away
+   * while bound (its driver unloaded, the controller reset) is said in problems() and the gadget
+   * bound again when it is back.
+   */
   async pollOnce(): Promise<void> {
     if (this.polling || this.disposed) return;
     this.polling = true;
     try {
+      if (
+        this.boundUdc &&
+        this.queue.pending === 0 &&
+        !(await this.fs.exists(join(this.opts.sys, 'class', 'udc', this.boundUdc)))
+      ) {
+        await this.queue.run(() => this.udcGone());
+      }
       if (
         this.gadgetless &&
         this.queue.pending === 0 &&
@@ -577,6 +545,18 @@ export class GadgetPlatform implements GadgetHidHost {
     } finally {
       this.polling = false;
     }
+  }
+
+  /** The bound UDC went away: the kernel unbound the gadget; the HID closes its nodes. */
+  private async udcGone(): Promise<void> {
+    const name = this.boundUdc;
+    if (!name || (await this.fs.exists(join(this.opts.sys, 'class', 'udc', name)))) return;
+    this.log.warn({ udc: name }, 'gadget: the UDC went away while bound');
+    await this.emitRebuilding();
+    this.boundUdc = null;
+    this.unboundAt = performance.now();
+    await this.findUdc();
+    this.emitChange();
   }
 
   private async readUdcState(): Promise<void> {
