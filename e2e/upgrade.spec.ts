@@ -101,6 +101,30 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
+/**
+ * Waits for /upgrading after the confirm. This failed twice in full `npm test` runs (never alone):
+ * the error then says what the console showed (its toast) and what the server logged last.
+ */
+async function toUpgrading(p: Page): Promise<void> {
+  try {
+    await p.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+  } catch (err) {
+    const toasts = await p
+      .locator('.ant-message-notice')
+      .allTextContents()
+      .catch(() => []);
+    const dialogs = await p
+      .locator('.ant-modal-wrap:visible')
+      .allTextContents()
+      .catch(() => []);
+    throw new Error(
+      `not on /upgrading (${p.url()}): ${(err as Error).message}\n` +
+        `toasts: ${JSON.stringify(toasts)}\ndialogs: ${JSON.stringify(dialogs).slice(0, 800)}\n` +
+        `server log tail:\n${server.log.slice(-3000)}`,
+    );
+  }
+}
+
 /** The device's version as the page's session sees it. */
 async function deviceVersion(p: Page): Promise<string> {
   return p.evaluate(async () => {
@@ -120,7 +144,7 @@ describe('upgrade through the console', () => {
     await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
     expect(await byTestId(page, 'upgrade-save-config').isChecked()).toBe(true);
     await byTestId(page, 'confirm-ok').click();
-    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    await toUpgrading(page);
     await page
       .locator('[data-testid="upgrading-page"][data-phase="done"]')
       .waitFor({ state: 'attached', timeout: 60_000 });
@@ -183,7 +207,7 @@ describe('upgrade through the console', () => {
     await byTestId(page, 'upgrade-file').setInputFiles(brokenPkg);
     await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
     await byTestId(page, 'confirm-ok').click();
-    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    await toUpgrading(page);
     const failed = byTestId(page, 'upgrading-failed');
     await failed.waitFor({ state: 'visible', timeout: 90_000 });
     expect(await failed.textContent()).toContain(
@@ -211,7 +235,7 @@ describe('upgrade through the console', () => {
     expect(await deviceVersion(page)).toBe(next);
     const dialog = page.locator('.ant-modal', { has: ask });
     await dialog.locator('[data-testid="confirm-ok"]').click();
-    await page.waitForURL(/\/upgrading$/, { timeout: 15_000 });
+    await toUpgrading(page);
     await page
       .locator('[data-testid="upgrading-page"][data-phase="done"]')
       .waitFor({ state: 'attached', timeout: 60_000 });
