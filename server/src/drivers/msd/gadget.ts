@@ -7,8 +7,8 @@
  * (`gadget.msd_partition_device`, SPEC's mmcblk0p10), always read-only.
  * Online = the function exists and the gadget is bound to a UDC.
  */
-import { constants as fsConstants } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
+import { assertRegularFile } from './lend-check';
 import type { GadgetPlatform } from '../../platform/gadget/platform';
 import type { MsdDriver, MsdDriverState, MsdImageMount } from './types';
 
@@ -83,23 +83,5 @@ export class GadgetMsd implements MsdDriver {
     if (online === this.online) return;
     this.online = online;
     for (const l of this.listeners) l({ online });
-  }
-}
-
-/** The kernel opens the path as root: a regular file, not a link (O_NOFOLLOW) nor a device. */
-async function assertRegularFile(path: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') {
-      throw new Error(`${path} is a symbolic link: not lent`);
-    }
-    throw err;
-  }
-  try {
-    if (!(await handle.stat()).isFile()) throw new Error(`${path} is not a regular file`);
-  } finally {
-    await handle.close();
   }
 }

@@ -11,8 +11,7 @@
  * QEMU restarts (a crash, ATX power cycles through `quit`) lose all of it: on `ready` the driver
  * plugs again whatever is connected.
  */
-import { constants as fsConstants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { assertRegularFile } from './lend-check';
 import type { MsdDriver, MsdDriverState, MsdImageMount } from './types';
 import type { QemuMachine } from '../../platform/qemu/machine';
 import type { QmpClient } from '../../platform/qemu/qmp';
@@ -246,26 +245,5 @@ export class QemuMsd implements MsdDriver {
         );
       }
     }
-  }
-}
-
-/**
- * QEMU opens the path itself (and may write to it: a rw flash drive), so the last guard is
- * here: a regular file, not a symbolic link (O_NOFOLLOW). The service checked the folders.
- */
-async function assertRegularFile(path: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') {
-      throw new Error(`${path} is a symbolic link: not lent`);
-    }
-    throw err;
-  }
-  try {
-    if (!(await handle.stat()).isFile()) throw new Error(`${path} is not a regular file`);
-  } finally {
-    await handle.close();
   }
 }
