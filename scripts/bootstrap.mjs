@@ -50,9 +50,10 @@ const OCR = ['tesseract-ocr', 'tesseract-ocr-eng'];
 const AUDIO = ['pulseaudio', 'qemu-system-gui', 'gcc', 'libc6-dev'];
 /**
  * The device VM (scripts/build-device-vm.mjs, docs/hardware.md): mke2fs makes its data disk;
- * util-linux's setpriv and prlimit are copied into it with node and openssl.
+ * util-linux's setpriv and prlimit are copied into it with node and openssl; so are v4l-utils'
+ * v4l2-ctl (DV timings, EDID), gpiod's tools (ATX over GPIO) and alsa-utils' arecord and aplay.
  */
-const DEVICE_VM = ['e2fsprogs', 'util-linux'];
+const DEVICE_VM = ['e2fsprogs', 'util-linux', 'v4l-utils', 'gpiod', 'alsa-utils'];
 const PACKAGES = {
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR, ...AUDIO],
   test: [

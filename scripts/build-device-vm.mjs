@@ -52,13 +52,32 @@ const sha = () => createHash('sha256');
  * openssl (the server's certificate, services/tls.ts); util-linux's setpriv and prlimit, which
  * the server's supervisor and launcher use (busybox's setpriv has no --pdeathsig).
  */
-const PROGRAMS = ['/usr/bin/node', '/usr/bin/openssl', '/usr/bin/setpriv', '/usr/bin/prlimit'];
+const PROGRAMS = [
+  '/usr/bin/node',
+  '/usr/bin/openssl',
+  '/usr/bin/setpriv',
+  '/usr/bin/prlimit',
+  // issue 24: the encoder and the sound/camera pipelines (ffmpeg, ~215 libraries, ~240 MB: the
+  // VM's memory is sized for them in scripts/device/qemu.mjs), V4L2 (DV timings, EDID), GPIO
+  // (libgpiod 1.6's tools) and ALSA (the host side's tone and recording, the board's devices).
+  '/usr/bin/ffmpeg',
+  '/usr/bin/v4l2-ctl',
+  '/usr/bin/gpioset',
+  '/usr/bin/gpioget',
+  '/usr/bin/gpiomon',
+  '/usr/bin/gpioinfo',
+  '/usr/bin/gpiodetect',
+  '/usr/bin/arecord',
+  '/usr/bin/aplay',
+];
 /** System data the server reads (paths.ts, drivers): copied as they are, symlinks kept. */
 const SYSTEM_DATA = [
   '/usr/share/hwdata/usb.ids',
   '/usr/share/zoneinfo',
   '/usr/share/qemu/keymaps',
   '/etc/ssl/openssl.cnf',
+  // alsa-lib's configuration (alsa.conf and the cards' files): arecord, aplay and ffmpeg's alsa.
+  '/usr/share/alsa',
 ];
 /** node-pty's files node loads (its other folders are sources and other platforms' builds). */
 const NODE_PTY = ['package.json', 'lib', 'build/Release/pty.node'];

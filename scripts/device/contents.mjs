@@ -43,6 +43,14 @@ export const MODULES = [
   'sr_mod',
   'cdrom',
   'isofs',
+  // issue 24: HDMI capture played by vivid (V4L2 with DV timings, EDID, signal controls).
+  'vivid',
+  // issue 24: the gadget's UAC2 sound card, and the host side's USB audio driver that sees it.
+  'usb_f_uac2',
+  'snd_usb_audio',
+  // issue 24: the gadget's UVC webcam, and the host side's driver that captures from it.
+  'usb_f_uvc',
+  'uvcvideo',
   // QEMU's virtio devices: the data disk (ext4) and the network.
   'virtio_pci',
   'virtio_blk',

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { VM, cmdline } from './contents.mjs';
 
 /**
- * Memory of the VM in MB. Measured at 512: after boot the initramfs (~142 MB, unpacked in RAM),
- * the launcher (42 MB RSS) and the server (69 MB) left 233 MB available; 768 leaves room for the
- * page cache of drive reads and for clients.
+ * Memory of the VM in MB. Measured at 512 (issue 23): after boot the initramfs (~142 MB, unpacked
+ * in RAM), the launcher (42 MB RSS) and the server (69 MB) left 233 MB available; 768 left room for
+ * the page cache of drive reads and for clients. Issue 24 adds ffmpeg with its ~215 libraries
+ * (~240 MB more in the initramfs) and the encoders that run at once (video, sound, camera).
  */
-export const MEMORY_MB = 768;
+export const MEMORY_MB = 1536;
 
 /**
  * @param {object} o
