@@ -10,6 +10,7 @@ import {
   byTestId,
   expectText,
   loginViaUi,
+  openFromMenu,
   openSettings,
   startConsole,
   stopConsole,
@@ -43,9 +44,7 @@ async function config(p: Page): Promise<Record<string, unknown>> {
 
 describe('console input controls', () => {
   it('adds a shortcut from the virtual keyboard (forced floating) and keeps it on the server', async () => {
-    await byTestId(page, 'toolbar-shortcuts').click();
-    await byTestId(page, 'shortcut-add').click();
-    await byTestId(page, 'shortcut-add-dialog').waitFor({ state: 'visible' });
+    await openFromMenu(page, 'toolbar-shortcuts', 'shortcut-add', 'shortcut-add-dialog');
     const keyboard = byTestId(page, 'virtual-keyboard');
     await keyboard.waitFor({ state: 'visible' });
     expect(await keyboard.getAttribute('data-mode')).toBe('floating');
@@ -64,9 +63,7 @@ describe('console input controls', () => {
   }, 60_000);
 
   it('refuses a duplicate shortcut', async () => {
-    await byTestId(page, 'toolbar-shortcuts').click();
-    await byTestId(page, 'shortcut-add').click();
-    await byTestId(page, 'shortcut-add-dialog').waitFor({ state: 'visible' });
+    await openFromMenu(page, 'toolbar-shortcuts', 'shortcut-add', 'shortcut-add-dialog');
     await tap(page, 'ControlLeft');
     await tap(page, 'ShiftLeft');
     await tap(page, 'KeyE');

@@ -41,13 +41,22 @@ async function screenText(): Promise<string> {
   const before = (await serialLines()).length;
   await hid.typeSequence(typed('screen\n'), 0, new AbortController().signal);
   let text = '';
-  await until('screen dump', async () => {
-    const lines = (await serialLines()).slice(before);
-    const begin = lines.findIndex((l) => l.startsWith('screen begin'));
-    const end = lines.findIndex((l) => l === 'screen end');
-    if (begin < 0 || end < begin) return false;
-    text = lines.slice(begin + 1, end).join('\n');
-    return true;
+  // Typing `screen` and the guest's dump take seconds on a TCG guest under the whole suite's
+  // load (the 10 s default failed in full runs): poll long, and say what the guest printed.
+  await until(
+    'screen dump',
+    async () => {
+      const lines = (await serialLines()).slice(before);
+      const begin = lines.findIndex((l) => l.startsWith('screen begin'));
+      const end = lines.findIndex((l) => l === 'screen end');
+      if (begin < 0 || end < begin) return false;
+      text = lines.slice(begin + 1, end).join('\n');
+      return true;
+    },
+    45_000,
+  ).catch(async (err: Error) => {
+    const seen = (await serialLines()).slice(before).slice(-30).join('\n');
+    throw new Error(`${err.message}; the guest's serial since:\n${seen}`);
   });
   return text;
 }
