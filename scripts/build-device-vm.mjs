@@ -313,9 +313,52 @@ export const OUTPUT_FILES = {
   app: join(OUT_DIR, 'app.cpio'),
 };
 
+/**
+ * One build at a time: parallel test files, benches and `npm run device-vm` share .cache/device-vm
+ * (its work folder is emptied by a build). The lock file holds the builder's pid; a lock whose
+ * process is gone is taken over.
+ */
+function withLock(fn) {
+  mkdirSync(OUT_DIR, { recursive: true });
+  const lock = join(OUT_DIR, '.build.lock');
+  const deadline = Date.now() + 20 * 60_000;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(lock, 'utf8').trim());
+      } catch {
+        continue; // released meanwhile
+      }
+      // An empty file is a lock being written this instant: its holder is alive.
+      let alive = !holder;
+      try {
+        if (holder) alive = process.kill(holder, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`another build (pid ${holder}) holds ${lock}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
-    main();
+    withLock(main);
   } catch (err) {
     console.error(`build-device-vm: ${err.message}`);
     process.exit(1);
