@@ -30,6 +30,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INIT, MODULES, POWEROFF, SERVER_CONFIG, VM, cmdline } from './device/contents.mjs';
+import { GPIO_SIM_MODULE, buildGpioSim } from './device/gpio-sim.mjs';
 import { fetchDeb, kernelPackage } from './guest/debian.mjs';
 import { Cpio } from './guest/initramfs.mjs';
 import { extractVmlinux, indexModules, resolveModules } from './guest/kernel.mjs';
@@ -123,7 +124,9 @@ function baseInputs() {
   ];
   const h = sha()
     .update(readFileSync(fileURLToPath(import.meta.url)))
-    .update(JSON.stringify({ kernelPkg, MODULES }));
+    .update(JSON.stringify({ kernelPkg, MODULES }))
+    // gpio-sim's build (its .ko goes into this part)
+    .update(readFileSync(join(partsDir, 'gpio-sim.mjs')));
   for (const f of hostFiles) {
     const st = statSync(f, { throwIfNoEntry: false });
     h.update(`${f}:${st?.size}:${st?.mtimeMs}\n`);
@@ -180,7 +183,7 @@ class Tree extends Cpio {
   }
 }
 
-function buildBase(kernelRoot, kernelVersion, busybox, hostFiles) {
+function buildBase(kernelRoot, kernelVersion, busybox, hostFiles, gpioSim) {
   const cpio = new Tree();
   for (const d of ['bin', 'dev', 'etc', 'lib/modules', 'proc', 'sys', 'tmp', 'run', 'root']) {
     cpio.mkdirs(d);
@@ -192,6 +195,9 @@ function buildBase(kernelRoot, kernelVersion, busybox, hostFiles) {
   const index = indexModules(join(kernelRoot, 'lib', 'modules', kernelVersion, 'kernel'));
   const { order } = resolveModules(index, MODULES);
   for (const name of order) cpio.file(`lib/modules/${name}.ko`, readFileSync(index.get(name)));
+  // gpio-sim, built out of tree (scripts/device/gpio-sim.mjs); it depends on configfs only.
+  cpio.file(`lib/modules/${GPIO_SIM_MODULE}.ko`, readFileSync(gpioSim));
+  order.push(GPIO_SIM_MODULE);
   cpio.file('etc/modules', Buffer.from(order.join('\n') + '\n'));
   for (const f of hostFiles) {
     // Libraries go where ldd found them, and a named data file where it is named, as files
@@ -263,11 +269,13 @@ function main() {
     const versions = readdirSync(join(kroot, 'lib', 'modules'));
     if (versions.length !== 1) throw new Error(`expected one kernel in ${kernelDeb}: ${versions}`);
     const kernelVersion = versions[0];
+    const gpioSim = buildGpioSim(kernelDeb, log);
     const { image, modules } = buildBase(
       kroot,
       kernelVersion,
       join(broot, 'bin', 'busybox'),
       base.hostFiles,
+      gpioSim.path,
     );
     extractVmlinux(join(kroot, 'boot', `vmlinuz-${kernelVersion}`), `${OUTPUT_FILES.vmlinux}.new`);
     writeFileSync(`${OUTPUT_FILES.base}.new`, image);
@@ -280,6 +288,7 @@ function main() {
       kernelPackage: basename(kernelDeb),
       busyboxPackage: basename(busyboxDeb),
       modules,
+      gpioSimKey: gpioSim.key,
       baseBuildMs: Math.round(performance.now() - t0),
     });
     log(`base part: ${(image.length / 1e6).toFixed(1)} MB in ${manifest.baseBuildMs} ms`);
