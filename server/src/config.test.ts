@@ -35,8 +35,17 @@ describe('config', () => {
       udc: '',
       udc_poll_ms: 250,
       hid_write_timeout_ms: 500,
+      uac2: true,
       msd_partition_device: '/dev/block/by-name/media',
     });
+    // the gadget's UAC2 card for the ALSA sound driver
+    expect(cfg.audio).toEqual({
+      type: 'target',
+      alsa: { card: 'UAC2Gadget', device: 0, proc: '/proc/asound' },
+    });
+    expect(() => buildConfig({ audio: { alsa: { card: '../x' } } }, defaults)).toThrow(
+      /audio\.alsa\.card/,
+    );
     // a name becomes a folder under usb_gadget, a UDC a name under class/udc: no path in either
     expect(() => buildConfig({ gadget: { name: '../x' } }, defaults)).toThrow(/gadget\.name/);
     expect(() => buildConfig({ gadget: { udc: 'a/b' } }, defaults)).toThrow(/gadget\.udc/);

@@ -200,7 +200,28 @@ const configSchema = z.strictObject({
     .prefault({}),
   atx: z.strictObject({ type: driverType('atx') }).prefault({}),
   fingerbot: z.strictObject({ type: driverType('fingerbot') }).prefault({}),
-  audio: z.strictObject({ type: driverType('audio') }).prefault({}),
+  audio: z
+    .strictObject({
+      type: driverType('audio'),
+      /** `type: alsa` (docs/drivers.md "Audio (ALSA)"): the board's sound card. */
+      alsa: z
+        .strictObject({
+          /**
+           * The card's id as /proc/asound/cards has it; the default is the card the kernel makes
+           * for the gadget's UAC2 function.
+           */
+          card: z
+            .string()
+            .regex(/^[A-Za-z0-9_-]{1,32}$/)
+            .default('UAC2Gadget'),
+          /** The PCM device on the card (capture and playback). */
+          device: z.number().int().min(0).max(31).default(0),
+          /** procfs's ALSA folder (`<proc>/<card>` exists while the card does). */
+          proc: z.string().min(1).default('/proc/asound'),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   msd: z
     .strictObject({
       type: driverType('msd'),
@@ -241,6 +262,11 @@ const configSchema = z.strictObject({
       udc_poll_ms: z.number().int().min(20).max(10_000).default(250),
       /** A write to `/dev/hidgN` that the host does not take in this time counts as offline. */
       hid_write_timeout_ms: z.number().int().min(10).max(60_000).default(500),
+      /**
+       * The USB sound card (UAC2, 48 kHz stereo 16-bit both ways) in the gadget, made when
+       * `audio.type` is `alsa`; false: no sound function (the remote computer sees no card).
+       */
+      uac2: z.boolean().default(true),
       /** GL's partition mode: the board's block device lent as the drive (SPEC: mmcblk0p10). */
       msd_partition_device: z.string().min(1).default('/dev/block/by-name/media'),
     })

@@ -12,7 +12,7 @@ export const DRIVER_CHOICES = {
   atx: ['qemu', 'disabled'],
   msd: ['qemu', 'gadget', 'disabled'],
   fingerbot: ['qemu', 'disabled'],
-  audio: ['qemu', 'testbed', 'disabled'],
+  audio: ['qemu', 'testbed', 'alsa', 'disabled'],
   /** `system.network` */
   network: ['netns', 'nmcli', 'disabled'],
   /** `system.wifi` */
@@ -95,7 +95,8 @@ export const TARGET_PRESETS = {
       atx: 'disabled',
       msd: 'gadget',
       fingerbot: 'disabled',
-      audio: 'disabled',
+      // the gadget's UAC2 sound card (gadget.uac2)
+      audio: 'alsa',
       network: 'nmcli',
       wifi: 'nmcli',
       clock: 'system',

@@ -5,6 +5,7 @@
  * first driver that needs it. Services and routes only see the interfaces in `<subsystem>/types`.
  */
 import { join } from 'node:path';
+import { AUDIO_FORMAT } from '@kvm/protocol';
 import type { AppConfig } from '../config';
 import type { Logger } from '../log';
 import { QemuPlatform } from '../platform/qemu/platform';
@@ -40,6 +41,7 @@ import { QemuFingerbot } from './fingerbot/qemu';
 import type { AudioDriver } from './audio/types';
 import { DisabledAudio } from './audio/disabled';
 import { QemuAudio } from './audio/qemu';
+import { AlsaAudio, type AlsaGadgetSound } from './audio/alsa';
 import { TestbedAudio } from './audio/testbed';
 import type { NetworkDriver } from './network/types';
 import { DisabledNetwork } from './network/disabled';
@@ -136,6 +138,11 @@ class Shared {
         absolute: ABSOLUTE_MOUSE_FUNCTION,
         relative: RELATIVE_MOUSE_FUNCTION,
       },
+      // the remote computer's USB sound card, for the ALSA sound driver
+      uac2:
+        this.types.audio === 'alsa' && g.uac2
+          ? { channels: AUDIO_FORMAT.channels, rate: AUDIO_FORMAT.sampleRate, sampleBytes: 2 }
+          : null,
       ...(atStart
         ? {
             initial: async () => {
@@ -265,6 +272,13 @@ const TABLE: Table = {
     // the VM's sound server runs with the machine (QemuPlatform)
     qemu: (s) => new QemuAudio(s.qemu.pulse!),
     testbed: () => new TestbedAudio(),
+    alsa: (s) => {
+      const a = s.config.audio.alsa;
+      // the gadget's own card when the gadget target makes one; else a card of the board's own
+      const gadget =
+        s.types.hid === 'gadget' || s.types.msd === 'gadget' ? gadgetSound(s.gadget) : null;
+      return new AlsaAudio({ card: a.card, device: a.device, proc: a.proc, gadget });
+    },
     disabled: () => new DisabledAudio(),
   },
   network: {
@@ -296,6 +310,22 @@ const TABLE: Table = {
       ),
   },
 };
+
+/** The gadget's sound side as the ALSA driver sees it (its card comes and goes with the bind). */
+function gadgetSound(p: GadgetPlatform): AlsaGadgetSound {
+  return {
+    soundOnline: () => p.soundOnline(),
+    soundProblem: () => p.soundProblem(),
+    onChange: (listener) => {
+      const offChange = p.onChange(listener);
+      const offRebuilt = p.onRebuilt(listener);
+      return () => {
+        offChange();
+        offRebuilt();
+      };
+    },
+  };
+}
 
 /** Display identity follows the video driver: the monitor of that screen. */
 function displayFor(video: VideoSource, s: Shared): DisplayDriver {

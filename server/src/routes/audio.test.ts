@@ -12,6 +12,7 @@ async function start(): Promise<string> {
 
 const TESTBED = {
   available: true,
+  reason: null,
   simulated: true,
   listeners: 0,
   mic: { enabled: false, available: true, active: false },

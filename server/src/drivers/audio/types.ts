@@ -8,6 +8,8 @@
  *   (the microphone is played into it).
  * - testbed (drivers/testbed/audio.ts): a generated sound, said to be simulated everywhere it
  *   shows; a tone on demand for tests and benches; the microphone is decoded and measured.
+ * - alsa (drivers/audio/alsa.ts): an ALSA card of the board; on the gadget target the card of the
+ *   gadget's UAC2 function (the remote computer's USB sound card).
  * - none (drivers/audio/none.ts): no sound; the console says so.
  */
 import type { Readable, Writable } from 'node:stream';
@@ -33,7 +35,7 @@ export interface AudioPlayback {
 }
 
 export interface AudioDriver {
-  /** 'qemu' | 'testbed' | 'none' */
+  /** 'qemu' | 'testbed' | 'alsa' | 'none' */
   readonly kind: string;
   /** The sound is generated, not a computer's (the testbed). */
   readonly simulated: boolean;
@@ -45,6 +47,10 @@ export interface AudioDriver {
   readonly cameraUnavailableReason: string | null;
   /** The same as a code the console translates (null when the camera can be used). */
   readonly cameraUnavailableCode: CameraUnavailableCode | null;
+  /** Why there is no sound now (the VM off, the sound card missing), or null; absent: never said. */
+  readonly unavailable?: string | null;
+  /** Called when capture(), playback() or `unavailable` may have changed (optional). */
+  onChange?(listener: () => void): () => void;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }

@@ -15,6 +15,8 @@ export const KEYBOARD_FN = 'hid.usb0';
 export const ABSOLUTE_MOUSE_FN = 'hid.usb1';
 export const RELATIVE_MOUSE_FN = 'hid.usb2';
 export const MSD_FN = 'mass_storage.usb0';
+/** The USB sound card (UAC2): the remote computer's speaker and microphone (issue 24). */
+export const UAC2_FN = 'uac2.usb0';
 export const CONFIG = 'configs/c.1';
 /** English (United States), the strings' language. */
 const LANG = '0x409';
@@ -166,6 +168,50 @@ export async function makeMsdFunction(
     await removeGroup(fs, dir).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The UAC2 function's format, both ways (configfs-usb-gadget-uac2): `p_*` is what the board
+ * plays to the remote computer (its microphone input), `c_*` what the board captures from it
+ * (its speaker output). The kernel makes the board's ALSA card (id `UAC2Gadget`) when the gadget
+ * binds and removes it when it unbinds.
+ */
+export interface Uac2Spec {
+  /** Channels (a mask of the first N bits is written), both ways. */
+  channels: number;
+  /** Hz, both ways. */
+  rate: number;
+  /** Bytes per sample, both ways. */
+  sampleBytes: 2 | 3 | 4;
+}
+
+/** The UAC2 function, linked; nothing of it is left if this throws. */
+export async function makeUac2Function(
+  fs: GadgetFs,
+  gadgetDir: string,
+  spec: Uac2Spec,
+): Promise<void> {
+  const dir = join(gadgetDir, 'functions', UAC2_FN);
+  const mask = String((1 << spec.channels) - 1);
+  try {
+    await fs.mkdir(dir);
+    for (const side of ['p', 'c']) {
+      await fs.writeFile(join(dir, `${side}_chmask`), mask);
+      await fs.writeFile(join(dir, `${side}_srate`), String(spec.rate));
+      await fs.writeFile(join(dir, `${side}_ssize`), String(spec.sampleBytes));
+    }
+    await fs.symlink(dir, join(gadgetDir, CONFIG, UAC2_FN));
+  } catch (err) {
+    await removeGroup(fs, dir).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Takes a made function out of the configuration and removes it (a bind failed with it). */
+export async function removeFunction(fs: GadgetFs, gadgetDir: string, fn: string): Promise<void> {
+  const link = join(gadgetDir, CONFIG, fn);
+  if (await fs.exists(link)) await fs.unlink(link);
+  await removeGroup(fs, join(gadgetDir, 'functions', fn));
 }
 
 /** Type, read-only flag, INQUIRY and (if any) file; the kernel refuses the type while open. */

@@ -2,7 +2,7 @@
 import type { Logger } from '../../log';
 import type { CommandRunner } from '../../process/run';
 import type { GadgetFs } from './configfs';
-import type { GadgetSettings } from './composite';
+import type { GadgetSettings, Uac2Spec } from './composite';
 import type { HidFunctionSpec, UdcState } from './types';
 
 /**
@@ -32,6 +32,8 @@ export interface GadgetPlatformOptions {
   udcPollMs: number;
   /** The report descriptors (platform/gadget/reports.ts). */
   hid: { keyboard: HidFunctionSpec; absolute: HidFunctionSpec; relative: HidFunctionSpec };
+  /** The USB sound card (UAC2) and its format; null/absent: none (issue 24). */
+  uac2?: Uac2Spec | null;
   /** The stored settings to build with at start (so the start enumerates once). */
   initial?: () => Promise<Partial<GadgetSettings>>;
   fs?: GadgetFs;

@@ -22,15 +22,24 @@ import {
   KEYBOARD_FN,
   makeGadget,
   makeHidFunction,
+  makeUac2Function,
   MSD_FN,
   RELATIVE_MOUSE_FN,
+  removeFunction,
   removeGadget,
+  UAC2_FN,
   sameSettings,
   type GadgetImage,
   type GadgetSettings,
 } from './composite';
 import { NodeGadgetFs, readAttr, type GadgetFs } from './configfs';
-import { BIND_PROBLEM, bindProblem, FunctionFailures, gadgetlessProblem } from './problems';
+import {
+  BIND_PROBLEM,
+  bindProblem,
+  FunctionFailures,
+  gadgetlessProblem,
+  optionalDroppedProblem,
+} from './problems';
 import { GadgetLuns } from './luns';
 import { setupGadgetKernel } from './setup';
 import type { GadgetHidHost, GadgetHidNodes, GadgetMouseMode, UdcState } from './types';
@@ -41,6 +50,9 @@ export { REBIND_GAP_MS, type GadgetPlatformOptions, type GadgetUdcInfo } from '.
 
 type Listener<T> = (value: T) => void;
 
+/** Functions the gadget binds without when the UDC refuses it with them, in the order dropped. */
+const OPTIONAL_FUNCTIONS: readonly string[] = [UAC2_FN];
+
 export {
   ABSOLUTE_MOUSE_FN,
   CONFIG,
@@ -49,6 +61,7 @@ export {
   KEYBOARD_FN,
   MSD_FN,
   RELATIVE_MOUSE_FN,
+  UAC2_FN,
   type GadgetIdentity,
   type GadgetImage,
   type GadgetSettings,
@@ -337,6 +350,27 @@ export class GadgetPlatform implements GadgetHidHost {
     return { image: image ? { ...image } : null, partition };
   }
 
+  // ---- sound (drivers/audio/alsa.ts) ----
+
+  /** The UAC2 function is made and the gadget bound: the board's sound card exists. */
+  soundOnline(): boolean {
+    return this.made.has(UAC2_FN) && this.boundUdc !== null;
+  }
+
+  /** Why the gadget has no sound card now, or null. */
+  soundProblem(): string | null {
+    if (!this.opts.uac2) return 'The gadget has no sound function (gadget.uac2: false)';
+    if (!this.made.has(UAC2_FN)) {
+      return (
+        this.buildProblems.find((p) => p.includes(UAC2_FN) || p.includes('usb_f_uac2')) ??
+        this.buildProblems[0] ??
+        'The sound function (UAC2) was not made'
+      );
+    }
+    if (!this.boundUdc) return this.udcProblem ?? 'The gadget is not bound to a UDC';
+    return null;
+  }
+
   // ---- internals: start ----
 
   private startCdrom(): boolean {
@@ -408,6 +442,14 @@ export class GadgetPlatform implements GadgetHidHost {
     } catch (err) {
       await failed(MSD_FN, err);
     }
+    if (this.opts.uac2) {
+      try {
+        await makeUac2Function(this.fs, dir, this.opts.uac2);
+        this.made.add(UAC2_FN);
+      } catch (err) {
+        await failed(UAC2_FN, err);
+      }
+    }
     this.buildProblems = failures.problems();
     if (this.wantConnected) await this.bind();
     else await this.findUdc();
@@ -463,15 +505,48 @@ export class GadgetPlatform implements GadgetHidHost {
       const current = await readAttr(this.fs, join(this.gadgetDir, 'UDC'));
       if (current !== name) await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
     } catch (err) {
+      if (await this.bindWithoutOptional(name, err)) return this.afterBind(name);
       this.buildProblems = [
         ...this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM)),
         bindProblem(name, err),
       ];
       return;
     }
+    await this.afterBind(name);
+  }
+
+  private async afterBind(name: string): Promise<void> {
     this.buildProblems = this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM));
     this.boundUdc = name;
     await this.resolveNodes();
+  }
+
+  /**
+   * The UDC refused the gadget: the functions it can do without (OPTIONAL_FUNCTIONS) are taken
+   * out one at a time and the bind tried again; each one left out is said in problems(). True
+   * when the gadget is bound now.
+   */
+  private async bindWithoutOptional(name: string, first: unknown): Promise<boolean> {
+    let err = first;
+    for (const fn of OPTIONAL_FUNCTIONS) {
+      if (!this.made.has(fn)) continue;
+      try {
+        await removeFunction(this.fs, this.gadgetDir, fn);
+      } catch (removeErr) {
+        this.log.warn({ fn, err: (removeErr as Error).message }, 'gadget: function not removed');
+        return false;
+      }
+      this.made.delete(fn);
+      this.buildProblems = [...this.buildProblems, optionalDroppedProblem(fn, name, err)];
+      this.log.warn({ fn, udc: name, err: (err as Error).message }, 'gadget: bound without it');
+      try {
+        await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
+        return true;
+      } catch (next) {
+        err = next;
+      }
+    }
+    return false;
   }
 
   private async unbind(): Promise<void> {

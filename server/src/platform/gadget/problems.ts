@@ -1,12 +1,13 @@
 /** The texts problems() shows when a part of the gadget could not be made or bound. */
 import { join } from 'node:path';
 import { errnoCode, listDir, type GadgetFs } from './configfs';
-import { ABSOLUTE_MOUSE_FN, KEYBOARD_FN, MSD_FN, RELATIVE_MOUSE_FN } from './composite';
+import { ABSOLUTE_MOUSE_FN, KEYBOARD_FN, MSD_FN, RELATIVE_MOUSE_FN, UAC2_FN } from './composite';
 
 /** What one function needs of its module when it cannot be made. */
 const FUNCTION_MODULE: Record<string, string> = {
   hid: 'usb_f_hid',
   mass_storage: 'usb_f_mass_storage',
+  uac2: 'usb_f_uac2',
 };
 
 const FUNCTION_WHAT: Record<string, string> = {
@@ -14,6 +15,7 @@ const FUNCTION_WHAT: Record<string, string> = {
   [ABSOLUTE_MOUSE_FN]: 'no absolute mouse',
   [RELATIVE_MOUSE_FN]: 'no relative mouse',
   [MSD_FN]: 'no virtual media',
+  [UAC2_FN]: 'no sound',
 };
 
 /** Why there is no `<configfs>/usb_gadget`: configfs not mounted, or libcomposite missing. */
@@ -67,4 +69,15 @@ export const BIND_PROBLEM = 'The gadget could not be bound';
 export function bindProblem(udc: string, err: unknown): string {
   const hint = errnoCode(err) === 'EBUSY' ? ' (another gadget holds it)' : '';
   return `${BIND_PROBLEM} to ${udc}${hint}: ${(err as Error).message}`;
+}
+
+/**
+ * A function the gadget binds without (the sound card): the UDC refused the gadget with it, and
+ * took it without (a UDC with no isochronous endpoints, as dummy_hcd's own).
+ */
+export function optionalDroppedProblem(fn: string, udc: string, err: unknown): string {
+  return (
+    `The function ${fn} was left out (${FUNCTION_WHAT[fn] ?? fn}): ${udc} did not bind the ` +
+    `gadget with it (${(err as Error).message}); it bound without it`
+  );
 }

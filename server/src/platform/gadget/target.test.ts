@@ -66,6 +66,8 @@ describe('the gadget target', () => {
       'hid.usb0',
       'hid.usb1',
       'mass_storage.usb0',
+      // the USB sound card (audio.type alsa on this target)
+      'uac2.usb0',
     ]);
     // the log bundle says what the board's USB side is
     expect(await app.ctx.drivers.describe()).toMatchObject({
@@ -143,6 +145,8 @@ describe('the gadget target', () => {
       'hid.usb1',
       'hid.usb2',
       'mass_storage.usb0',
+      // the USB sound card (audio.type alsa on this target)
+      'uac2.usb0',
     ]);
 
     // reinit_udc makes the gadget again: a marker left in it is gone
@@ -170,6 +174,8 @@ describe('the gadget target', () => {
       'hid.usb0',
       'hid.usb2',
       'mass_storage.usb0',
+      // the USB sound card (audio.type alsa on this target)
+      'uac2.usb0',
     ]);
     expect(app.ctx.drivers.gadget?.rebuildMs()).not.toBeNull();
     const restarted = await apps.restart(overrides);
@@ -177,6 +183,8 @@ describe('the gadget target', () => {
       'hid.usb0',
       'hid.usb2',
       'mass_storage.usb0',
+      // the USB sound card (audio.type alsa on this target)
+      'uac2.usb0',
     ]);
     expect(restarted.ctx.drivers.gadget?.rebuildMs()).toBeNull();
   });

@@ -10,6 +10,9 @@
  *   group with child groups (ENOTEMPTY) or a function still linked (EBUSY) cannot either;
  * - `UDC`: a name not in `<sys>/class/udc` → ENODEV, '' when unbound → ENODEV, a bind sets the
  *   UDC's state to `bindState`, an unbind to `not attached`;
+ * - a UAC2 function (`uac2.*`): its attributes; bound, the board's sound card
+ *   `<root>/proc/asound/UAC2Gadget` exists (until the unbind); with `isoless` the bind of a gadget
+ *   that links one fails (ENODEV), as on a UDC without isochronous endpoints (dummy_hcd);
  * - a LUN: `cdrom`/`ro` while a file is open → EBUSY, `file` of a missing path → ENOENT,
  *   `forced_eject` empties `file`.
  * Every write is recorded in `writes` (path relative to the tree, value).
@@ -27,6 +30,18 @@ function errno(code: string, what: string): NodeJS.ErrnoException {
   err.code = code;
   return err;
 }
+
+const UAC2_ATTRS = [
+  'p_chmask',
+  'p_srate',
+  'p_ssize',
+  'c_chmask',
+  'c_srate',
+  'c_ssize',
+  'c_sync',
+  'req_number',
+  'function_name',
+];
 
 const LUN_ATTRS = ['file', 'ro', 'removable', 'cdrom', 'nofua', 'inquiry_string', 'forced_eject'];
 
@@ -62,6 +77,8 @@ export class FixtureKernel extends NodeGadgetFs {
   readonly missingModules = new Set<string>();
   /** The state a bind gives the UDC (the remote computer polls it). */
   bindState = 'configured';
+  /** The UDC has no isochronous endpoints: a gadget with a UAC2 function does not bind. */
+  isoless = false;
   private nextMinor = 0;
 
   private constructor(readonly root: string) {
@@ -80,7 +97,12 @@ export class FixtureKernel extends NodeGadgetFs {
     await fsp.mkdir(join(k.sys, 'dev', 'char'), { recursive: true });
     await fsp.mkdir(k.dev, { recursive: true });
     for (const udc of opts.udcs ?? ['dummy_udc.0']) await k.addUdc(udc);
-    for (const m of opts.modules ?? ['libcomposite', 'usb_f_hid', 'usb_f_mass_storage']) {
+    for (const m of opts.modules ?? [
+      'libcomposite',
+      'usb_f_hid',
+      'usb_f_mass_storage',
+      'usb_f_uac2',
+    ]) {
       await fsp.mkdir(join(k.sys, 'module', m), { recursive: true });
     }
     return k;
@@ -178,7 +200,11 @@ export class FixtureKernel extends NodeGadgetFs {
     if (await this.exists(full)) return;
     const group = this.classify(full);
     if (group.kind === 'function') {
-      const module = { hid: 'usb_f_hid', mass_storage: 'usb_f_mass_storage' }[group.type];
+      const module = {
+        hid: 'usb_f_hid',
+        mass_storage: 'usb_f_mass_storage',
+        uac2: 'usb_f_uac2',
+      }[group.type];
       if (!module || this.missingModules.has(module)) throw errno('ENOENT', `mkdir ${full}`);
     }
     if (group.kind === 'default') {
@@ -228,6 +254,8 @@ export class FixtureKernel extends NodeGadgetFs {
             `MAJOR=236\nMINOR=${minor}\nDEVNAME=hidg${minor}\n`,
           );
           await fsp.writeFile(join(this.dev, `hidg${minor}`), '');
+        } else if (group.type === 'uac2') {
+          await this.touch(full, UAC2_ATTRS);
         } else {
           await this.touch(full, ['stall']);
           await fsp.mkdir(join(full, 'lun.0'));
@@ -255,12 +283,16 @@ export class FixtureKernel extends NodeGadgetFs {
       if (text === '') {
         if (!current) throw errno('ENODEV', 'UDC: not bound');
         await this.setUdcState(current, 'not attached').catch(() => undefined);
+        await fsp.rm(this.soundCard, { recursive: true, force: true });
       } else {
         if (current) throw errno('EBUSY', 'UDC: bound already');
         if (!(await this.exists(join(this.sys, 'class', 'udc', text)))) {
           throw errno('ENODEV', `UDC ${text}`);
         }
+        const sound = await this.linksUac2(dir);
+        if (sound && this.isoless) throw errno('ENODEV', `UDC ${text}: no isochronous endpoint`);
         await this.setUdcState(text, this.bindState);
+        if (sound) await fsp.mkdir(this.soundCard, { recursive: true });
       }
     }
     const lunKind = this.classify(dir).kind;
@@ -280,6 +312,19 @@ export class FixtureKernel extends NodeGadgetFs {
     this.writes.push([rel, value]);
     this.writeTimes.push(performance.now());
     await fsp.writeFile(full, data);
+  }
+
+  /** The board's ALSA card of the UAC2 function while bound (`<proc>/asound/<id>`). */
+  get soundCard(): string {
+    return join(this.root, 'proc', 'asound', 'UAC2Gadget');
+  }
+
+  private async linksUac2(gadget: string): Promise<boolean> {
+    for (const c of await fsp.readdir(join(gadget, 'configs')).catch(() => [])) {
+      const entries = await fsp.readdir(join(gadget, 'configs', c)).catch(() => []);
+      if (entries.some((e) => e.startsWith('uac2.'))) return true;
+    }
+    return false;
   }
 
   override async unlink(path: string): Promise<void> {

@@ -37,7 +37,11 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
     };
     this.hub.on('listeners', changed);
     this.mic.on('active', changed);
+    // the sound card came or went (the gadget rebuilt, its UDC unbound)
+    this.stopDriverWatch = this.driver.onChange?.(changed) ?? null;
   }
+
+  private readonly stopDriverWatch: (() => void) | null;
 
   getState(): AudioState {
     const available = this.soundAvailable();
@@ -45,6 +49,7 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
     const reason = this.driver.cameraUnavailableReason;
     return {
       available,
+      reason: available ? null : (this.driver.unavailable ?? null),
       simulated: this.driver.simulated,
       listeners: this.hub.subscriberCount,
       mic: {
@@ -96,6 +101,7 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
   }
 
   async dispose(): Promise<void> {
+    this.stopDriverWatch?.();
     this.removeAllListeners();
     await Promise.all([this.hub.dispose(), this.mic.dispose()]);
   }
