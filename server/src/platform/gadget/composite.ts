@@ -10,6 +10,7 @@ import type { OtgFunctions } from '@kvm/protocol';
 import type { Logger } from '../../log';
 import { errnoCode, listDir, readAttr, removeGroup, type GadgetFs } from './configfs';
 import type { GadgetMouseMode, HidFunctionSpec } from './types';
+import { removeUvcFunction, UVC_FN } from './uvc';
 
 export const KEYBOARD_FN = 'hid.usb0';
 export const ABSOLUTE_MOUSE_FN = 'hid.usb1';
@@ -275,7 +276,9 @@ export async function removeGadget(
     if (entry.kind === 'link') await fs.unlink(join(dir, 'os_desc', entry.name));
   }
   for (const fn of await listDir(fs, join(dir, 'functions'))) {
-    if (fn.kind === 'dir') await removeGroup(fs, join(dir, 'functions', fn.name));
+    // the webcam's tree has user-made groups linked to each other: removed in its own order
+    if (fn.name === UVC_FN) await removeUvcFunction(fs, dir);
+    else if (fn.kind === 'dir') await removeGroup(fs, join(dir, 'functions', fn.name));
   }
   for (const lang of await listDir(fs, join(dir, 'strings'))) {
     if (lang.kind === 'dir') await removeGroup(fs, join(dir, 'strings', lang.name));

@@ -3,6 +3,7 @@ import type { Logger } from '../../log';
 import type { CommandRunner } from '../../process/run';
 import type { GadgetFs } from './configfs';
 import type { GadgetSettings, Uac2Spec } from './composite';
+import type { UvcSpec } from './uvc';
 import type { HidFunctionSpec, UdcState } from './types';
 
 /**
@@ -34,6 +35,8 @@ export interface GadgetPlatformOptions {
   hid: { keyboard: HidFunctionSpec; absolute: HidFunctionSpec; relative: HidFunctionSpec };
   /** The USB sound card (UAC2) and its format; null/absent: none (issue 24). */
   uac2?: Uac2Spec | null;
+  /** The webcam (UVC) the browser's camera feeds; null/absent: none (issue 24). */
+  uvc?: UvcSpec | null;
   /** The stored settings to build with at start (so the start enumerates once). */
   initial?: () => Promise<Partial<GadgetSettings>>;
   fs?: GadgetFs;

@@ -45,13 +45,14 @@ import { setupGadgetKernel } from './setup';
 import type { GadgetHidHost, GadgetHidNodes, GadgetMouseMode, UdcState } from './types';
 import { REBIND_GAP_MS, type GadgetPlatformOptions, type GadgetUdcInfo } from './options';
 import { findUdc, resolveHidNode, sleep } from './udc';
+import { findUvcNode, makeUvcFunction, removeUvcFunction, uvcInterfaces, UVC_FN } from './uvc';
 
 export { REBIND_GAP_MS, type GadgetPlatformOptions, type GadgetUdcInfo } from './options';
 
 type Listener<T> = (value: T) => void;
 
 /** Functions the gadget binds without when the UDC refuses it with them, in the order dropped. */
-const OPTIONAL_FUNCTIONS: readonly string[] = [UAC2_FN];
+const OPTIONAL_FUNCTIONS: readonly string[] = [UVC_FN, UAC2_FN];
 
 export {
   ABSOLUTE_MOUSE_FN,
@@ -371,6 +372,40 @@ export class GadgetPlatform implements GadgetHidHost {
     return null;
   }
 
+  // ---- the webcam (services/camera) ----
+
+  /** The UVC function is made and the gadget bound: the remote computer has our webcam. */
+  cameraOnline(): boolean {
+    return this.made.has(UVC_FN) && this.boundUdc !== null;
+  }
+
+  /** Why the gadget has no webcam now, or null. */
+  cameraProblem(): string | null {
+    if (!this.opts.uvc) return 'The gadget has no webcam function (gadget.uvc: false)';
+    if (!this.made.has(UVC_FN)) {
+      return (
+        this.buildProblems.find((p) => p.includes(UVC_FN) || p.includes('usb_f_uvc')) ??
+        this.buildProblems[0] ??
+        'The webcam function (UVC) was not made'
+      );
+    }
+    if (!this.boundUdc) return this.udcProblem ?? 'The gadget is not bound to a UDC';
+    return null;
+  }
+
+  /**
+   * The webcam's video node and streaming interface number while it is online (the kernel
+   * makes the node at bind), else null.
+   */
+  async cameraNode(): Promise<{ node: string; streamingInterface: number | null } | null> {
+    const udc = this.boundUdc;
+    if (!udc || !this.made.has(UVC_FN)) return null;
+    const node = await findUvcNode(this.opts.sys, this.opts.dev, udc);
+    if (!node) return null;
+    const intf = await uvcInterfaces(this.fs, this.gadgetDir);
+    return { node, streamingInterface: intf?.streaming ?? null };
+  }
+
   // ---- internals: start ----
 
   private startCdrom(): boolean {
@@ -448,6 +483,14 @@ export class GadgetPlatform implements GadgetHidHost {
         this.made.add(UAC2_FN);
       } catch (err) {
         await failed(UAC2_FN, err);
+      }
+    }
+    if (this.opts.uvc) {
+      try {
+        await makeUvcFunction(this.fs, dir, this.opts.uvc);
+        this.made.add(UVC_FN);
+      } catch (err) {
+        await failed(UVC_FN, err);
       }
     }
     this.buildProblems = failures.problems();
@@ -531,7 +574,8 @@ export class GadgetPlatform implements GadgetHidHost {
     for (const fn of OPTIONAL_FUNCTIONS) {
       if (!this.made.has(fn)) continue;
       try {
-        await removeFunction(this.fs, this.gadgetDir, fn);
+        if (fn === UVC_FN) await removeUvcFunction(this.fs, this.gadgetDir);
+        else await removeFunction(this.fs, this.gadgetDir, fn);
       } catch (removeErr) {
         this.log.warn({ fn, err: (removeErr as Error).message }, 'gadget: function not removed');
         return false;

@@ -2,12 +2,14 @@
 import { join } from 'node:path';
 import { errnoCode, listDir, type GadgetFs } from './configfs';
 import { ABSOLUTE_MOUSE_FN, KEYBOARD_FN, MSD_FN, RELATIVE_MOUSE_FN, UAC2_FN } from './composite';
+import { UVC_FN } from './uvc';
 
 /** What one function needs of its module when it cannot be made. */
 const FUNCTION_MODULE: Record<string, string> = {
   hid: 'usb_f_hid',
   mass_storage: 'usb_f_mass_storage',
   uac2: 'usb_f_uac2',
+  uvc: 'usb_f_uvc',
 };
 
 const FUNCTION_WHAT: Record<string, string> = {
@@ -16,6 +18,7 @@ const FUNCTION_WHAT: Record<string, string> = {
   [RELATIVE_MOUSE_FN]: 'no relative mouse',
   [MSD_FN]: 'no virtual media',
   [UAC2_FN]: 'no sound',
+  [UVC_FN]: 'no webcam',
 };
 
 /** Why there is no `<configfs>/usb_gadget`: configfs not mounted, or libcomposite missing. */

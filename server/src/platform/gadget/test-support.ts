@@ -13,6 +13,8 @@
  * - a UAC2 function (`uac2.*`): its attributes; bound, the board's sound card
  *   `<root>/proc/asound/UAC2Gadget` exists (until the unbind); with `isoless` the bind of a gadget
  *   that links one fails (ENODEV), as on a UDC without isochronous endpoints (dummy_hcd);
+ * - a UVC function (`uvc.*`): its default groups (control/streaming headers and classes, the
+ *   format folders) and interface numbers 0/1; with `isoless` it does not bind either;
  * - a LUN: `cdrom`/`ro` while a file is open → EBUSY, `file` of a missing path → ENOENT,
  *   `forced_eject` empties `file`.
  * Every write is recorded in `writes` (path relative to the tree, value).
@@ -41,6 +43,18 @@ const UAC2_ATTRS = [
   'c_sync',
   'req_number',
   'function_name',
+];
+
+const UVC_FRAME_ATTRS = [
+  'bFrameIndex',
+  'bmCapabilities',
+  'wWidth',
+  'wHeight',
+  'dwMinBitRate',
+  'dwMaxBitRate',
+  'dwMaxVideoFrameBufferSize',
+  'dwDefaultFrameInterval',
+  'dwFrameInterval',
 ];
 
 const LUN_ATTRS = ['file', 'ro', 'removable', 'cdrom', 'nofua', 'inquiry_string', 'forced_eject'];
@@ -77,7 +91,7 @@ export class FixtureKernel extends NodeGadgetFs {
   readonly missingModules = new Set<string>();
   /** The state a bind gives the UDC (the remote computer polls it). */
   bindState = 'configured';
-  /** The UDC has no isochronous endpoints: a gadget with a UAC2 function does not bind. */
+  /** The UDC has no isochronous endpoints: a gadget with a UAC2 or UVC function does not bind. */
   isoless = false;
   private nextMinor = 0;
 
@@ -102,6 +116,7 @@ export class FixtureKernel extends NodeGadgetFs {
       'usb_f_hid',
       'usb_f_mass_storage',
       'usb_f_uac2',
+      'usb_f_uvc',
     ]) {
       await fsp.mkdir(join(k.sys, 'module', m), { recursive: true });
     }
@@ -204,6 +219,7 @@ export class FixtureKernel extends NodeGadgetFs {
         hid: 'usb_f_hid',
         mass_storage: 'usb_f_mass_storage',
         uac2: 'usb_f_uac2',
+        uvc: 'usb_f_uvc',
       }[group.type];
       if (!module || this.missingModules.has(module)) throw errno('ENOENT', `mkdir ${full}`);
     }
@@ -254,6 +270,25 @@ export class FixtureKernel extends NodeGadgetFs {
             `MAJOR=236\nMINOR=${minor}\nDEVNAME=hidg${minor}\n`,
           );
           await fsp.writeFile(join(this.dev, `hidg${minor}`), '');
+        } else if (group.type === 'uvc') {
+          // the default groups and read-only attributes the kernel makes with the function
+          await this.touch(full, [
+            'streaming_maxpacket',
+            'streaming_interval',
+            'streaming_maxburst',
+          ]);
+          for (const d of ['control/class/fs', 'control/class/ss', 'control/header']) {
+            await fsp.mkdir(join(full, d), { recursive: true });
+          }
+          for (const d of ['class/fs', 'class/hs', 'class/ss', 'header', 'uncompressed', 'mjpeg']) {
+            await fsp.mkdir(join(full, 'streaming', d), { recursive: true });
+          }
+          await this.touch(join(full, 'control'), ['bInterfaceNumber'], {
+            bInterfaceNumber: '0\n',
+          });
+          await this.touch(join(full, 'streaming'), ['bInterfaceNumber'], {
+            bInterfaceNumber: '1\n',
+          });
         } else if (group.type === 'uac2') {
           await this.touch(full, UAC2_ATTRS);
         } else {
@@ -266,6 +301,12 @@ export class FixtureKernel extends NodeGadgetFs {
         await this.touch(full, LUN_ATTRS);
         break;
       default:
+        // a UVC function's frame (streaming/uncompressed/<format>/<frame>) gets its attributes
+        if (
+          /[/]functions[/]uvc\.[^/]+[/]streaming[/](uncompressed|mjpeg)[/][^/]+[/][^/]+$/.test(full)
+        ) {
+          await this.touch(full, UVC_FRAME_ATTRS);
+        }
         break;
     }
   }
@@ -290,7 +331,9 @@ export class FixtureKernel extends NodeGadgetFs {
           throw errno('ENODEV', `UDC ${text}`);
         }
         const sound = await this.linksUac2(dir);
-        if (sound && this.isoless) throw errno('ENODEV', `UDC ${text}: no isochronous endpoint`);
+        const webcam = await this.exists(join(dir, 'configs', 'c.1', 'uvc.usb0'));
+        if ((sound || webcam) && this.isoless)
+          throw errno('ENODEV', `UDC ${text}: no isochronous endpoint`);
         await this.setUdcState(text, this.bindState);
         if (sound) await fsp.mkdir(this.soundCard, { recursive: true });
       }

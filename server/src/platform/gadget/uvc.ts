@@ -36,7 +36,12 @@ export interface UvcSpec {
   maxPacket: number;
 }
 
-export const DEFAULT_UVC_SPEC: UvcSpec = { width: 640, height: 480, fps: [30, 15], maxPacket: 3072 };
+export const DEFAULT_UVC_SPEC: UvcSpec = {
+  width: 640,
+  height: 480,
+  fps: [30, 15],
+  maxPacket: 3072,
+};
 
 /** Bytes of one YUYV frame. */
 export function uvcFrameBytes(spec: Pick<UvcSpec, 'width' | 'height'>): number {
