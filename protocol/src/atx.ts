@@ -23,4 +23,9 @@ export interface AtxState {
   leds: { power: boolean; hdd: boolean };
   /** GL: the power state in words. */
   power: 'on' | 'off';
+  /**
+   * Ours (`atx.type: gpio`): why the buttons cannot act now (a GPIO line another process holds,
+   * the chip missing), null when they can; absent on drivers that cannot fail that way.
+   */
+  problem?: string | null;
 }

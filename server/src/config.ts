@@ -40,6 +40,21 @@ function driverType<S extends Subsystem>(
   >;
 }
 
+/** One GPIO line of `atx.gpio`: an offset on the chip or the line's name, and its polarity. */
+function gpioLine(offset: number) {
+  return z
+    .strictObject({
+      line: z
+        .union([
+          z.number().int().min(0).max(1023),
+          z.string().regex(/^[\w.+-]{1,63}$/, 'a line name: letters, digits, _ . + -'),
+        ])
+        .default(offset),
+      active_low: z.boolean().default(false),
+    })
+    .nullable();
+}
+
 export interface HostPort {
   host: string;
   port: number;
@@ -198,7 +213,30 @@ const configSchema = z.strictObject({
       jiggler_interval_s: z.number().int().min(5).max(3600).default(60),
     })
     .prefault({}),
-  atx: z.strictObject({ type: driverType('atx') }).prefault({}),
+  atx: z
+    .strictObject({
+      type: driverType('atx'),
+      /**
+       * `type: gpio` (docs/drivers.md "ATX over GPIO"): the chip (name `gpiochip0`, number,
+       * `/dev/` path or label) and each line by offset or by name, with its polarity. The
+       * defaults are PiKVM's pins on a Raspberry Pi's gpiochip0; `null` = no such line.
+       */
+      gpio: z
+        .strictObject({
+          chip: z
+            .string()
+            .regex(/^[\w./:-]{1,128}$/)
+            .default('gpiochip0'),
+          power_button: gpioLine(23).unwrap().prefault({}),
+          reset_button: gpioLine(27).unwrap().prefault({}),
+          power_led: gpioLine(24).prefault({}),
+          hdd_led: gpioLine(22).prefault({}),
+          /** gpioset, gpioget, gpiomon, gpioinfo: libgpiod 1.6's tools (Debian `gpiod`). */
+          tools_dir: z.string().min(1).default('/usr/bin'),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   fingerbot: z.strictObject({ type: driverType('fingerbot') }).prefault({}),
   audio: z
     .strictObject({

@@ -9,7 +9,7 @@
 export const DRIVER_CHOICES = {
   video: ['qemu', 'testbed', 'file', 'disabled'],
   hid: ['qemu', 'testbed', 'gadget', 'disabled'],
-  atx: ['qemu', 'disabled'],
+  atx: ['qemu', 'gpio', 'disabled'],
   msd: ['qemu', 'gadget', 'disabled'],
   fingerbot: ['qemu', 'disabled'],
   audio: ['qemu', 'testbed', 'alsa', 'disabled'],
@@ -92,7 +92,8 @@ export const TARGET_PRESETS = {
       // capture (V4L2) comes with the issue after 23
       video: 'disabled',
       hid: 'gadget',
-      atx: 'disabled',
+      // libgpiod's tools on the board's GPIO lines (docs/drivers.md "ATX over GPIO")
+      atx: 'gpio',
       msd: 'gadget',
       fingerbot: 'disabled',
       // the gadget's UAC2 sound card (gadget.uac2)

@@ -31,6 +31,8 @@ import { GadgetHid } from './hid/gadget';
 import type { AtxDriver } from './atx/types';
 import { DisabledAtx } from './atx/disabled';
 import { QemuAtx } from './atx/qemu';
+import { GpioAtx } from './atx/gpio';
+import { GpiodTools } from '../platform/gpio/tools';
 import type { MsdDriver } from './msd/types';
 import { DisabledMsd } from './msd/disabled';
 import { QemuMsd } from './msd/qemu';
@@ -256,6 +258,18 @@ const TABLE: Table = {
   },
   atx: {
     qemu: (s) => new QemuAtx(s.qemu.machine),
+    gpio: (s) => {
+      const g = s.config.atx.gpio;
+      return new GpioAtx({
+        chip: g.chip,
+        power_button: g.power_button,
+        reset_button: g.reset_button,
+        power_led: g.power_led,
+        hdd_led: g.hdd_led,
+        tools: new GpiodTools(g.tools_dir),
+        log: s.log,
+      });
+    },
     disabled: () => new DisabledAtx(),
   },
   msd: {

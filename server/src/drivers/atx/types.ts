@@ -7,6 +7,9 @@ export type AtxButton = AtxButtonName;
 export interface AtxDriverState {
   enabled: boolean;
   leds: { power: boolean; hdd: boolean };
+  /** Why the buttons cannot act now (GPIO: a line held elsewhere, the chip missing), else null.
+   *  Drivers that cannot fail that way leave it out. */
+  problem?: string | null;
 }
 
 export interface AtxDriver {

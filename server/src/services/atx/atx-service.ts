@@ -44,6 +44,7 @@ export class AtxService extends EventEmitter<{ state: [AtxState] }> {
       },
       leds: { ...d.leds },
       power: d.leds.power ? 'on' : 'off',
+      ...(d.problem !== undefined ? { problem: d.problem } : {}),
     };
   }
 
