@@ -57,6 +57,44 @@ export interface StreamerRuntime {
   encoder: { type: string; quality: number };
   /** Ours, not kvmd's (absent on kvmd): frames that never reached a viewer, by reason. */
   drops?: StreamerDrops;
+  /** Ours (absent on kvmd and on sources that are no capture device): see CaptureState. */
+  capture?: CaptureState;
+}
+
+/**
+ * What a V4L2 capture device (`video.type: v4l2`) says of its input (docs/events.md):
+ * - `signal`: a picture at `width`x`height`, `hz`;
+ * - `no_signal` / `no_lock` / `out_of_range`: the HDMI receiver's ENOLINK / ENOLCK / ERANGE
+ *   (`hdmi.signal` false: the console says SPEC's "No HDMI signal" after 5 s);
+ * - `unsupported_mode`: timings the encoder cannot take (a side 0 or beyond `max_width`/`max_height`);
+ * - `switching`: new timings are being set (the encoder restarts at the new size; viewers stay);
+ * - `no_device`: the device node is gone (unplugged); `error`: anything else (`error` says it).
+ */
+export type CaptureStatus =
+  | 'signal'
+  | 'no_signal'
+  | 'no_lock'
+  | 'out_of_range'
+  | 'unsupported_mode'
+  | 'switching'
+  | 'no_device'
+  | 'error';
+
+export interface CaptureState {
+  /** The device node, e.g. `/dev/video0`. */
+  device: string;
+  /** `dv`: an HDMI receiver with DV timings; `fixed`: a USB dongle (UVC), its largest size; null: unknown. */
+  kind: 'dv' | 'fixed' | null;
+  status: CaptureStatus;
+  /** The picture's size (the last one known while there is none). */
+  width: number;
+  height: number;
+  /** Refresh rate from the DV timings (a dongle's frame rate), 2 decimals; null when unknown. */
+  hz: number | null;
+  /** ffmpeg's name of the captured pixel format (`yuyv422`, `mjpeg`...), or null. */
+  format: string | null;
+  /** What went wrong, in a sentence; null while all is well. */
+  error: string | null;
 }
 
 /**

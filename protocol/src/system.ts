@@ -189,6 +189,12 @@ export interface EdidState {
   applies: 'now' | 'power_cycle' | 'none';
   /** True while a saved EDID waits for that moment. */
   pending: boolean;
+  /**
+   * Ours: where `edid` comes from. `device`: read back from the capture device (`video.type:
+   * v4l2`), what the remote computer is offered now (the text as submitted when the bytes are
+   * the submitted ones); `saved`: the saved text (no device to read back, or it did not answer).
+   */
+  source?: 'device' | 'saved';
 }
 
 /** SPEC 8 / GL: the one message for every malformed EDID. */

@@ -60,6 +60,18 @@ export const MODULES = [
   'ext4',
 ];
 
+/**
+ * Module parameters /init passes to insmod (a module not named here gets none).
+ * - vivid: one instance with only a video capture node (/dev/video0, made before any USB video
+ *   device) whose one input is HDMI (input type 3), so it has DV timings, an EDID and the
+ *   "DV Timings Signal Mode" control (Documentation/admin-guide/media/vivid.rst); no crop,
+ *   compose or scaler (ccs_cap_mode=0), so its format is its DV timings' size, as an HDMI bridge's
+ *   (vivid's default scales to whatever size the reader asks).
+ */
+export const MODULE_PARAMS = {
+  vivid: 'n_devs=1 node_types=0x1 num_inputs=1 input_types=0x3 ccs_cap_mode=0',
+};
+
 /** The server's config inside the VM (the gadget section's defaults fit dummy_hcd). */
 export const SERVER_CONFIG = `# The device VM's server config (scripts/device/contents.mjs).
 # Tests never reach the internet, and the VM reaches nothing anyway (-nic restrict=on).
@@ -96,7 +108,13 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 for m in $(cat /etc/modules); do
-  insmod /lib/modules/$m.ko || echo "device-vm: insmod $m failed"
+  case $m in
+${Object.entries(MODULE_PARAMS)
+  .map(([m, p]) => `    ${m}) args='${p}' ;;`)
+  .join('\n')}
+    *) args='' ;;
+  esac
+  insmod /lib/modules/$m.ko $args || echo "device-vm: insmod $m failed"
 done
 mount -t configfs configfs /sys/kernel/config || echo "device-vm: configfs not mounted"
 # CD-ROM and removable media changes are seen only when the kernel polls the drive.

@@ -182,6 +182,28 @@ const configSchema = z.strictObject({
       ffmpeg: z.string().default('ffmpeg'),
       /** `type: file`: the video file played in a loop as the screen (docs/drivers.md). */
       file: z.string().min(1).nullable().default(null),
+      /** `type: v4l2`: the capture device (docs/drivers.md "V4L2 capture"). */
+      v4l2: z
+        .strictObject({
+          /** The capture device node. */
+          device: z.string().regex(/^\//, 'an absolute path').default('/dev/video0'),
+          /** The input whose source changes are watched (the receiver's, usually 0). */
+          input: z.number().int().min(0).max(63).default(0),
+          /** The v4l2-ctl executable (Debian's v4l-utils). */
+          ctl: z.string().min(1).default('v4l2-ctl'),
+          /** ffmpeg `-input_format` names, most wanted first. */
+          formats: z
+            .array(z.string().regex(/^[a-z0-9_]{1,32}$/))
+            .min(1)
+            .max(16)
+            .default(['yuyv422', 'uyvy422', 'nv12', 'yuv420p', 'nv16', 'rgb24', 'bgr24', 'mjpeg']),
+          /** The most frames a second asked of a USB dongle (a receiver runs at its source's). */
+          fps: z.number().int().min(1).max(120).default(60),
+          /** The largest picture given to the encoder; larger timings are `unsupported_mode`. */
+          max_width: z.number().int().min(16).max(8192).default(4096),
+          max_height: z.number().int().min(16).max(8192).default(4096),
+        })
+        .prefault({}),
     })
     .prefault({}),
   wol: z

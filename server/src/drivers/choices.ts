@@ -7,7 +7,7 @@
  * reports itself offline or unavailable and changes nothing.
  */
 export const DRIVER_CHOICES = {
-  video: ['qemu', 'testbed', 'file', 'disabled'],
+  video: ['qemu', 'testbed', 'file', 'v4l2', 'disabled'],
   hid: ['qemu', 'testbed', 'gadget', 'disabled'],
   atx: ['qemu', 'gpio', 'disabled'],
   msd: ['qemu', 'gadget', 'disabled'],
@@ -89,8 +89,8 @@ export const TARGET_PRESETS = {
   gadget: {
     description: 'USB gadget (a real board)',
     types: {
-      // capture (V4L2) comes with the issue after 23
-      video: 'disabled',
+      // the board's HDMI receiver (or a USB dongle), config video.v4l2
+      video: 'v4l2',
       hid: 'gadget',
       // libgpiod's tools on the board's GPIO lines (docs/drivers.md "ATX over GPIO")
       atx: 'gpio',

@@ -23,6 +23,8 @@ import { DisabledVideo } from './video/disabled';
 import { FileVideo } from './video/file';
 import { QemuVideo } from './video/qemu';
 import { TestbedVideo } from './video/testbed';
+import { V4l2Video } from './video/v4l2';
+import { V4l2Ctl } from '../platform/v4l2/ctl';
 import type { HidDriver } from './hid/types';
 import { DisabledHid } from './hid/disabled';
 import { QemuHid } from './hid/qemu';
@@ -61,6 +63,7 @@ import type { DisplayDriver } from './display/types';
 import { DisabledDisplay } from './display/disabled';
 import { QemuDisplay } from './display/qemu';
 import { TestbedDisplay } from './display/testbed';
+import { V4l2Display } from './display/v4l2';
 import type { GadgetStart, UsbIdentityDriver } from './usb/types';
 import { qemuUsbIdentity } from './usb/qemu';
 import { GadgetUsbIdentity, settingsOf } from './usb/gadget';
@@ -241,6 +244,17 @@ const TABLE: Table = {
       new TestbedVideo({ width: s.config.testbed.width, height: s.config.testbed.height }),
     file: (s) =>
       new FileVideo({ path: s.config.video.file, ffmpeg: s.config.video.ffmpeg, log: s.log }),
+    v4l2: (s) => {
+      const c = s.config.video.v4l2;
+      return new V4l2Video({
+        ctl: new V4l2Ctl({ device: c.device, input: c.input, binary: c.ctl }),
+        formats: c.formats,
+        fps: c.fps,
+        maxWidth: c.max_width,
+        maxHeight: c.max_height,
+        log: s.log,
+      });
+    },
     disabled: () => new DisabledVideo(),
   },
   hid: {
@@ -345,6 +359,7 @@ function gadgetSound(p: GadgetPlatform): AlsaGadgetSound {
 function displayFor(video: VideoSource, s: Shared): DisplayDriver {
   if (video instanceof QemuVideo) return new QemuDisplay(s.qemu.machine, s.config.data_dir, s.log);
   if (video instanceof TestbedVideo) return new TestbedDisplay(video, s.log);
+  if (video instanceof V4l2Video) return new V4l2Display(video.ctl, video, s.log);
   return new DisabledDisplay();
 }
 

@@ -18,7 +18,7 @@ export function edidRoutes(app: FastifyInstance, edid: EdidService): void {
     return edid.submit(Array.isArray(field) ? undefined : field);
   });
 
-  app.get('/api/upgrade/get_edid', async () => edid.state());
+  app.get('/api/upgrade/get_edid', async () => edid.readState());
 
   // GL 1.10: a bare JSON array, no envelope (a string body skips the envelope hook).
   app.get('/api/upgrade/edid_list', async (_request, reply) =>

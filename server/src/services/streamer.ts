@@ -466,6 +466,7 @@ export class StreamerService {
         },
         encoder: { type: 'libx264', quality: this.params.quality },
         drops: this.video.getDrops(),
+        ...(src.capture ? { capture: src.capture } : {}),
       },
       snapshot: {
         saved: this.saved

@@ -16,6 +16,11 @@ export interface DisplayDriver {
   pending(): boolean;
   /** The mode the remote computer sees now, or null when unknown. */
   current(): DisplayMode | null;
+  /**
+   * The EDID the display device holds now, read back from it (a capture device's receiver);
+   * absent where nothing can be read back (QEMU, the testbed). Null: it holds none.
+   */
+  readBack?(): Promise<Buffer | null>;
   init(): Promise<void>;
   dispose(): Promise<void>;
 }

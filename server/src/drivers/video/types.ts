@@ -17,6 +17,8 @@
  * | `ffmpeg-input` | the encoder's ffmpeg, with `args`     | none for H.264; the JPEG path's are decoded from the H.264 | `input()` at each encoder start |
  * A hardware encoder's pipeline (issue 24 and later) is a third kind of this union.
  */
+import type { CaptureState } from '@kvm/protocol';
+
 /** Pixel layouts a source may deliver; each is what ffmpeg's `-pix_fmt` calls it. */
 export type PixelFormat = 'yuv420p' | 'bgr0' | 'rgb0' | 'rgb24';
 
@@ -42,6 +44,8 @@ export interface VideoSourceState {
   signal: boolean;
   width: number;
   height: number;
+  /** A capture device's own account of its input (`v4l2`); absent for the other sources. */
+  capture?: CaptureState;
 }
 
 /**

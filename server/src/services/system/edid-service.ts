@@ -15,6 +15,7 @@ import {
   EDID_PRESETS,
   edidPreferredMode,
   edidPresetOf,
+  edidToHex,
   parseEdidHex,
   withCtaExtension,
   type EdidPreset,
@@ -107,6 +108,33 @@ export class EdidService {
       preferred: this.mode ?? this.display.current(),
       applies: this.display.applies,
       pending: this.display.pending(),
+    };
+  }
+
+  /**
+   * `GET /api/upgrade/get_edid`: with a display that reads back (a capture device), `edid` is
+   * what the device holds now: the text as submitted when the bytes are those, else the device's
+   * bytes as hex ('' when it holds none). Without one, or when it does not answer, `state()`.
+   */
+  async readState(): Promise<EdidState> {
+    const base = this.state();
+    if (!this.display.readBack) return base;
+    let held: Buffer | null;
+    try {
+      held = await this.display.readBack();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'reading the EDID back failed');
+      return { ...base, source: 'saved' };
+    }
+    const saved = this.saved ? checkEdid(this.saved) : null;
+    const edid = !held ? '' : saved?.bytes.equals(held) ? this.saved : edidToHex(held);
+    const mode = held ? edidPreferredMode(held) : null;
+    return {
+      ...base,
+      edid,
+      preset: edid ? (edidPresetOf(edid)?.key ?? null) : null,
+      preferred: this.display.current() ?? (mode ? { ...mode } : base.preferred),
+      source: 'device',
     };
   }
 
