@@ -317,3 +317,43 @@ export function isEdid4k(
   const mode = edid instanceof Uint8Array ? edidPreferredMode(edid) : edid;
   return !!mode && mode.width >= 3840 && mode.height >= 2160;
 }
+
+/**
+ * Where the CEC physical address sits in an EDID: the two bytes after the HDMI vendor block's
+ * IEEE OUI (00-0C-03) in the CTA extension, or null without one.
+ */
+export function cecPhysicalAddressOffset(bytes: Uint8Array): number | null {
+  const cta = EDID_BLOCK_SIZE;
+  if (bytes.length < cta * 2 || bytes[cta] !== 0x02) return null;
+  const end = cta + (bytes[cta + 2] ?? 0);
+  for (let i = cta + 4; i < end && i < cta * 2 - 1;) {
+    const tag = (bytes[i] ?? 0) >> 5;
+    const len = (bytes[i] ?? 0) & 0x1f;
+    if (
+      tag === 3 &&
+      len >= 5 &&
+      bytes[i + 1] === 0x03 &&
+      bytes[i + 2] === 0x0c &&
+      bytes[i + 3] === 0x00
+    ) {
+      return i + 4;
+    }
+    i += len + 1;
+  }
+  return null;
+}
+
+/**
+ * The same EDID, but for the CEC physical address and the CTA block's checksum: an HDMI
+ * receiver with CEC (vivid, and the kernel's bridges through v4l2_set_edid_phys_addr) answers
+ * VIDIOC_G_EDID with its own physical address in the bytes it was given.
+ */
+export function sameEdidButPhysicalAddress(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  const pa = cecPhysicalAddressOffset(a);
+  const skip = pa === null ? [] : [pa, pa + 1, EDID_BLOCK_SIZE * 2 - 1];
+  for (let i = 0; i < a.length; i += 1) {
+    if (a[i] !== b[i] && !skip.includes(i)) return false;
+  }
+  return true;
+}

@@ -15,6 +15,7 @@
  * the next one before it reads the new state, drivers/video/v4l2.ts).
  */
 import { spawn } from 'node:child_process';
+import { sameEdidButPhysicalAddress } from '@kvm/protocol';
 import { CommandError, runCommand, type CommandRunner } from '../../process/run';
 import {
   edidHexDump,
@@ -185,12 +186,14 @@ export class V4l2Ctl {
 
   /**
    * Writes the EDID (VIDIOC_S_EDID, through stdin as hex) and reads it back: a V4l2Error when
-   * the device holds other bytes after (v4l2-ctl refuses some EDIDs with exit 0).
+   * the device holds other bytes after (v4l2-ctl refuses some EDIDs with exit 0), the CEC
+   * physical address aside.
    */
   async setEdid(bytes: Uint8Array): Promise<void> {
     await this.call(['--set-edid=pad=0,file=-,format=hex'], edidHexDump(bytes));
     const held = await this.getEdid();
-    if (!held || !held.equals(Buffer.from(bytes))) {
+    // a receiver with CEC puts its own physical address in (edid.ts)
+    if (!held || !sameEdidButPhysicalAddress(held, bytes)) {
       throw new V4l2Error(
         'error',
         `the capture device holds ${held ? `another EDID (${held.length} bytes)` : 'no EDID'} after the write`,

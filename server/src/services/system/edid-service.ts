@@ -17,6 +17,7 @@ import {
   edidPresetOf,
   edidToHex,
   parseEdidHex,
+  sameEdidButPhysicalAddress,
   withCtaExtension,
   type EdidPreset,
   type EdidState,
@@ -127,7 +128,9 @@ export class EdidService {
       return { ...base, source: 'saved' };
     }
     const saved = this.saved ? checkEdid(this.saved) : null;
-    const edid = !held ? '' : saved?.bytes.equals(held) ? this.saved : edidToHex(held);
+    // the submitted bytes as held by a receiver that put its CEC address in: the submitted text
+    const same = saved !== null && held !== null && sameEdidButPhysicalAddress(saved.bytes, held);
+    const edid = !held ? '' : same ? this.saved : edidToHex(held);
     const mode = held ? edidPreferredMode(held) : null;
     return {
       ...base,
