@@ -42,6 +42,7 @@ import { request as httpsRequest } from 'node:https';
 import WebSocket from 'ws';
 import { DeviceVm, type DeviceVmEvent } from '../e2e/fixtures/device-vm';
 import { machineSpeed, median, note, percentile, round, shortMark, sized } from './lib';
+import { atxFigures } from './gadget-atx';
 
 const PASSWORD = 'benchpass';
 const KEY_EVENTS = sized(400, 40);
@@ -357,6 +358,8 @@ async function main(): Promise<void> {
       );
     }
 
+    const atx = await atxFigures(vm, token);
+
     const ms = (v: number): number => round(v, 1);
     console.log(
       JSON.stringify({
@@ -384,6 +387,7 @@ async function main(): Promise<void> {
         msd_image_mb: MSD_BYTES / 1048576,
         gadget_rebuild_ms: Math.round(median(rebuilds)),
         gadget_rebuild_samples: rebuilds.length,
+        ...atx,
         ...speed,
       }),
     );

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_TIMEOUT_MS, DeviceVm } from './fixtures/device-vm';
 import { deviceVmConsoleTests } from './fixtures/device-vm-tests';
+import { deviceVmAtxTests } from './fixtures/device-vm-atx';
 
 interface UsbDevice {
   dev: string;
@@ -62,4 +63,5 @@ describe('device VM (gadget target)', () => {
 
   // The user's side: Chromium on this machine, the console in the VM, the VM's USB host side.
   deviceVmConsoleTests(() => vm);
+  deviceVmAtxTests(() => vm);
 });

@@ -72,6 +72,16 @@ export const MODULE_PARAMS = {
   vivid: 'n_devs=1 node_types=0x1 num_inputs=1 input_types=0x3 ccs_cap_mode=0',
 };
 
+/**
+ * The simulated GPIO chip (gpio-sim, built by scripts/device/gpio-sim.mjs) /init makes through
+ * configfs before the server starts: one bank labelled `kvm-atx` whose named lines the server's
+ * `atx.gpio` drives and reads, and the observer watches and pulls (issue 24).
+ */
+export const GPIO_SIM = {
+  chip: 'kvm-atx',
+  lines: ['atx-power-button', 'atx-reset-button', 'atx-power-led', 'atx-hdd-led'],
+};
+
 /** The server's config inside the VM (the gadget section's defaults fit dummy_hcd). */
 export const SERVER_CONFIG = `# The device VM's server config (scripts/device/contents.mjs).
 # Tests never reach the internet, and the VM reaches nothing anyway (-nic restrict=on).
@@ -86,6 +96,14 @@ terminal:
 # dropped as from a host that stopped polling); a real host polls every 1-10 ms.
 gadget:
   hid_write_timeout_ms: 3000
+# ATX over GPIO on the simulated chip /init makes (GPIO_SIM): its lines by name.
+atx:
+  gpio:
+    chip: ${GPIO_SIM.chip}
+    power_button: { line: ${GPIO_SIM.lines[0]} }
+    reset_button: { line: ${GPIO_SIM.lines[1]} }
+    power_led: { line: ${GPIO_SIM.lines[2]} }
+    hdd_led: { line: ${GPIO_SIM.lines[3]} }
 `;
 
 /**
@@ -117,6 +135,21 @@ ${Object.entries(MODULE_PARAMS)
   insmod /lib/modules/$m.ko $args || echo "device-vm: insmod $m failed"
 done
 mount -t configfs configfs /sys/kernel/config || echo "device-vm: configfs not mounted"
+# The simulated GPIO chip of ATX over GPIO, named lines, before the server starts.
+sim=/sys/kernel/config/gpio-sim/${GPIO_SIM.chip}
+if mkdir $sim $sim/bank0 2>/dev/null; then
+  echo ${GPIO_SIM.chip} > $sim/bank0/label
+  echo ${GPIO_SIM.lines.length} > $sim/bank0/num_lines
+  i=0
+  for n in ${GPIO_SIM.lines.join(' ')}; do
+    mkdir $sim/bank0/line$i && echo $n > $sim/bank0/line$i/name
+    i=$((i + 1))
+  done
+  echo 1 > $sim/live && echo "device-vm: gpio-sim $(cat $sim/bank0/chip_name) ($(cat $sim/dev_name))" \\
+    || echo "device-vm: gpio-sim chip not live"
+else
+  echo "device-vm: no gpio-sim"
+fi
 # CD-ROM and removable media changes are seen only when the kernel polls the drive.
 echo 500 > /sys/module/block/parameters/events_dfl_poll_msecs
 hostname device-vm

@@ -16,6 +16,12 @@
 //   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
 //   stop-polling {dev?} / resume-polling; rss (the server's processes and the VM's memory);
 //   sh {script, timeoutMs?} (a busybox shell command: code, stdout, stderr); poweroff.
+//   gpio-watch {line, chip?} / gpio-unwatch {line, chip?}: a gpio-sim line's level, read every
+//     millisecond: {ev:'gpio-edge', chip, line, value, t, gapMs} on each change and
+//     {ev:'gpio-pulse', chip, line, ms, boundMs, t} when it falls back (ms: rise to fall as
+//     sampled, boundMs: the sampling gaps at both edges, the most the true length can differ);
+//   gpio-pull {line, pull: 'pull-up'|'pull-down', chip?}: the simulated side drives the line
+//     (an input's level, an LED edge); gpio-lines {chip?}: the chip's lines and levels.
 // USB, input and block devices are polled every 50 ms (there is no udev in the VM).
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -327,6 +333,71 @@ async function rss() {
   return { procs, memTotalMb: mb('MemTotal'), memAvailableMb: mb('MemAvailable') };
 }
 
+// ---- gpio-sim (issue 24: ATX over GPIO) -----------------------------------------------------
+
+/** The device /init makes (scripts/device/contents.mjs GPIO_SIM). */
+const GPIO_SIM = '/sys/kernel/config/gpio-sim';
+
+/** A gpio-sim line's sysfs folder (`value`, `pull`), found by the line's configfs name. */
+function simLine(chip = 'kvm-atx', line) {
+  const dev = attr(`${GPIO_SIM}/${chip}/dev_name`);
+  if (!dev) throw new Error(`no gpio-sim chip ${chip}`);
+  for (const bank of list(`${GPIO_SIM}/${chip}`).filter((b) => b.startsWith('bank'))) {
+    const chipName = attr(`${GPIO_SIM}/${chip}/${bank}/chip_name`);
+    for (const l of list(`${GPIO_SIM}/${chip}/${bank}`).filter((n) => /^line\d+$/.test(n))) {
+      const offset = Number(l.slice(4));
+      if (
+        attr(`${GPIO_SIM}/${chip}/${bank}/${l}/name`) === line ||
+        String(offset) === String(line)
+      ) {
+        return {
+          chipName,
+          offset,
+          dir: `/sys/devices/platform/${dev}/${chipName}/sim_gpio${offset}`,
+        };
+      }
+    }
+  }
+  throw new Error(`gpio-sim chip ${chip} has no line ${line}`);
+}
+
+/** chip/line -> the watcher polling it. */
+const gpioWatches = new Map();
+
+function gpioWatch(chip = 'kvm-atx', line) {
+  const key = `${chip}/${line}`;
+  if (gpioWatches.has(key)) return gpioWatches.get(key).info;
+  const { dir, offset, chipName } = simLine(chip, line);
+  const read = () => Number(readFileSync(`${dir}/value`, 'latin1').trim());
+  let value = read();
+  let last = now();
+  let rise = null;
+  const timer = setInterval(() => {
+    const t = now();
+    const v = read();
+    const gapMs = t - last;
+    last = t;
+    if (v === value) return;
+    value = v;
+    emit({ ev: 'gpio-edge', chip, line, value: v, t, gapMs: Math.round(gapMs * 1000) / 1000 });
+    if (v === 1) rise = { t, gapMs };
+    else if (rise) {
+      emit({
+        ev: 'gpio-pulse',
+        chip,
+        line,
+        t,
+        ms: Math.round((t - rise.t) * 1000) / 1000,
+        boundMs: Math.round((rise.gapMs + gapMs) * 1000) / 1000,
+      });
+      rise = null;
+    }
+  }, 1);
+  const info = { chip, line, chipName, offset, value };
+  gpioWatches.set(key, { timer, info });
+  return info;
+}
+
 const COMMANDS = {
   ping: async () => ({ uptime: uptime() }),
   devices: async () => ({
@@ -384,6 +455,37 @@ const COMMANDS = {
           }),
       );
     }),
+  'gpio-watch': async ({ chip, line }) => gpioWatch(chip, line),
+  'gpio-unwatch': async ({ chip = 'kvm-atx', line }) => {
+    const w = gpioWatches.get(`${chip}/${line}`);
+    if (w) clearInterval(w.timer);
+    gpioWatches.delete(`${chip}/${line}`);
+    return {};
+  },
+  'gpio-pull': async ({ chip, line, pull }) => {
+    if (pull !== 'pull-up' && pull !== 'pull-down')
+      throw new Error('gpio-pull: pull-up or pull-down');
+    const { dir } = simLine(chip, line);
+    await writeFile(`${dir}/pull`, pull);
+    return { value: Number((await readFile(`${dir}/value`, 'latin1')).trim()) };
+  },
+  'gpio-lines': async ({ chip = 'kvm-atx' }) => {
+    const lines = [];
+    for (const bank of list(`${GPIO_SIM}/${chip}`).filter((b) => b.startsWith('bank'))) {
+      for (const l of list(`${GPIO_SIM}/${chip}/${bank}`).filter((n) => /^line\d+$/.test(n))) {
+        const name = attr(`${GPIO_SIM}/${chip}/${bank}/${l}/name`);
+        const { dir, offset, chipName } = simLine(chip, name || l.slice(4));
+        lines.push({
+          chipName,
+          offset,
+          name,
+          value: Number(attr(`${dir}/value`)),
+          pull: attr(`${dir}/pull`),
+        });
+      }
+    }
+    return { lines };
+  },
   poweroff: async () => {
     setTimeout(() => spawn('/bin/device-poweroff', [], { stdio: 'inherit' }), 100);
     return {};
