@@ -43,6 +43,7 @@ import WebSocket from 'ws';
 import { DeviceVm, type DeviceVmEvent } from '../e2e/fixtures/device-vm';
 import { machineSpeed, median, note, percentile, round, shortMark, sized } from './lib';
 import { atxFigures } from './gadget-atx';
+import { videoFigures } from './gadget-video';
 
 const PASSWORD = 'benchpass';
 const KEY_EVENTS = sized(400, 40);
@@ -359,6 +360,7 @@ async function main(): Promise<void> {
     }
 
     const atx = await atxFigures(vm, token);
+    const video = await videoFigures(vm, token);
 
     const ms = (v: number): number => round(v, 1);
     console.log(
@@ -388,6 +390,7 @@ async function main(): Promise<void> {
         gadget_rebuild_ms: Math.round(median(rebuilds)),
         gadget_rebuild_samples: rebuilds.length,
         ...atx,
+        ...video,
         ...speed,
       }),
     );

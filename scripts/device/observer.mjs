@@ -16,6 +16,9 @@
 //   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
 //   stop-polling {dev?} / resume-polling; rss (the server's processes and the VM's memory);
 //   sh {script, timeoutMs?} (a busybox shell command: code, stdout, stderr); poweroff.
+//   hdmi {signal?: current|no_signal|no_lock|out_of_range, timings?: '1920x1080p60'}: vivid's
+//     HDMI source side ({setAt, controls}); edid: what the capture device holds ({hex});
+//     capture-fps {frames?}: frames a second read from /dev/video0 ({frames, ms, fps, width, height}).
 //   gpio-watch {line, chip?} / gpio-unwatch {line, chip?}: a gpio-sim line's level, read every
 //     millisecond: {ev:'gpio-edge', chip, line, value, t, gapMs} on each change and
 //     {ev:'gpio-pulse', chip, line, ms, boundMs, t} when it falls back (ms: rise to fall as
@@ -398,6 +401,77 @@ function gpioWatch(chip = 'kvm-atx', line) {
   return info;
 }
 
+// ---- the HDMI source side (vivid, docs/hardware.md "Capture") -------------------------------
+
+const VIDEO = '/dev/video0';
+/** vivid's "DV Timings Signal Mode" menu. */
+const SIGNAL_MODES = { current: 0, no_signal: 1, no_lock: 2, out_of_range: 3, selected: 4 };
+
+function v4l2ctl(args, timeoutMs = 20_000) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'v4l2-ctl',
+      ['-d', VIDEO, ...args],
+      { timeout: timeoutMs, encoding: 'utf8' },
+      (err, stdout, stderr) =>
+        err
+          ? reject(new Error(`v4l2-ctl ${args.join(' ')}: ${stderr.trim() || err.message}`))
+          : resolve(stdout),
+    );
+  });
+}
+
+/** The index of a `dv_timings` menu entry (`1920x1080p60`). */
+async function timingsIndex(name) {
+  const menus = await v4l2ctl(['--list-ctrls-menus']);
+  const block = menus.slice(menus.indexOf(' dv_timings 0x'));
+  const m = new RegExp(`^\\s*(\\d+): ${name.replace(/[^0-9a-z]/gi, '')}$`, 'm').exec(block);
+  if (!m) throw new Error(`hdmi: vivid has no timings ${name}`);
+  return Number(m[1]);
+}
+
+/**
+ * hdmi {signal?: current|no_signal|no_lock|out_of_range, timings?: '1920x1080p60'}: the remote
+ * computer's side of the HDMI cable. `timings` sends those (mode "Selected DV Timings"); `signal`
+ * sets the mode alone. vivid sends a source-change event for each. Answers the mode and timings.
+ */
+async function hdmi({ signal, timings }) {
+  if (timings !== undefined) {
+    const index = await timingsIndex(String(timings));
+    await v4l2ctl(['-c', `dv_timings_signal_mode=${SIGNAL_MODES.selected},dv_timings=${index}`]);
+  } else {
+    if (!(signal in SIGNAL_MODES))
+      throw new Error('hdmi: signal is current, no_signal, no_lock or out_of_range');
+    await v4l2ctl(['-c', `dv_timings_signal_mode=${SIGNAL_MODES[signal]}`]);
+  }
+  // the VM's clock when the source changed (the bench's start)
+  const setAt = Math.round(now() * 1000) / 1000;
+  const controls = await v4l2ctl(['-C', 'dv_timings_signal_mode,dv_timings']);
+  return { setAt, controls: controls.trim() };
+}
+
+/**
+ * capture-fps {frames?}: frames a second read from the capture device itself (mmap streaming,
+ * v4l2-ctl's own count), at the timings it has; fails with EBUSY while the server streams.
+ */
+async function captureFps({ frames = 120 }) {
+  const started = now();
+  await v4l2ctl(
+    ['--stream-mmap', `--stream-count=${Number(frames)}`, '--stream-to=/dev/null'],
+    120_000,
+  );
+  const ms = now() - started;
+  const fmt = await v4l2ctl(['--get-fmt-video']);
+  const size = /Width\/Height\s*:\s*(\d+)\/(\d+)/.exec(fmt);
+  return {
+    frames: Number(frames),
+    ms: Math.round(ms),
+    fps: Math.round((Number(frames) / (ms / 1000)) * 10) / 10,
+    width: Number(size?.[1] ?? 0),
+    height: Number(size?.[2] ?? 0),
+  };
+}
+
 const COMMANDS = {
   ping: async () => ({ uptime: uptime() }),
   devices: async () => ({
@@ -486,6 +560,11 @@ const COMMANDS = {
     }
     return { lines };
   },
+  hdmi,
+  'capture-fps': captureFps,
+  edid: async () => ({
+    hex: (await v4l2ctl(['--get-edid=format=hex']).catch(() => '')).replace(/\s+/g, ''),
+  }),
   poweroff: async () => {
     setTimeout(() => spawn('/bin/device-poweroff', [], { stdio: 'inherit' }), 100);
     return {};

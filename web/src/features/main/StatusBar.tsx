@@ -5,6 +5,7 @@ import type { StreamInfo } from '../../lib/stream-types';
 import { CameraStatus, MicControl, VolumeControl } from '../audio/AudioControls';
 import { RemoteAudio } from '../audio/RemoteAudio';
 import { KeyboardStatus, MouseStatus } from '../input/HidStatus';
+import { CaptureStatus } from '../video/CaptureStatus';
 import type { StreamStatus } from '../video/stream-status';
 import { useStreamStatus, useVideo } from '../video/video-session';
 
@@ -63,6 +64,7 @@ export function StatusBar() {
         {t('status.stream')}: {t(STREAM_STATUS_TEXT[streamStatus])}
       </span>
       {state === 'active' && <StreamInfoText info={info} />}
+      <CaptureStatus />
       <MouseStatus />
       <KeyboardStatus />
       {/* Issue 14: volume (mute, level, the muted tip), microphone (enable, on/off, meter), camera. */}

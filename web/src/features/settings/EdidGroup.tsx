@@ -92,6 +92,18 @@ export default function EdidGroup() {
           })}
         </Typography.Paragraph>
       )}
+      {edid?.source === 'device' && (
+        <Typography.Paragraph data-testid="edid-held" data-preset={edid.preset ?? ''}>
+          {edid.edid
+            ? t('settings.edid.held', {
+                edid: (() => {
+                  const p = state.presets.find((x) => x.key === edid.preset);
+                  return p ? presetLabel(p, t) : t('settings.edid.heldCustom');
+                })(),
+              })
+            : t('settings.edid.heldNone')}
+        </Typography.Paragraph>
+      )}
       {edid?.pending && edid.applies === 'power_cycle' && (
         <Alert
           type="info"
