@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { buildNative } from './build-native.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const quiet = process.argv.includes('--quiet');
@@ -101,5 +102,9 @@ function buildWeb() {
   compressTree(join(root, 'web/dist'));
 }
 
-if (!only || only === 'server') await buildServer();
+if (!only || only === 'server') {
+  await buildServer();
+  // the webcam's frame server (C, static) beside the bundle
+  buildNative({ quiet });
+}
 if (!only || only === 'web') buildWeb();

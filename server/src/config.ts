@@ -327,6 +327,14 @@ const configSchema = z.strictObject({
        * `audio.type` is `alsa`; false: no sound function (the remote computer sees no card).
        */
       uac2: z.boolean().default(true),
+      /**
+       * The USB webcam (UVC, YUYV 640x480 at 30/15 fps) the browser's camera feeds (issue 24);
+       * false: no webcam function. A UDC that refuses it (no isochronous endpoints) gets the
+       * gadget without it, said in problems and in the camera state.
+       */
+      uvc: z.boolean().default(true),
+      /** Our UVC frame server (server/native/uvc-stream; scripts/build.mjs puts it here). */
+      uvc_stream: z.string().min(1).default('server/dist/uvc-stream'),
       /** GL's partition mode: the board's block device lent as the drive (SPEC: mmcblk0p10). */
       msd_partition_device: z.string().min(1).default('/dev/block/by-name/media'),
     })

@@ -16,6 +16,9 @@ import { MicSink } from './media/mic-sink';
 import { VideoHub } from './media/video-hub';
 import { AtxService } from './services/atx/atx-service';
 import { AudioService } from './services/audio/audio-service';
+import { CameraService } from './services/camera/camera-service';
+import { CameraInput } from './services/camera/camera-input';
+import { DEFAULT_UVC_SPEC } from './platform/gadget/uvc';
 import { AuthService } from './services/auth/auth-service';
 import { deviceId } from './services/device-id';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
@@ -90,6 +93,10 @@ export interface AppContext {
   ocr: OcrService;
   /** The remote computer's sound and the browser's microphone (issue 14). */
   audio: AudioService;
+  /** The browser's camera as the gadget's USB webcam (issue 24); null on other targets. */
+  camera: CameraService | null;
+  /** Its input from the Janus plugin (the camera's RTP); null on other targets. */
+  cameraInput: CameraInput | null;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }
@@ -143,7 +150,22 @@ export async function createContext(
   lifecycle.onStop('msd', () => msd.dispose());
   const system = await systemServices(config, drivers, log, lifecycle, input.hid, msd);
   // `enable_mic` as the server starts: a change takes effect at the next start (GL)
+  // the gadget target's webcam, fed from the browser's camera (issue 24)
+  const camera =
+    drivers.gadget && config.gadget.uvc
+      ? new CameraService({
+          gadget: drivers.gadget,
+          program: config.gadget.uvc_stream,
+          spec: DEFAULT_UVC_SPEC,
+          log,
+        })
+      : null;
+  camera?.init();
+  if (camera) lifecycle.onStop('camera', () => camera.dispose());
+  const cameraInput = camera ? new CameraInput(camera, log, { ffmpeg: config.video.ffmpeg }) : null;
+  if (cameraInput) lifecycle.onStop('camera-input', () => cameraInput.dispose());
   const audio = new AudioService({
+    camera,
     driver: drivers.audio,
     hub: new AudioHub(drivers.audio, log, { ffmpeg: config.video.ffmpeg }),
     mic: new MicSink(drivers.audio, log, { ffmpeg: config.video.ffmpeg }),
@@ -200,6 +222,8 @@ export async function createContext(
     msd,
     ...system,
     audio,
+    camera,
+    cameraInput,
     ...power,
     bundle,
     support: new SupportService({ dataDir: config.data_dir, url: config.support.url, bundle, log }),

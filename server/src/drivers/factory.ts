@@ -10,6 +10,7 @@ import type { AppConfig } from '../config';
 import type { Logger } from '../log';
 import { QemuPlatform } from '../platform/qemu/platform';
 import { GadgetPlatform } from '../platform/gadget/platform';
+import { DEFAULT_UVC_SPEC } from '../platform/gadget/uvc';
 import {
   ABSOLUTE_MOUSE_FUNCTION,
   KEYBOARD_FUNCTION,
@@ -148,6 +149,8 @@ class Shared {
         this.types.audio === 'alsa' && g.uac2
           ? { channels: AUDIO_FORMAT.channels, rate: AUDIO_FORMAT.sampleRate, sampleBytes: 2 }
           : null,
+      // the remote computer's webcam, fed from the browser's camera (services/camera)
+      uvc: g.uvc ? DEFAULT_UVC_SPEC : null,
       ...(atStart
         ? {
             initial: async () => {

@@ -27,6 +27,9 @@ export const VIDEO_MID = 'v';
 export const AUDIO_MID = AUDIO_FORMAT.mid;
 export const OPUS_PAYLOAD_TYPE = AUDIO_FORMAT.payloadType;
 export const DATA_MID = 'd';
+/** The browser's camera (issue 24): a recvonly VP8 section, sent to the gadget's webcam. */
+export const CAMERA_MID = 'c';
+export const VP8_PAYLOAD_TYPE = 98;
 /** Label of the data channel the server opens; channels the browser opens work the same. */
 export const INPUT_CHANNEL_LABEL = 'hid';
 export const H264_PAYLOAD_TYPE = 96;

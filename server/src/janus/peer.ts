@@ -6,6 +6,8 @@
  *     nack pli, ccm fir, goog-remb (left out when the handle watches without video);
  *   m=audio, mid `a`, Opus/48000/2 payload type 111, minptime=10;useinbandfec=1: `sendonly`,
  *     or `sendrecv` when the browser's microphone is wanted (left out when not listening);
+ *   m=video, mid `c`, recvonly, VP8/90000 payload type 98: the browser's camera, with `camera`
+ *     (issue 24: it goes to the gadget's USB webcam);
  *   m=application, mid `d`, the SCTP association of the `hid` data channel the server opens,
  *     so a channel the browser opens later needs no renegotiation (architecture.md).
  *
@@ -34,6 +36,7 @@ import {
 import type { Logger } from '../log';
 import {
   AUDIO_MID,
+  CAMERA_MID,
   DATA_MID,
   H264_PAYLOAD_TYPE,
   INPUT_CHANNEL_LABEL,
@@ -42,6 +45,7 @@ import {
   PLAYOUT_DELAY_EXT_ID,
   PLAYOUT_DELAY_URI,
   VIDEO_MID,
+  VP8_PAYLOAD_TYPE,
   toWeriftIceServers,
   unusableCandidate,
   withPlayoutDelay,
@@ -57,6 +61,8 @@ export interface PeerOptions {
   audio?: boolean;
   /** The Opus section is `sendrecv`: the browser's microphone comes back on it. */
   mic?: boolean;
+  /** Add the recvonly VP8 section of the browser's camera (mid `c`). */
+  camera?: boolean;
   /** profile-level-id offered in the fmtp line. */
   profileLevelId: string;
   log: Logger;
@@ -90,12 +96,17 @@ export interface PeerEvents {
   keyFrameRequest: [];
   /** One RTP packet of the browser's microphone, serialized (only with `mic`). */
   micRtp: [packet: Buffer];
+  /** One RTP packet of the browser's camera, serialized (only with `camera`). */
+  cameraRtp: [packet: Buffer];
 }
 
 export class JanusPeer extends EventEmitter<PeerEvents> {
   private readonly pc: RTCPeerConnection;
   private readonly video: RTCRtpTransceiver | null;
   private readonly audio: RTCRtpTransceiver | null;
+  private camera: RTCRtpTransceiver | null = null;
+  /** The browser camera's SSRC (for PLI), from its first packet. */
+  private cameraSsrc: number | null = null;
   private state: PeerState = 'new';
   private answered = false;
   private readonly pendingCandidates: CandidateInit[] = [];
@@ -120,12 +131,16 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   /** Builds the peer connection and its offer (gathering is complete: host candidates inline). */
   static async create(opts: PeerOptions): Promise<JanusPeer> {
     const iceServers = toWeriftIceServers(opts.iceServers);
+    const h264 = opts.video ? h264Codec(opts.profileLevelId) : null;
+    const vp8 = opts.camera ? vp8Codec() : null;
     const pc = new RTCPeerConnection({
       iceServers,
       bundlePolicy: 'max-bundle',
       codecs: {
         // Fresh objects per connection: werift writes payload types into them.
-        video: opts.video ? [h264Codec(opts.profileLevelId)] : [],
+        // the camera's VP8 is here too: werift negotiates an answer against these; each
+        // section offers only its own (the transceivers' codecs below)
+        video: [h264, vp8].filter((c): c is RTCRtpCodecParameters => c !== null),
         audio: opts.audio ? [opusCodec()] : [],
       },
       // playout-delay min=max=0 (webrtc.org extension, as ustreamer sends it): Chromium then
@@ -150,12 +165,19 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
           direction: 'sendonly',
         });
         video.mid = VIDEO_MID;
+        if (h264) video.codecs = [h264];
       }
       if (opts.audio) {
         audio = pc.addTransceiver(new MediaStreamTrack({ kind: 'audio' }), {
           direction: opts.mic ? 'sendrecv' : 'sendonly',
         });
         audio.mid = AUDIO_MID;
+      }
+      let camera: RTCRtpTransceiver | null = null;
+      if (opts.camera) {
+        camera = pc.addTransceiver('video', { direction: 'recvonly' });
+        camera.mid = CAMERA_MID;
+        if (vp8) camera.codecs = [vp8];
       }
       const channel = pc.createDataChannel(INPUT_CHANNEL_LABEL, { ordered: true });
       if (pc.sctpTransport) pc.sctpTransport.mid = DATA_MID;
@@ -167,6 +189,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       const sdp = pc.localDescription?.sdp;
       if (!sdp) throw new Error('werift produced no local description');
       const peer = new JanusPeer(opts, sdp, pc, video, audio);
+      peer.camera = camera;
       peer.watchConnection();
       peer.adoptChannel(channel);
       return peer;
@@ -183,6 +206,14 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   /** Remote candidates taken so far (at most MAX_REMOTE_CANDIDATES). */
   get remoteCandidateCount(): number {
     return this.remoteCandidates;
+  }
+
+  /** Asks the browser for a camera key frame (RTCP PLI); false before its first packet. */
+  requestCameraKeyFrame(): boolean {
+    const ssrc = this.cameraSsrc;
+    if (!this.camera || ssrc === null || this.state === 'closed') return false;
+    this.camera.receiver.sendRtcpPLI(ssrc).catch(() => undefined);
+    return true;
   }
 
   get hasAnswer(): boolean {
@@ -293,7 +324,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       pc.onDataChannel.subscribe((channel) => this.adoptChannel(channel)).unSubscribe,
     );
     // DTLS up: the video sender says so, or the audio one when the handle only listens
-    const media = this.video ?? this.audio;
+    const media = this.video ?? this.audio ?? this.camera;
     if (media) {
       this.disposers.push(
         media.sender.onReady.subscribe(() => {
@@ -308,6 +339,18 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
           this.disposers.push(
             track.onReceiveRtp.subscribe((rtp) => {
               if (this.state !== 'closed') this.emit('micRtp', rtp.serialize());
+            }).unSubscribe,
+          );
+        }).unSubscribe,
+      );
+    }
+    if (this.camera) {
+      this.disposers.push(
+        this.camera.onTrack.subscribe((track) => {
+          this.disposers.push(
+            track.onReceiveRtp.subscribe((rtp) => {
+              this.cameraSsrc = rtp.header.ssrc;
+              if (this.state !== 'closed') this.emit('cameraRtp', rtp.serialize());
             }).unSubscribe,
           );
         }).unSubscribe,
@@ -353,6 +396,15 @@ export function prewarmDtlsCertificate(): Promise<void> {
     () => undefined,
     () => undefined,
   );
+}
+
+function vp8Codec(): RTCRtpCodecParameters {
+  return new RTCRtpCodecParameters({
+    mimeType: 'video/VP8',
+    clockRate: 90_000,
+    payloadType: VP8_PAYLOAD_TYPE,
+    rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }],
+  });
 }
 
 function opusCodec(): RTCRtpCodecParameters {

@@ -7,8 +7,10 @@
  * Sound (issue 14): `watch` with `audio: true` adds the Opus section when the target has sound;
  * the viewer then listens to the audio hub from the answer on, each packet packetised with its
  * own SSRC. `mic: true` makes the section `sendrecv` when the microphone is enabled and the
- * target takes one; the browser's RTP goes to the microphone sink. `camera` is accepted and
- * ignored (no target here has the UVC gadget; the console says why).
+ * target takes one; the browser's RTP goes to the microphone sink. `camera: true` adds a
+ * recvonly VP8 section (mid `c`) when the target's webcam can take it (the gadget's UVC
+ * function, issue 24); the browser's RTP goes to the camera input, and its key frames are asked
+ * for with RTCP PLI. Elsewhere `camera` is ignored (the console says why).
  *
  * Viewers are counted from what `viewers` holds: one entry per handle from the start of its
  * `watch` (the offer is being built) until its teardown, so concurrent watches are bounded too.
@@ -60,6 +62,20 @@ export interface UstreamerPluginDeps {
   maxPeers?: number;
   /** The target's sound; none: `audio`/`mic` are never offered. */
   audio?: JanusAudio;
+  /** The gadget's webcam (services/camera/camera-input.ts); none: `camera` is never offered. */
+  camera?: JanusCamera | null;
+}
+
+/** The browser's camera as the plugin needs it (services/camera/camera-input.ts). */
+export interface JanusCamera {
+  /** The webcam can take a camera now. */
+  available(): boolean;
+  /** A viewer's peer has the camera section; `keyFrame` asks its browser for a key frame. */
+  open(sender: string, keyFrame: () => void): void;
+  /** One RTP packet of the viewer's camera. */
+  rtp(sender: string, packet: Buffer): void;
+  /** The viewer's peer is gone. */
+  gone(sender: string): void;
 }
 
 const DEFAULT_MAX_PEERS = 16;
@@ -95,6 +111,8 @@ interface Viewer {
   /** The offer has the Opus section / it is sendrecv. */
   audio: boolean;
   mic: boolean;
+  /** The offer has the camera's section. */
+  camera: boolean;
   key: string;
 }
 
@@ -205,12 +223,13 @@ export class UstreamerPlugin implements JanusPlugin {
     if (this.peersOf(socket) >= MAX_PEERS_PER_SOCKET) {
       return pushError(handle, [503, 'Too many viewers on this connection']);
     }
-    // `orientation` (CVO) and `camera` are accepted and ignored: the picture is sent as
-    // captured, no target takes a camera. GL clients split audio off with `video: false`.
+    // `orientation` (CVO) is accepted and ignored: the picture is sent as captured. GL clients
+    // split audio off with `video: false`. `camera` only where the webcam can take it.
     const video = params['video'] !== false;
     const features = this.deps.audio?.features() ?? { audio: false, mic: false };
     const audio = params['audio'] === true && features.audio;
     const mic = audio && params['mic'] === true && features.mic;
+    const camera = params['camera'] === true && (this.deps.camera?.available() ?? false);
     const viewer: Viewer = {
       socket,
       watchAt: performance.now(),
@@ -219,6 +238,7 @@ export class UstreamerPlugin implements JanusPlugin {
       unlisten: null,
       audio,
       mic,
+      camera,
       key: `janus:${handle.sessionId}:${handle.id}:${++this.peerSeq}`,
     };
     this.viewers.set(handle, viewer);
@@ -230,6 +250,7 @@ export class UstreamerPlugin implements JanusPlugin {
         video,
         audio,
         mic,
+        camera,
         profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
         log: this.deps.log,
       });
@@ -277,6 +298,11 @@ export class UstreamerPlugin implements JanusPlugin {
     if (mic && sound) {
       peer.on('micRtp', (packet) => this.guard('micRtp', () => sound.micRtp(key, packet)));
     }
+    const cam = this.deps.camera;
+    if (camera && cam) {
+      cam.open(key, () => peer.requestCameraKeyFrame());
+      peer.on('cameraRtp', (packet) => this.guard('cameraRtp', () => cam.rtp(key, packet)));
+    }
     this.deps.log.debug(
       { peer: key, ms: Math.round(performance.now() - watchAt) },
       'janus: offer sent',
@@ -315,6 +341,7 @@ export class UstreamerPlugin implements JanusPlugin {
     viewer.unlisten?.();
     viewer.unlisten = null;
     if (viewer.mic) this.guard('micGone', () => this.deps.audio?.micGone(viewer.key));
+    if (viewer.camera) this.guard('cameraGone', () => this.deps.camera?.gone(viewer.key));
     peer.removeAllListeners();
     const stats = viewer.forwarder?.stats;
     this.deps.log.debug({ peer: viewer.key, reason, ...stats }, 'janus: peer closed');

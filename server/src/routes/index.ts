@@ -148,6 +148,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
         iceServers: () => ctx.turn.iceServers().filter((s) => s.urls.startsWith('turn')),
         features: () => janusFeatures(ctx.turn.iceServers(), ctx.audio.features()),
         audio: ctx.audio,
+        camera: ctx.cameraInput,
         onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
         onViewerGone: (key) => ctx.hid.clientGone(rtcInputClient(key)),
         log: app.log,

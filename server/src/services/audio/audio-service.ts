@@ -18,6 +18,15 @@ export interface AudioServiceOptions {
   mic: MicSink;
   /** `enable_mic` of the system params as the server started. */
   enableMic: boolean;
+  /** The gadget's webcam (services/camera): its state replaces the driver's camera fields. */
+  camera?: AudioCamera | null;
+}
+
+/** The camera as the audio state shows it (services/camera/camera-service.ts). */
+export interface AudioCamera {
+  state(): AudioState['camera'];
+  on(event: 'state', listener: () => void): unknown;
+  off(event: 'state', listener: () => void): unknown;
 }
 
 export class AudioService extends EventEmitter<{ state: [AudioState] }> {
@@ -39,7 +48,13 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
     this.mic.on('active', changed);
     // the sound card came or went (the gadget rebuilt, its UDC unbound)
     this.stopDriverWatch = this.driver.onChange?.(changed) ?? null;
+    this.camera = opts.camera ?? null;
+    this.camera?.on('state', changed);
+    this.stopCameraWatch = () => this.camera?.off('state', changed);
   }
+
+  private readonly camera: AudioCamera | null;
+  private readonly stopCameraWatch: () => void;
 
   private readonly stopDriverWatch: (() => void) | null;
 
@@ -57,7 +72,7 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
         available: micAvailable,
         active: this.mic.active,
       },
-      camera: {
+      camera: this.camera?.state() ?? {
         available: reason === null,
         reason,
         code: reason === null ? null : this.driver.cameraUnavailableCode,
@@ -102,6 +117,7 @@ export class AudioService extends EventEmitter<{ state: [AudioState] }> {
 
   async dispose(): Promise<void> {
     this.stopDriverWatch?.();
+    this.stopCameraWatch();
     this.removeAllListeners();
     await Promise.all([this.hub.dispose(), this.mic.dispose()]);
   }
