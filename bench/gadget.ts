@@ -43,6 +43,7 @@ import WebSocket from 'ws';
 import { DeviceVm, type DeviceVmEvent } from '../e2e/fixtures/device-vm';
 import { machineSpeed, median, note, percentile, round, shortMark, sized } from './lib';
 import { atxFigures } from './gadget-atx';
+import { audioFigures } from './gadget-audio';
 import { videoFigures } from './gadget-video';
 
 const PASSWORD = 'benchpass';
@@ -360,6 +361,7 @@ async function main(): Promise<void> {
     }
 
     const atx = await atxFigures(vm, token);
+    const audio = await audioFigures(vm);
     const video = await videoFigures(vm, token);
 
     const ms = (v: number): number => round(v, 1);
@@ -390,6 +392,7 @@ async function main(): Promise<void> {
         gadget_rebuild_ms: Math.round(median(rebuilds)),
         gadget_rebuild_samples: rebuilds.length,
         ...atx,
+        ...audio,
         ...video,
         ...speed,
       }),

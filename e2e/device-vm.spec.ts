@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_TIMEOUT_MS, DeviceVm } from './fixtures/device-vm';
 import { deviceVmConsoleTests } from './fixtures/device-vm-tests';
+import { deviceVmAudioTests } from './fixtures/device-vm-audio';
 import { deviceVmVideoTests } from './fixtures/device-vm-video';
 import { deviceVmAtxTests } from './fixtures/device-vm-atx';
 
@@ -64,6 +65,7 @@ describe('device VM (gadget target)', () => {
 
   // The user's side: Chromium on this machine, the console in the VM, the VM's USB host side.
   deviceVmConsoleTests(() => vm);
+  deviceVmAudioTests(() => vm);
   deviceVmVideoTests(() => vm);
   deviceVmAtxTests(() => vm);
 });

@@ -31,6 +31,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INIT, MODULES, POWEROFF, SERVER_CONFIG, VM, cmdline } from './device/contents.mjs';
 import { GPIO_SIM_MODULE, buildGpioSim } from './device/gpio-sim.mjs';
+import { DUMMY_HCD_ISO, buildDummyHcdIso } from './device/dummy-hcd-iso.mjs';
 import { fetchDeb, kernelPackage } from './guest/debian.mjs';
 import { Cpio } from './guest/initramfs.mjs';
 import { extractVmlinux, indexModules, resolveModules } from './guest/kernel.mjs';
@@ -126,7 +127,10 @@ function baseInputs() {
     .update(readFileSync(fileURLToPath(import.meta.url)))
     .update(JSON.stringify({ kernelPkg, MODULES }))
     // gpio-sim's build (its .ko goes into this part)
-    .update(readFileSync(join(partsDir, 'gpio-sim.mjs')));
+    .update(readFileSync(join(partsDir, 'gpio-sim.mjs')))
+    // dummy_hcd with isochronous transfers (replaces the kernel's: UAC2 and UVC need them)
+    .update(readFileSync(join(partsDir, 'dummy-hcd-iso.mjs')))
+    .update(`iso:${DUMMY_HCD_ISO}`);
   for (const f of hostFiles) {
     const st = statSync(f, { throwIfNoEntry: false });
     h.update(`${f}:${st?.size}:${st?.mtimeMs}\n`);
@@ -183,7 +187,7 @@ class Tree extends Cpio {
   }
 }
 
-function buildBase(kernelRoot, kernelVersion, busybox, hostFiles, gpioSim) {
+function buildBase(kernelRoot, kernelVersion, busybox, hostFiles, gpioSim, dummyHcd) {
   const cpio = new Tree();
   for (const d of ['bin', 'dev', 'etc', 'lib/modules', 'proc', 'sys', 'tmp', 'run', 'root']) {
     cpio.mkdirs(d);
@@ -194,7 +198,11 @@ function buildBase(kernelRoot, kernelVersion, busybox, hostFiles, gpioSim) {
   cpio.symlink('bin/sh', 'busybox');
   const index = indexModules(join(kernelRoot, 'lib', 'modules', kernelVersion, 'kernel'));
   const { order } = resolveModules(index, MODULES);
-  for (const name of order) cpio.file(`lib/modules/${name}.ko`, readFileSync(index.get(name)));
+  for (const name of order) {
+    // dummy_hcd: ours, with isochronous transfers (scripts/device/dummy-hcd-iso.mjs)
+    const ko = name === 'dummy_hcd' && dummyHcd ? dummyHcd : index.get(name);
+    cpio.file(`lib/modules/${name}.ko`, readFileSync(ko));
+  }
   // gpio-sim, built out of tree (scripts/device/gpio-sim.mjs); it depends on configfs only.
   cpio.file(`lib/modules/${GPIO_SIM_MODULE}.ko`, readFileSync(gpioSim));
   order.push(GPIO_SIM_MODULE);
@@ -270,12 +278,14 @@ function main() {
     if (versions.length !== 1) throw new Error(`expected one kernel in ${kernelDeb}: ${versions}`);
     const kernelVersion = versions[0];
     const gpioSim = buildGpioSim(kernelDeb, log);
+    const dummyHcd = DUMMY_HCD_ISO ? buildDummyHcdIso(kernelDeb, log) : null;
     const { image, modules } = buildBase(
       kroot,
       kernelVersion,
       join(broot, 'bin', 'busybox'),
       base.hostFiles,
       gpioSim.path,
+      dummyHcd?.path ?? null,
     );
     extractVmlinux(join(kroot, 'boot', `vmlinuz-${kernelVersion}`), `${OUTPUT_FILES.vmlinux}.new`);
     writeFileSync(`${OUTPUT_FILES.base}.new`, image);
@@ -289,6 +299,7 @@ function main() {
       busyboxPackage: basename(busyboxDeb),
       modules,
       gpioSimKey: gpioSim.key,
+      dummyHcdKey: dummyHcd?.key ?? null,
       baseBuildMs: Math.round(performance.now() - t0),
     });
     log(`base part: ${(image.length / 1e6).toFixed(1)} MB in ${manifest.baseBuildMs} ms`);

@@ -16,6 +16,12 @@
 //   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
 //   stop-polling {dev?} / resume-polling; rss (the server's processes and the VM's memory);
 //   sh {script, timeoutMs?} (a busybox shell command: code, stdout, stderr); poweroff.
+//   Sound (issue 24), on the host side's USB sound card (snd-usb-audio's card of our gadget):
+//   sound-cards (every ALSA card: number, id, USB parent); host-tone {hz, ms} (plays a sine
+//   there in the background: answers `t` when the player started); host-tone-stop;
+//   host-record {ms, hz?} (records that long: the dominant frequency and its level, the level of
+//   hz, and `heardT`, the VM time of the first 20 ms window with hz at 0.05 or more). Both take
+//   `device` (an ALSA name such as hw:UAC2Gadget,0: the board's side of the card) instead.
 //   hdmi {signal?: current|no_signal|no_lock|out_of_range, timings?: '1920x1080p60'}: vivid's
 //     HDMI source side ({setAt, controls}); edid: what the capture device holds ({hex});
 //     capture-fps {frames?}: frames a second read from /dev/video0 ({frames, ms, fps, width, height}).
@@ -472,7 +478,161 @@ async function captureFps({ frames = 120 }) {
   };
 }
 
+// ---- sound: the host side's USB sound card ----------------------------------------------------
+
+/** ALSA cards: number, id, and the USB device above them (the host side's card of our gadget). */
+function soundCards() {
+  return list('/sys/class/sound')
+    .filter((n) => /^card\d+$/.test(n))
+    .map((n) => ({
+      card: Number(n.slice(4)),
+      id: attr(`/sys/class/sound/${n}/id`),
+      ...(usbParent(`/sys/class/sound/${n}/device`) ?? { usb: null }),
+    }));
+}
+
+/** The host side's card of the gadget: the one sound card with a USB device above it. */
+function hostCard() {
+  const usb = soundCards().filter((c) => c.usb);
+  if (usb.length === 0) throw new Error('no USB sound card on the host side');
+  return usb[usb.length - 1];
+}
+
+let tonePlayer = null;
+
+function stopTone() {
+  if (tonePlayer && tonePlayer.exitCode === null) tonePlayer.kill('SIGKILL');
+  tonePlayer = null;
+}
+
+/** Level (0..1, 1 = full-scale sine) of hz in mono samples x[from..from+n) (Goertzel, Hann). */
+function goertzel(x, from, n, hz, rate) {
+  const w = (2 * Math.PI * hz) / rate;
+  const coeff = 2 * Math.cos(w);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = 0; i < n; i++) {
+    const hann = 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1));
+    const s0 = x[from + i] * hann + coeff * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return (Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2)) * 4) / n;
+}
+
+/** Interleaved s16le stereo -> mono floats. */
+function monoOf(buf) {
+  const frames = Math.floor(buf.length / 4);
+  const x = new Float32Array(frames);
+  for (let i = 0; i < frames; i++)
+    x[i] = (buf.readInt16LE(i * 4) + buf.readInt16LE(i * 4 + 2)) / 65536;
+  return x;
+}
+
+/** What a recording holds: the dominant frequency (50..8000 Hz) and levels. */
+function analyse(x, rate, hz, startedT) {
+  const WIN = 960; // 20 ms
+  let heardT = null;
+  let hzLevel = 0;
+  if (hz) {
+    for (let off = 0; off + WIN <= x.length; off += WIN) {
+      const l = goertzel(x, off, WIN, hz, rate);
+      hzLevel = Math.max(hzLevel, l);
+      if (heardT === null && l >= 0.05) heardT = startedT + (off / rate) * 1000;
+    }
+  }
+  // the last 100 ms with sound: coarse scan, then around the peak
+  const n = Math.min(4800, x.length);
+  const from = x.length - n;
+  let best = { hz: 0, level: 0 };
+  const scan = (lo, hi, step) => {
+    for (let f = lo; f <= hi; f += step) {
+      const l = goertzel(x, from, n, f, rate);
+      if (l > best.level) best = { hz: f, level: l };
+    }
+  };
+  scan(50, 8000, 25);
+  if (best.hz) scan(Math.max(50, best.hz - 25), best.hz + 25, 1);
+  let sum = 0;
+  for (let i = from; i < x.length; i++) sum += x[i] * x[i];
+  return {
+    dominantHz: best.hz,
+    dominantLevel: Math.round(best.level * 1000) / 1000,
+    hzLevel: Math.round(hzLevel * 1000) / 1000,
+    heardT,
+    rms: n ? Math.round(Math.sqrt(sum / n) * 1000) / 1000 : 0,
+  };
+}
+
 const COMMANDS = {
+  'sound-cards': async () => ({ cards: soundCards() }),
+  'host-tone': async ({ hz, ms, device }) => {
+    if (!(hz >= 20 && hz <= 20000) || !(ms > 0 && ms <= 120000))
+      throw new Error('host-tone: hz, ms');
+    const card = device ? { device } : hostCard();
+    stopTone();
+    const t = Math.round(now() * 1000) / 1000;
+    tonePlayer = spawn(
+      'ffmpeg',
+      [
+        '-hide_banner',
+        '-loglevel',
+        'error',
+        '-re',
+        '-f',
+        'lavfi',
+        '-i',
+        `aevalsrc=0.5*sin(2*PI*${hz}*t):s=48000:d=${ms / 1000}`,
+        '-ac',
+        '2',
+        '-c:a',
+        'pcm_s16le',
+        '-f',
+        'alsa',
+        device ?? `hw:${card.card},0`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    tonePlayer.stderr.on('data', (c) => (stderr = (stderr + c).slice(-2000)));
+    tonePlayer.on('exit', (code) => emit({ ev: 'host-tone-end', code, stderr }));
+    return { t, card };
+  },
+  'host-tone-stop': async () => {
+    stopTone();
+    return {};
+  },
+  'host-record': ({ ms, hz, device }) =>
+    new Promise((resolve, reject) => {
+      if (!(ms > 0 && ms <= 60000)) return reject(new Error('host-record: ms 1..60000'));
+      const card = device ? { device } : hostCard();
+      const startedT = now();
+      execFile(
+        'arecord',
+        [
+          '-q',
+          '-D',
+          device ?? `hw:${card.card},0`,
+          '-f',
+          'S16_LE',
+          '-r',
+          '48000',
+          '-c',
+          '2',
+          '-t',
+          'raw',
+          '-d',
+          String(Math.max(1, Math.ceil(ms / 1000))),
+        ],
+        { encoding: 'buffer', maxBuffer: 64 << 20, timeout: ms + 30000 },
+        (err, stdout, stderr) => {
+          if (err && !stdout?.length)
+            return reject(new Error(`arecord: ${stderr.toString() || err.message}`));
+          const x = monoOf(stdout);
+          resolve({ card, bytes: stdout.length, ...analyse(x, 48000, hz, startedT) });
+        },
+      );
+    }),
   ping: async () => ({ uptime: uptime() }),
   devices: async () => ({
     usb: [...usbDevices.values()],
