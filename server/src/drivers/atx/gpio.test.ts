@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../config';
 import { toHttp } from '../../errors';
+import { TARGET_PRESETS, resolveTypes } from '../choices';
 import {
   GpioToolError,
   type GpioChild,
@@ -116,15 +118,20 @@ class FakeChip implements GpioTools {
     for (const o of offsets) this.owner[o] = null;
   }
 
-  /** The chip goes away: its children's lines are gone with it, the monitors' too. */
-  vanish(): void {
-    this.present = false;
-    for (const c of [...this.alive])
-      if (c.offsets.length > 1 || this.isMonitor(c)) c.end(1, 'ENODEV');
+  private gone = new Set<() => void>();
+
+  watchGone(_kernelName: string, onGone: () => void): () => void {
+    this.gone.add(onGone);
+    return () => this.gone.delete(onGone);
   }
 
-  private isMonitor(c: FakeChild): boolean {
-    return c.onEnd !== null;
+  /**
+   * The chip goes away under its holders, as a kernel's does: their processes live on (they do
+   * not notice), only the device node's removal says it.
+   */
+  vanish(): void {
+    this.present = false;
+    for (const f of [...this.gone]) f();
   }
 }
 
@@ -305,6 +312,8 @@ describe('GpioAtx', () => {
     await until('online', () => atx!.getState().problem === null);
     chip.vanish();
     await until('missing again', () => atx!.getState().problem === 'GPIO chip "sim" is missing');
+    // its holders and monitor were stopped (their lines released) when the node went away
+    await until('children stopped', () => chip.alive.size === 0);
     chip.present = true;
     chip.release([0, 1, 2, 3]);
     await until('online again', () => atx!.getState().problem === null);
@@ -357,5 +366,50 @@ describe('GpioAtx', () => {
     await until('online', () => atx!.getState().problem === null);
     expect(chip.owner).toEqual(['gpioset', 'gpioset', null, null]);
     expect(atx.getState().leds).toEqual({ power: false, hdd: false });
+  });
+});
+
+describe('atx.gpio config', () => {
+  const defaults = { dataDir: '/tmp/x', webDir: '/tmp/w', keymapsDirs: ['/tmp/k'] };
+
+  it("the gadget target's ATX is gpio, with PiKVM's pins on gpiochip0 by default", () => {
+    const cfg = buildConfig({ target: 'gadget' }, defaults);
+    expect(resolveTypes('gadget', { ...TARGET_PRESETS.gadget.types, atx: cfg.atx.type }).atx).toBe(
+      'gpio',
+    );
+    expect(cfg.atx.gpio).toEqual({
+      chip: 'gpiochip0',
+      power_button: { line: 23, active_low: false },
+      reset_button: { line: 27, active_low: false },
+      power_led: { line: 24, active_low: false },
+      hdd_led: { line: 22, active_low: false },
+      tools_dir: '/usr/bin',
+    });
+  });
+
+  it('lines by name, LEDs left out, and bad values named by their key path', () => {
+    const cfg = buildConfig(
+      {
+        atx: {
+          gpio: {
+            chip: 'kvm-atx',
+            power_button: { line: 'atx-power-button', active_low: true },
+            hdd_led: null,
+          },
+        },
+      },
+      defaults,
+    );
+    expect(cfg.atx.gpio.power_button).toEqual({ line: 'atx-power-button', active_low: true });
+    expect(cfg.atx.gpio.hdd_led).toBeNull();
+    expect(() =>
+      buildConfig({ atx: { gpio: { power_button: { line: 'a b;rm' } } } }, defaults),
+    ).toThrow(/atx\.gpio\.power_button\.line/);
+    expect(() => buildConfig({ atx: { gpio: { reset_button: null } } }, defaults)).toThrow(
+      /atx\.gpio\.reset_button/,
+    );
+    expect(() => buildConfig({ atx: { gpio: { chip: '-x y' } } }, defaults)).toThrow(
+      /atx\.gpio\.chip/,
+    );
   });
 });

@@ -96,6 +96,7 @@ export class GpioAtx implements AtxDriver {
   private holders: Partial<Record<ButtonKey, GpioChild>> = {};
   private monitor: GpioChild | null = null;
   private pulse: GpioChild | null = null;
+  private unwatchChip: (() => void) | null = null;
   /** Bumped by every teardown: exits of an older generation's children are not faults. */
   private generation = 0;
   private connected = false;
@@ -151,9 +152,8 @@ export class GpioAtx implements AtxDriver {
     if (exit.code !== 0 && !exit.stopped) {
       const fault = this.faultOf(exit, line);
       this.fail(fault);
-      throw fault.busy
-        ? new AtxGpioBusyError(fault.message)
-        : new AtxGpioOfflineError(fault.message);
+      const msg = `ATX over GPIO is offline: ${fault.message}`;
+      throw fault.busy ? new AtxGpioBusyError(msg) : new AtxGpioOfflineError(msg);
     }
     try {
       await this.startHolder(key, gen);
@@ -180,6 +180,12 @@ export class GpioAtx implements AtxDriver {
         throw this.faultOfTool(err, `GPIO chip "${this.opts.chip}"`);
       });
       this.lines = this.resolve(info);
+      this.unwatchChip?.();
+      this.unwatchChip = this.opts.tools.watchGone(info.name, () => {
+        if (gen === this.generation) {
+          this.fail(new Fault(`GPIO chip "${this.opts.chip}" is missing`, false));
+        }
+      });
       await this.startLeds(gen);
       await this.startHolder('power_button', gen);
       await this.startHolder('reset_button', gen);
@@ -257,7 +263,8 @@ export class GpioAtx implements AtxDriver {
     this.holders[key] = holder;
     let exit: GpioExit | null = null;
     void holder.exited.then((e) => (exit = e));
-    const deadline = performance.now() + (this.opts.confirmMs ?? 5000);
+    // generous: under TCG on a loaded machine a spawn through setpriv took seconds
+    const deadline = performance.now() + (this.opts.confirmMs ?? 20_000);
     for (;;) {
       if (exit) throw this.faultOf(exit, line);
       const info = await this.opts.tools.info(this.opts.chip).catch((err: unknown) => {
@@ -333,6 +340,8 @@ export class GpioAtx implements AtxDriver {
   private async teardown(): Promise<void> {
     this.generation++;
     this.connected = false;
+    this.unwatchChip?.();
+    this.unwatchChip = null;
     const children = [...Object.values(this.holders), this.monitor, this.pulse].filter(
       (c): c is GpioChild => !!c,
     );

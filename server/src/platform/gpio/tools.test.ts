@@ -167,6 +167,32 @@ describe('gpio tools: processes', () => {
     expect(await readProcArgv(pid)).toBeNull();
   });
 
+  it("watchGone: the chip's device node removed is said at once (inotify, no polling)", async () => {
+    const dev = await mkdtemp(join(tmpdir(), 'kvm-gpio-dev-'));
+    try {
+      await writeFile(join(dev, 'gpiochip9'), '');
+      await writeFile(join(dev, 'gpiochip10'), '');
+      let gone = 0;
+      const unwatch = new GpiodTools(dir, undefined, dev).watchGone('gpiochip9', () => gone++);
+      await rm(join(dev, 'gpiochip10'));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(gone).toBe(0);
+      await rm(join(dev, 'gpiochip9'));
+      const deadline = performance.now() + 5000;
+      while (gone === 0 && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(gone).toBe(1);
+      unwatch();
+      // a node already missing when the watch starts is said too
+      let missing = 0;
+      new GpiodTools(dir, undefined, dev).watchGone('gpiochip9', () => missing++)();
+      expect(missing).toBe(1);
+    } finally {
+      await rm(dev, { recursive: true, force: true });
+    }
+  });
+
   it('stop() ends a held line with SIGTERM and says it was asked for', async () => {
     const child = spawnTool('/bin/sleep', ['60']);
     expect(child.pid).toBeGreaterThan(0);

@@ -13,6 +13,7 @@
  * exit path: a held line is never left to an orphan.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { findSetpriv } from '../../process/supervisor';
 import { runCommand, CommandError, type CommandRunner } from '../../process/run';
@@ -134,6 +135,12 @@ export interface GpioTools {
   pulse(chip: string, offset: number, value: 0 | 1, ms: number): GpioChild;
   /** Streams both edges of `offsets` until stopped. */
   monitor(chip: string, offsets: readonly number[], onEdge: (edge: GpioEdge) => void): GpioChild;
+  /**
+   * Calls `onGone` when the chip's device node (kernel name `gpiochip1`) is removed: an inotify
+   * watch on its folder, no polling (a chip removed under gpioset and gpiomon does not end them).
+   * Returns the unwatch.
+   */
+  watchGone(kernelName: string, onGone: () => void): () => void;
 }
 
 /** Every live tool child, killed on any exit of this process. */
@@ -231,7 +238,34 @@ export class GpiodTools implements GpioTools {
   constructor(
     private readonly dir: string,
     private readonly run: CommandRunner = runCommand,
+    /** Where the kernel makes the chips' nodes. */
+    private readonly dev = '/dev',
   ) {}
+
+  watchGone(kernelName: string, onGone: () => void): () => void {
+    const node = join(this.dev, kernelName);
+    let done = false;
+    const check = () => {
+      if (!done && !existsSync(node)) {
+        done = true;
+        onGone();
+      }
+    };
+    let watcher: ReturnType<typeof watch> | null = null;
+    try {
+      watcher = watch(this.dev, { persistent: false }, (_event, file) => {
+        if (file === null || file === kernelName) check();
+      });
+      watcher.on('error', () => undefined);
+    } catch {
+      // no inotify here: the tools' own failures still say it
+    }
+    check();
+    return () => {
+      done = true;
+      watcher?.close();
+    };
+  }
 
   private tool(name: string): string {
     return join(this.dir, name);
