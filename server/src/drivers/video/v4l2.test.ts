@@ -10,6 +10,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EDID_PRESETS, parseEdidHex } from '@kvm/protocol';
 import { V4l2Ctl } from '../../platform/v4l2/ctl';
 import { FakeReceiver, T1080, T720 } from '../../platform/v4l2/fake.test-support';
+import { VIVID_EDID_HEX } from '../../platform/v4l2/recorded.test-support';
+import { EdidService } from '../../services/system/edid-service';
 import { V4l2Display } from '../display/v4l2';
 import type { FfmpegInput, VideoSourceState } from './types';
 import { V4l2Video } from './v4l2';
@@ -207,5 +209,26 @@ describe('V4l2Display (EDID on the capture device)', () => {
     await expect(display.apply(edid, { width: 1920, height: 1080, hz: 60 })).rejects.toThrow(
       /takes no EDID \(a USB capture dongle has its own\)/,
     );
+  });
+
+  it("get_edid reports what the device holds: the submitted text while it holds those bytes, else the device's", async () => {
+    const { fake, video, ctl } = await setup({ prepare: (f) => (f.cecRewrite = true) });
+    const dataDir = await mkdtemp(join(tmpdir(), 'kvm-v4l2-edid-'));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const edid = new EdidService({ dataDir, display: new V4l2Display(ctl, video) });
+    // before any submit: vivid's own EDID, read back
+    expect(await edid.readState()).toMatchObject({ source: 'device', preset: null });
+    expect((await edid.readState()).edid).toBe(VIVID_EDID_HEX.replace(/\s+/g, ''));
+    const text = EDID_PRESETS.find((p) => p.key === 'E1920x1200')!.content;
+    await edid.submit(text);
+    expect(await edid.readState()).toMatchObject({
+      edid: text,
+      preset: 'E1920x1200',
+      source: 'device',
+    });
+    // somebody else wrote the receiver: get_edid says so, the saved text notwithstanding
+    fake.edid = null;
+    expect(await edid.readState()).toMatchObject({ edid: '', preset: null, source: 'device' });
+    expect(edid.state().edid).toBe(text);
   });
 });
