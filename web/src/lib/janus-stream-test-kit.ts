@@ -166,6 +166,7 @@ export const ANSWER: JanusJsep = { type: 'answer', sdp: 'v=0 answer' };
 export function setup(
   turn: TurnState | null = null,
   mic: { track: MediaStreamTrack | null } = { track: null },
+  camera: { track: MediaStreamTrack | null } = { track: null },
 ) {
   const runtime = new FakeRuntime();
   const stream = new JanusStream({
@@ -173,6 +174,7 @@ export function setup(
     getTurn: () => Promise.resolve(turn),
     orientation: () => 90,
     micTrack: () => mic.track,
+    cameraTrack: () => camera.track,
     loadRuntime: () => Promise.resolve(runtime),
   });
   const states: StreamState[] = [];
@@ -186,6 +188,7 @@ export function setup(
 export async function negotiate(
   runtime: FakeRuntime,
   features: { audio: boolean; mic: boolean } = { audio: false, mic: false },
+  offer: JanusJsep = OFFER,
 ): Promise<FakeHandle> {
   await vi.advanceTimersByTimeAsync(0);
   const session = runtime.last();
@@ -193,7 +196,7 @@ export async function negotiate(
   const handle = new FakeHandle();
   session.plugin.success(handle);
   session.plugin.onmessage({ ustreamer: 'event', result: { status: 'features', features } });
-  session.plugin.onmessage({ ustreamer: 'event', result: { status: 'started' } }, OFFER);
+  session.plugin.onmessage({ ustreamer: 'event', result: { status: 'started' } }, offer);
   handle.answers.at(-1)?.success(ANSWER);
   return handle;
 }

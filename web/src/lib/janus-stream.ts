@@ -105,6 +105,11 @@ export interface JanusStreamOptions {
   orientation: () => Orientation;
   /** The microphone track to send, or null; read at every watch and answer. */
   micTrack?: () => MediaStreamTrack | null;
+  /**
+   * The camera track to send (issue 24: the gadget's webcam), or null; read at every watch and
+   * answer. The server offers the camera's section (mid `c`) only where its webcam takes it.
+   */
+  cameraTrack?: () => MediaStreamTrack | null;
   loadRuntime?: () => Promise<JanusRuntime>;
   /** What a gateway configured with Janus `api_secret` / `token_auth` asks for (SPEC 7). */
   credentials?: () => Promise<JanusCredentials>;
@@ -137,7 +142,7 @@ export class JanusStream implements StreamClient {
   private audioTrack: MediaStreamTrack | null = null;
   private features: GatewayFeatures | null = null;
   /** What the last watch asked for. */
-  private watched = { audio: false, mic: false };
+  private watched = { audio: false, mic: false, camera: false };
   /** Bumped by every watch: the answer to an older offer (a rewatch came between) does nothing. */
   private watchRound = 0;
   /** The answer to the current watch's offer has gone out. */
@@ -146,6 +151,10 @@ export class JanusStream implements StreamClient {
   private micPending = false;
   /** The sender of the negotiated microphone section (null: none negotiated). */
   private micSender: RtpSenderLike | null = null;
+  /** The sender of the negotiated camera section (null: none negotiated). */
+  private cameraSender: RtpSenderLike | null = null;
+  /** A camera track came before the answer: renegotiate once it is out. */
+  private cameraPending = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private connectTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -186,6 +195,28 @@ export class JanusStream implements StreamClient {
       this.rewatch();
     }
     // attached or error: the scheduled watch asks for it.
+  }
+
+  /**
+   * The camera track (options.cameraTrack) changed: a negotiated camera section takes it in
+   * place (null sends nothing); without one, a track to send needs a new offer (stop + watch).
+   */
+  cameraChanged(): void {
+    const track = this.options.cameraTrack?.() ?? null;
+    if (this.cameraSender) {
+      this.cameraSender.replaceTrack(track).catch(() => undefined);
+      return;
+    }
+    if (!track) return;
+    if (this.state === 'watching' && !this.answered) {
+      this.cameraPending = true;
+      return;
+    }
+    if (this.state === 'watching' || this.state === 'active') {
+      this.dropMedia();
+      this.setState('attached');
+      this.rewatch();
+    }
   }
 
   on<K extends keyof JanusStreamEvents>(
@@ -317,6 +348,7 @@ export class JanusStream implements StreamClient {
         if (!live()) return;
         this.inputChannel.detach();
         this.micSender = null;
+        this.cameraSender = null;
         this.setTrack(null);
         this.setAudioTrack(null);
       },
@@ -368,10 +400,12 @@ export class JanusStream implements StreamClient {
     const audio = this.features?.audio === true;
     const mic =
       audio && this.features?.mic === true && (this.options.micTrack?.() ?? null) !== null;
-    this.watched = { audio, mic };
+    const camera = (this.options.cameraTrack?.() ?? null) !== null;
+    this.watched = { audio, mic, camera };
     this.watchRound += 1;
     this.answered = false;
     this.micPending = false;
+    this.cameraPending = false;
     this.send({
       request: 'watch',
       params: {
@@ -379,8 +413,9 @@ export class JanusStream implements StreamClient {
         audio,
         video: true,
         mic,
-        // The browser's camera needs the UVC gadget of the hardware target (issue 14).
-        camera: false,
+        // The browser's camera, for the gadget target's USB webcam (issue 24): the server offers
+        // its section only where the webcam can take it.
+        camera,
       },
     });
     this.setState('watching');
@@ -399,6 +434,21 @@ export class JanusStream implements StreamClient {
     if (this.watched.audio) {
       tracks.push({ type: 'audio', capture: mic ?? false, recv: true, add: true, dontStop: true });
     }
+    // the camera's section, when the server offered it (it may not take a camera)
+    const camera =
+      this.watched.camera && offer.sdp?.includes('a=mid:c')
+        ? (this.options.cameraTrack?.() ?? null)
+        : null;
+    if (camera) {
+      tracks.push({
+        type: 'video',
+        mid: 'c',
+        capture: camera,
+        recv: false,
+        add: true,
+        dontStop: true,
+      });
+    }
     handle.createAnswer({
       jsep: offer,
       tracks,
@@ -412,12 +462,20 @@ export class JanusStream implements StreamClient {
           this.micSender =
             handle.webrtcStuff?.pc?.getSenders?.().find((s) => s.track === mic) ?? null;
         }
+        if (camera) {
+          this.cameraSender =
+            handle.webrtcStuff?.pc?.getSenders?.().find((s) => s.track === camera) ?? null;
+        }
         this.send({ request: 'start' }, answer);
         this.openInputChannel(handle);
         this.stats.startProbe();
         if (this.micPending) {
           this.micPending = false;
           this.micChanged();
+        }
+        if (this.cameraPending) {
+          this.cameraPending = false;
+          this.cameraChanged();
         }
       },
       error: (error) => {
@@ -533,6 +591,7 @@ export class JanusStream implements StreamClient {
     this.stats.stopTimers();
     this.inputChannel.detach();
     this.micSender = null;
+    this.cameraSender = null;
     this.setTrack(null);
     this.setAudioTrack(null);
     this.stats.clearInfo();

@@ -18,6 +18,8 @@ export interface JanusTrackOption {
   add?: boolean;
   /** janus.js leaves the track running at hangup (the console owns the microphone). */
   dontStop?: boolean;
+  /** The offer's section this track goes to (the camera's, mid `c`). */
+  mid?: string;
 }
 
 /** The parts of RTCRtpSender used here. */

@@ -16,7 +16,7 @@ import {
 } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { CONFIRM_DIALOG_WIDTH } from '@kvm/protocol/constants';
-import type { CameraUnavailableCode } from '@kvm/protocol/audio';
+import type { CameraRemoteState, CameraUnavailableCode } from '@kvm/protocol/audio';
 import { useMessage } from '../../components/notify';
 import { PlainModal } from '../../components/PlainModal';
 import type { I18nKey } from '../../i18n/keys';
@@ -278,6 +278,15 @@ const CAMERA_REASON_TEXT: Record<CameraUnavailableCode, I18nKey> = {
   no_camera_input: 'audio.camera.reason.no_camera_input',
   testbed: 'audio.camera.reason.testbed',
   needs_hardware: 'audio.camera.reason.needs_hardware',
+  uvc_unavailable: 'audio.camera.reason.uvc_unavailable',
+};
+
+/** What the remote computer does with the webcam (AudioState.camera.remote) as texts. */
+const CAMERA_REMOTE_TEXT: Record<CameraRemoteState, I18nKey> = {
+  idle: 'audio.camera.remote.idle',
+  streaming: 'audio.camera.remote.streaming',
+  stalled: 'audio.camera.remote.stalled',
+  restarting: 'audio.camera.remote.restarting',
 };
 
 export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
@@ -312,19 +321,23 @@ export function CameraStatus({ testIdPrefix = '' }: ControlProps) {
       </Tooltip>
     );
   }
+  // what the remote computer sees of the webcam (the gadget target says it; others do not)
+  const remote = camera.remote ? t(CAMERA_REMOTE_TEXT[camera.remote]) : null;
   return (
-    <Tooltip title={t('audio.camera.toggle')}>
+    <Tooltip title={remote ? `${t('audio.camera.toggle')}. ${remote}` : t('audio.camera.toggle')}>
       <Button
         size="small"
         type="text"
         style={buttonStyle}
         data-testid={`${testIdPrefix}audio-camera`}
         data-state={camOn ? 'on' : 'off'}
+        data-remote={camera.remote ?? ''}
         aria-pressed={camOn}
         icon={<VideoCameraOutlined />}
         onClick={() => setCamOn(!camOn)}
       >
         {t('status.camera')}: {camOn ? t('audio.camera.on') : t('audio.camera.off')}
+        {testIdPrefix !== '' && remote ? ` (${remote})` : ''}
       </Button>
     </Tooltip>
   );

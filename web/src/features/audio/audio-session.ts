@@ -9,7 +9,8 @@ import { api } from '../../lib/api';
 import { eventSocket, heartbeat } from '../connection/connection';
 import { rebootDevice } from '../system/system-api';
 import { useConfig } from '../config/config-store';
-import { setMicTrackSource, videoController } from '../video/video-session';
+import { setCameraTrackSource, setMicTrackSource, videoController } from '../video/video-session';
+import { cameraCapture } from './camera-capture';
 import type { WebRtcClient } from '../video/video-controller';
 import {
   adoptServerMicOn,
@@ -68,6 +69,16 @@ followVideo();
 
 setMicTrackSource(currentMicTrack);
 onMicTrackChange(() => client?.micChanged());
+
+// the camera: captured while it is on and the device's webcam can take it (issue 24)
+setCameraTrackSource(() => cameraCapture.track());
+cameraCapture.onChange(() => client?.cameraChanged());
+const syncCamera = (): void => {
+  const s = useAudio.getState();
+  cameraCapture.sync(s.camOn && s.device?.camera.available === true);
+};
+useAudio.subscribe(syncCamera);
+syncCamera();
 
 useConfig.subscribe((s) => adoptServerMicOn(s.config?.mic_on));
 adoptServerMicOn(useConfig.getState().config?.mic_on);

@@ -47,6 +47,7 @@ class FakeWebRtc extends FakeClient<JanusStreamEvents> implements WebRtcClient {
   getAudioTrack = () => null;
   getFeatures = () => null;
   micChanged = () => undefined;
+  cameraChanged = () => undefined;
 }
 
 class FakeDirect extends FakeClient<H264DirectEvents> implements DirectClient {

@@ -63,6 +63,7 @@ export type WebRtcClient = Pick<
   | 'getAudioTrack'
   | 'getFeatures'
   | 'micChanged'
+  | 'cameraChanged'
 >;
 export type DirectClient = Pick<
   H264DirectStream,

@@ -30,6 +30,13 @@ export function setMicTrackSource(source: () => MediaStreamTrack | null): void {
   micTrackSource = source;
 }
 
+/** The camera track to send (features/audio/camera-capture.ts registers it). */
+let cameraTrackSource: () => MediaStreamTrack | null = () => null;
+
+export function setCameraTrackSource(source: () => MediaStreamTrack | null): void {
+  cameraTrackSource = source;
+}
+
 export const videoController = new VideoController({
   createWebRtc: async () => {
     const { JanusStream, janusCredentials, janusServerUrl } =
@@ -41,6 +48,7 @@ export const videoController = new VideoController({
       getTurn: fetchTurn,
       orientation: () => useConfig.getState().config?.orientation ?? 0,
       micTrack: () => micTrackSource(),
+      cameraTrack: () => cameraTrackSource(),
     });
   },
   createDirect: async () => {
