@@ -142,7 +142,9 @@ static void respond(const void *data, int len) {
   struct uvc_request_data r;
   memset(&r, 0, sizeof r);
   r.length = len;
-  if (len > 0) memcpy(r.data, data, (size_t)len > sizeof r.data ? sizeof r.data : (size_t)len);
+  /* a SET_CUR's answer is its length alone (the data phase follows as UVC_EVENT_DATA) */
+  if (data && len > 0)
+    memcpy(r.data, data, (size_t)len > sizeof r.data ? sizeof r.data : (size_t)len);
   if (xioctl(s.fd, UVCIOC_SEND_RESPONSE, &r) < 0) die("UVCIOC_SEND_RESPONSE");
 }
 
