@@ -63,6 +63,8 @@ export function PowerMenu() {
 
   const [menuOpen, setMenuOpen] = useState(false);
   const enabled = state?.enabled !== false;
+  /** Over GPIO: why the buttons cannot act now (a line held elsewhere, the chip missing). */
+  const problem = state?.problem ?? null;
   const busy = pressing !== null || state?.busy === true;
   const powerOn = state?.leds?.power === true;
 
@@ -81,9 +83,22 @@ export function PowerMenu() {
   const items: MenuProps['items'] = [
     ...(!enabled ? [{ key: 'disabled', disabled: true, label: t('power.disabled') }] : []),
     ...(busy ? [{ key: 'busy', disabled: true, label: t('power.busy') }] : []),
+    ...(enabled && problem
+      ? [
+          {
+            key: 'problem',
+            disabled: true,
+            label: (
+              <span data-testid="power-problem">
+                {t('power.offline')}: {problem}
+              </span>
+            ),
+          },
+        ]
+      : []),
     ...ORDER.map((button) => ({
       key: button,
-      disabled: !enabled || busy,
+      disabled: !enabled || busy || problem !== null,
       label: (
         <span data-testid={BUTTONS[button].testId} title={t(BUTTONS[button].hint)}>
           {t(BUTTONS[button].label)}
