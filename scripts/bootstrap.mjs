@@ -53,7 +53,9 @@ const AUDIO = ['pulseaudio', 'qemu-system-gui', 'gcc', 'libc6-dev'];
  * util-linux's setpriv and prlimit are copied into it with node and openssl; so are v4l-utils'
  * v4l2-ctl (DV timings, EDID), gpiod's tools (ATX over GPIO) and alsa-utils' arecord and aplay.
  */
-const DEVICE_VM = ['e2fsprogs', 'util-linux', 'v4l-utils', 'gpiod', 'alsa-utils'];
+// gpio-sim's out-of-tree build (scripts/device/gpio-sim.mjs): make and kmod's modinfo; the
+// kernel's own linux-headers-<abi> is installed by that build, matching the VM's kernel.
+const DEVICE_VM = ['e2fsprogs', 'util-linux', 'v4l-utils', 'gpiod', 'alsa-utils', 'make', 'kmod'];
 const PACKAGES = {
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR, ...AUDIO],
   test: [
