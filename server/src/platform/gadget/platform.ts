@@ -95,6 +95,8 @@ export class GadgetPlatform implements GadgetHidHost {
   /** When this process last unbound the gadget (performance.now()). */
   private unboundAt: number | null = null;
 
+  /** Why the webcam was taken out (dropCamera), null while it is wanted. */
+  private uvcDropped: string | null = null;
   /** The last build found no `usb_gadget` (configfs or libcomposite missing): the poll looks. */
   private gadgetless = false;
   private poll: NodeJS.Timeout | null = null;
@@ -167,7 +169,7 @@ export class GadgetPlatform implements GadgetHidHost {
 
   /** Exactly what is missing for the USB side to work, for the admin; [] when nothing is. */
   problems(): string[] {
-    return [this.teardownProblem, ...this.buildProblems, this.udcProblem].filter(
+    return [this.teardownProblem, ...this.buildProblems, this.uvcDropped, this.udcProblem].filter(
       (p): p is string => p !== null,
     );
   }
@@ -382,6 +384,7 @@ export class GadgetPlatform implements GadgetHidHost {
   /** Why the gadget has no webcam now, or null. */
   cameraProblem(): string | null {
     if (!this.opts.uvc) return 'The gadget has no webcam function (gadget.uvc: false)';
+    if (this.uvcDropped) return this.uvcDropped;
     if (!this.made.has(UVC_FN)) {
       return (
         this.buildProblems.find((p) => p.includes(UVC_FN) || p.includes('usb_f_uvc')) ??
@@ -391,6 +394,20 @@ export class GadgetPlatform implements GadgetHidHost {
     }
     if (!this.boundUdc) return this.udcProblem ?? 'The gadget is not bound to a UDC';
     return null;
+  }
+
+  /**
+   * The webcam's frame server cannot run: the gadget is made again without the webcam, until the
+   * next start. The kernel's UVC function keeps the whole gadget disconnected while no program
+   * holds its video node open, so without this the keyboard and the drive would be gone too.
+   */
+  dropCamera(reason: string): Promise<void> {
+    return this.queue.run(async () => {
+      if (this.uvcDropped || !this.made.has(UVC_FN)) return;
+      this.uvcDropped = `The function ${UVC_FN} was taken out (no webcam): ${reason}`;
+      this.log.warn({ reason }, 'gadget: the webcam taken out');
+      await this.rebuild('webcam taken out');
+    });
   }
 
   /**
@@ -485,7 +502,7 @@ export class GadgetPlatform implements GadgetHidHost {
         await failed(UAC2_FN, err);
       }
     }
-    if (this.opts.uvc) {
+    if (this.opts.uvc && !this.uvcDropped) {
       try {
         await makeUvcFunction(this.fs, dir, this.opts.uvc);
         this.made.add(UVC_FN);

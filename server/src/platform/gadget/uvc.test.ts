@@ -82,6 +82,21 @@ describe('the UVC function (webcam) of the gadget', () => {
     expect(await k.read(`${G}/idVendor`)).toBeNull();
   });
 
+  it('dropCamera: made again without the webcam, the keyboard kept, the reason said', async () => {
+    const { k, p } = await start();
+    await p.dropCamera('its frame server cannot start');
+    expect(await k.read(`${G}/configs/c.1/${UVC_FN}`)).toBeNull();
+    expect(p.connected()).toBe(true);
+    expect(p.hidNodes().keyboard).not.toBeNull();
+    expect(p.cameraOnline()).toBe(false);
+    const said = 'The function uvc.usb0 was taken out (no webcam): its frame server cannot start';
+    expect(p.cameraProblem()).toBe(said);
+    expect(p.problems()).toContain(said);
+    // a rebuild (identity, mouse) keeps it out
+    await p.reinit();
+    expect(await k.read(`${F}/streaming_maxpacket`)).toBeNull();
+  });
+
   it('finds the video node the kernel made under the bound UDC, not the host side’s', async () => {
     const { k, p } = await start();
     const v4l = join(k.sys, 'class', 'video4linux');

@@ -67,6 +67,10 @@ class FakeGadget implements CameraGadget {
   change(): void {
     for (const l of this.listeners) l();
   }
+  dropped: string[] = [];
+  async dropCamera(reason: string): Promise<void> {
+    this.dropped.push(reason);
+  }
 }
 
 async function start(
@@ -163,6 +167,29 @@ describe('CameraService: the webcam frame server and what the remote computer do
       remote: null,
     });
     expect(s.pushFrame(Buffer.alloc(s.frameSize))).toBe(false);
+  });
+
+  it('a frame server that cannot start, or keeps ending: the gadget is made without the webcam', async () => {
+    // keeps ending: five quick exits
+    const { s, g } = await start(['ready', 'exit 1']);
+    await until(() => g.dropped.length === 1, 15_000);
+    expect(g.dropped[0]).toMatch(/^its frame server keeps ending \(5 times in a minute; /);
+    expect(s.stats.restarts).toBe(5);
+    await until(() => s.serverState() === 'stopped', 5000);
+    await service?.dispose();
+    service = null;
+    // cannot start: the program is not there (a board built without a C compiler)
+    const g2 = new FakeGadget(join(dir!, 'video9'));
+    service = new CameraService({
+      gadget: g2,
+      program: join(dir!, 'no-such-program'),
+      spec: { width: 64, height: 48, fps: [30] },
+      log: SILENT_LOGGER,
+      backoff: { initialMs: 100, maxMs: 400 },
+    });
+    service.init();
+    await until(() => g2.dropped.length >= 1, 5000);
+    expect(g2.dropped[0]).toMatch(/no-such-program cannot start/);
   });
 
   it('active while a browser sends its camera', async () => {

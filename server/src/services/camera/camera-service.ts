@@ -37,6 +37,11 @@ export interface CameraGadget {
   onChange(listener: () => void): () => void;
   onRebuilt(listener: () => void): () => void;
   onRebuilding?(listener: () => Promise<void>): () => void;
+  /**
+   * Makes the gadget again without the webcam: its frame server cannot run, and the kernel
+   * keeps the whole gadget disconnected while nobody holds the webcam's node open.
+   */
+  dropCamera?(reason: string): Promise<void>;
 }
 
 export interface CameraServiceOptions {
@@ -64,6 +69,10 @@ export interface CameraStats {
 type CameraState = AudioState['camera'];
 
 const HEADER_BYTES = 4;
+/** A frame server that ends this soon after its start, this often in a minute, is given up. */
+const QUICK_EXIT_MS = 10_000;
+const QUICK_EXIT_WINDOW_MS = 60_000;
+const QUICK_EXITS_TO_DROP = 5;
 
 export class CameraService extends EventEmitter<{ state: [] }> {
   private supervisor: Supervisor | null = null;
@@ -76,6 +85,8 @@ export class CameraService extends EventEmitter<{ state: [] }> {
   private queue: Promise<void> = Promise.resolve();
   private disposed = false;
   readonly stats: CameraStats = { written: 0, dropped: 0, sent: 0, restarts: 0 };
+  /** When the frame server ended unexpectedly, shortly after it started (performance.now()). */
+  private quickExits: number[] = [];
 
   constructor(private readonly opts: CameraServiceOptions) {
     super();
@@ -223,6 +234,16 @@ export class CameraService extends EventEmitter<{ state: [] }> {
     sup.on('exited', (info) => {
       if (info.expected) return;
       this.stats.restarts += 1;
+      const now = performance.now();
+      if (info.uptimeMs < QUICK_EXIT_MS) this.quickExits.push(now);
+      this.quickExits = this.quickExits.filter((t) => now - t < QUICK_EXIT_WINDOW_MS);
+      if (this.quickExits.length >= QUICK_EXITS_TO_DROP) {
+        const last = sup.recentOutput().at(-1) ?? `exit ${info.code ?? info.signal}`;
+        this.drop(
+          `its frame server keeps ending (${this.quickExits.length} times in a minute; ${last})`,
+        );
+        return;
+      }
       this.opts.log.warn(
         { code: info.code, signal: info.signal, last: sup.recentOutput().slice(-3) },
         'camera: the webcam frame server ended; restarting',
@@ -231,7 +252,7 @@ export class CameraService extends EventEmitter<{ state: [] }> {
     });
     sup.on('spawnError', (err) => {
       this.opts.log.warn({ err: err.message }, 'camera: the webcam frame server did not start');
-      this.setRemote('restarting');
+      this.drop(`its frame server ${this.program} cannot start (${err.message})`);
     });
     // stdin errors (EPIPE when it died) are the exit's business
     sup.on('started', () => sup.stdin?.on('error', () => undefined));
@@ -239,6 +260,17 @@ export class CameraService extends EventEmitter<{ state: [] }> {
     void sup.ensureStarted().catch((err: Error) => {
       this.opts.log.warn({ err: err.message }, 'camera: the webcam frame server did not start');
     });
+  }
+
+  /** Gives the webcam up for this run: the gadget is made again without it. */
+  private drop(reason: string): void {
+    this.opts.log.warn({ reason }, 'camera: giving the webcam up');
+    void this.serialized(() => this.stopServer()).then(() =>
+      this.opts.gadget.dropCamera?.(reason).catch((err: Error) => {
+        this.opts.log.warn({ err: err.message }, 'camera: the gadget was not made again');
+      }),
+    );
+    this.emit('state');
   }
 
   private async stopServer(): Promise<void> {
