@@ -155,11 +155,11 @@ export class GpioAtx implements AtxDriver {
       const msg = `ATX over GPIO is offline: ${fault.message}`;
       throw fault.busy ? new AtxGpioBusyError(msg) : new AtxGpioOfflineError(msg);
     }
-    try {
-      await this.startHolder(key, gen);
-    } catch (err) {
-      this.fail(err as Fault);
-    }
+    // The press is over: the holder drives the line inactive at its start; its confirmation
+    // (gpioinfo) is not the caller's wait. A failure is a fault like any other.
+    this.startHolder(key, gen).catch((err: unknown) => {
+      if (!this.disposed && gen === this.generation) this.fail(err as Fault);
+    });
   }
 
   async dispose(): Promise<void> {
@@ -275,7 +275,7 @@ export class GpioAtx implements AtxDriver {
       if (performance.now() > deadline) {
         throw new Fault(`${line.label}: gpioset does not hold the line`, false);
       }
-      await sleep(50);
+      await sleep(100);
     }
     this.watch(holder, gen, line.label);
   }
