@@ -44,6 +44,7 @@ import { DeviceVm, type DeviceVmEvent } from '../e2e/fixtures/device-vm';
 import { machineSpeed, median, note, percentile, round, shortMark, sized } from './lib';
 import { atxFigures } from './gadget-atx';
 import { audioFigures } from './gadget-audio';
+import { cameraFigures } from './gadget-camera';
 import { videoFigures } from './gadget-video';
 
 const PASSWORD = 'benchpass';
@@ -361,8 +362,9 @@ async function main(): Promise<void> {
     }
 
     const atx = await atxFigures(vm, token);
-    const audio = await audioFigures(vm);
     const video = await videoFigures(vm, token);
+    const audio = await audioFigures(vm);
+    const camera = await cameraFigures(vm);
 
     const ms = (v: number): number => round(v, 1);
     console.log(
@@ -392,8 +394,9 @@ async function main(): Promise<void> {
         gadget_rebuild_ms: Math.round(median(rebuilds)),
         gadget_rebuild_samples: rebuilds.length,
         ...atx,
-        ...audio,
         ...video,
+        ...audio,
+        ...camera,
         ...speed,
       }),
     );

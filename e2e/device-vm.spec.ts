@@ -7,9 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_TIMEOUT_MS, DeviceVm } from './fixtures/device-vm';
 import { deviceVmConsoleTests } from './fixtures/device-vm-tests';
-import { deviceVmAudioTests } from './fixtures/device-vm-audio';
 import { deviceVmVideoTests } from './fixtures/device-vm-video';
 import { deviceVmAtxTests } from './fixtures/device-vm-atx';
+import { deviceVmAudioTests } from './fixtures/device-vm-audio';
+import { deviceVmCameraTests } from './fixtures/device-vm-camera';
 
 interface UsbDevice {
   dev: string;
@@ -65,7 +66,8 @@ describe('device VM (gadget target)', () => {
 
   // The user's side: Chromium on this machine, the console in the VM, the VM's USB host side.
   deviceVmConsoleTests(() => vm);
-  deviceVmAudioTests(() => vm);
   deviceVmVideoTests(() => vm);
   deviceVmAtxTests(() => vm);
+  deviceVmAudioTests(() => vm);
+  deviceVmCameraTests(() => vm);
 });
