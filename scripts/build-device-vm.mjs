@@ -31,6 +31,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INIT, MODULES, POWEROFF, SERVER_CONFIG, VM, cmdline } from './device/contents.mjs';
 import { GPIO_SIM_MODULE, buildGpioSim } from './device/gpio-sim.mjs';
+import { buildNative } from './build-native.mjs';
 import { DUMMY_HCD_ISO, buildDummyHcdIso } from './device/dummy-hcd-iso.mjs';
 import { fetchDeb, kernelPackage } from './guest/debian.mjs';
 import { Cpio } from './guest/initramfs.mjs';
@@ -139,6 +140,8 @@ function baseInputs() {
 }
 
 function appFiles() {
+  // the webcam's frame server (server/dist/uvc-stream), if the server build has not made it yet
+  buildNative({ quiet: true });
   const files = [
     ...walk(join(root, 'server', 'dist')),
     ...walk(join(root, 'web', 'dist')),

@@ -16,12 +16,6 @@
 //   ping; devices; led {led: caps|num|scroll, on, dev?}; read {dev, bytes?};
 //   stop-polling {dev?} / resume-polling; rss (the server's processes and the VM's memory);
 //   sh {script, timeoutMs?} (a busybox shell command: code, stdout, stderr); poweroff.
-//   Sound (issue 24), on the host side's USB sound card (snd-usb-audio's card of our gadget):
-//   sound-cards (every ALSA card: number, id, USB parent); host-tone {hz, ms} (plays a sine
-//   there in the background: answers `t` when the player started); host-tone-stop;
-//   host-record {ms, hz?} (records that long: the dominant frequency and its level, the level of
-//   hz, and `heardT`, the VM time of the first 20 ms window with hz at 0.05 or more). Both take
-//   `device` (an ALSA name such as hw:UAC2Gadget,0: the board's side of the card) instead.
 //   hdmi {signal?: current|no_signal|no_lock|out_of_range, timings?: '1920x1080p60'}: vivid's
 //     HDMI source side ({setAt, controls}); edid: what the capture device holds ({hex});
 //     capture-fps {frames?}: frames a second read from /dev/video0 ({frames, ms, fps, width, height}).
@@ -31,6 +25,16 @@
 //     sampled, boundMs: the sampling gaps at both edges, the most the true length can differ);
 //   gpio-pull {line, pull: 'pull-up'|'pull-down', chip?}: the simulated side drives the line
 //     (an input's level, an LED edge); gpio-lines {chip?}: the chip's lines and levels.
+//   Sound (issue 24), on the host side's USB sound card (snd-usb-audio's card of our gadget):
+//   sound-cards (every ALSA card: number, id, USB parent); host-tone {hz, ms} (plays a sine
+//   there in the background: answers `t` when the player started); host-tone-stop;
+//   host-record {ms, hz?} (records that long: the dominant frequency and its level, the level of
+//   hz, and `heardT`, the VM time of the first 20 ms window with hz at 0.05 or more). Both take
+//   `device` (an ALSA name such as hw:UAC2Gadget,0: the board's side of the card) instead.
+//   Camera (issue 24), the host side's USB webcam (uvcvideo's node of our gadget): webcams
+//   (video nodes with a USB device above them); webcam-capture {frames, timeoutMs?, dev?}
+//   (ffmpeg's v4l2 input, YUYV 640x480: per frame the mean luma and a sha256 prefix, and
+//   firstFrameMs from the capture's start to its first whole frame).
 // USB, input and block devices are polled every 50 ms (there is no udev in the VM).
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -342,6 +346,168 @@ async function rss() {
   return { procs, memTotalMb: mb('MemTotal'), memAvailableMb: mb('MemAvailable') };
 }
 
+// ---- camera: the host side's USB webcam ----------------------------------------------------
+
+/** Video capture nodes of the host side's USB devices (uvcvideo's first node of each). */
+function webcams() {
+  return list('/sys/class/video4linux')
+    .filter((n) => /^video\d+$/.test(n) && attr(`/sys/class/video4linux/${n}/index`) === '0')
+    .map((n) => ({
+      dev: n,
+      name: attr(`/sys/class/video4linux/${n}/name`),
+      ...(usbParent(`/sys/class/video4linux/${n}/device`) ?? { usb: null }),
+    }))
+    .filter((w) => w.usb);
+}
+
+/** Captures `frames` frames from the host side's webcam: what each one holds. */
+function webcamCapture({ frames = 10, timeoutMs = 60000, dev, width = 640, height = 480 }) {
+  const cam = dev ?? webcams().at(-1)?.dev;
+  if (!cam) return Promise.reject(new Error('no USB webcam on the host side'));
+  const size = width * height;
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const args = [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-f',
+      'v4l2',
+      '-input_format',
+      'yuyv422',
+      '-video_size',
+      `${width}x${height}`,
+      '-i',
+      `/dev/${cam}`,
+      '-frames:v',
+      String(frames),
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'gray',
+      'pipe:1',
+    ];
+    const p = spawn('ffmpeg', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let buf = Buffer.alloc(0);
+    let err = '';
+    let firstFrameMs = null;
+    const out = [];
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.stderr.on('data', (c) => (err = (err + c).slice(-2000)));
+    p.stdout.on('data', (c) => {
+      buf = Buffer.concat([buf, c]);
+      while (buf.length >= size) {
+        const y = buf.subarray(0, size);
+        buf = buf.subarray(size);
+        if (firstFrameMs === null) firstFrameMs = performance.now() - started;
+        let sum = 0;
+        for (let i = 0; i < size; i += 1) sum += y[i];
+        out.push({
+          t: now(),
+          mean: Math.round((sum / size) * 10) / 10,
+          sha: createHash('sha256').update(y).digest('hex').slice(0, 12),
+        });
+      }
+    });
+    p.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      if (out.length === 0)
+        return reject(new Error(`no frame from /dev/${cam} (ffmpeg ${code}): ${err.trim()}`));
+      resolve({ dev: cam, frames: out, firstFrameMs, code, stderr: err.trim() });
+    });
+  });
+}
+
+// ---- sound: the host side's USB sound card ----------------------------------------------------
+
+/** ALSA cards: number, id, and the USB device above them (the host side's card of our gadget). */
+function soundCards() {
+  return list('/sys/class/sound')
+    .filter((n) => /^card\d+$/.test(n))
+    .map((n) => ({
+      card: Number(n.slice(4)),
+      id: attr(`/sys/class/sound/${n}/id`),
+      ...(usbParent(`/sys/class/sound/${n}/device`) ?? { usb: null }),
+    }));
+}
+
+/** The host side's card of the gadget: the one sound card with a USB device above it. */
+function hostCard() {
+  const usb = soundCards().filter((c) => c.usb);
+  if (usb.length === 0) throw new Error('no USB sound card on the host side');
+  return usb[usb.length - 1];
+}
+
+let tonePlayer = null;
+
+function stopTone() {
+  if (tonePlayer && tonePlayer.exitCode === null) tonePlayer.kill('SIGKILL');
+  tonePlayer = null;
+}
+
+/** Level (0..1, 1 = full-scale sine) of hz in mono samples x[from..from+n) (Goertzel, Hann). */
+function goertzel(x, from, n, hz, rate) {
+  const w = (2 * Math.PI * hz) / rate;
+  const coeff = 2 * Math.cos(w);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = 0; i < n; i++) {
+    const hann = 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1));
+    const s0 = x[from + i] * hann + coeff * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return (Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2)) * 4) / n;
+}
+
+/** Interleaved s16le stereo -> mono floats. */
+function monoOf(buf) {
+  const frames = Math.floor(buf.length / 4);
+  const x = new Float32Array(frames);
+  for (let i = 0; i < frames; i++)
+    x[i] = (buf.readInt16LE(i * 4) + buf.readInt16LE(i * 4 + 2)) / 65536;
+  return x;
+}
+
+/** What a recording holds: the dominant frequency (50..8000 Hz) and levels. */
+function analyse(x, rate, hz, startedT) {
+  const WIN = 960; // 20 ms
+  let heardT = null;
+  let hzLevel = 0;
+  if (hz) {
+    for (let off = 0; off + WIN <= x.length; off += WIN) {
+      const l = goertzel(x, off, WIN, hz, rate);
+      hzLevel = Math.max(hzLevel, l);
+      if (heardT === null && l >= 0.05) heardT = startedT + (off / rate) * 1000;
+    }
+  }
+  // the last 100 ms with sound: coarse scan, then around the peak
+  const n = Math.min(4800, x.length);
+  const from = x.length - n;
+  let best = { hz: 0, level: 0 };
+  const scan = (lo, hi, step) => {
+    for (let f = lo; f <= hi; f += step) {
+      const l = goertzel(x, from, n, f, rate);
+      if (l > best.level) best = { hz: f, level: l };
+    }
+  };
+  scan(50, 8000, 25);
+  if (best.hz) scan(Math.max(50, best.hz - 25), best.hz + 25, 1);
+  let sum = 0;
+  for (let i = from; i < x.length; i++) sum += x[i] * x[i];
+  return {
+    dominantHz: best.hz,
+    dominantLevel: Math.round(best.level * 1000) / 1000,
+    hzLevel: Math.round(hzLevel * 1000) / 1000,
+    heardT,
+    rms: n ? Math.round(Math.sqrt(sum / n) * 1000) / 1000 : 0,
+  };
+}
+
 // ---- gpio-sim (issue 24: ATX over GPIO) -----------------------------------------------------
 
 /** The device /init makes (scripts/device/contents.mjs GPIO_SIM). */
@@ -478,93 +644,9 @@ async function captureFps({ frames = 120 }) {
   };
 }
 
-// ---- sound: the host side's USB sound card ----------------------------------------------------
-
-/** ALSA cards: number, id, and the USB device above them (the host side's card of our gadget). */
-function soundCards() {
-  return list('/sys/class/sound')
-    .filter((n) => /^card\d+$/.test(n))
-    .map((n) => ({
-      card: Number(n.slice(4)),
-      id: attr(`/sys/class/sound/${n}/id`),
-      ...(usbParent(`/sys/class/sound/${n}/device`) ?? { usb: null }),
-    }));
-}
-
-/** The host side's card of the gadget: the one sound card with a USB device above it. */
-function hostCard() {
-  const usb = soundCards().filter((c) => c.usb);
-  if (usb.length === 0) throw new Error('no USB sound card on the host side');
-  return usb[usb.length - 1];
-}
-
-let tonePlayer = null;
-
-function stopTone() {
-  if (tonePlayer && tonePlayer.exitCode === null) tonePlayer.kill('SIGKILL');
-  tonePlayer = null;
-}
-
-/** Level (0..1, 1 = full-scale sine) of hz in mono samples x[from..from+n) (Goertzel, Hann). */
-function goertzel(x, from, n, hz, rate) {
-  const w = (2 * Math.PI * hz) / rate;
-  const coeff = 2 * Math.cos(w);
-  let s1 = 0;
-  let s2 = 0;
-  for (let i = 0; i < n; i++) {
-    const hann = 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1));
-    const s0 = x[from + i] * hann + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s0;
-  }
-  return (Math.sqrt(Math.max(0, s1 * s1 + s2 * s2 - coeff * s1 * s2)) * 4) / n;
-}
-
-/** Interleaved s16le stereo -> mono floats. */
-function monoOf(buf) {
-  const frames = Math.floor(buf.length / 4);
-  const x = new Float32Array(frames);
-  for (let i = 0; i < frames; i++)
-    x[i] = (buf.readInt16LE(i * 4) + buf.readInt16LE(i * 4 + 2)) / 65536;
-  return x;
-}
-
-/** What a recording holds: the dominant frequency (50..8000 Hz) and levels. */
-function analyse(x, rate, hz, startedT) {
-  const WIN = 960; // 20 ms
-  let heardT = null;
-  let hzLevel = 0;
-  if (hz) {
-    for (let off = 0; off + WIN <= x.length; off += WIN) {
-      const l = goertzel(x, off, WIN, hz, rate);
-      hzLevel = Math.max(hzLevel, l);
-      if (heardT === null && l >= 0.05) heardT = startedT + (off / rate) * 1000;
-    }
-  }
-  // the last 100 ms with sound: coarse scan, then around the peak
-  const n = Math.min(4800, x.length);
-  const from = x.length - n;
-  let best = { hz: 0, level: 0 };
-  const scan = (lo, hi, step) => {
-    for (let f = lo; f <= hi; f += step) {
-      const l = goertzel(x, from, n, f, rate);
-      if (l > best.level) best = { hz: f, level: l };
-    }
-  };
-  scan(50, 8000, 25);
-  if (best.hz) scan(Math.max(50, best.hz - 25), best.hz + 25, 1);
-  let sum = 0;
-  for (let i = from; i < x.length; i++) sum += x[i] * x[i];
-  return {
-    dominantHz: best.hz,
-    dominantLevel: Math.round(best.level * 1000) / 1000,
-    hzLevel: Math.round(hzLevel * 1000) / 1000,
-    heardT,
-    rms: n ? Math.round(Math.sqrt(sum / n) * 1000) / 1000 : 0,
-  };
-}
-
 const COMMANDS = {
+  webcams: async () => ({ webcams: webcams() }),
+  'webcam-capture': (args) => webcamCapture(args),
   'sound-cards': async () => ({ cards: soundCards() }),
   'host-tone': async ({ hz, ms, device }) => {
     if (!(hz >= 20 && hz <= 20000) || !(ms > 0 && ms <= 120000))
