@@ -36,6 +36,9 @@ describe('config', () => {
       udc_poll_ms: 250,
       hid_write_timeout_ms: 500,
       uac2: true,
+      // the USB webcam and our frame server for it (issue 24)
+      uvc: true,
+      uvc_stream: 'server/dist/uvc-stream',
       msd_partition_device: '/dev/block/by-name/media',
     });
     // the gadget's UAC2 card for the ALSA sound driver

@@ -151,15 +151,15 @@ export async function createContext(
   const system = await systemServices(config, drivers, log, lifecycle, input.hid, msd);
   // `enable_mic` as the server starts: a change takes effect at the next start (GL)
   // the gadget target's webcam, fed from the browser's camera (issue 24)
-  const camera =
-    drivers.gadget && config.gadget.uvc
-      ? new CameraService({
-          gadget: drivers.gadget,
-          program: config.gadget.uvc_stream,
-          spec: DEFAULT_UVC_SPEC,
-          log,
-        })
-      : null;
+  // (with gadget.uvc false too: the camera state then says the webcam is turned off)
+  const camera = drivers.gadget
+    ? new CameraService({
+        gadget: drivers.gadget,
+        program: config.gadget.uvc_stream,
+        spec: DEFAULT_UVC_SPEC,
+        log,
+      })
+    : null;
   camera?.init();
   if (camera) lifecycle.onStop('camera', () => camera.dispose());
   const cameraInput = camera ? new CameraInput(camera, log, { ffmpeg: config.video.ffmpeg }) : null;

@@ -42,6 +42,8 @@ async function fixture(udcs: string[]): Promise<Record<string, unknown>> {
       sys: join(tree, 'sys'),
       dev: join(tree, 'dev'),
       udc_poll_ms: 20,
+      // the webcam's nested configfs groups need the kernel (uvc.test.ts plays it)
+      uvc: false,
     },
     system: { root: join(tree, 'root') },
   };
@@ -51,6 +53,19 @@ const G = (): string => join(tree!, 'config/usb_gadget/kvm');
 const read = async (rel: string): Promise<string> => readFile(join(G(), rel), 'utf8');
 
 describe('the gadget target', () => {
+  it("/api/audio's camera is the gadget's webcam: unavailable, with the reason, when it is off", async () => {
+    const { app, token } = await apps.start(await fixture(['dummy_udc.0']));
+    const audio = (await app.inject({ url: '/api/audio', headers: { token } })).json().result;
+    expect(audio.camera).toEqual({
+      available: false,
+      reason: 'The gadget has no webcam function (gadget.uvc: false)',
+      code: 'uvc_unavailable',
+      active: false,
+      remote: null,
+    });
+    expect(app.ctx.camera).not.toBeNull();
+  });
+
   it('starts, builds the gadget and shows the UDC and no problems in /api/info', async () => {
     const { app, token } = await apps.start(await fixture(['dummy_udc.0']));
     const info = (await app.inject({ url: '/api/info', headers: { token } })).json().result;
