@@ -14,6 +14,7 @@ import {
   SESSION_EXPIRE_DEFAULT_S,
 } from '@kvm/protocol';
 import { DEFAULT_FRAME_ANCESTORS, frameAncestorsIssue } from './http/frame-ancestors';
+import { MAX_NAT_1TO1_IPS, natAddressIssue, parsePortRange } from './janus/peer-params';
 import {
   DRIVER_CHOICES,
   TARGETS,
@@ -174,6 +175,31 @@ const configSchema = z.strictObject({
       janus_api_secret: z.string().min(1).max(256).nullable().default(null),
       /** Janus `token_auth`: every request must carry the socket's session token as `token`. */
       janus_token_auth: z.boolean().default(false),
+      /**
+       * UDP ports of the server's ICE candidates, "min-max" (at least two ports; each viewer
+       * holds one per local address); null = any port (docs/webrtc.md "Behind a 1:1 NAT").
+       */
+      port_range: z
+        .string()
+        .nullable()
+        .superRefine((text, ctx) => {
+          const range = text === null ? null : parsePortRange(text);
+          if (typeof range === 'string') ctx.addIssue({ code: 'custom', message: range });
+        })
+        .default(null),
+      /**
+       * Addresses announced instead of the host candidates' own (same port), one per family
+       * at least: the public side of a 1:1 NAT or a port-mapped container; [] = off.
+       */
+      nat_1to1_ips: z
+        .array(
+          z.string().superRefine((ip, ctx) => {
+            const issue = natAddressIssue(ip);
+            if (issue) ctx.addIssue({ code: 'custom', message: issue });
+          }),
+        )
+        .max(MAX_NAT_1TO1_IPS)
+        .default([]),
     })
     .prefault({}),
   video: z

@@ -99,3 +99,120 @@ export function unusableCandidate(candidate: string): string | null {
 export function offeredProfileLevelId(streamProfileLevelId: string): string {
   return streamProfileLevelId.toLowerCase().startsWith('4d') ? '4d001f' : '42e01f';
 }
+
+/**
+ * The ICE side of `webrtc` in the config (docs/webrtc.md "Behind a 1:1 NAT"): the UDP ports the
+ * server's candidates bind to, and the addresses announced instead of their own.
+ */
+export interface IceNetworkConfig {
+  /** [min, max], both bound, min < max (werift's icePortRange); null: any port. */
+  portRange: readonly [number, number] | null;
+  /** Announced instead of a host candidate's own address of the same family; empty: off. */
+  nat1to1Ips: readonly string[];
+}
+
+/**
+ * No port of `webrtc.port_range` was free for the peer's candidates (each peer holds one port
+ * per local address while it lives): the offer is refused, nothing else is affected.
+ */
+export class IcePortsExhaustedError extends Error {
+  constructor(readonly range: readonly [number, number]) {
+    super(`no free UDP port in webrtc.port_range ${range[0]}-${range[1]}`);
+    this.name = 'IcePortsExhaustedError';
+  }
+}
+
+export const NO_ICE_NETWORK: IceNetworkConfig = { portRange: null, nat1to1Ips: [] };
+
+/** At most this many NAT addresses (each host candidate is announced once per address). */
+export const MAX_NAT_1TO1_IPS = 8;
+
+/** `"min-max"` to [min, max], or why not (werift wants min < max: at least two ports). */
+export function parsePortRange(text: string): readonly [number, number] | string {
+  const m = /^(\d{1,5})-(\d{1,5})$/.exec(text.trim());
+  if (!m) return `"${text}" is not a port range "min-max" (e.g. "20000-20100")`;
+  const min = Number(m[1]);
+  const max = Number(m[2]);
+  if (min < 1024 || max > 65535) return `ports of "${text}" must be within 1024-65535`;
+  if (min >= max) return `"${text}": min must be less than max (a range of at least two ports)`;
+  return [min, max];
+}
+
+/** Why `address` cannot be announced as a 1:1 NAT address, or null. */
+export function natAddressIssue(address: string): string | null {
+  const family = isIP(address);
+  if (family === 0) return `"${address}" is not an IP address`;
+  if (family === 4 && address === '0.0.0.0') return `"${address}" is unspecified`;
+  if (family === 6 && /^[:0]*$/.test(address)) return `"${address}" is unspecified`;
+  return null;
+}
+
+/**
+ * One candidate line (`a=candidate:` or bare `candidate:`) as announced through the 1:1 NAT:
+ * a host candidate becomes one line per NAT address of its family (same port; foundation and
+ * priority kept, a suffix on the foundation when there are several); other types, and host
+ * candidates of a family no NAT address has, are returned as they are.
+ */
+export function natCandidateLines(line: string, ips: readonly string[]): string[] {
+  const prefix = line.startsWith('a=') ? 'a=' : '';
+  const fields = line.slice(prefix.length).split(' ');
+  // candidate:<foundation> <component> <transport> <priority> <address> <port> typ <type> ...
+  if (fields.length < 8 || fields[6] !== 'typ' || fields[7] !== 'host') return [line];
+  const family = isIP(fields[4] ?? '');
+  const mapped = [...new Set(ips.filter((ip) => isIP(ip) === family))];
+  if (family === 0 || mapped.length === 0) return [line];
+  return mapped.map((ip, i) => {
+    const out = [...fields];
+    out[4] = ip;
+    if (i > 0) out[0] = `${fields[0]}${i}`;
+    return prefix + out.join(' ');
+  });
+}
+
+/**
+ * The server's SDP as announced through the 1:1 NAT: its host candidates rewritten
+ * (natCandidateLines) and each `c=` line that named one of their addresses names the first
+ * NAT address of that family (browsers ignore it for ICE, but it must not leak the inner one).
+ */
+export function natSdp(sdp: string, ips: readonly string[]): string {
+  if (ips.length === 0) return sdp;
+  const eol = sdp.includes('\r\n') ? '\r\n' : '\n';
+  const lines = sdp.split(eol);
+  const inner = new Map<string, string>();
+  for (const line of lines) {
+    if (!line.startsWith('a=candidate:')) continue;
+    const f = line.split(' ');
+    const address = f[4] ?? '';
+    const ip = ips.find((x) => isIP(x) === isIP(address));
+    if (f[7] === 'host' && ip) inner.set(address, ip);
+  }
+  return lines
+    .flatMap((line) => {
+      if (line.startsWith('a=candidate:')) return natCandidateLines(line, ips);
+      const c = /^c=IN IP[46] (\S+)$/.exec(line);
+      const ip = c ? inner.get(c[1]!) : undefined;
+      if (c && ip) return [`c=IN IP${isIP(ip)} ${ip}`];
+      return [line];
+    })
+    .join(eol);
+}
+
+/** The distinct ports of an SDP's host candidates (to tell an exhausted port range). */
+export function hostCandidatePorts(sdp: string): number[] {
+  const ports = new Set<number>();
+  for (const line of sdp.split(/\r?\n/)) {
+    const f = line.split(' ');
+    if (line.startsWith('a=candidate:') && f[7] === 'host') ports.add(Number(f[5]));
+  }
+  return [...ports];
+}
+
+/** The config's `webrtc` (validated by config.ts) as the peers take it. */
+export function iceNetworkOf(webrtc: {
+  port_range: string | null;
+  nat_1to1_ips: readonly string[];
+}): IceNetworkConfig {
+  const range = webrtc.port_range === null ? null : parsePortRange(webrtc.port_range);
+  if (typeof range === 'string') throw new Error(`webrtc.port_range: ${range}`);
+  return { portRange: range, nat1to1Ips: [...webrtc.nat_1to1_ips] };
+}

@@ -46,10 +46,14 @@ import {
   PLAYOUT_DELAY_URI,
   VIDEO_MID,
   VP8_PAYLOAD_TYPE,
+  IcePortsExhaustedError,
+  hostCandidatePorts,
+  natSdp,
   toWeriftIceServers,
   unusableCandidate,
   withPlayoutDelay,
   type CandidateInit,
+  type IceNetworkConfig,
   type IceServerConfig,
 } from './peer-params';
 
@@ -65,8 +69,18 @@ export interface PeerOptions {
   camera?: boolean;
   /** profile-level-id offered in the fmtp line. */
   profileLevelId: string;
+  /** `webrtc.port_range` and `webrtc.nat_1to1_ips` (none: any port, own addresses). */
+  ice?: IceNetworkConfig;
   log: Logger;
 }
+
+/**
+ * Peers with a port range gather one at a time: werift probes a port of the range free, closes
+ * the probe, then binds it again, and that socket has no 'error' listener (a failed bind would
+ * be an uncaught error). Not seen in tests (8 concurrent offers took distinct ports), but
+ * serialized, two peers of this process can never race for a port.
+ */
+let rangeGathering: Promise<unknown> = Promise.resolve();
 
 /** Data channel framing (wire-protocol.md 2.8): [op][payload], ping 0x00 → pong 0xFF. */
 const OP_PING = 0x00;
@@ -130,12 +144,21 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
 
   /** Builds the peer connection and its offer (gathering is complete: host candidates inline). */
   static async create(opts: PeerOptions): Promise<JanusPeer> {
+    if (!opts.ice?.portRange) return JanusPeer.build(opts);
+    const turn = rangeGathering.then(() => JanusPeer.build(opts));
+    rangeGathering = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private static async build(opts: PeerOptions): Promise<JanusPeer> {
+    const portRange = opts.ice?.portRange ?? null;
     const iceServers = toWeriftIceServers(opts.iceServers);
     const h264 = opts.video ? h264Codec(opts.profileLevelId) : null;
     const vp8 = opts.camera ? vp8Codec() : null;
     const pc = new RTCPeerConnection({
       iceServers,
       bundlePolicy: 'max-bundle',
+      ...(portRange ? { icePortRange: [portRange[0], portRange[1]] as [number, number] } : {}),
       codecs: {
         // Fresh objects per connection: werift writes payload types into them.
         // the camera's VP8 is here too: werift negotiates an answer against these; each
@@ -188,7 +211,13 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       await pc.setLocalDescription(offer);
       const sdp = pc.localDescription?.sdp;
       if (!sdp) throw new Error('werift produced no local description');
-      const peer = new JanusPeer(opts, sdp, pc, video, audio);
+      // werift logs a bind it could not make and gathers no candidate for that address: with
+      // none left, no browser could reach this peer
+      if (portRange && hostCandidatePorts(sdp).length === 0) {
+        throw new IcePortsExhaustedError(portRange);
+      }
+      const offered = natSdp(sdp, opts.ice?.nat1to1Ips ?? []);
+      const peer = new JanusPeer(opts, offered, pc, video, audio);
       peer.camera = camera;
       peer.watchConnection();
       peer.adoptChannel(channel);

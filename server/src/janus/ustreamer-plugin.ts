@@ -21,7 +21,13 @@ import type { VideoFeed } from '../media/types';
 import type { Logger } from '../log';
 import { TokenBucket } from '../ws/socket-guard';
 import type { JanusPeer } from './peer';
-import { offeredProfileLevelId, type CandidateInit, type IceServerConfig } from './peer-params';
+import {
+  IcePortsExhaustedError,
+  offeredProfileLevelId,
+  type CandidateInit,
+  type IceNetworkConfig,
+  type IceServerConfig,
+} from './peer-params';
 import type { JanusPlugin, PluginHandle, PluginSocket } from './plugin';
 import {
   JanusErrorCode,
@@ -51,6 +57,8 @@ export interface UstreamerPluginDeps {
   feed: VideoFeed;
   /** ICE servers for the server's side; `[]` offline and in tests. Read at each `watch`. */
   iceServers: () => readonly IceServerConfig[];
+  /** `webrtc.port_range` and `webrtc.nat_1to1_ips` (none: any port, own addresses). */
+  ice?: IceNetworkConfig;
   /** `result.features` of the `features` status, e.g. `janusFeatures(iceServers())`. */
   features: () => object;
   /** A binary input frame `[op][payload]` (ops 1-5, wire-protocol.md 2.8) from a data channel. */
@@ -252,11 +260,15 @@ export class UstreamerPlugin implements JanusPlugin {
         mic,
         camera,
         profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
+        ...(this.deps.ice ? { ice: this.deps.ice } : {}),
         log: this.deps.log,
       });
     } catch (err) {
       this.viewers.delete(handle);
       this.deps.log.warn({ err: String(err) }, 'janus: offer failed');
+      if (err instanceof IcePortsExhaustedError) {
+        return pushError(handle, [503, "Can't create the offer: no free WebRTC port"]);
+      }
       return pushError(handle, [503, "Can't create the offer"]);
     }
     if (handle.detached || this.closed) {

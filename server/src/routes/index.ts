@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context';
 import { janusFeatures, registerJanus } from '../janus/gateway';
+import { iceNetworkOf } from '../janus/peer-params';
 import type { GpioService } from '../services/gpio/gpio-service';
 import { rtcInputClient } from '../services/hid/hid-wiring';
 import { atxRoutes } from './atx';
@@ -147,6 +148,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
         // device), and the browser's STUN (features.ice.url) already finds the public side.
         iceServers: () => ctx.turn.iceServers().filter((s) => s.urls.startsWith('turn')),
         features: () => janusFeatures(ctx.turn.iceServers(), ctx.audio.features()),
+        ice: iceNetworkOf(ctx.config.webrtc),
         audio: ctx.audio,
         camera: ctx.cameraInput,
         onInput: (key, frame) => ctx.hid.handleFrame(rtcInputClient(key), frame),
