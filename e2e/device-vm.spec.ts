@@ -11,6 +11,7 @@ import { deviceVmVideoTests } from './fixtures/device-vm-video';
 import { deviceVmAtxTests } from './fixtures/device-vm-atx';
 import { deviceVmAudioTests } from './fixtures/device-vm-audio';
 import { deviceVmCameraTests } from './fixtures/device-vm-camera';
+import { deviceVmWebrtcTests } from './fixtures/device-vm-webrtc';
 
 interface UsbDevice {
   dev: string;
@@ -70,4 +71,5 @@ describe('device VM (gadget target)', () => {
   deviceVmAtxTests(() => vm);
   deviceVmAudioTests(() => vm);
   deviceVmCameraTests(() => vm);
+  deviceVmWebrtcTests(() => vm);
 });

@@ -8,7 +8,9 @@
 //
 // Options: --port <n> (the host's loopback port forwarded to the server's 8443; default 8444),
 // --data <file> (the data disk, default .cache/device-vm/data.img), --target <name> (the
-// server's --target, default gadget), --memory <MB>, --quiet (no observer lines).
+// server's --target, default gadget), --memory <MB>, --quiet (no observer lines), --webrtc-ports
+// <MIN-MAX|auto|none> (UDP ports of the host's loopback forwarded for the console's WebRTC;
+// default auto: 8 free ones).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -16,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { MEMORY_MB, mkfsArgs, qemuArgs } from './device/qemu.mjs';
+import { MEMORY_MB, freeUdpRange, mkfsArgs, qemuArgs } from './device/qemu.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = join(root, '.cache', 'device-vm');
@@ -28,8 +30,20 @@ const { values } = parseArgs({
     target: { type: 'string', default: 'gadget' },
     memory: { type: 'string', default: String(MEMORY_MB) },
     quiet: { type: 'boolean', default: false },
+    'webrtc-ports': { type: 'string', default: 'auto' },
   },
 });
+// UDP ports forwarded for the server's WebRTC: MIN-MAX, auto (8 free ones) or none.
+const webrtcPorts =
+  values['webrtc-ports'] === 'none'
+    ? null
+    : values['webrtc-ports'] === 'auto'
+      ? await freeUdpRange()
+      : values['webrtc-ports'].split('-').map(Number);
+if (webrtcPorts && !(webrtcPorts.length === 2 && webrtcPorts[0] < webrtcPorts[1])) {
+  console.error(`device-vm: --webrtc-ports: not MIN-MAX, auto or none: ${values['webrtc-ports']}`);
+  process.exit(2);
+}
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 1 || port > 65535) {
   console.error(`device-vm: --port: not a port: ${values.port}`);
@@ -65,10 +79,13 @@ const qemu = spawn(
     observerSocket,
     target: values.target,
     memoryMb: Number(values.memory),
+    webrtcPorts,
   }),
   { stdio: ['ignore', 'inherit', 'inherit'] },
 );
-console.log(`device-vm: booting (console log: ${consoleLog})`);
+console.log(
+  `device-vm: booting (console log: ${consoleLog}; WebRTC UDP ${webrtcPorts ? webrtcPorts.join('-') : 'none'})`,
+);
 
 let observer = null;
 const seconds = () => ((performance.now() - started) / 1000).toFixed(1);

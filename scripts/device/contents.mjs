@@ -19,9 +19,22 @@ export const VM = {
  * - console=ttyS0: kernel and /init lines (and the server's log) go to the host's log file.
  * - panic=-1: a panic reboots at once, and QEMU's -no-reboot turns that into QEMU's exit.
  * - kvm_target: the server's --target (scripts/device-vm.mjs --target overrides it).
+ * - kvm_webrtc_ports=MIN-MAX (with `webrtcPorts`): the UDP ports QEMU forwards from the host's
+ *   loopback, same numbers; /init gives them to the server as `webrtc.port_range` with
+ *   `webrtc.nat_1to1_ips: [127.0.0.1]`, so a browser on the host reaches its WebRTC
+ *   (docs/webrtc.md "Behind a 1:1 NAT").
+ * @param {string} [target]
+ * @param {readonly [number, number] | null} [webrtcPorts]
  */
-export const cmdline = (target = 'gadget') =>
-  ['console=ttyS0', 'quiet', 'loglevel=4', 'panic=-1', `kvm_target=${target}`].join(' ');
+export const cmdline = (target = 'gadget', webrtcPorts = null) =>
+  [
+    'console=ttyS0',
+    'quiet',
+    'loglevel=4',
+    'panic=-1',
+    `kvm_target=${target}`,
+    ...(webrtcPorts ? [`kvm_webrtc_ports=${webrtcPorts[0]}-${webrtcPorts[1]}`] : []),
+  ].join(' ');
 
 /**
  * Modules /init loads with insmod, dependencies first (scripts/guest/kernel.mjs resolves them from
@@ -84,7 +97,8 @@ export const GPIO_SIM = {
 
 /** The server's config inside the VM (the gadget section's defaults fit dummy_hcd). */
 export const SERVER_CONFIG = `# The device VM's server config (scripts/device/contents.mjs).
-# Tests never reach the internet, and the VM reaches nothing anyway (-nic restrict=on).
+# Tests never reach the internet: the VM reaches nothing (-nic restrict=on), or with WebRTC
+# ports only its subnet (no default route; /init adds webrtc.port_range and nat_1to1_ips here).
 webrtc:
   stun_url: null
 # busybox's shell: the VM has no bash.
@@ -154,8 +168,12 @@ fi
 echo 500 > /sys/module/block/parameters/events_dfl_poll_msecs
 hostname device-vm
 ip link set lo up
-ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \\
-  || echo "device-vm: no network"
+webrtc_ports=$(sed -n 's/.*kvm_webrtc_ports=\\([0-9]*-[0-9]*\\).*/\\1/p' /proc/cmdline)
+# With WebRTC ports QEMU's slirp cannot be restricted (it drops every UDP packet a restricted
+# guest sends, replies to forwarded ports too): no default route then, the VM reaches its subnet
+# (the host's loopback as 10.0.2.2) and nothing beyond.
+if [ -n "$webrtc_ports" ]; then route=true; else route='ip route add default via 10.0.2.2'; fi
+ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && $route || echo "device-vm: no network"
 if mount -t ext4 /dev/vda ${VM.data}; then
   echo "device-vm: data disk mounted at ${VM.data}"
 else
@@ -168,8 +186,15 @@ target=$(sed -n 's/.*kvm_target=\\([^ ]*\\).*/\\1/p' /proc/cmdline)
 cd ${VM.app}
 # The server first (it is the boot's critical path); the observer reports devices that were
 # there before it started as added, so it loses nothing by starting second.
+config=${VM.app}/device/config.yaml
+if [ -n "$webrtc_ports" ]; then
+  # the forwarded ports, announced as the host's loopback (QEMU maps them 1:1)
+  awk -v r="$webrtc_ports" '{ print } /^webrtc:$/ { print "  port_range: " r; print "  nat_1to1_ips: [127.0.0.1]" }' \\
+    $config > /run/config.yaml && config=/run/config.yaml
+  echo "device-vm: WebRTC on UDP $webrtc_ports, announced as 127.0.0.1"
+fi
 HOME=/root SHELL=/bin/sh node ${VM.app}/server/dist/launcher.js --target \${target:-gadget} \\
-  --data ${VM.data} --config ${VM.app}/device/config.yaml &
+  --data ${VM.data} --config $config &
 echo $! > /run/server.pid
 echo "device-vm: server started (target \${target:-gadget}, pid $!)"
 stty -F ${VM.observerTty} raw -echo 115200

@@ -9,5 +9,8 @@ export declare function qemuArgs(o: {
   observerSocket: string;
   target?: string;
   memoryMb?: number;
+  webrtcPorts?: readonly [number, number] | null;
 }): string[];
+export declare const WEBRTC_PORTS: number;
+export declare function freeUdpRange(count?: number, from?: number): Promise<[number, number]>;
 export declare function mkfsArgs(path: string, mb?: number): string[];

@@ -1,5 +1,6 @@
 // The device VM's QEMU command line, shared by scripts/device-vm.mjs (npm run device-vm) and
 // the e2e harness (e2e/fixtures/device-vm.ts). docs/hardware.md, "The device VM".
+import { createSocket } from 'node:dgram';
 import { join } from 'node:path';
 import { VM, cmdline } from './contents.mjs';
 
@@ -19,6 +20,8 @@ export const MEMORY_MB = 1536;
  * @param {string} o.consoleLog file for ttyS0 (kernel, /init and the server's output)
  * @param {string} o.observerSocket unix socket of ttyS1 (the observer; QEMU listens on it)
  * @param {string} [o.target]   the server's --target (gadget)
+ * @param {readonly [number, number] | null} [o.webrtcPorts] UDP ports of the host's loopback
+ *   forwarded to the same ports inside, for the server's WebRTC (cmdline kvm_webrtc_ports)
  * @param {number} [o.memoryMb]
  * @returns {string[]} the arguments of qemu-system-x86_64
  */
@@ -39,9 +42,9 @@ export function qemuArgs(o) {
     '-initrd',
     join(o.dir, 'initrd.img'),
     '-append',
-    cmdline(o.target),
+    cmdline(o.target, o.webrtcPorts ?? null),
     '-nic',
-    `user,restrict=on,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${o.port}-:${VM.port}`,
+    nic(o.port, o.webrtcPorts ?? null),
     '-drive',
     `file=${o.dataImage},if=virtio,format=raw`,
     '-serial',
@@ -55,6 +58,53 @@ export function qemuArgs(o) {
     '-no-reboot',
     '-nodefaults',
   ];
+}
+
+/**
+ * The user-mode network: the server's https port, and with `webrtcPorts` each UDP port of the
+ * range. slirp's restrict=on drops every UDP packet the guest sends (replies to a forwarded port
+ * too: libslirp udp_input), so WebRTC needs restrict=off: the guest then has no default route
+ * (/init) and no IPv6 (ipv6=off), so it reaches its subnet only: 10.0.2.2 is the host's
+ * loopback, 10.0.2.3 slirp's DNS (nothing in the VM asks it).
+ */
+function nic(port, webrtcPorts) {
+  const fwd = [`hostfwd=tcp:127.0.0.1:${port}-:${VM.port}`];
+  if (!webrtcPorts) return ['user', 'restrict=on', 'model=virtio-net-pci', ...fwd].join(',');
+  for (let p = webrtcPorts[0]; p <= webrtcPorts[1]; p += 1) {
+    fwd.push(`hostfwd=udp:127.0.0.1:${p}-:${p}`);
+  }
+  return ['user', 'restrict=off', 'ipv6=off', 'model=virtio-net-pci', ...fwd].join(',');
+}
+
+/** How many UDP ports the harness forwards for WebRTC (a viewer takes one). */
+export const WEBRTC_PORTS = 8;
+
+/**
+ * `count` consecutive UDP ports free on the host's loopback now (bound, then released), at or
+ * above `from`; [min, max].
+ * @param {number} [count]
+ * @param {number} [from]
+ * @returns {Promise<[number, number]>}
+ */
+export async function freeUdpRange(
+  count = WEBRTC_PORTS,
+  from = 20000 + Math.floor(Math.random() * 30000),
+) {
+  for (let base = from; base + count - 1 <= 65535; base += count) {
+    const sockets = [];
+    let ok = true;
+    for (let p = base; p < base + count && ok; p += 1) {
+      const s = createSocket('udp4');
+      sockets.push(s);
+      ok = await new Promise((resolve) => {
+        s.once('error', () => resolve(false));
+        s.bind(p, '127.0.0.1', () => resolve(true));
+      });
+    }
+    await Promise.all(sockets.map((s) => new Promise((r) => s.close(() => r(undefined)))));
+    if (ok) return [base, base + count - 1];
+  }
+  throw new Error(`no ${count} free UDP ports from ${from}`);
 }
 
 /** Makes a sparse ext4 data disk (the host's mke2fs: the VM mounts it at its data folder). */
