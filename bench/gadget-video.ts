@@ -7,8 +7,8 @@
  * - signal_change_to_state_ms: vivid "No Signal" set -> the streamer event saying
  *   `capture.status: no_signal` (`hdmi.signal` false; the console adds SPEC's 5 s before it
  *   says "No HDMI signal"), median over SIGNAL_FLIPS, each back to a signal in between.
- * - resolution_change_to_stream_ms: new timings (1280x720p60 <-> 640x480p59; TCG cannot encode
- *   1080p in time, see device-vm-video.ts) -> the streamer event with the new resolution and the
+ * - resolution_change_to_stream_ms: new timings (640x480p59 <-> 720x480p59; TCG cannot encode
+ *   720p or 1080p in time, see device-vm-video.ts) -> the streamer event with the new resolution and the
  *   new encoder online (its first key frame; the hub's stats roll each second, so up to 1 s late),
  *   with the socket's `stream=1` keeping the encoder wanted as a viewer would.
  * - edid_apply_ms: POST /api/upgrade/edid (a preset) -> its answer: write, read back, compare.
@@ -87,11 +87,11 @@ export async function videoFigures(
     hostTimeOf(Number((await vm.command('hdmi', args))['setAt']));
 
   try {
-    await hdmi({ timings: '1280x720p60' });
+    await hdmi({ timings: '640x480p59' });
     await waitFor(
       'a 720p picture',
       0,
-      (s) => s.capture?.status === 'signal' && s.capture.width === 1280,
+      (s) => s.capture?.status === 'signal' && s.capture.width === 640,
     );
 
     note(`gadget: ${SIGNAL_FLIPS} HDMI signal losses`);
@@ -111,7 +111,7 @@ export async function videoFigures(
     const resolution: number[] = [];
     for (let i = 0; i < RESOLUTION_FLIPS; i++) {
       const [timings, width] =
-        i % 2 === 0 ? (['640x480p59', 640] as const) : (['1280x720p60', 1280] as const);
+        i % 2 === 0 ? (['720x480p59', 720] as const) : (['640x480p59', 640] as const);
       const since = events.length;
       const setAt = await hdmi({ timings });
       const at = await waitFor(
@@ -122,7 +122,7 @@ export async function videoFigures(
       );
       resolution.push(at - setAt);
     }
-    if (RESOLUTION_FLIPS % 2 === 1) await hdmi({ timings: '1280x720p60' });
+    if (RESOLUTION_FLIPS % 2 === 1) await hdmi({ timings: '640x480p59' });
 
     note(`gadget: ${EDID_APPLIES} EDID applies`);
     const list = JSON.parse(
