@@ -664,7 +664,10 @@ const COMMANDS = {
         '-f',
         'lavfi',
         '-i',
-        `aevalsrc=0.5*sin(2*PI*${hz}*t):s=48000:d=${ms / 1000}`,
+        // lavfi's sine (a table, amplitude 1/8) times 4: amplitude 0.5. Not aevalsrc: its
+        // expression, evaluated per sample, runs 3x slower than real time under TCG, and a
+        // player that cannot keep up stalls the board's card (ALSA's 10 s EIO) and the VM.
+        `sine=frequency=${hz}:sample_rate=48000:duration=${ms / 1000},volume=4`,
         '-ac',
         '2',
         '-c:a',
