@@ -129,7 +129,11 @@ export class FixtureKernel extends NodeGadgetFs {
   }
 
   async setUdcState(name: string, state: string): Promise<void> {
-    await fsp.writeFile(join(this.sys, 'class', 'udc', name, 'state'), `${state}\n`);
+    // replaced in one step, as the kernel's attribute reads: a poll reading while writeFile
+    // truncated the file saw '' (a flaky "reports every UDC state change" under load)
+    const path = join(this.sys, 'class', 'udc', name, 'state');
+    await fsp.writeFile(`${path}.new`, `${state}\n`);
+    await fsp.rename(`${path}.new`, path);
   }
 
   async removeModule(name: string): Promise<void> {
