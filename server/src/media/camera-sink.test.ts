@@ -104,14 +104,14 @@ describe('CameraSink: the browser camera’s VP8 to the webcam’s YUYV frames',
     expect(target.active.get('peer-1')).toBe(true);
     expect(sink.stats.frames).toBe(20);
     // the decoder holds back at most a frame or two while the stream stays open
-    await until(() => target.frames.length >= 15, 15000);
+    await until(() => target.frames.length >= 15, 45_000);
     for (const f of target.frames) expect(f.length).toBe(W * H * 2);
     // the pattern moves: the frames are not all the same, and not black
     const sums = new Set(target.frames.map((f) => createHash('sha1').update(f).digest('hex')));
     expect(sums.size).toBeGreaterThan(5);
     const luma = target.frames[0]!.filter((_, i) => i % 2 === 0);
     expect(luma.reduce((a, b) => a + b, 0) / luma.length).toBeGreaterThan(40);
-  });
+  }, 60_000);
 
   it('a lost packet: a key frame is asked for and the frames that depend on it are skipped', async () => {
     const target = new Target();
@@ -129,7 +129,7 @@ describe('CameraSink: the browser camera’s VP8 to the webcam’s YUYV frames',
     // 0, 1 and then 6..11: frame 2 never completes, 3..5 need it
     expect(sink.stats.frames).toBe(8);
     expect(sink.stats.dropped).toBe(3);
-  });
+  }, 60_000);
 
   it('the newest sender takes over; the replaced one is ignored; a sender that goes is inactive', () => {
     const target = new Target();
