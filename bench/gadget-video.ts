@@ -161,8 +161,7 @@ export async function videoFigures(
         `capture-fps read ${String(fpsReply['width'])}x${String(fpsReply['height'])}`,
       );
     }
-    await hdmi({ timings: '1280x720p60' });
-    await hdmi({ signal: 'current' });
+    await hdmi({ timings: '640x480p59' });
     return {
       signal_change_to_state_ms: round(median(signal), 1),
       signal_change_samples: signal.length,
