@@ -149,6 +149,9 @@ ${Object.entries(MODULE_PARAMS)
   insmod /lib/modules/$m.ko $args || echo "device-vm: insmod $m failed"
 done
 mount -t configfs configfs /sys/kernel/config || echo "device-vm: configfs not mounted"
+# The HDMI source starts at 640x480p59 (vivid's own start is 1280x720p60): TCG encodes that
+# size in time for the encoder's stall check on a loaded machine (docs/hardware.md "Capture").
+v4l2-ctl -d /dev/video0 -c dv_timings_signal_mode=4,dv_timings=0 || echo "device-vm: vivid timings not set"
 # The simulated GPIO chip of ATX over GPIO, named lines, before the server starts.
 sim=/sys/kernel/config/gpio-sim/${GPIO_SIM.chip}
 if mkdir $sim $sim/bank0 2>/dev/null; then
