@@ -110,6 +110,10 @@ terminal:
 # dropped as from a host that stopped polling); a real host polls every 1-10 ms.
 gadget:
   hid_write_timeout_ms: 3000
+# libx264 under TCG on a loaded machine encodes 2-7 frames a second at 640x480 and its first
+# frame took over 5 s: the default stall check killed it again and again (issue 24).
+video:
+  encoder_stall_ms: 30000
 # ATX over GPIO on the simulated chip /init makes (GPIO_SIM): its lines by name.
 atx:
   gpio:

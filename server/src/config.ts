@@ -206,6 +206,12 @@ const configSchema = z.strictObject({
     .strictObject({
       type: driverType('video'),
       ffmpeg: z.string().default('ffmpeg'),
+      /**
+       * An encoder that gives no frame for this long is killed and started again (media/
+       * encoder.ts). 5 s is far above a frame's encoding time on a board; an emulated board (the
+       * device VM under TCG, 2-7 frames a second at 640x480 on a loaded machine) needs more.
+       */
+      encoder_stall_ms: z.number().int().min(1000).max(120_000).default(5000),
       /** `type: file`: the video file played in a loop as the screen (docs/drivers.md). */
       file: z.string().min(1).nullable().default(null),
       /** `type: v4l2`: the capture device (docs/drivers.md "V4L2 capture"). */

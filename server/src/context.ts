@@ -255,6 +255,7 @@ async function mediaServices(
   const loaded = await StreamerService.loadParams(config.data_dir, log);
   const video = new VideoHub(drivers.video, hubParams(loaded.params), log, {
     ffmpeg: config.video.ffmpeg,
+    encoder: { stallMs: config.video.encoder_stall_ms },
   });
   lifecycle.onStop('video hub', () => video.dispose());
   const jpeg = new JpegHub(video, log, { ffmpeg: config.video.ffmpeg });
