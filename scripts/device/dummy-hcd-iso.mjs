@@ -35,10 +35,12 @@ import { kernelOfDeb } from './gpio-sim.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * Whether the VM gets this dummy_hcd (KVM_DEVICE_VM_ISO=1) or the kernel's own. Off by default:
- * with isochronous endpoints the UVC function binds too, and the kernel's UVC gadget keeps the
- * whole gadget disconnected until a program opens its video node (nothing enumerates, not even
- * the keyboard, while the server's frame program is missing from the image). With the kernel's
+ * Whether the VM gets this dummy_hcd (KVM_DEVICE_VM_ISO=1) or the kernel's own (the default).
+ * Both directions carry sound with it (docs/hardware.md "Sound over USB"), but the whole
+ * device-VM spec has not yet been seen green with it on this loaded machine, so it stays opt-in.
+ * With isochronous endpoints the UAC2 and UVC functions bind, and the kernel's UVC gadget keeps
+ * the whole gadget disconnected until a program opens its video node (the server's uvc-stream,
+ * in the image): nothing enumerates, not even the keyboard, until it runs. With the kernel's
  * dummy_hcd the server leaves UAC2 and UVC out and says so (problems, /api/audio's reason).
  */
 export const DUMMY_HCD_ISO = process.env.KVM_DEVICE_VM_ISO === '1';
