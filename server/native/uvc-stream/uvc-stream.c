@@ -132,6 +132,8 @@ static void fill_control(struct uvc_streaming_control *c) {
 static void take_control(struct uvc_streaming_control *dst, const uint8_t *data, int len) {
   struct uvc_streaming_control in;
   memset(&in, 0, sizeof in);
+  /* the data phase's length comes from the host: never trust its sign or size */
+  if (len < 0) len = 0;
   memcpy(&in, data, len < (int)sizeof in ? (size_t)len : sizeof in);
   fill_control(dst);
   if (in.dwFrameInterval >= frame_interval()) dst->dwFrameInterval = in.dwFrameInterval;
@@ -141,6 +143,7 @@ static void take_control(struct uvc_streaming_control *dst, const uint8_t *data,
 static void respond(const void *data, int len) {
   struct uvc_request_data r;
   memset(&r, 0, sizeof r);
+  if (len < 0) len = 0;
   r.length = len;
   /* a SET_CUR's answer is its length alone (the data phase follows as UVC_EVENT_DATA) */
   if (data && len > 0)
