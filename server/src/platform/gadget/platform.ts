@@ -32,7 +32,7 @@ import {
   type GadgetImage,
   type GadgetSettings,
 } from './composite';
-import { NodeGadgetFs, errnoCode, readAttr, type GadgetFs } from './configfs';
+import { NodeGadgetFs, readAttr, type GadgetFs } from './configfs';
 import {
   BIND_PROBLEM,
   bindProblem,
@@ -565,11 +565,7 @@ export class GadgetPlatform implements GadgetHidHost {
       const current = await readAttr(this.fs, join(this.gadgetDir, 'UDC'));
       if (current !== name) await this.fs.writeFile(join(this.gadgetDir, 'UDC'), name);
     } catch (err) {
-      // EBUSY: the UDC is held (by a stale gadget still being torn down, after a crash): not a
-      // function it refuses. Nothing is left out; the UDC poll binds again (the device VM's
-      // kill -9 test lost the webcam and the sound card so).
-      const busy = errnoCode(err) === 'EBUSY';
-      if (!busy && (await this.bindWithoutOptional(name, err))) return this.afterBind(name);
+      if (await this.bindWithoutOptional(name, err)) return this.afterBind(name);
       this.buildProblems = [
         ...this.buildProblems.filter((p) => !p.startsWith(BIND_PROBLEM)),
         bindProblem(name, err),

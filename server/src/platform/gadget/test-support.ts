@@ -93,8 +93,6 @@ export class FixtureKernel extends NodeGadgetFs {
   bindState = 'configured';
   /** The UDC has no isochronous endpoints: a gadget with a UAC2 or UVC function does not bind. */
   isoless = false;
-  /** The next N binds fail with EBUSY (the UDC still held by a gadget being torn down). */
-  udcBusy = 0;
   private nextMinor = 0;
 
   private constructor(readonly root: string) {
@@ -333,10 +331,6 @@ export class FixtureKernel extends NodeGadgetFs {
         await fsp.rm(this.soundCard, { recursive: true, force: true });
       } else {
         if (current) throw errno('EBUSY', 'UDC: bound already');
-        if (this.udcBusy > 0) {
-          this.udcBusy--;
-          throw errno('EBUSY', `UDC ${text}: held by another gadget`);
-        }
         if (!(await this.exists(join(this.sys, 'class', 'udc', text)))) {
           throw errno('ENODEV', `UDC ${text}`);
         }

@@ -72,21 +72,6 @@ describe('the UVC function (webcam) of the gadget', () => {
     expect(await p.cameraNode()).toBeNull();
   });
 
-  it('a UDC held by another gadget (EBUSY) leaves nothing out: the poll binds the whole gadget when it is free', async () => {
-    kernel = await FixtureKernel.make();
-    kernel.udcBusy = 1;
-    platform = new GadgetPlatform({ ...kernel.options(), uvc: DEFAULT_UVC_SPEC });
-    await platform.init();
-    const p = platform;
-    expect(p.connected()).toBe(false);
-    expect(p.problems().join(' ')).not.toMatch(/left out/);
-    await p.pollOnce();
-    expect(p.connected()).toBe(true);
-    expect(p.problems()).toEqual([]);
-    expect(p.cameraOnline()).toBe(true);
-    expect(await link(kernel, `${G}/configs/c.1/${UVC_FN}`)).toBe(join(kernel.root, F));
-  });
-
   it('a rebuild takes the whole tree down (links before the groups they point to) and makes it again', async () => {
     const { k, p } = await start();
     await p.reinit();
