@@ -39,7 +39,11 @@ class FakeChip implements GpioTools {
     this.owner = names.map(() => null);
   }
 
+  /** How long gpioinfo takes (a slow board, TCG under load). */
+  infoMs = 0;
+
   async info(): Promise<GpioChipInfo> {
+    if (this.infoMs) await new Promise((r) => setTimeout(r, this.infoMs));
     if (!this.present) throw new GpioToolError('missing', "error opening gpiochip 'sim': ENOENT");
     return {
       name: 'gpiochip7',
@@ -229,6 +233,28 @@ describe('GpioAtx', () => {
       '1:0:hold',
     ]);
     expect(chip.owner.slice(0, 2)).toEqual(['gpioset', 'gpioset']);
+  });
+
+  it("a press while the last press's holder is still being confirmed is a pulse, not a fault", async () => {
+    const chip = new FakeChip(NAMES);
+    atx = make(chip, { confirmMs: 5000 });
+    await atx.init();
+    await until('online', () => atx!.getState().problem === null);
+    // gpioinfo slow: the holder after the first press is not confirmed when the second comes
+    chip.infoMs = 100;
+    const states: Array<string | null> = [];
+    atx.onState((s) => states.push(s.problem ?? null));
+    await atx.click('power');
+    await atx.click('power');
+    await atx.click('reset');
+    expect(chip.pulses.map((p) => p.offset)).toEqual([0, 0, 1]);
+    await until(
+      'both held again',
+      () => chip.owner[0] === 'gpioset' && chip.owner[1] === 'gpioset',
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(states).toEqual([]);
+    expect(atx.getState().problem).toBeNull();
   });
 
   it('active-low lines: the buttons idle high and pulse low, an LED is on at level 0', async () => {

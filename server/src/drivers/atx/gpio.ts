@@ -265,12 +265,19 @@ export class GpioAtx implements AtxDriver {
     void holder.exited.then((e) => (exit = e));
     // generous: under TCG on a loaded machine a spawn through setpriv took seconds
     const deadline = performance.now() + (this.opts.confirmMs ?? 20_000);
+    // A holder stopped on purpose while it is confirmed (the next press, a teardown) is not a
+    // fault: whoever stopped it owns the line now.
+    const ended = (): boolean => {
+      if (!exit) return false;
+      if ((exit as GpioExit).stopped || this.holders[key] !== holder) return true;
+      throw this.faultOf(exit, line);
+    };
     for (;;) {
-      if (exit) throw this.faultOf(exit, line);
+      if (ended()) return;
       const info = await this.opts.tools.info(this.opts.chip).catch((err: unknown) => {
         throw this.faultOfTool(err, line.label);
       });
-      if (exit) throw this.faultOf(exit, line);
+      if (ended()) return;
       if (info.lines.find((l) => l.offset === line.offset)?.used) break;
       if (performance.now() > deadline) {
         throw new Fault(`${line.label}: gpioset does not hold the line`, false);
