@@ -9,8 +9,8 @@
 // Options: --port <n> (the host's loopback port forwarded to the server's 8443; default 8444),
 // --data <file> (the data disk, default .cache/device-vm/data.img), --target <name> (the
 // server's --target, default gadget), --memory <MB>, --quiet (no observer lines), --webrtc-ports
-// <MIN-MAX|auto|none> (UDP ports of the host's loopback forwarded for the console's WebRTC;
-// default auto: 8 free ones).
+// <MIN-MAX|auto|none> (UDP ports of the host's loopback forwarded for the console's WebRTC,
+// auto: 8 free ones; they need slirp's restrict=off, so the default is none: restrict=on).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -30,7 +30,7 @@ const { values } = parseArgs({
     target: { type: 'string', default: 'gadget' },
     memory: { type: 'string', default: String(MEMORY_MB) },
     quiet: { type: 'boolean', default: false },
-    'webrtc-ports': { type: 'string', default: 'auto' },
+    'webrtc-ports': { type: 'string', default: 'none' },
   },
 });
 // UDP ports forwarded for the server's WebRTC: MIN-MAX, auto (8 free ones) or none.
