@@ -32,7 +32,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ['server/**/*.ts', 'e2e/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.mjs', '*.js'],
+    files: [
+      'server/**/*.ts',
+      'fleet/**/*.ts',
+      'e2e/**/*.ts',
+      'bench/**/*.ts',
+      'scripts/**/*.mjs',
+      '*.js',
+    ],
     languageOptions: { globals: { ...globals.node } },
   },
   // The server's layers, bottom up: log/errors/config/storage/process, drivers, media,

@@ -21,6 +21,15 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'fleet',
+          include: ['fleet/src/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'web',
           include: ['web/src/**/*.test.{ts,tsx}'],
           environment: 'happy-dom',

@@ -56,7 +56,13 @@ const AUDIO = ['pulseaudio', 'qemu-system-gui', 'gcc', 'libc6-dev'];
 // gpio-sim's out-of-tree build (scripts/device/gpio-sim.mjs): make and kmod's modinfo; the
 // kernel's own linux-headers-<abi> is installed by that build, matching the VM's kernel.
 const DEVICE_VM = ['e2fsprogs', 'util-linux', 'v4l-utils', 'gpiod', 'alsa-utils', 'make', 'kmod'];
+/**
+ * The fleet server's engines (docs/cloud.md, `npm run cloud` and its tests): PostgreSQL 15,
+ * NATS and coturn, each started by the project on loopback, never by the packages' services.
+ */
+const CLOUD = ['postgresql-15', 'nats-server', 'coturn'];
 const PACKAGES = {
+  cloud: ['openssl', 'ca-certificates', ...CLOUD],
   start: ['openssl', 'ca-certificates', ...QEMU_TARGET, ...SYSTEM, ...OCR, ...AUDIO],
   test: [
     'openssl',
@@ -69,6 +75,7 @@ const PACKAGES = {
     ...AUDIO,
     'fonts-dejavu-core',
     ...DEVICE_VM,
+    ...CLOUD,
   ],
 };
 
@@ -136,7 +143,8 @@ function sourceStamp() {
       }
     }
   };
-  for (const d of ['protocol/src', 'server/src', 'web/src', 'web/public']) walk(join(root, d));
+  for (const d of ['protocol/src', 'server/src', 'fleet/src', 'web/src', 'web/public'])
+    walk(join(root, d));
   for (const f of [
     'web/index.html',
     'web/vite.config.ts',

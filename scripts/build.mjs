@@ -10,7 +10,7 @@ import { buildNative } from './build-native.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const quiet = process.argv.includes('--quiet');
-const only = process.argv.find((a) => a === 'server' || a === 'web');
+const only = process.argv.find((a) => a === 'server' || a === 'web' || a === 'fleet');
 
 /**
  * janus/webrtc.ts imports peer.ts (and with it werift, ~1.7 MB of code) only for the first
@@ -93,6 +93,31 @@ function compressTree(dir) {
   }
 }
 
+/**
+ * The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, and its pages
+ * (fleet/src/ui, static files copied beside it by the fleet's own build step if it has one).
+ */
+async function buildFleet() {
+  const result = await build({
+    entryPoints: { main: join(root, 'fleet/src/main.ts') },
+    outdir: join(root, 'fleet/dist'),
+    bundle: true,
+    // pg's optional native binding is never used
+    external: ['pg-native'],
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    keepNames: true,
+    logLevel: quiet ? 'error' : 'warning',
+    metafile: true,
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+  });
+  asciiOnly(Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js')));
+}
+
 function buildWeb() {
   const r = spawnSync('npx', ['vite', 'build', ...(quiet ? ['--logLevel', 'error'] : [])], {
     cwd: join(root, 'web'),
@@ -108,3 +133,4 @@ if (!only || only === 'server') {
   buildNative({ quiet });
 }
 if (!only || only === 'web') buildWeb();
+if (!only || only === 'fleet') await buildFleet();

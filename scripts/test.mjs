@@ -29,7 +29,7 @@ function step(name, cmd, args) {
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 
 if (extra.length === 0) {
-  for (const ws of ['protocol', 'server', 'web', 'e2e', 'bench']) {
+  for (const ws of ['protocol', 'server', 'fleet', 'web', 'e2e', 'bench']) {
     step(`typecheck ${ws}`, bin('tsc'), ['-p', `${ws}/tsconfig.json`]);
   }
   step('eslint', bin('eslint'), ['--max-warnings=0', '.']);

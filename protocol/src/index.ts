@@ -21,3 +21,4 @@ export * from './edid/index';
 export * from './upgrade';
 export * from './gpio';
 export * from './audio';
+export * from './cloud';
