@@ -1,0 +1,160 @@
+#!/usr/bin/env node
+// `npm run cloud [-- --replicas N --port P]`: the fleet server and its engines on loopback for
+// development (docs/cloud.md "Running it", docs/operations.md "Running the fleet"):
+// PostgreSQL 15 (data kept in .data/cloud/pg), nats-server, coturn, an SMTP sink that prints
+// every mail it gets, and N fleet replicas (fleet/dist/main.js) on ports P, P+1, ... sharing
+// the database, NATS, the TLS certificate and the TURN secret. Ctrl-C (SIGINT) or SIGTERM stops
+// them all; every child also dies with this process if it is killed outright.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startCoturn, startNats, startPostgres, startSmtpSink, stopAll } from './cloud/engines.mjs';
+import { fleetConfig, startFleet } from './cloud/fleet-process.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+
+const USAGE = `usage: npm run cloud [-- --replicas N] [--port P] [--data DIR]
+  --replicas N  fleet replicas to run (default 1), on ports P .. P+N-1
+  --port P      the first replica's HTTPS port (default 8843), on 127.0.0.1
+  --data DIR    where PostgreSQL's data and the fleet's certificate are kept (default .data/cloud)`;
+
+let opts;
+try {
+  opts = parseArgs({
+    options: {
+      replicas: { type: 'string', default: '1' },
+      port: { type: 'string', default: '8843' },
+      data: { type: 'string', default: join(root, '.data', 'cloud') },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  }).values;
+} catch (e) {
+  console.error(`cloud: ${e.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (opts.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const replicas = Number(opts.replicas);
+const port = Number(opts.port);
+if (!Number.isInteger(replicas) || replicas < 1 || replicas > 16) {
+  console.error(`cloud: --replicas must be 1-16, not ${opts.replicas}\n${USAGE}`);
+  process.exit(2);
+}
+if (!Number.isInteger(port) || port < 1 || port + replicas - 1 > 65535) {
+  console.error(`cloud: --port must be a port number, not ${opts.port}\n${USAGE}`);
+  process.exit(2);
+}
+
+const say = (msg) => process.stderr.write(`cloud: ${msg}\n`);
+
+/** fleet/dist/main.js, built when missing (`npm run cloud` builds it through bootstrap already). */
+function ensureFleetBuilt() {
+  if (existsSync(join(root, 'fleet/dist/main.js'))) return;
+  say('building the fleet server (node scripts/build.mjs fleet)');
+  const r = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), 'fleet'], {
+    stdio: 'inherit',
+    cwd: root,
+  });
+  if (r.status !== 0) {
+    say('the fleet server did not build');
+    process.exit(r.status ?? 1);
+  }
+}
+
+/** A secret kept in the data folder (0600), made at first use. */
+function keptSecret(dir, name) {
+  const file = join(dir, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const s = randomBytes(24).toString('hex');
+  writeFileSync(file, `${s}\n`, { mode: 0o600 });
+  return s;
+}
+
+const fleets = [];
+let stopping = null;
+
+async function stopEverything(code) {
+  if (stopping) return stopping;
+  stopping = (async () => {
+    say('stopping');
+    await Promise.allSettled(fleets.map((f) => f.stop()));
+    await stopAll();
+    say('stopped');
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => void stopEverything(0));
+
+try {
+  ensureFleetBuilt();
+  const data = opts.data;
+  mkdirSync(data, { recursive: true });
+  // the postgres user reaches its folder through this one; the secrets inside stay 0600
+  chmodSync(data, 0o755);
+  const fleetData = join(data, 'fleet');
+  mkdirSync(fleetData, { recursive: true, mode: 0o700 });
+
+  say('starting PostgreSQL 15, nats-server, coturn and the SMTP sink');
+  const [pg, nats, smtp] = await Promise.all([
+    startPostgres({ dir: join(data, 'pg') }),
+    startNats(),
+    startSmtpSink({ print: true }),
+  ]);
+  // Loopback development: the device and the browser are on this machine, so the relay's peers
+  // are loopback addresses, which coturn refuses without this flag. It listens on 127.0.0.1
+  // only; deploy/cloud/turnserver.conf (a real server) never has it.
+  const turn = await startCoturn({
+    secret: keptSecret(fleetData, 'turn-secret'),
+    allowLoopbackPeers: true,
+  });
+  say(`PostgreSQL ${pg.url} (data ${pg.dir}), NATS ${nats.url}, coturn ${turn.uris.join(' ')}`);
+  say(
+    `SMTP sink on 127.0.0.1:${smtp.port}: a development sink, mails are printed here, never sent`,
+  );
+
+  // The first replica makes the shared certificate; the others start once it exists.
+  for (let i = 0; i < replicas; i += 1) {
+    const config = fleetConfig({
+      index: i,
+      port: port + i,
+      data: fleetData,
+      database: pg.url,
+      nats: [nats.url],
+      turn: { secret: turn.secret, uris: turn.uris, ttl_s: 3600 },
+      smtp: { host: smtp.host, port: smtp.port },
+    });
+    const fleet = await startFleet(config, { echo: true });
+    fleets.push(fleet);
+    fleet.exited.then((how) => {
+      if (!stopping) {
+        say(`fleet replica ${config.replica} exited (${how}): stopping everything`);
+        void stopEverything(1);
+      }
+    });
+  }
+
+  const url = fleets[0].url;
+  console.log(`
+The fleet is running (${replicas} replica${replicas > 1 ? 's' : ''}):
+  ${fleets.map((f) => f.url).join('\n  ')}
+Its certificate is self-signed (${join(fleetData, 'tls')}): the browser asks once.
+
+Bind a local device to it:
+  1. in another terminal: npm start   (the device's console on https://localhost:8443)
+  2. open ${url}, sign up (the e-mail code is printed here by the SMTP sink), sign in
+  3. on the device's console: Settings > Cloud, enable it, fleet URL ${url},
+     accept the certificate's fingerprint shown there (it is pinned), then "Bind by code"
+  4. on the fleet's page: Add device, enter the code the device shows
+  5. open the device from the fleet's device list: ${url}/d/<device id>/
+Ctrl-C stops everything.`);
+} catch (e) {
+  say(e instanceof Error ? (e.stack ?? e.message) : String(e));
+  await stopEverything(1);
+}
