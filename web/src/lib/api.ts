@@ -10,6 +10,7 @@
  */
 import { API_TIMEOUT_MS } from '@kvm/protocol/constants';
 import type { ApiErrorResult } from '@kvm/protocol/envelope';
+import { withBase } from './base';
 import { getAuthToken } from './storage';
 
 export const API_PREFIX = '/api';
@@ -93,7 +94,8 @@ export function withDetail(text: string, err: unknown): string {
 }
 
 export function buildApiUrl(path: string, query?: Query): string {
-  const url = `${API_PREFIX}${path.startsWith('/') ? path : `/${path}`}`;
+  // Under a fleet path (lib/base.ts) every call goes under `/d/<id>/api`.
+  const url = withBase(`${API_PREFIX}${path.startsWith('/') ? path : `/${path}`}`);
   if (!query) return url;
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(query)) {

@@ -14,6 +14,7 @@
  */
 import type { EventFrame, InfoEvent, LoopEvent } from '@kvm/protocol/events';
 import { checkTransition, type TransitionMap } from '@kvm/protocol/transitions';
+import { socketUrl } from './base';
 
 /**
  * Payload type per event_type. Later subsystems augment it:
@@ -63,12 +64,11 @@ export function eventSocketUrl(
   token: string | null,
   stream?: boolean,
 ): string {
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const params = new URLSearchParams();
   if (stream !== undefined) params.set('stream', stream ? '1' : '0');
   if (token) params.set('auth_token', token);
   const search = params.toString();
-  return `${scheme}//${location.host}/api/ws${search ? `?${search}` : ''}`;
+  return socketUrl(location, `/api/ws${search ? `?${search}` : ''}`);
 }
 
 type Handler = (event: unknown) => void;

@@ -10,6 +10,7 @@
  * thread, where keyboard and mouse are captured (issue 10: input p99). Without Worker or
  * OffscreenCanvas it runs here on the main thread, as before.
  */
+import { socketUrl } from './base';
 import type { WebSocketFactory } from './event-socket';
 import { Emitter } from './emitter';
 import { addCounters, emptyCounters, type DirectCounters } from './h264-direct-counters';
@@ -64,9 +65,8 @@ export function mediaSocketUrl(
   location: { protocol: string; host: string },
   token: string | null,
 ): string {
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const query = token ? `?auth_token=${encodeURIComponent(token)}` : '';
-  return `${scheme}//${location.host}/api/media/ws${query}`;
+  return socketUrl(location, `/api/media/ws${query}`);
 }
 
 export interface H264DirectEvents extends StreamClientEvents {

@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { JanusStream, iceServersFromTurn, janusCredentials, janusServerUrl } from './janus-stream';
+import {
+  JanusStream,
+  iceServersFromTurn,
+  iceTransportPolicyFromQuery,
+  janusCredentials,
+  janusServerUrl,
+} from './janus-stream';
 import { FakeRuntime } from './janus-stream-test-kit';
 
 describe('janus helpers', () => {
@@ -56,5 +62,58 @@ describe('Janus token and apisecret (SPEC 7)', () => {
       });
       stream.stop();
     }
+  });
+});
+
+describe('forcing the relay (?ice=relay)', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('reads the policy from the page query', () => {
+    expect(iceTransportPolicyFromQuery('?ice=relay')).toBe('relay');
+    expect(iceTransportPolicyFromQuery('?id=x&ice=relay')).toBe('relay');
+    expect(iceTransportPolicyFromQuery('')).toBe('all');
+    expect(iceTransportPolicyFromQuery('?ice=all')).toBe('all');
+    expect(iceTransportPolicyFromQuery('?ice=RELAY1')).toBe('all');
+  });
+
+  it('hands janus.js the policy at every new session (the peer connection gets it)', async () => {
+    const runtime = new FakeRuntime();
+    let policy: RTCIceTransportPolicy = 'relay';
+    const turn = { username: 'u', password: 'p', ttl: 60, uris: ['turn:fleet:3478?transport=udp'] };
+    const stream = new JanusStream({
+      serverUrl: () => 'ws://device.test/janus/ws',
+      getTurn: () => Promise.resolve(turn),
+      orientation: () => 0,
+      loadRuntime: () => Promise.resolve(runtime),
+      iceTransportPolicy: () => policy,
+    });
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.last().options.iceTransportPolicy).toBe('relay');
+    // The relay's servers still come from the `turn` state.
+    expect(runtime.last().options.iceServers).toEqual([
+      { urls: ['turn:fleet:3478?transport=udp'], username: 'u', credential: 'p' },
+    ]);
+    stream.stop();
+    policy = 'all';
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.last().options.iceTransportPolicy).toBe('all');
+    stream.stop();
+  });
+
+  it('defaults to all', async () => {
+    const runtime = new FakeRuntime();
+    const stream = new JanusStream({
+      serverUrl: () => 'ws://device.test/janus/ws',
+      getTurn: () => Promise.resolve(null),
+      orientation: () => 0,
+      loadRuntime: () => Promise.resolve(runtime),
+    });
+    stream.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.last().options.iceTransportPolicy).toBe('all');
+    stream.stop();
   });
 });

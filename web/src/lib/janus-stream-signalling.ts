@@ -4,6 +4,7 @@
  * SDP (wire-protocol.md 3, SPEC 7). Pure functions; the class is in janus-stream.ts.
  */
 import type { TurnState } from '@kvm/protocol/streamer';
+import { socketUrl } from './base';
 
 export const USTREAMER_PLUGIN = 'janus.plugin.ustreamer';
 
@@ -12,9 +13,8 @@ export function janusServerUrl(
   location: { protocol: string; host: string },
   token: string | null,
 ): string {
-  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const query = token ? `?auth_token=${encodeURIComponent(token)}` : '';
-  return `${scheme}//${location.host}/janus/ws${query}`;
+  return socketUrl(location, `/janus/ws${query}`);
 }
 
 /**
@@ -30,6 +30,18 @@ export function iceServersFromTurn(turn: TurnState | null | undefined): RTCIceSe
     server.credential = turn.password;
   }
   return [server];
+}
+
+/** The page query that forces the relay: `?ice=relay`. */
+export const ICE_QUERY_PARAM = 'ice';
+
+/**
+ * `?ice=relay` → 'relay': the peer connection gathers TURN relay candidates only, so the media
+ * goes through the TURN server even where a direct path exists (tests of the relay path, users
+ * behind networks that let only the relay through). Anything else → 'all'.
+ */
+export function iceTransportPolicyFromQuery(search: string): RTCIceTransportPolicy {
+  return new URLSearchParams(search).get(ICE_QUERY_PARAM) === 'relay' ? 'relay' : 'all';
 }
 
 export function randomId(length: number): string {

@@ -81,6 +81,7 @@ export {
 export {
   USTREAMER_PLUGIN,
   iceServersFromTurn,
+  iceTransportPolicyFromQuery,
   janusCredentials,
   janusServerUrl,
   stereoOpus,
@@ -113,6 +114,8 @@ export interface JanusStreamOptions {
   loadRuntime?: () => Promise<JanusRuntime>;
   /** What a gateway configured with Janus `api_secret` / `token_auth` asks for (SPEC 7). */
   credentials?: () => Promise<JanusCredentials>;
+  /** Read at every new session: 'relay' forces the media through TURN. Default 'all'. */
+  iceTransportPolicy?: () => RTCIceTransportPolicy;
 }
 
 export class JanusStream implements StreamClient {
@@ -288,6 +291,7 @@ export class JanusStream implements StreamClient {
     const session = runtime.create({
       server: this.options.serverUrl(),
       iceServers: this.iceServers,
+      iceTransportPolicy: this.options.iceTransportPolicy?.() ?? 'all',
       ...credentials,
       ipv6: true,
       // The page going away closes the socket; the gateway cleans up by itself.

@@ -82,6 +82,8 @@ export interface JanusSessionOptions {
   server: string;
   /** Kept by reference by janus.js: entries pushed later still reach the peer connection. */
   iceServers: RTCIceServer[];
+  /** 'relay' keeps only TURN relay candidates (`?ice=relay`, docs/console.md). */
+  iceTransportPolicy: RTCIceTransportPolicy;
   ipv6: boolean;
   destroyOnUnload: boolean;
   /** Janus `token` / `apisecret`, sent by janus.js in every request when given (SPEC 7). */

@@ -1,8 +1,12 @@
 /**
  * localStorage access that never throws: Safari private mode and sandboxed iframes (the console
  * can run embedded, SPEC 1) throw on access instead of returning null.
+ *
+ * Under a fleet path (lib/base.ts) every key is the device's own (`/d/<id>/auth_token`): two
+ * devices open in two tabs of one fleet origin share no token and no setting.
  */
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
+import { storageKey } from './base';
 
 function backend(): Storage | null {
   try {
@@ -14,7 +18,7 @@ function backend(): Storage | null {
 
 export function readStorage(key: string): string | null {
   try {
-    return backend()?.getItem(key) ?? null;
+    return backend()?.getItem(storageKey(key)) ?? null;
   } catch {
     return null;
   }
@@ -22,7 +26,7 @@ export function readStorage(key: string): string | null {
 
 export function writeStorage(key: string, value: string): void {
   try {
-    backend()?.setItem(key, value);
+    backend()?.setItem(storageKey(key), value);
   } catch {
     // Quota or access error: the value simply is not remembered.
   }
@@ -30,7 +34,7 @@ export function writeStorage(key: string, value: string): void {
 
 export function removeStorage(key: string): void {
   try {
-    backend()?.removeItem(key);
+    backend()?.removeItem(storageKey(key));
   } catch {
     // See writeStorage.
   }

@@ -4,6 +4,7 @@
  * `eventSocket.on(type, ...)` once and re-open their own sockets in `heartbeat.onReconnected`.
  */
 import { api, isAuthDenied } from '../../lib/api';
+import { stripBase } from '../../lib/base';
 import { EventSocket, eventSocketUrl } from '../../lib/event-socket';
 import { Heartbeat, type AuthCheckOutcome } from '../../lib/heartbeat';
 import { getAuthToken } from '../../lib/storage';
@@ -18,7 +19,7 @@ import { handleSessionLost } from '../session/session-actions';
 let streamWanted: boolean | null = null;
 
 function wantsStream(): boolean {
-  return streamWanted ?? !window.location.pathname.startsWith('/upgrading');
+  return streamWanted ?? !stripBase(window.location.pathname).startsWith('/upgrading');
 }
 
 export const eventSocket = new EventSocket({

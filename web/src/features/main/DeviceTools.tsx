@@ -6,6 +6,7 @@ import type { I18nKey } from '../../i18n/keys';
 import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
 import { PowerMenu } from '../power/PowerMenu';
 import { ToolButton } from '../../components/ToolButton';
+import { withBase } from '../../lib/base';
 import { getEmbed } from '../../lib/embed';
 
 // Most visits never open these: each panel is its own chunk (house-style: lazy-load).
@@ -79,7 +80,9 @@ export function DeviceTools() {
         icon={<CodeOutlined />}
         // SPEC 2: the terminal entry opens /webterm on the same origin (the host app's window
         // when embedded).
-        onClick={() => getEmbed().openWindowUrl(new URL('/webterm', window.location.href).href)}
+        onClick={() =>
+          getEmbed().openWindowUrl(new URL(withBase('/webterm'), window.location.href).href)
+        }
         testId="toolbar-terminal"
       />
       {fingerbot && (

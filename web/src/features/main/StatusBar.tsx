@@ -23,7 +23,7 @@ const CONNECTION_TEXT: Record<NonNullable<StreamInfo['connection']>, I18nKey> = 
 };
 
 /** SPEC 3 stream info: bitrate, frames per second, connection type (relay or p2p). */
-function StreamInfoText({ info }: { info: StreamInfo }) {
+export function StreamInfoText({ info }: { info: StreamInfo }) {
   const { t } = useTranslation();
   const bitrate =
     info.bitrateKbps >= 1000

@@ -2,6 +2,7 @@
 import { ADMIN_USER, INIT_RETRY_MS } from '@kvm/protocol/constants';
 import type { AuthCheckResult, InitStatus, LoginResult, TwoFaStatus } from '@kvm/protocol/api';
 import { api, ApiError, isAuthDenied, NetworkError } from '../../lib/api';
+import { assignPath, stripBase } from '../../lib/base';
 import { getEmbed } from '../../lib/embed';
 import { clearAuthToken, setAuthToken } from '../../lib/storage';
 import { normalizePath } from '../../lib/path';
@@ -57,9 +58,9 @@ const LOGIN_EXPIRED_FLAG = 'kvm_login_expired';
  */
 export function handleSessionLost(
   pathname: string = window.location.pathname,
-  assign: (url: string) => void = (url) => window.location.assign(url),
+  assign: (path: string) => void = assignPath,
 ): boolean {
-  if (sessionLostRedirected || normalizePath(pathname) === '/upgrading') return false;
+  if (sessionLostRedirected || normalizePath(stripBase(pathname)) === '/upgrading') return false;
   sessionLostRedirected = true;
   try {
     sessionStorage.setItem(LOGIN_EXPIRED_FLAG, '1');
@@ -167,9 +168,7 @@ export function completeLogin(result: Partial<LoginResult>): void {
 }
 
 /** SPEC 4: logout (after the caller's confirmation), then reload to the site root. */
-export async function logout(
-  assign: (url: string) => void = (url) => window.location.assign(url),
-): Promise<void> {
+export async function logout(assign: (path: string) => void = assignPath): Promise<void> {
   try {
     await api.post('/auth/logout');
   } catch {

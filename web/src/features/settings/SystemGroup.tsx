@@ -15,6 +15,7 @@ import { ConfirmDialog } from '../../components/ConfirmDialog';
 import { useMessage } from '../../components/notify';
 import type { I18nKey } from '../../i18n/keys';
 import { errorMessage } from '../../lib/api';
+import { assignPath } from '../../lib/base';
 import { createIdentityStore } from '../system/identity-store';
 import { rebootDevice, type UsbIdentity } from '../system/system-api';
 import { resetToDefaults, waitForFirstRun } from '../system/reset-api';
@@ -241,7 +242,7 @@ function ResetControl() {
           void message.success(t('settings.system.resetting'));
           // A full load once the device is back: every store starts over at first-run setup.
           void waitForFirstRun({
-            go: (path) => window.location.assign(`${path}${window.location.search}`),
+            go: (path) => assignPath(`${path}${window.location.search}`),
           });
         }}
       >

@@ -2,6 +2,8 @@
  * ttyd's WebSocket protocol (subprotocol `tty`), the console's side: the first message is the
  * JSON handshake, then one command byte and its payload per frame.
  */
+import { socketUrl } from '../../lib/base';
+
 export const TTYD_SUBPROTOCOL = 'tty';
 
 export type TerminalTarget = 'device' | 'serial';
@@ -80,6 +82,5 @@ export function terminalUrl(
   target: TerminalTarget,
   loc: Pick<Location, 'protocol' | 'host'> = location,
 ): string {
-  const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${scheme}//${loc.host}/api/terminal/ws?target=${target}`;
+  return socketUrl(loc, `/api/terminal/ws?target=${target}`);
 }

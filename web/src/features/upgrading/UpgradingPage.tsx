@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Button, Progress, Result, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { ApiError, isAuthDenied } from '../../lib/api';
+import { assignPath } from '../../lib/base';
 import { getUpgradeStatus, getVersion } from '../upgrade/upgrade-api';
 import { rollbackReasonText } from '../upgrade/rollback-reason';
 import type { UpgradeOutcome } from '@kvm/protocol/upgrade';
@@ -32,7 +33,7 @@ function readSession(key: string): string | null {
 }
 
 function toRoot(): void {
-  window.location.assign('/');
+  assignPath('/');
 }
 
 export interface UpgradingPageProps {

@@ -39,13 +39,14 @@ export function setCameraTrackSource(source: () => MediaStreamTrack | null): voi
 
 export const videoController = new VideoController({
   createWebRtc: async () => {
-    const { JanusStream, janusCredentials, janusServerUrl } =
+    const { JanusStream, iceTransportPolicyFromQuery, janusCredentials, janusServerUrl } =
       await import('../../lib/janus-stream');
     return new JanusStream({
       serverUrl: () => janusServerUrl(window.location, getAuthToken()),
       credentials: async () =>
         janusCredentials(await api.get<JanusAuthAnswer>('/janus/auth'), getAuthToken()),
       getTurn: fetchTurn,
+      iceTransportPolicy: () => iceTransportPolicyFromQuery(window.location.search),
       orientation: () => useConfig.getState().config?.orientation ?? 0,
       micTrack: () => micTrackSource(),
       cameraTrack: () => cameraTrackSource(),
