@@ -10,6 +10,7 @@ import { registerStatic } from './http/static';
 import { RequestCounter } from './routes/metrics';
 import { implicitConfirmHook } from './routes/network';
 import { ROUTE_PLUGINS } from './routes/index';
+import { localTargetOf } from './services/cloud/cloud-service';
 import { GpioService } from './services/gpio/gpio-service';
 import { attachHidInput } from './services/hid/hid-wiring';
 import { EventHub } from './ws/event-hub';
@@ -48,6 +49,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     ctx.msd,
     ctx.ocr,
     ctx.audio,
+    ctx.cloud,
   ]) {
     ctx.registry.register(service.provider());
   }
@@ -61,6 +63,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   ctx.lifecycle.onStop('gpio', () => gpio.dispose());
   ctx.registry.register(gpio.provider());
   attachHidInput(events, ctx.hid);
+  // the cloud's tunnel reaches this server on loopback, trusting its own certificate
+  ctx.cloud.attachLocal(() => localTargetOf(app.server, opts.https?.cert ?? null));
   events.on('streamClients', (count) => ctx.video.setWarmers(count));
   ctx.auth.sessions.on('ended', (hash) => ctx.hid.sessionEnded(hash));
 

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import {
+  CLOUD_TIMEOUT_MS,
   DEFAULT_KEYMAP,
   DEFAULT_STUN_URL,
   DEVICE_MODELS,
@@ -452,6 +453,25 @@ const configSchema = z.strictObject({
         .max(2000)
         .nullable()
         .default(null),
+    })
+    .prefault({}),
+  /** The cloud (docs/cloud.md "Device"): the fleet server this device may bind to. */
+  cloud: z
+    .strictObject({
+      /**
+       * The panel's switch before the admin first sets it (kept in `<data>/cloud.json` after);
+       * off by default: nothing leaves the device until the admin enables it.
+       */
+      enabled: z.boolean().default(false),
+      /** The fleet's address offered before the admin sets one (https://host[:port]); null = none. */
+      url: z
+        .string()
+        .regex(/^https:\/\/[^/?#@\s]+\/?$/, 'https://host[:port]')
+        .max(2000)
+        .nullable()
+        .default(null),
+      /** Each call to the fleet, and the agent's handshake, must finish within this (SPEC 7: 30 s). */
+      timeout_ms: z.number().int().min(1000).max(120_000).default(CLOUD_TIMEOUT_MS),
     })
     .prefault({}),
 });

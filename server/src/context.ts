@@ -20,6 +20,7 @@ import { CameraService } from './services/camera/camera-service';
 import { CameraInput } from './services/camera/camera-input';
 import { DEFAULT_UVC_SPEC } from './platform/gadget/uvc';
 import { AuthService } from './services/auth/auth-service';
+import { CloudService } from './services/cloud/cloud-service';
 import { deviceId } from './services/device-id';
 import { FingerbotService } from './services/fingerbot/fingerbot-service';
 import { HidService } from './services/hid/hid-service';
@@ -97,6 +98,8 @@ export interface AppContext {
   camera: CameraService | null;
   /** Its input from the Janus plugin (the camera's RTP); null on other targets. */
   cameraInput: CameraInput | null;
+  /** The cloud: binding to a fleet server, the agent socket and its tunnel (issue 25). */
+  cloud: CloudService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }
@@ -209,6 +212,29 @@ export async function createContext(
     log,
   });
   lifecycle.onStop('terminals', () => terminals.dispose());
+  const id = await deviceId(config.data_dir);
+  const cloud = await CloudService.open({
+    dataDir: config.data_dir,
+    config: {
+      ...config.cloud,
+      url: config.cloud.url === null ? null : new URL(config.cloud.url).origin,
+    },
+    version,
+    model: config.device.model,
+    auth,
+    turn: media.turn,
+    identity: {
+      mac: async () => (await system.network.config()).config.mac_address,
+      serial: async () => id,
+    },
+    snapshots: {
+      snapshot: () =>
+        media.streamer.takeSnapshot({ save: false, load: false, allowOffline: true }),
+    },
+    sessionLifetimeMs: config.auth.session_expire_s * 1000,
+    log,
+  });
+  lifecycle.onStop('cloud', () => cloud.dispose());
   return {
     config,
     version,
@@ -224,6 +250,7 @@ export async function createContext(
     audio,
     camera,
     cameraInput,
+    cloud,
     ...power,
     bundle,
     support: new SupportService({ dataDir: config.data_dir, url: config.support.url, bundle, log }),
@@ -233,7 +260,7 @@ export async function createContext(
       config,
       version,
       host: defaultHost(),
-      deviceId: await deviceId(config.data_dir),
+      deviceId: id,
       platform: {
         base: drivers.description,
         video: drivers.video.name === 'disabled' ? null : drivers.video.name,

@@ -101,8 +101,14 @@ export class RequestHeadersTooLargeError extends category(431) {}
 /** 500: the device failed, not the client. */
 export class InternalError extends category(500) {}
 
+/** 502: a server the device called for the client (the cloud's fleet) failed or was unreachable. */
+export class BadGatewayError extends category(502) {}
+
 /** 503: the server cannot answer this now (restarting, not built yet); later may work. */
 export class ServiceUnavailableError extends category(503) {}
+
+/** 504: a server the device called for the client (the cloud's fleet) did not answer in time. */
+export class GatewayTimeoutError extends category(504) {}
 
 /** 507: the device's storage is full. */
 export class InsufficientStorageError extends category(507) {}

@@ -12,6 +12,7 @@ import { rtcInputClient } from '../services/hid/hid-wiring';
 import { atxRoutes } from './atx';
 import { audioRoutes } from './audio';
 import { authRoutes } from './auth';
+import { cloudRoutes } from './cloud';
 import { edidRoutes } from './edid';
 import { fingerbotRoutes } from './fingerbot';
 import { gpioRoutes } from './gpio';
@@ -125,6 +126,10 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
       rebootRoutes(app, { requestRestart: ctx.requestRestart, log: app.log }),
   },
   { name: 'upgrade', register: (app, { ctx }) => upgradeRoutes(app, ctx.upgrade) },
+  {
+    name: 'cloud',
+    register: (app, { ctx }) => cloudRoutes(app, ctx.cloud, ctx.config.server.trust_proxy),
+  },
   {
     name: 'reset',
     register: (app, { ctx }) =>

@@ -3,11 +3,12 @@
  * A TURN file in GL's format wins; else the configured STUN URL (SPEC 7's public default on a
  * real device); else nothing (offline, tests).
  */
+import { EventEmitter } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import type { TurnState } from '@kvm/protocol';
+import type { FleetTurn, TurnState } from '@kvm/protocol';
 import type { AppConfig } from '../config';
 import { SILENT_LOGGER, type Logger } from '../log';
-import type { StateProvider } from '../ws/state-registry';
+import { watchedStateProvider, type StateProvider } from '../ws/state-registry';
 
 /**
  * A TURN file that cannot be read or used is logged (at warn: the console still works through
@@ -75,29 +76,56 @@ export function iceServersOf(
   );
 }
 
-/** The ICE servers the device was started with: `/api/turn/get_turn` and the `turn` event. */
-export class TurnService {
-  private constructor(private readonly turn: TurnState) {}
+/**
+ * The device's ICE servers (`/api/turn/get_turn` and the `turn` event): those it was started
+ * with, plus the cloud fleet's short-lived TURN REST credentials while the device is bound and
+ * its agent online (docs/cloud.md). The fleet's relay then comes first and its credentials are
+ * the state's (one username/password per state: a TURN file's own `turn:` URIs give way, its
+ * STUN URIs stay). Every change is sent again as the `turn` event.
+ */
+export class TurnService extends EventEmitter<{ state: [TurnState] }> {
+  private fleet: FleetTurn | null = null;
+  private current: TurnState;
+
+  private constructor(private readonly base: TurnState) {
+    super();
+    this.current = base;
+  }
 
   static async load(config: AppConfig, log: Logger = SILENT_LOGGER): Promise<TurnService> {
     return new TurnService(await loadTurn(config, log));
   }
 
   state(): TurnState {
-    return this.turn;
+    return this.current;
+  }
+
+  getState(): TurnState {
+    return this.current;
+  }
+
+  /** The fleet's TURN credentials (null: none, offline or unbound); emits `state` on change. */
+  setFleet(turn: FleetTurn | null): void {
+    if (JSON.stringify(turn) === JSON.stringify(this.fleet)) return;
+    this.fleet = turn;
+    this.current = turn
+      ? {
+          username: turn.username,
+          password: turn.password,
+          ttl: turn.ttl,
+          uris: [...turn.uris, ...this.base.uris.filter((u) => !u.startsWith('turn'))],
+        }
+      : this.base;
+    this.emit('state', this.current);
   }
 
   /** RTCIceServer list of {@link state}. */
   iceServers(): ReturnType<typeof iceServersOf> {
-    return iceServersOf(this.turn);
+    return iceServersOf(this.current);
   }
 
-  /** The `turn` event of `/api/ws`: read once at start, so it never changes. */
+  /** The `turn` event of `/api/ws`, sent again when the fleet's credentials come or go. */
   provider(): StateProvider {
-    return {
-      name: 'turn',
-      snapshot: () => [{ event_type: 'turn', event: this.turn }],
-      subscribe: () => () => undefined,
-    };
+    return watchedStateProvider('turn', this);
   }
 }
