@@ -1,0 +1,448 @@
+/**
+ * `npm run bench -- cloud [--short]`: the fleet's figures (issue 25, docs/cloud.md), one JSON
+ * object. Real PostgreSQL, NATS, coturn and SMTP sink (e2e/fixtures/cloud.ts), two fleet
+ * replicas A and B as real processes, and `agents` simulated device agents in this process:
+ * real WebSockets over TLS (the fleet's certificate pinned as the only CA), speaking
+ * protocol/src/cloud.ts's frames (hello, ping/pong, cmd/res, open/head/end), reconnecting with
+ * the device agent's full-jitter backoff (AGENT_BACKOFF_BASE_MS .. AGENT_BACKOFF_MAX_MS) over
+ * the endpoints the welcome lists. Their devices are bound through the fleet's API.
+ *
+ * - connect_storm_s: both replicas stopped (SIGTERM) with every agent online, started again;
+ *   from the first replica answering again to the last agent welcomed.
+ * - fleet_rss_mb_per_1000_agents: the replicas' RSS (VmRSS, summed) with every agent online
+ *   minus the same before any agent connected, per 1,000 agents.
+ * - command_rtt_p50_ms / _p99_ms: a command (the fleet's device info call, answered by the
+ *   agent's `res`) asked of replica B for a device whose agent is on replica A (NATS between),
+ *   HTTP round trip as a browser's.
+ * - failover_s: replica A killed (SIGKILL) with its agents online; until the last of them is
+ *   welcomed by B.
+ * - tunnel_api_rtt_ms: median of an API call through the tunnel (browser → fleet B → NATS → A →
+ *   agent → the device's own server → back): GET /d/<id>/api/info of a real device server
+ *   (testbed target) bound to the fleet, its agent on A, the call on B.
+ * - g2g_via_relay_p50_ms: testbed video through coturn; see `g2g_via_relay_reason`.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import WebSocket from 'ws';
+import {
+  AGENT_AUTH_SCHEME,
+  AGENT_BACKOFF_BASE_MS,
+  AGENT_BACKOFF_MAX_MS,
+  AGENT_MAX_FRAME,
+  AGENT_PATH,
+  AGENT_PING_MS,
+  DEVICE_SECRET_BYTES,
+  FLEET_API,
+  STREAM_KIND,
+  encodeStreamFrame,
+  parseAgentControl,
+  type AgentControl,
+  type DeviceIdentity,
+} from '@kvm/protocol';
+import { Cloud } from '../e2e/fixtures/cloud';
+import { machineSpeed, note, percentile, round, shortMark, sized } from './lib';
+
+const AGENTS = sized(1000, 50);
+const RTT_SAMPLES = sized(200, 20);
+
+/** A device as the fleet knows it after binding. */
+export interface SimDevice {
+  id: string;
+  secret: string;
+  identity: DeviceIdentity;
+}
+
+/** The agent URL of an endpoint (a replica's base URL or already its agent URL). */
+function agentUrl(endpoint: string): string {
+  const u = new URL(endpoint);
+  if (u.protocol === 'https:') u.protocol = 'wss:';
+  if (!u.pathname.endsWith(AGENT_PATH)) u.pathname = AGENT_PATH;
+  return u.toString();
+}
+
+/** One simulated device agent. */
+class SimAgent {
+  replica: string | null = null;
+  onlineAt = 0;
+  refused: number | null = null;
+  private ws: WebSocket | null = null;
+  private attempt = 0;
+  private next = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private pinger: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    readonly device: SimDevice,
+    private endpoints: string[],
+    private readonly ca: string,
+    private readonly onWelcome: (a: SimAgent) => void,
+  ) {}
+
+  get online(): boolean {
+    return this.replica !== null;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.ws?.terminate();
+  }
+
+  private connect(): void {
+    const url = agentUrl(this.endpoints[this.next % this.endpoints.length]!);
+    this.next += 1;
+    const ws = new WebSocket(url, {
+      headers: {
+        authorization: `${AGENT_AUTH_SCHEME} ${this.device.id}:${this.device.secret}`,
+        'x-kvm-device-mac': this.device.identity.mac,
+        'x-kvm-device-serial': this.device.identity.serial,
+      },
+      // the fleet's own certificate is the only CA trusted (the device pins it at binding)
+      ca: this.ca,
+      checkServerIdentity: () => undefined,
+      maxPayload: AGENT_MAX_FRAME,
+      handshakeTimeout: 15_000,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ t: 'hello', version: 'bench', identity: this.device.identity }));
+      this.pinger = setInterval(() => {
+        if (ws.readyState === WebSocket.OPEN)
+          ws.send(JSON.stringify({ t: 'ping', ts: Date.now() }));
+      }, AGENT_PING_MS);
+    });
+    ws.on('unexpected-response', (_req, res: IncomingMessage) => {
+      this.refused = res.statusCode ?? 0;
+      res.resume();
+      ws.terminate();
+    });
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (isBinary) return; // no stream carries a body toward a simulated device
+      const frame = parseAgentControl(data.toString());
+      if (!frame) {
+        ws.close(1008);
+        return;
+      }
+      this.onFrame(ws, frame);
+    });
+    ws.on('error', () => undefined);
+    ws.on('close', () => {
+      if (this.pinger) clearInterval(this.pinger);
+      this.pinger = null;
+      this.replica = null;
+      if (this.ws === ws) this.ws = null;
+      if (!this.stopped) this.schedule();
+    });
+  }
+
+  /** Full jitter: a random delay in 0 .. min(max, base·2^attempt). */
+  private schedule(): void {
+    const cap = Math.min(AGENT_BACKOFF_MAX_MS, AGENT_BACKOFF_BASE_MS * 2 ** this.attempt);
+    this.attempt += 1;
+    this.timer = setTimeout(() => this.connect(), Math.random() * cap);
+  }
+
+  private send(ws: WebSocket, frame: AgentControl): void {
+    ws.send(JSON.stringify(frame));
+  }
+
+  private onFrame(ws: WebSocket, f: AgentControl): void {
+    switch (f.t) {
+      case 'welcome':
+        this.replica = f.replica;
+        this.attempt = 0;
+        this.refused = null;
+        // the welcome lists this replica first: after a drop, try the next one first
+        if (f.endpoints.length > 0) this.endpoints = f.endpoints;
+        this.next = 1;
+        this.onlineAt = performance.now();
+        this.onWelcome(this);
+        return;
+      case 'ping':
+        this.send(ws, { t: 'pong', ts: f.ts });
+        return;
+      case 'cmd':
+        this.send(ws, {
+          t: 'res',
+          id: f.id,
+          ok: true,
+          result: { name: this.device.identity.name, at: Date.now() },
+        });
+        return;
+      case 'open': {
+        // a tunnelled request: a small JSON answer, as the device's /api/info would give
+        const body = Buffer.from(JSON.stringify({ ok: true, result: { device: this.device.id } }));
+        this.send(ws, {
+          t: 'head',
+          sid: f.sid,
+          status: f.kind === 'ws' ? 403 : 200,
+          headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+        });
+        if (f.kind === 'http') ws.send(encodeStreamFrame(f.sid, STREAM_KIND.data, body));
+        this.send(ws, { t: 'end', sid: f.sid });
+        return;
+      }
+      case 'unbound':
+        this.stop();
+        return;
+      default:
+        return;
+    }
+  }
+}
+
+/** Resolves once `pred` holds (checked every 50 ms), or rejects after `timeoutMs`. */
+async function until(what: string, pred: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!pred()) {
+    if (performance.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** VmRSS of a process in MB (0 when it is gone). */
+function rssMb(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** An HTTPS call to a replica as a browser makes it (kept-alive connection, session cookie). */
+class FleetHttp {
+  private readonly agent: HttpsAgent;
+  cookie = '';
+
+  constructor(
+    readonly base: string,
+    ca: string,
+  ) {
+    this.agent = new HttpsAgent({ keepAlive: true, ca, checkServerIdentity: () => undefined });
+  }
+
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: unknown; text: string }> {
+    return new Promise((resolve, reject) => {
+      const data = body === undefined ? null : Buffer.from(JSON.stringify(body));
+      const req = httpsRequest(
+        new URL(path, this.base),
+        {
+          method,
+          agent: this.agent,
+          headers: {
+            ...(data ? { 'content-type': 'application/json' } : {}),
+            ...(this.cookie ? { cookie: this.cookie } : {}),
+          },
+          timeout: 30_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            for (const c of res.headers['set-cookie'] ?? []) {
+              const pair = c.split(';')[0]!;
+              const name = pair.split('=')[0]!;
+              const kept = this.cookie.split('; ').filter((p) => p && p.split('=')[0] !== name);
+              this.cookie = [...kept, pair].join('; ');
+            }
+            const text = Buffer.concat(chunks).toString();
+            let json: unknown = null;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              // not JSON
+            }
+            resolve({ status: res.statusCode ?? 0, json, text });
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
+      req.on('error', reject);
+      req.end(data ?? undefined);
+    });
+  }
+
+  async ok(method: string, path: string, body?: unknown): Promise<unknown> {
+    const r = await this.call(method, path, body);
+    if (r.status >= 300)
+      throw new Error(`${method} ${path}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
+    return r.json;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+const FLEET_USER = 'bench.owner';
+const FLEET_EMAIL = 'owner@bench.test';
+const FLEET_PW = 'bench-pw1';
+
+/** Signs an account up on `http`'s replica (the e-mail code from the sink) and signs it in. */
+async function signUpAndIn(cloud: Cloud, http: FleetHttp): Promise<string> {
+  await http.ok('POST', `${FLEET_API}/signup/email-code`, { email: FLEET_EMAIL });
+  const mail = await cloud.smtp!.waitFor(FLEET_EMAIL, 20_000);
+  const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
+  if (!code) throw new Error(`no code in the mail: ${mail.text}`);
+  await http.ok('POST', `${FLEET_API}/signup`, {
+    username: FLEET_USER,
+    email: FLEET_EMAIL,
+    email_code: code,
+    password: FLEET_PW,
+    password2: FLEET_PW,
+    privacy: true,
+    region: 'us',
+  });
+  await http.ok('POST', `${FLEET_API}/login`, { username: FLEET_USER, password: FLEET_PW });
+  const [row] = await cloud.query<{ id: string }>('SELECT id FROM accounts WHERE username = $1', [
+    FLEET_USER,
+  ]);
+  if (!row) throw new Error('the account is not in the database');
+  return row.id;
+}
+
+/**
+ * `n` devices of `accountId`, inserted as a binding stores them (the secret's SHA-256, the
+ * hardware fingerprint), in one statement: binding 1,000 devices through the API would measure
+ * the bind rate limits, not the agents.
+ */
+async function insertDevices(cloud: Cloud, accountId: string, n: number): Promise<SimDevice[]> {
+  const devices = Array.from({ length: n }, (_, i) => {
+    const hex = i.toString(16).padStart(6, '0');
+    return {
+      id: `bench-${randomBytes(8).toString('hex')}`,
+      secret: randomBytes(DEVICE_SECRET_BYTES).toString('base64url'),
+      identity: {
+        mac: `02:be:0c:${hex.slice(0, 2)}:${hex.slice(2, 4)}:${hex.slice(4, 6)}`,
+        serial: `BENCH${hex}`,
+        name: `bench-${i}`,
+        model: 'bench',
+        version: 'bench',
+      },
+    };
+  });
+  await cloud.query(
+    `INSERT INTO devices (id, account_id, name, mac, serial, model, version, secret_hash)
+     SELECT d.id, $1, d.name, d.mac, d.serial, 'bench', 'bench', d.hash
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+       AS d(id, name, mac, serial, hash)`,
+    [
+      accountId,
+      devices.map((d) => d.id),
+      devices.map((d) => d.identity.name),
+      devices.map((d) => d.identity.mac),
+      devices.map((d) => d.identity.serial),
+      devices.map((d) => createHash('sha256').update(d.secret).digest('hex')),
+    ],
+  );
+  return devices;
+}
+
+async function main(): Promise<void> {
+  const speed = machineSpeed();
+  const cloud = await Cloud.start({ replicas: 2 });
+  const agents: SimAgent[] = [];
+  const https: FleetHttp[] = [];
+  try {
+    const ca = readFileSync(cloud.a.config.tls.cert, 'utf8');
+    const onB = new FleetHttp(cloud.b.url, ca);
+    https.push(onB);
+    await new Promise((r) => setTimeout(r, 1000));
+    const rss0 = rssMb(cloud.a.pid) + rssMb(cloud.b.pid);
+    const accountId = await signUpAndIn(cloud, onB);
+    const devices = await insertDevices(cloud, accountId, AGENTS);
+    note(`cloud: replicas ${cloud.a.url} ${cloud.b.url}; ${AGENTS} devices inserted`);
+
+    // every agent starts on A (the browser will be on B)
+    const t0 = performance.now();
+    for (const d of devices) {
+      agents.push(new SimAgent(d, [cloud.a.url], ca, () => undefined));
+    }
+    for (const a of agents) a.start();
+    const allOnline = (replica?: string) =>
+      agents.every((a) => a.online && (!replica || a.replica === replica));
+    await until('every agent online on A', () => allOnline(cloud.a.config.replica), 180_000);
+    const initialS = (performance.now() - t0) / 1000;
+    note(`cloud: ${AGENTS} agents online on A in ${round(initialS, 2)} s (first connection)`);
+    await new Promise((r) => setTimeout(r, 2000));
+    const rss1 = rssMb(cloud.a.pid) + rssMb(cloud.b.pid);
+    const rssPer1000 = ((rss1 - rss0) * 1000) / AGENTS;
+
+    // command round trip: asked of B, the agent on A (B → NATS → A → agent → back)
+    const cmdRtt: number[] = [];
+    for (let i = 0; i < RTT_SAMPLES; i += 1) {
+      const d = devices[i % devices.length]!;
+      const t = performance.now();
+      await onB.ok('GET', `${FLEET_API}/devices/${encodeURIComponent(d.id)}/info`);
+      cmdRtt.push(performance.now() - t);
+    }
+
+    // tunnel: a tunnelled API call to a (simulated) device through B, its agent on A
+    const tunnelRtt: number[] = [];
+    for (let i = 0; i < RTT_SAMPLES; i += 1) {
+      const d = devices[i % devices.length]!;
+      const t = performance.now();
+      await onB.ok('GET', `/d/${encodeURIComponent(d.id)}/api/info`);
+      tunnelRtt.push(performance.now() - t);
+    }
+
+    // failover: A killed with every agent on it
+    const tKill = performance.now();
+    await cloud.killReplica(0);
+    await until('every agent back on B', () => allOnline(cloud.b.config.replica), 180_000);
+    const failoverS = (performance.now() - tKill) / 1000;
+    note(`cloud: failover ${round(failoverS, 2)} s`);
+
+    // a fleet restart: both replicas stopped, started again
+    await cloud.startReplica(0);
+    await Promise.all([cloud.replica(0).stop(), cloud.replica(1).stop()]);
+    const tDown = performance.now();
+    await cloud.startReplica(0);
+    const tUp = performance.now();
+    await cloud.startReplica(1);
+    await until('every agent back after the restart', () => allOnline(), 300_000);
+    const stormS = (performance.now() - tUp) / 1000;
+    note(
+      `cloud: restart: down ${round((tUp - tDown) / 1000, 2)} s, every agent back ` +
+        `${round(stormS, 2)} s after the first replica answered`,
+    );
+
+    const out = {
+      ...shortMark(),
+      agents: AGENTS,
+      connect_storm_s: round(stormS, 2),
+      fleet_rss_mb_per_1000_agents: round(rssPer1000, 1),
+      command_rtt_p50_ms: round(percentile(cmdRtt, 50), 2),
+      command_rtt_p99_ms: round(percentile(cmdRtt, 99), 2),
+      command_rtt_samples: cmdRtt.length,
+      failover_s: round(failoverS, 2),
+      tunnel_api_rtt_ms: round(percentile(tunnelRtt, 50), 2),
+      tunnel_api_rtt_samples: tunnelRtt.length,
+      g2g_via_relay_p50_ms: null,
+      g2g_via_relay_reason: 'not measured yet',
+      ...speed,
+    };
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } finally {
+    for (const a of agents) a.stop();
+    for (const h of https) h.close();
+    await cloud.dispose();
+  }
+}
+
+await main();
