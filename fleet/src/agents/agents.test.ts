@@ -37,7 +37,9 @@ describe('agent socket: who may connect', () => {
     const { dir, r } = await setup();
     const plain = await fetch(`${r.url}${AGENT_PATH}`);
     expect(plain.status).toBe(401);
-    expect((await plain.json()).result.error).toBe('UnauthorizedError');
+    expect(((await plain.json()) as { result: { error: string } }).result.error).toBe(
+      'UnauthorizedError',
+    );
 
     const unknown = await agent(r, { id: 'dev1', secret: 'wrong' });
     expect(unknown.refused?.status).toBe(401);
@@ -195,7 +197,9 @@ describe('agent socket: commands, streams, unbinding, TURN', () => {
     await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 2, 5000, 'two streams');
     const third = await fetch(`${r.url}/d/dev1/api/echo-headers`, { headers: h });
     expect(third.status).toBe(503);
-    expect((await third.json()).result.error).toBe('DeviceBusyError');
+    expect(((await third.json()) as { result: { error: string } }).result.error).toBe(
+      'DeviceBusyError',
+    );
     // The silent ones time out (504) and their slots are free again.
     for (const s of await Promise.all(slow)) expect(s.status).toBe(504);
     await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'slots freed');

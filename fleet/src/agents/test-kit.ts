@@ -104,7 +104,12 @@ export async function startReplica(
   name: string,
   opts: Partial<RelayOptions> & { nats?: string[]; turn?: FleetConfig['turn'] } = {},
 ): Promise<TestReplica> {
-  const app = Fastify({ logger: false });
+  // As the core's app (fleet/src/app.ts) routes.
+  const app = Fastify({
+    logger: false,
+    forceCloseConnections: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+  });
   const port = await new Promise<number>((resolve) => {
     // The port first: publicUrl is part of the config the relay reads.
     const s = createServer();

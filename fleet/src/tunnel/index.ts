@@ -168,12 +168,15 @@ export async function registerTunnel(
       }
       return null;
     }
-    const device = DEVICE_ID_RE.test(deviceId) ? await ctx.devices.forUser(user, deviceId) : null;
+    const base = `${CONSOLE_PATH_PREFIX}${deviceId}`;
+    // The id as typed (not percent-encoded): the rest of the raw URL is cut after it.
+    const canonical = req.raw.url!.startsWith(base);
+    const device =
+      canonical && DEVICE_ID_RE.test(deviceId) ? await ctx.devices.forUser(user, deviceId) : null;
     if (!device) {
       await sendError(reply, new NotFoundError('No such device'));
       return null;
     }
-    const base = `${CONSOLE_PATH_PREFIX}${deviceId}`;
     // The raw URL keeps the browser's own encoding of the rest.
     const path = req.raw.url!.slice(base.length) || '/';
     return { deviceId, base, user, device, path: path.startsWith('/') ? path : `/${path}` };
@@ -199,6 +202,11 @@ export async function registerTunnel(
   async function httpHandler(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const a = await admit(req, reply);
     if (!a) return;
+    if (!req.raw.url!.startsWith(`${a.base}/`)) {
+      // `/d/<id>`: the console's relative URLs need the slash.
+      await reply.redirect(`${a.base}/${req.raw.url!.slice(a.base.length)}`, 301);
+      return;
+    }
     const rewrite = wantsHtml(req);
     const headers = headersToDevice(req.headers);
     // The fleet rewrites HTML: ask for it uncompressed (a compressed one is decoded below).
@@ -439,10 +447,14 @@ export async function registerTunnel(
       url,
       handler: httpHandler,
     });
-    // `/d/<id>` alone: the console lives under the slash.
-    scope.get(`${CONSOLE_PATH_PREFIX}:deviceId`, async (req, reply) => {
-      const id = (req.params as { deviceId: string }).deviceId;
-      return reply.redirect(`${CONSOLE_PATH_PREFIX}${encodeURIComponent(id)}/`, 301);
+    // `/d/<id>` alone: the same route (the core's router ignores trailing slashes, so a route
+    // of its own would catch `/d/<id>/` too); httpHandler sends it under the slash.
+    scope.route({
+      method: 'GET',
+      url: `${CONSOLE_PATH_PREFIX}:deviceId`,
+      handler: httpHandler,
+      wsHandler,
+      preValidation: wsPreValidation,
     });
   });
 }
