@@ -26,6 +26,8 @@ export interface FleetConfig {
   smtp: { host: string; port: number; secure: boolean; from: string; user?: string; pass?: string };
   /** The data folder (certificate, secrets made at first start). */
   data: string;
+  /** Behind a reverse proxy: the client address is X-Real-IP / X-Forwarded-For (rate limits). */
+  trustProxy?: boolean;
 }
 
 /** A signed-in fleet user. */

@@ -1,0 +1,122 @@
+/**
+ * The fleet replica's Fastify app (docs/cloud.md): the device server's HTTP edge (timeouts,
+ * malformed requests answered in the kvmd envelope), @fastify/cookie and @fastify/websocket,
+ * errors mapped in one place (`toHttp`), JSON bodies only (bounded), an Origin check on every
+ * state-changing request, then the core's routes (accounts, devices, pages) and the relay's
+ * (`registerRelay`, fleet/src/agents/).
+ */
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
+import fastifyWebsocket from '@fastify/websocket';
+import { AGENT_MAX_FRAME } from '@kvm/protocol';
+import {
+  answerClientError,
+  closeIfBodyUnread,
+  edgeLimits,
+  edgeServerOptions,
+  frameworkError,
+  guardServer,
+  requireHost,
+} from '../../server/src/http/edge';
+import { LogBudget } from '../../server/src/http/log-budget';
+import type { Accounts } from './accounts/accounts';
+import { registerAccountRoutes } from './accounts/routes';
+import type { FleetContext } from './context';
+import type { Devices } from './devices/devices';
+import { registerDeviceRoutes } from './devices/routes';
+import { CrossOriginError, NotFoundError, toHttp } from './errors';
+import { registerPages } from './ui/routes';
+
+/** The largest request body of the fleet's own API (the tunnel sets its own per route). */
+export const FLEET_BODY_LIMIT = 16 * 1024;
+
+export interface FleetCore {
+  accounts: Accounts;
+  devices: Devices;
+}
+
+export interface FleetAppOptions {
+  https?: { cert: Buffer; key: Buffer };
+  /** Register the relay half (agents, bus, tunnel); tests of the core alone leave it out. */
+  relay?: boolean;
+}
+
+/** The Host's origin is the only one allowed to change state with a browser's cookie. */
+function sameOrigin(origin: string, host: string | undefined): boolean {
+  if (!host) return false;
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+export async function buildFleetApp(
+  ctx: FleetContext,
+  core: FleetCore,
+  opts: FleetAppOptions = {},
+): Promise<FastifyInstance> {
+  const edge = edgeLimits({
+    headers_timeout_s: 10,
+    idle_timeout_s: 120,
+    keep_alive_timeout_s: 5,
+    // one address may be a NAT with many devices (or the bench's thousand agents)
+    max_connections_per_address: 10_000,
+  });
+  const edgeOptions = edgeServerOptions(edge);
+  const base: FastifyServerOptions = {
+    bodyLimit: FLEET_BODY_LIMIT,
+    trustProxy: ctx.config.trustProxy === true,
+    keepAliveTimeout: edge.keepAliveTimeoutMs,
+    connectionTimeout: edge.idleTimeoutMs,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: frameworkError,
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    return503OnClosing: false,
+    loggerInstance: ctx.log,
+  };
+  const app = (opts.https
+    ? Fastify({ ...base, https: { ...edgeOptions, ...opts.https } } as FastifyServerOptions)
+    : Fastify({
+        ...base,
+        http: edgeOptions,
+      } as FastifyServerOptions)) as unknown as FastifyInstance;
+  guardServer(app.server, edge, ctx.log, new LogBudget());
+
+  await app.register(fastifyCookie);
+  await app.register(fastifyWebsocket, { options: { maxPayload: AGENT_MAX_FRAME } });
+  // Only JSON: a text/plain body is what a cross-site <form> can send without a preflight.
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onRequest', requireHost);
+  app.addHook('onRequest', async (req) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    const origin = req.headers.origin;
+    // Devices send no Origin; a browser always does on a POST or DELETE by fetch.
+    if (origin !== undefined && !sameOrigin(origin, req.headers.host)) {
+      throw new CrossOriginError();
+    }
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const answer = toHttp(err);
+    if (answer.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
+    else req.log.debug({ err: (err as Error).message, url: req.url }, 'request refused');
+    closeIfBodyUnread(req, reply);
+    void reply.code(answer.status).send(answer.body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const answer = toHttp(new NotFoundError(`No route ${req.method} ${req.url.split('?')[0]}`));
+    void reply.code(answer.status).send(answer.body);
+  });
+
+  registerAccountRoutes(app, ctx, core.accounts);
+  registerDeviceRoutes(app, ctx, core);
+  registerPages(app);
+  if (opts.relay !== false) {
+    const { registerRelay } = await import('./agents/index');
+    await registerRelay(app, ctx);
+  }
+  return app;
+}

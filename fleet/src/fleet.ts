@@ -1,0 +1,74 @@
+/**
+ * One fleet replica put together: the database (migrated), the bind notifications, accounts,
+ * devices, the context the relay shares, and the Fastify app. `close()` undoes it all.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { Accounts, SESSION_COOKIE } from './accounts/accounts';
+import { SmtpMailer, type Mailer } from './accounts/mailer';
+import { buildFleetApp, type FleetAppOptions } from './app';
+import type { FleetConfig, FleetContext, FleetUser } from './context';
+import { migrate } from './db/migrate';
+import { createPool, type Db } from './db/pool';
+import { BindWaiters } from './devices/bind-waiters';
+import { Devices } from './devices/devices';
+
+export interface Fleet {
+  app: FastifyInstance;
+  ctx: FleetContext;
+  db: Db;
+  accounts: Accounts;
+  devices: Devices;
+  close(): Promise<void>;
+}
+
+export interface CreateFleetOptions extends FleetAppOptions {
+  log?: Logger;
+  mailer?: Mailer;
+}
+
+export async function createFleet(
+  config: FleetConfig,
+  opts: CreateFleetOptions = {},
+): Promise<Fleet> {
+  const log = opts.log ?? pino({ level: 'silent' });
+  const db = createPool(config.database, log);
+  const cleanups: (() => Promise<void> | void)[] = [() => db.end()];
+  const close = async () => {
+    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
+  };
+  try {
+    await migrate(db, log);
+    const waiters = new BindWaiters(config.database, log);
+    await waiters.start();
+    cleanups.push(() => waiters.close());
+    const mailer = opts.mailer ?? new SmtpMailer(config.smtp);
+    cleanups.push(() => mailer.close());
+    const accounts = new Accounts(db, mailer, log, { issuer: 'KVM fleet' });
+    const users = new WeakMap<FastifyRequest, Promise<FleetUser | null>>();
+    const ctx: FleetContext = {
+      config,
+      log,
+      devices: null as unknown as Devices,
+      relay: null,
+      userOf(req) {
+        let u = users.get(req);
+        if (!u) {
+          u = accounts.userOfToken(req.cookies?.[SESSION_COOKIE]);
+          users.set(req, u);
+        }
+        return u;
+      },
+    };
+    const devices = new Devices({ db, config, log, waiters, relay: () => ctx.relay });
+    ctx.devices = devices;
+    await devices.clearPresence();
+    const app = await buildFleetApp(ctx, { accounts, devices }, opts);
+    // the app first: its sockets close before the database goes
+    cleanups.push(() => app.close());
+    return { app, ctx, db, accounts, devices, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

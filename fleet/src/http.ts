@@ -1,0 +1,40 @@
+/** Small helpers the fleet's routes share. */
+import type { FastifyRequest } from 'fastify';
+import { clientIp } from '../../server/src/http/client-ip';
+import type { FleetContext, FleetUser } from './context';
+import { NotSignedInError, ValidatorError } from './errors';
+
+/** The kvmd envelope of a success. */
+export function ok<T>(result: T): { ok: true; result: T } {
+  return { ok: true, result };
+}
+
+/** The JSON body as an object (400 for anything else: an array, a string, nothing). */
+export function bodyOf(req: FastifyRequest): Record<string, unknown> {
+  const b = req.body;
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) {
+    throw new ValidatorError('The body must be a JSON object');
+  }
+  return b as Record<string, unknown>;
+}
+
+/** A string field of at most `max` characters ('' when absent; 400 when not a string). */
+export function str(b: Record<string, unknown>, key: string, max = 256): string {
+  const v = b[key];
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string') throw new ValidatorError(`${key} must be a string`);
+  if (v.length > max) throw new ValidatorError(`${key} is longer than ${max} characters`);
+  return v;
+}
+
+/** The address rate limits count by (X-Real-IP / X-Forwarded-For only with trustProxy). */
+export function ipOf(req: FastifyRequest, ctx: FleetContext): string {
+  return clientIp(req, ctx.config.trustProxy === true);
+}
+
+/** The signed-in user, or 401. */
+export async function userOrThrow(req: FastifyRequest, ctx: FleetContext): Promise<FleetUser> {
+  const user = await ctx.userOf(req);
+  if (!user) throw new NotSignedInError();
+  return user;
+}
