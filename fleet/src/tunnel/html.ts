@@ -28,9 +28,13 @@ export function rewriteHtml(html: string, base: string): string {
   return meta + out;
 }
 
-/** Headers never sent toward the device: hop-by-hop, and the browser's fleet credentials. */
+/**
+ * Headers never sent toward the device: hop-by-hop, and the browser's fleet credentials.
+ * `transfer-encoding` stays: it tells the device a body of unknown length follows (the device
+ * drops it from its own request; without it or a content-length it reads no body).
+ */
 const NOT_TO_DEVICE = new Set([
-  ...HOP_BY_HOP,
+  ...[...HOP_BY_HOP].filter((h) => h !== 'transfer-encoding'),
   'cookie',
   'authorization',
   'sec-websocket-key',

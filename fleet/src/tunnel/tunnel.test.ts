@@ -153,6 +153,17 @@ describe('tunnel: HTTP', () => {
     expect(got.sha256).toBe(createHash('sha256').update(up).digest('hex'));
     expect(a.maxUnacked).toBeLessThanOrEqual(AGENT_STREAM_WINDOW);
 
+    // A body of unknown length (chunked): the device is told one follows.
+    const streamed = await fetch(`${r.url}/d/dev1/upload`, {
+      method: 'PUT',
+      headers: { ...ME, 'content-type': 'application/octet-stream' },
+      body: new Blob([up.subarray(0, MiB)]).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    expect(((await streamed.json()) as { bytes: number }).bytes).toBe(MiB);
+    expect(a.opens.at(-1)!.headers['transfer-encoding']).toBe('chunked');
+    expect(a.opens.at(-1)!.headers['content-length']).toBeUndefined();
+
     const down = await fetch(`${r.url}/d/dev1/big?n=${3 * MiB}`, { headers: ME });
     expect(down.status).toBe(200);
     const body = Buffer.from(await down.arrayBuffer());
