@@ -27,8 +27,10 @@ import type { Relay } from '../agents/relay';
 import { StreamInbox, type OpenedStream, type StreamHead } from '../agents/stream';
 import { HTML_REWRITE_MAX, headersToBrowser, headersToDevice, rewriteHtml } from './html';
 
-/** Where a browser without a fleet session is sent (fleet/src/ui), with `next`. */
-export const SIGN_IN_PATH = '/login';
+/** The fleet's sign-in page (fleet/src/ui: one page, `#signin`), told where to go back to. */
+export function signInUrl(next: string): string {
+  return `/?next=${encodeURIComponent(next)}#signin`;
+}
 /** Request bodies go in chunks of this (NATS between replicas carries ≤ 64 KiB messages too). */
 export const BODY_CHUNK = 64 * 1024;
 /** A device id as the fleet makes them; anything else is no device. */
@@ -162,7 +164,7 @@ export async function registerTunnel(
     const user = await ctx.userOf(req);
     if (!user) {
       if (wantsHtml(req) && !req.ws) {
-        await reply.redirect(`${SIGN_IN_PATH}?next=${encodeURIComponent(req.url)}`, 302);
+        await reply.redirect(signInUrl(req.url), 302);
       } else {
         await sendError(reply, new UnauthorizedError('Sign in to the fleet first'));
       }

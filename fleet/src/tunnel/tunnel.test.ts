@@ -54,7 +54,7 @@ describe('tunnel: who may open a console', () => {
       redirect: 'manual',
     });
     expect(page.status).toBe(302);
-    expect(page.headers.get('location')).toBe(`/login?next=${encodeURIComponent('/d/dev1/')}`);
+    expect(page.headers.get('location')).toBe(`/?next=${encodeURIComponent('/d/dev1/')}#signin`);
 
     // dev2 exists (account 2) and dev9 does not: the same 404 for account 1.
     for (const id of ['dev2', 'dev9', 'bad.id']) {
