@@ -14,12 +14,14 @@ async function click(el: Element | null | undefined) {
   await act(async () => el.click());
 }
 
-/** Lazy panels take longer than a few ticks to import. */
+/** Lazy panels take longer than a few ticks to import (seconds on a loaded machine). */
 async function waitFor(selector: string): Promise<HTMLElement> {
-  for (let i = 0; i < 200; i += 1) {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
     const el = document.querySelector<HTMLElement>(selector);
     if (el) return el;
     await flush(1);
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`${selector} never appeared`);
 }
@@ -46,6 +48,19 @@ beforeEach(() => {
     '/api/fingerbot/exist': () => envelope(200, { exist: false }),
     '/api/msd': () => envelope(200, { enabled: false, online: false }),
     '/api/wol/devices': () => envelope(200, { devices: [] }),
+    '/api/cloud/status': () =>
+      envelope(200, {
+        enabled: false,
+        bound: false,
+        state: 'disabled',
+        url: null,
+        pinned: null,
+        device: { id: null, mac: '02:00:00:00:00:01', serial: 'SN1' },
+        account: null,
+        bound_at: null,
+        replica: null,
+        error: null,
+      }),
   }));
 });
 
@@ -95,6 +110,14 @@ describe('DeviceTools', () => {
     await click(v.byTestId('toolbar-wol'));
     expect(await waitFor('[data-testid="wol-panel"]')).not.toBeNull();
     expect(requests.some((r) => r.path === '/api/wol/devices')).toBe(true);
+  });
+
+  it('opens the cloud service panel in a drawer (SPEC 2)', async () => {
+    const v = await open();
+    await click(v.byTestId('toolbar-cloud'));
+    expect(await waitFor('[data-testid="cloud-state"]')).not.toBeNull();
+    expect(document.querySelector('.ant-drawer-title')?.textContent).toBe(en.cloud.title);
+    expect(requests.some((r) => r.path === '/api/cloud/status')).toBe(true);
   });
 
   it('presses reset after the confirmation; a refusal says "reboot failed"', async () => {

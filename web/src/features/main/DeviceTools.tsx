@@ -1,6 +1,12 @@
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { Drawer, Spin } from 'antd';
-import { AimOutlined, CodeOutlined, HddOutlined, LaptopOutlined } from '@ant-design/icons';
+import {
+  AimOutlined,
+  CloudOutlined,
+  CodeOutlined,
+  HddOutlined,
+  LaptopOutlined,
+} from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
@@ -13,13 +19,15 @@ import { getEmbed } from '../../lib/embed';
 const StoragePanel = lazy(() => import('../storage/StoragePanel'));
 const WolPanel = lazy(() => import('../wol/WolPanel'));
 const FingerbotPanel = lazy(() => import('../fingerbot/FingerbotPanel'));
+const CloudPanel = lazy(() => import('../cloud/CloudPanel'));
 
-type Panel = 'storage' | 'wol' | 'fingerbot';
+type Panel = 'storage' | 'wol' | 'fingerbot' | 'cloud';
 
 const PANEL_TITLE: Record<Panel, I18nKey> = {
   storage: 'storage.title',
   wol: 'wol.title',
   fingerbot: 'fingerbot.title',
+  cloud: 'cloud.title',
 };
 
 const DRAWER_WIDTH = 400;
@@ -32,12 +40,14 @@ function PanelContent({ panel }: { panel: Panel }) {
       return <WolPanel />;
     case 'fingerbot':
       return <FingerbotPanel />;
+    case 'cloud':
+      return <CloudPanel />;
   }
 }
 
 /**
  * The toolbar's device group (SPEC 2 main screen): ATX power menu, virtual media, wake-on-LAN,
- * terminal access and, when one is paired, the fingerbot. Each panel opens in a drawer, loaded on first use;
+ * the cloud service, terminal access and, when one is paired, the fingerbot. Each panel opens in a drawer, loaded on first use;
  * uploads and downloads keep running while a drawer is closed.
  */
 export function DeviceTools() {
@@ -74,6 +84,13 @@ export function DeviceTools() {
         onClick={() => toggle('wol')}
         testId="toolbar-wol"
         active={shown === 'wol'}
+      />
+      <ToolButton
+        title={t('cloud.title')}
+        icon={<CloudOutlined />}
+        onClick={() => toggle('cloud')}
+        testId="toolbar-cloud"
+        active={shown === 'cloud'}
       />
       <ToolButton
         title={t('terminal.title')}
