@@ -1,0 +1,70 @@
+/** Migrations against a real PostgreSQL: replicas starting at once, a second start, a failure. */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type PostgresEngine } from '../../../scripts/cloud/engines.mjs';
+import { migrate } from './migrate';
+import { MIGRATIONS } from './migrations';
+
+let engine: PostgresEngine;
+beforeAll(async () => {
+  engine = await startPostgres();
+});
+afterAll(() => engine?.stop());
+
+function pool(): pg.Pool {
+  return new pg.Pool({ connectionString: engine.url, max: 2 });
+}
+
+describe('migrate', () => {
+  it('four replicas migrating one fresh database at once: one applies, all succeed, each version once', async () => {
+    const pools = [pool(), pool(), pool(), pool()];
+    try {
+      const results = await Promise.all(pools.map((p) => migrate(p)));
+      const latest = Math.max(...MIGRATIONS.map((m) => m.version));
+      expect(results.map((r) => r.version)).toEqual([latest, latest, latest, latest]);
+      // exactly one of them applied the migrations
+      expect(results.filter((r) => r.applied.length > 0)).toHaveLength(1);
+      const rows = await pools[0]!.query<{ version: number }>(
+        'SELECT version FROM schema_migrations ORDER BY version',
+      );
+      expect(rows.rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      const tables = await pools[0]!.query<{ tablename: string }>(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
+      );
+      expect(tables.rows.map((t) => t.tablename)).toEqual([
+        'accounts',
+        'bind_codes',
+        'devices',
+        'email_codes',
+        'events',
+        'schema_migrations',
+        'sessions',
+      ]);
+      // a later start finds nothing to do
+      expect((await migrate(pools[1]!)).applied).toEqual([]);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+
+  it('a failing migration leaves nothing half done', async () => {
+    const p = pool();
+    try {
+      const broken = [
+        ...MIGRATIONS,
+        {
+          version: 9001,
+          name: 'half',
+          sql: 'CREATE TABLE half_done (x int); SELECT nope FROM nowhere;',
+        },
+      ];
+      await expect(migrate(p, undefined, broken)).rejects.toThrow(/nowhere/);
+      const t = await p.query("SELECT 1 FROM pg_tables WHERE tablename = 'half_done'");
+      expect(t.rowCount).toBe(0);
+      const v = await p.query('SELECT 1 FROM schema_migrations WHERE version = 9001');
+      expect(v.rowCount).toBe(0);
+    } finally {
+      await p.end();
+    }
+  });
+});

@@ -1,0 +1,39 @@
+/** The fleet's pages: served with a strict CSP, labelled controls, a script that parses. */
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { PAGE_HTML } from './page';
+import { registerPages } from './routes';
+import { PAGE_JS } from './script';
+
+describe('pages', () => {
+  it('serves the page, its script and style with a CSP that allows only this origin', async () => {
+    const app = Fastify();
+    registerPages(app);
+    const r = await app.inject({ method: 'GET', url: '/' });
+    expect(r.statusCode).toBe(200);
+    expect(r.headers['content-type']).toMatch(/^text\/html/);
+    expect(r.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(r.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(r.headers['x-frame-options']).toBe('DENY');
+    for (const id of ['signin-username', 'signup-send-code', 'claim-code', 'device-table']) {
+      expect(r.body).toContain(`data-testid="${id}"`);
+    }
+    expect(
+      (await app.inject({ method: 'GET', url: '/ui/app.js' })).headers['content-type'],
+    ).toMatch(/^text\/javascript/);
+    expect((await app.inject({ method: 'GET', url: '/ui/style.css' })).statusCode).toBe(200);
+  });
+
+  it('every input has a label; the script parses and writes no HTML', () => {
+    const inputs = [...PAGE_HTML.matchAll(/<(input|select)[^>]*\sid="([^"]+)"/g)].map((m) => m[2]);
+    expect(inputs.length).toBeGreaterThan(8);
+    for (const id of inputs) {
+      const labelled =
+        PAGE_HTML.includes(`for="${id}"`) ||
+        new RegExp(`<label[^>]*>\\s*<input[^>]*\\sid="${id}"`).test(PAGE_HTML);
+      expect(labelled, id).toBe(true);
+    }
+    expect(() => new Function(PAGE_JS)).not.toThrow();
+    expect(PAGE_JS).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+});
