@@ -75,10 +75,13 @@ export class Relay implements DeviceRelay {
     return true;
   }
 
-  /** Another replica got the device's newer socket: drop ours (if it is not newer). */
-  replacedElsewhere(deviceId: string, connId: string): void {
+  /**
+   * Another replica got the device's socket at `at`: drop ours unless it is newer (the device
+   * hopped back here before the news came).
+   */
+  replacedElsewhere(deviceId: string, connId: string, at: number): void {
     const conn = this.local.get(deviceId);
-    if (!conn || conn.connId === connId) return;
+    if (!conn || conn.connId === connId || conn.connectedAt > at) return;
     conn.close(CLOSE.replaced, 'replaced');
   }
 

@@ -441,13 +441,13 @@ export class FakeAgent {
 
 /** Polls `check` until it returns something truthy (CI is loaded: never sleep-and-assume). */
 export async function waitFor<T>(
-  check: () => T | null | undefined | false,
+  check: () => T | null | undefined | false | Promise<T | null | undefined | false>,
   timeoutMs: number,
   what: string,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = check();
+    const v = await check();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));

@@ -149,6 +149,30 @@ describe('two replicas over NATS', () => {
     expect(res.status).toBe(502);
   });
 
+  it('NATS restarting: B says offline at once while it is down, reaches the device on A again after', async () => {
+    const { a, b } = await two();
+    const port = nats.port;
+    await nats.stop();
+    // Nothing was lost on A: its own device still answers there.
+    expect((await fetch(`${a.url}/d/dev1/api/echo-headers`, { headers: ME })).status).toBe(200);
+    await waitFor(
+      async () => {
+        const r = await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME });
+        return r.status === 502;
+      },
+      10_000,
+      'B refusing while NATS is down',
+    );
+    const t0 = Date.now();
+    const during = await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME });
+    expect(during.status).toBe(502);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    nats = await startNats({ port });
+    await waitFor(async () => b.relay.online('dev1'), 20_000, 'B reaching A again');
+    expect((await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME })).status).toBe(200);
+    expect(await b.relay.command('dev1', 'info')).toEqual({ model: 'via-a' });
+  });
+
   it('a replica killed (no goodbye) is gone within presenceGoneMs', async () => {
     const dir = new FakeDirectory();
     const b = await startReplica(dir, 'fleet-b', { nats: [nats.url], ...FAST });

@@ -241,6 +241,8 @@ export class NatsBus implements RelayBus {
   private readonly bridges = new Set<Bridge>();
   private timer: NodeJS.Timeout | null = null;
   private closing = false;
+  /** Between a disconnect and the reconnect: other replicas' devices are offline at once. */
+  private connected = true;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -259,6 +261,8 @@ export class NatsBus implements RelayBus {
     const nc = await connect({
       servers: config.nats,
       name: config.replica,
+      // NATS down at start or later: the replica serves its own devices and keeps trying.
+      waitOnFirstConnect: true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
     });
@@ -281,9 +285,11 @@ export class NatsBus implements RelayBus {
     void (async () => {
       for await (const s of this.nc.status()) {
         if (s.type === 'reconnect') {
+          this.connected = true;
           this.log.info({ server: s.data }, 'NATS reconnected');
           this.announce();
         } else if (s.type === 'disconnect') {
+          this.connected = false;
           this.log.warn({ server: s.data }, 'NATS disconnected');
         }
       }
@@ -348,7 +354,10 @@ export class NatsBus implements RelayBus {
       });
       this.held.set(deviceId, sub);
     }
-    this.nc.publish(`kvm.dev.${deviceId}.replaced`, json({ replica: this.replica, connId }));
+    this.nc.publish(
+      `kvm.dev.${deviceId}.replaced`,
+      json({ replica: this.replica, connId, at: Date.now() }),
+    );
   }
 
   release(deviceId: string): void {
@@ -363,7 +372,11 @@ export class NatsBus implements RelayBus {
     switch (verb) {
       case 'replaced':
         if (body.replica !== this.replica && typeof body.connId === 'string') {
-          this.relay.replacedElsewhere(deviceId, body.connId);
+          this.relay.replacedElsewhere(
+            deviceId,
+            body.connId,
+            typeof body.at === 'number' ? body.at : Date.now(),
+          );
         }
         return;
       case 'unbound':
@@ -491,6 +504,14 @@ export class NatsBus implements RelayBus {
 
   // ---- reaching a device on another replica ------------------------------------------------
 
+  /** Refuses at once while the bus is down (rather than after a request's timeout). */
+  private ensureUp(deviceId: string): void {
+    if (!DEVICE_RE.test(deviceId) || this.closing) throw new DeviceOfflineError();
+    if (!this.connected) {
+      throw new DeviceOfflineError("The device is not on this replica and the fleet's bus is down");
+    }
+  }
+
   private requestError(err: unknown): Error {
     const code = (err as NatsError).code;
     if (code === ErrorCode.NoResponders) return new DeviceOfflineError();
@@ -518,7 +539,7 @@ export class NatsBus implements RelayBus {
     spec: StreamOpen,
     events: StreamEvents,
   ): Promise<OpenedStream> {
-    if (!DEVICE_RE.test(deviceId) || this.closing) throw new DeviceOfflineError();
+    this.ensureUp(deviceId);
     const s = new RemoteStream(this.nc, spec.kind, events, (x) => this.remotes.delete(x));
     s.sub = this.nc.subscribe(s.down, { callback: (_e, m) => s.onDown(m.data) });
     let answer: Record<string, unknown>;
@@ -550,7 +571,7 @@ export class NatsBus implements RelayBus {
     args: Record<string, unknown> | undefined,
     timeoutMs: number,
   ): Promise<unknown> {
-    if (!DEVICE_RE.test(deviceId)) throw new DeviceOfflineError();
+    this.ensureUp(deviceId);
     let answer: Record<string, unknown>;
     try {
       const msg = await this.nc.request(
@@ -567,7 +588,7 @@ export class NatsBus implements RelayBus {
   }
 
   async online(deviceId: string): Promise<boolean> {
-    if (!DEVICE_RE.test(deviceId)) return false;
+    if (!DEVICE_RE.test(deviceId) || !this.connected || this.closing) return false;
     try {
       await this.nc.request(`kvm.dev.${deviceId}.ping`, json({}), {
         timeout: this.opts.requestTimeoutMs,
