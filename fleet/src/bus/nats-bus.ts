@@ -261,8 +261,8 @@ export class NatsBus implements RelayBus {
     const nc = await connect({
       servers: config.nats,
       name: config.replica,
-      // NATS down at start or later: the replica serves its own devices and keeps trying.
-      waitOnFirstConnect: true,
+      // NATS unreachable at start: the replica does not start (its unit restarts it). Lost
+      // later: the replica serves its own devices, refuses others' and keeps trying.
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
     });
