@@ -24,7 +24,8 @@ import { registerAccountRoutes } from './accounts/routes';
 import type { FleetContext } from './context';
 import type { Devices } from './devices/devices';
 import { registerDeviceRoutes } from './devices/routes';
-import { CrossOriginError, NotFoundError, toHttp } from './errors';
+import { dbUnavailable } from './db/pool';
+import { CrossOriginError, DatabaseUnavailableError, NotFoundError, toHttp } from './errors';
 import { registerPages } from './ui/routes';
 
 /** The largest request body of the fleet's own API (the tunnel sets its own per route). */
@@ -100,7 +101,7 @@ export async function buildFleetApp(
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const answer = toHttp(err);
+    const answer = toHttp(dbUnavailable(err) ? new DatabaseUnavailableError() : err);
     if (answer.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
     else req.log.debug({ err: (err as Error).message, url: req.url }, 'request refused');
     closeIfBodyUnread(req, reply);

@@ -9,6 +9,7 @@ import {
   BadGatewayError,
   ConflictError,
   NotFoundError,
+  ServiceUnavailableError,
   TooManyRequestsError,
   UnauthorizedError,
   ValidatorError,
@@ -115,3 +116,10 @@ export class ConflictStateError extends ConflictError {}
 
 /** 502: the mail server refused or did not answer. */
 export class MailFailedError extends BadGatewayError {}
+
+/** 503: PostgreSQL cannot be reached now (restarting, down); try again shortly. */
+export class DatabaseUnavailableError extends ServiceUnavailableError {
+  constructor() {
+    super("The fleet's database is unavailable; try again shortly", { remaining_time: 2 });
+  }
+}

@@ -10,6 +10,7 @@ import { buildFleetApp, type FleetAppOptions } from './app';
 import type { FleetConfig, FleetContext, FleetUser } from './context';
 import { migrate } from './db/migrate';
 import { createPool, type Db } from './db/pool';
+import { sweepExpired, SWEEP_EVERY_MS } from './db/sweep';
 import { BindWaiters } from './devices/bind-waiters';
 import { Devices } from './devices/devices';
 
@@ -63,6 +64,12 @@ export async function createFleet(
     const devices = new Devices({ db, config, log, waiters, relay: () => ctx.relay });
     ctx.devices = devices;
     await devices.clearPresence();
+    await sweepExpired(db);
+    const sweeper = setInterval(() => {
+      sweepExpired(db).catch((err: unknown) => log.warn({ err }, 'sweep failed'));
+    }, SWEEP_EVERY_MS);
+    sweeper.unref();
+    cleanups.push(() => clearInterval(sweeper));
     const app = await buildFleetApp(ctx, { accounts, devices }, opts);
     // the app first: its sockets close before the database goes
     cleanups.push(() => app.close());

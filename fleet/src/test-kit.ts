@@ -33,8 +33,10 @@ export interface Kit {
 }
 
 /** A PostgreSQL (temporary folder) and SMTP sink of its own per kit: test files share nothing. */
-export async function startKit(opts: { relay?: boolean } = {}): Promise<Kit> {
-  const pgEngine = await startPostgres();
+export async function startKit(
+  opts: { relay?: boolean; postgres?: PostgresEngine } = {},
+): Promise<Kit> {
+  const pgEngine = opts.postgres ?? (await startPostgres());
   const sink = await startSmtpSink();
   const config = parseConfig({
     replica: 'fleet-test',
@@ -68,7 +70,7 @@ export async function startKit(opts: { relay?: boolean } = {}): Promise<Kit> {
     async close() {
       await fleet.close();
       await sink.stop();
-      await pgEngine.stop();
+      if (!opts.postgres) await pgEngine.stop();
     },
   };
 }

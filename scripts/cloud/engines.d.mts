@@ -53,6 +53,7 @@ export function freePort(opts?: { udp?: boolean }): Promise<number>;
 export function startPostgres(opts?: {
   dir?: string;
   db?: string;
+  port?: number;
   echo?: boolean;
   timeoutMs?: number;
 }): Promise<PostgresEngine>;

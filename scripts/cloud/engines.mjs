@@ -190,10 +190,17 @@ function pgIds() {
 /**
  * Starts PostgreSQL 15 on 127.0.0.1:<free port> with its data in `dir` (initdb at first use, as
  * the unprivileged `postgres` user: initdb refuses root). Without `dir` a temporary folder is
- * used and removed by stop(). Creates database `db` (default `fleet`).
+ * used and removed by stop(). Creates database `db` (default `fleet`) unless it exists. `port`
+ * picks the port (a restart on the same folder and port: the clients' connection strings hold).
  * Returns { url, port, dir, user, stop(), kill() }: url is the connection string of `db`.
  */
-export async function startPostgres({ dir, db = 'fleet', echo = false, timeoutMs = 60_000 } = {}) {
+export async function startPostgres({
+  dir,
+  db = 'fleet',
+  port: wanted,
+  echo = false,
+  timeoutMs = 60_000,
+} = {}) {
   const temp = !dir;
   const data = resolve(dir ?? tempDir('kvm-pg'));
   const { uid, gid } = pgIds();
@@ -233,7 +240,8 @@ export async function startPostgres({ dir, db = 'fleet', echo = false, timeoutMs
     chownTree(data, uid, gid);
   }
   // (A postmaster.pid left by a killed run is stale when its pid is gone: postgres removes it.)
-  const port = await freePort();
+  // `port`: the same one again, e.g. a restart the clients must find where it was.
+  const port = wanted ?? (await freePort());
   const child = spawnEngine(
     join(PG_BIN, 'postgres'),
     [

@@ -42,3 +42,19 @@ export function uniqueViolation(e: unknown): string | null {
   const err = e as { code?: string; constraint?: string };
   return err.code === '23505' ? (err.constraint ?? '') : null;
 }
+
+/**
+ * The database cannot be reached now (down, restarting, starting, the pool's connect timed out):
+ * the client should try again shortly, 503, not the 500 of a bug.
+ */
+export function dbUnavailable(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'].includes(code)) return true;
+  // SQLSTATE 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, starting up
+  if (/^08...$/.test(code) || /^57P0[123]$/.test(code)) return true;
+  const message = typeof err.message === 'string' ? err.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client was closed|Connection refused/i.test(
+    message,
+  );
+}

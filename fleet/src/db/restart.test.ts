@@ -1,0 +1,65 @@
+/**
+ * PostgreSQL restarting under a running replica: while it is down the API says 503 (not a 500,
+ * no crash), afterwards the replica carries on with nothing lost and binding works again.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { BindCodeAnswer, BindResult } from '@kvm/protocol';
+import { startPostgres, type PostgresEngine } from '../../../scripts/cloud/engines.mjs';
+import { api, failure, identity, result, signUpAndIn, startKit, type Kit } from '../test-kit';
+
+const dir = mkdtempSync(join(tmpdir(), 'fleet-pg-restart-'));
+chmodSync(dir, 0o755); // the postgres user must reach the data folder under it
+let pg: PostgresEngine | null = null;
+let kit: Kit | null = null;
+afterAll(async () => {
+  await kit?.close();
+  await pg?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Devices = { devices: { id: string }[] };
+
+async function bind(k: Kit, cookie: string): Promise<BindResult> {
+  const code = result<BindCodeAnswer>(
+    await api(k, 'POST', '/bind/codes', { device: identity() }, { device: true }),
+  );
+  const waiting = api(k, 'POST', '/bind/poll', { claim_token: code.claim_token }, { device: true });
+  result(await api(k, 'POST', '/devices/claim', { code: code.code }, { cookie }));
+  return result<BindResult>(await waiting);
+}
+
+describe('PostgreSQL restarting', () => {
+  it('503 while it is down, then everything back and nothing lost', async () => {
+    pg = await startPostgres({ dir: join(dir, 'pg') });
+    kit = await startKit({ postgres: pg });
+    const { cookie } = await signUpAndIn(kit, 'restart1', 'pw1234');
+    const before = await bind(kit, cookie);
+
+    const port = pg.port;
+    await pg.stop();
+    pg = null;
+    const down = failure(await api(kit, 'GET', '/devices', undefined, { cookie }));
+    expect(down).toMatchObject({ status: 503, error: 'DatabaseUnavailableError' });
+    const downCode = failure(
+      await api(kit, 'POST', '/bind/codes', { device: identity() }, { device: true }),
+    );
+    expect(downCode.status).toBe(503);
+
+    pg = await startPostgres({ dir: join(dir, 'pg'), port });
+    // the pool reconnects on its own: poll until the API answers again
+    await expect
+      .poll(async () => (await api(kit!, 'GET', '/devices', undefined, { cookie })).statusCode, {
+        timeout: 20_000,
+        interval: 250,
+      })
+      .toBe(200);
+    const list = result<Devices>(await api(kit, 'GET', '/devices', undefined, { cookie }));
+    expect(list.devices.map((d) => d.id)).toEqual([before.device_id]);
+    // binding works again, the long poll's notifications included
+    const after = await bind(kit, cookie);
+    expect(after.account.username).toBe('restart1');
+  }, 90_000);
+});
