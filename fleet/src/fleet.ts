@@ -71,8 +71,9 @@ export async function createFleet(
     sweeper.unref();
     cleanups.push(() => clearInterval(sweeper));
     const app = await buildFleetApp(ctx, { accounts, devices }, opts);
-    // the app first: its sockets close before the database goes
+    // the app first: its sockets close before the database goes; held polls answer at once
     cleanups.push(() => app.close());
+    cleanups.push(() => devices.close());
     return { app, ctx, db, accounts, devices, close };
   } catch (e) {
     await close();

@@ -380,3 +380,19 @@ describe('unbinding and isolation', () => {
     expect(row[0]!.replica).toBe('fleet-other');
   });
 });
+
+describe('stopping (last: it closes the registry)', () => {
+  it('a poll held when the replica stops answers pending at once, not after 25 s', async () => {
+    const code = await newCode();
+    const started = Date.now();
+    const held = kit.fleet.devices.poll(
+      code.claim_token,
+      '192.0.2.52',
+      new AbortController().signal,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    kit.fleet.devices.close();
+    expect(await held).toEqual({ pending: true });
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});

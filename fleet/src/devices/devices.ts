@@ -122,6 +122,8 @@ export class Devices implements DeviceDirectory {
     lockS: 60,
   });
   private pendingPolls = 0;
+  /** Aborted when the replica stops: held polls answer `pending` at once, nothing waits. */
+  private readonly closing = new AbortController();
   /** A hash to compare against for unknown ids, so they take as long as known ones. */
   private readonly dummyHash = sha256(randomBytes(32).toString('hex'));
 
@@ -137,6 +139,11 @@ export class Devices implements DeviceDirectory {
     u.protocol = 'wss:';
     u.pathname = AGENT_PATH;
     return [u.toString()];
+  }
+
+  /** The replica stops: polls held now answer at once. */
+  close(): void {
+    this.closing.abort();
   }
 
   // ---- binding by code -------------------------------------------------------------------------
@@ -220,6 +227,7 @@ export class Devices implements DeviceDirectory {
       throw new ServiceUnavailableError('Too many devices waiting; poll again shortly');
     }
     this.pendingPolls += 1;
+    signal = AbortSignal.any([signal, this.closing.signal]);
     try {
       const deadline = Date.now() + Math.min(maxMs, BIND_POLL_MAX_MS);
       for (;;) {
