@@ -96,6 +96,20 @@ describe('agent socket: who may connect', () => {
   });
 });
 
+describe('agent socket: replaced on another replica', () => {
+  it('news of an older socket elsewhere spares this one; of a newer one closes it (4000)', async () => {
+    const { r } = await setup();
+    const a = await (await agent(r, { id: 'dev1' })).ready();
+    const mine = r.relay.localConnection('dev1')!;
+    r.relay.replacedElsewhere('dev1', mine.connId, Date.now());
+    r.relay.replacedElsewhere('dev1', 'elsewhere', mine.connectedAt - 1000);
+    expect(await r.relay.command('dev1', 'info')).toEqual({ ok: true });
+    expect(a.closed).toBeNull();
+    r.relay.replacedElsewhere('dev1', 'elsewhere', Date.now() + 1);
+    expect(await a.whenClosed()).toEqual({ code: 4000, reason: 'replaced' });
+  });
+});
+
 describe('agent socket: liveness and bad frames', () => {
   it('a silent socket is dead after deadMs; one that pings lives on', async () => {
     const { dir, r } = await setup({ deadMs: 800 });
