@@ -257,6 +257,14 @@ describe('binding', () => {
     );
     expect(wrong.status).toBe(403);
     expect(String(wrong.body.result['error_msg'])).toContain('wrong password');
+    // the fleet asks for its account's 2FA code: passed on for the panel (never a 401 here)
+    const totp = await call(d, 'POST', '/api/cloud/bind/login', {
+      username: 'totpuser',
+      password: 'secret1',
+      region: 'eu',
+    });
+    expect(totp.status).toBe(403);
+    expect(totp.body.result).toMatchObject({ totp_required: true });
     const ok = await call(d, 'POST', '/api/cloud/bind/login', { ...FLEET_USER, region: 'eu' });
     expect(ok.status).toBe(200);
     await until('online', async () => (await status(d))['state'] === 'online');
@@ -326,6 +334,23 @@ describe('binding', () => {
     await until('revoked', async () => (await status(d))['state'] === 'revoked', 15_000);
     expect(await status(d)).toMatchObject({ bound: false, account: null, device: { id: null } });
     expect(await readFile(join(d.dataDir, 'cloud.json'), 'utf8')).not.toContain(f.secret);
+  });
+
+  it('unbinds while offline by telling the fleet over HTTP with its own credentials', async () => {
+    const d = await startDevice();
+    const { fleet: f, peer } = await online(d);
+    f.agentMode = 'forbidden';
+    peer.ws.terminate();
+    await until('offline', async () => {
+      const s = await status(d);
+      return s['state'] === 'offline' && /403/.test(String(s['error']));
+    });
+    const res = await call(d, 'POST', '/api/cloud/unbind', { passwd: PASSWORD });
+    expect(res.status).toBe(200);
+    expect(res.body.result).toMatchObject({ bound: false, state: 'unbound' });
+    expect(f.calls.find((c) => c.path === 'device/unbind')?.authorization).toBe(
+      `Device dev-0001:${f.secret}`,
+    );
   });
 
   it('forgets the binding when the fleet sends unbound', async () => {
@@ -452,7 +477,11 @@ describe('the tunnel into the local server', () => {
     );
     await until('101', () => frames(peer, 7).some((x) => x.t === 'head'));
     expect(head(peer, 7)).toMatchObject({ status: 101 });
-    await until('events', () => body(peer, 7).toString('utf8').includes('"event_type"'));
+    await until('events', () => body(peer, 7).toString('utf8').includes('"event_type":"cloud"'));
+    // the snapshot's cloud event: this very connection, online
+    expect(body(peer, 7).toString('utf8')).toMatch(
+      /"event_type":"cloud","event":\{[^}]*"state":"online"/,
+    );
     const kinds = peer.binary.map((b) => decodeStreamFrame(b)).filter((f) => f?.sid === 7);
     expect(kinds.every((f) => f!.kind === STREAM_KIND.text)).toBe(true);
     // the console's ping goes in, its pong comes out

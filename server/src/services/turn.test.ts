@@ -5,7 +5,7 @@ import { buildConfig } from '../config';
 import type { Logger } from '../log';
 import { loadConfigDefaults } from '../paths';
 import { tempDataDir } from '../test-helpers';
-import { loadTurn } from './turn';
+import { loadTurn, TurnService } from './turn';
 
 function recorder(): Logger & { warnings: object[] } {
   const warnings: object[] = [];
@@ -48,5 +48,40 @@ describe('loadTurn', () => {
     const turn = await loadTurn(await configWith(content), log);
     expect(turn.uris).toEqual([]);
     expect(log.warnings).toEqual([expect.objectContaining({ reason })]);
+  });
+});
+
+describe('TurnService and the fleet', () => {
+  it("merges the fleet's TURN credentials and sends the turn event on each change", async () => {
+    const dir = await tempDataDir();
+    const turn = await TurnService.load(
+      buildConfig(
+        { data_dir: dir, target: 'testbed', webrtc: { stun_url: 'stun:stun.example:3478' } },
+        loadConfigDefaults(),
+      ),
+    );
+    const events: unknown[] = [];
+    const off = turn.provider().subscribe((e) => events.push(e));
+    const fleet = { uris: ['turn:relay:3478'], username: 'u', password: 'p', ttl: 60 };
+    turn.setFleet(fleet);
+    turn.setFleet({ ...fleet });
+    expect(turn.state()).toEqual({
+      username: 'u',
+      password: 'p',
+      ttl: 60,
+      uris: ['turn:relay:3478', 'stun:stun.example:3478'],
+    });
+    expect(turn.iceServers()[0]).toEqual({
+      urls: 'turn:relay:3478',
+      username: 'u',
+      credential: 'p',
+    });
+    turn.setFleet(null);
+    expect(turn.state().uris).toEqual(['stun:stun.example:3478']);
+    expect(events.map((e) => (e as { event: { uris: string[] } }).event.uris)).toEqual([
+      ['turn:relay:3478', 'stun:stun.example:3478'],
+      ['stun:stun.example:3478'],
+    ]);
+    off();
   });
 });

@@ -5,10 +5,11 @@
  * does, the device keeps working locally: every fleet fault ends in a state and an error text.
  */
 import { EventEmitter } from 'node:events';
-import { hostname } from 'node:os';
+import { hostname, networkInterfaces } from 'node:os';
 import type { Server } from 'node:net';
 import {
   ADMIN_USER,
+  AGENT_AUTH_SCHEME,
   AGENT_PATH,
   AGENT_MAX_FRAME,
   BIND_CODE_TTL_S,
@@ -94,6 +95,21 @@ export interface CloudServiceOptions {
   pollRetryMs?: number;
 }
 
+const MAC_RE = /^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$/;
+
+/**
+ * The MAC of the first interface that is not loopback, when the network driver has none (a
+ * disabled network driver); all zeros when the machine has none at all.
+ */
+function hostMac(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const nic of list ?? []) {
+      if (!nic.internal && MAC_RE.test(nic.mac) && nic.mac !== '00:00:00:00:00:00') return nic.mac;
+    }
+  }
+  return '00:00:00:00:00:00';
+}
+
 function firstError(errors: Record<string, string | undefined>): void {
   const entry = Object.entries(errors).find(([, v]) => v !== undefined);
   if (entry) throw new CloudFormError(entry[0], entry[1]!);
@@ -150,7 +166,13 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
       opts.identity.mac().catch(() => ''),
       opts.identity.serial().catch(() => ''),
     ]);
-    return { mac, serial, name: hostname(), model: opts.model, version: opts.version };
+    return {
+      mac: MAC_RE.test(mac) ? mac.toLowerCase() : hostMac(),
+      serial,
+      name: hostname().slice(0, 64) || 'kvm',
+      model: opts.model,
+      version: opts.version,
+    };
   }
 
   /** Where the device's own server listens (app.ts, once it is built). */
@@ -576,8 +598,11 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
       await new FleetClient(s.url, this.trust(s))
         .post(
           'device/unbind',
-          { device_id: s.device_id, secret: s.secret },
-          { timeoutMs: this.timeoutMs },
+          {},
+          {
+            timeoutMs: this.timeoutMs,
+            headers: { authorization: `${AGENT_AUTH_SCHEME} ${s.device_id}:${s.secret}` },
+          },
         )
         .catch((err: unknown) => {
           this.opts.log.warn(

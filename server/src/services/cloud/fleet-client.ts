@@ -31,6 +31,8 @@ export class CloudForbiddenError extends ForbiddenError {}
 export class CloudNotFoundError extends NotFoundError {}
 export class CloudConflictError extends ConflictError {}
 export class CloudRateLimitError extends TooManyRequestsError {}
+/** The fleet account has 2FA and the login had no code (the panel then asks for it). */
+export class CloudTotpRequiredError extends ForbiddenError {}
 /** 410: the code expired or its binding was collected already. */
 export class CloudGoneError extends BadRequestError {
   readonly gone = true;
@@ -38,6 +40,8 @@ export class CloudGoneError extends BadRequestError {
 
 export interface FleetCallOptions {
   timeoutMs: number;
+  /** Extra request headers (the device's own credentials on `device/unbind`). */
+  headers?: Record<string, string>;
   /** For the long poll: the fleet holds the answer this long, the timeout adds to it. */
   extraMs?: number;
   signal?: AbortSignal;
@@ -53,21 +57,43 @@ function messageOf(body: unknown, status: number): string {
   return `The fleet refused: ${(text ?? `HTTP ${status}`).slice(0, 300)}`;
 }
 
+/** What the fleet's refusal says beside its message that the panel uses (kvmd envelope extras). */
+function extrasOf(body: unknown): Record<string, unknown> {
+  const b = body as Record<string, unknown> | null;
+  const r = (b?.['result'] ?? b) as Record<string, unknown> | null;
+  const out: Record<string, unknown> = {};
+  if (r?.['totp_required'] === true) out['totp_required'] = true;
+  if (typeof r?.['remaining_time'] === 'number') out['remaining_time'] = r['remaining_time'];
+  const fields = r?.['fields'];
+  if (fields && typeof fields === 'object' && !Array.isArray(fields)) {
+    out['fields'] = Object.fromEntries(
+      Object.entries(fields as Record<string, unknown>)
+        .filter(([k, v]) => /^[a-z_0-9]{1,32}$/.test(k) && typeof v === 'string')
+        .slice(0, 16)
+        .map(([k, v]) => [k, (v as string).slice(0, 64)]),
+    );
+  }
+  return out;
+}
+
 function refusal(status: number, body: unknown): ApiError {
   const message = messageOf(body, status);
+  const extras = extrasOf(body);
+  if (extras['totp_required'] === true) return new CloudTotpRequiredError(message, extras);
   switch (true) {
+    // the fleet's 401 (its credentials) is no session problem on the device: 403 here
     case status === 401 || status === 403:
-      return new CloudForbiddenError(message);
+      return new CloudForbiddenError(message, extras);
     case status === 404:
-      return new CloudNotFoundError(message);
+      return new CloudNotFoundError(message, extras);
     case status === 409:
-      return new CloudConflictError(message);
+      return new CloudConflictError(message, extras);
     case status === 410:
-      return new CloudGoneError(message);
+      return new CloudGoneError(message, extras);
     case status === 429:
-      return new CloudRateLimitError(message);
+      return new CloudRateLimitError(message, extras);
     case status >= 400 && status < 500:
-      return new CloudRefusedError(message);
+      return new CloudRefusedError(message, extras);
     default:
       return new CloudUnreachableError(`The fleet failed: HTTP ${status}`);
   }
@@ -106,6 +132,7 @@ export class FleetClient {
         method: 'POST',
         ...fleetTlsOptions(this.trust),
         headers: {
+          ...opts.headers,
           'content-type': 'application/json',
           'content-length': String(payload.length),
           accept: 'application/json',

@@ -45,7 +45,11 @@ export class FakeFleet {
   turn: FleetTurn | null = FLEET_TURN;
   /** The next bind/poll answers the binding. */
   claimed = false;
-  readonly calls: Array<{ path: string; body: Record<string, unknown> }> = [];
+  readonly calls: Array<{
+    path: string;
+    body: Record<string, unknown>;
+    authorization?: string;
+  }> = [];
   readonly agents: AgentPeer[] = [];
   readonly secret = 'S3cr3t-'.padEnd(43, 'x');
 
@@ -112,7 +116,7 @@ export class FakeFleet {
         return;
       }
       const path = (req.url ?? '').replace(`${FLEET_API}/`, '');
-      this.calls.push({ path, body });
+      this.calls.push({ path, body, authorization: req.headers.authorization });
       switch (path) {
         case 'bind/codes':
           this.send(res, 200, { code: '12345678', expires_in: 60, claim_token: 'claim-token-1' });
@@ -123,6 +127,17 @@ export class FakeFleet {
           else setTimeout(() => this.send(res, 200, { pending: true }), 50);
           return;
         case 'bind/login':
+          if (body['username'] === 'totpuser' && body['totp'] === undefined) {
+            this.send(res, 401, {
+              ok: false,
+              result: {
+                error: 'TotpRequiredError',
+                error_msg: 'This account asks for a 2FA code',
+                totp_required: true,
+              },
+            });
+            return;
+          }
           if (
             body['username'] === FLEET_USER.username &&
             body['password'] === FLEET_USER.password

@@ -468,7 +468,7 @@ export class Tunnel {
     ws.on('close', (code: number, reason: Buffer) => {
       this.finish(
         stream,
-        code === 1005 || code === 1006 ? 1000 : code,
+        code === 1005 || code === 1006 ? 1001 : code,
         reason.toString().slice(0, 120),
       );
     });
