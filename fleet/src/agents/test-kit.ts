@@ -394,6 +394,11 @@ export class FakeAgent {
       );
       return end();
     }
+    if (url.pathname === '/huge.html') {
+      head(200, { 'content-type': 'text/html' });
+      await this.write(s, STREAM_KIND.data, Buffer.alloc(3 << 20, 0x41));
+      return end();
+    }
     if (url.pathname === '/api/echo-headers') {
       head(200, { 'content-type': 'application/json', 'set-cookie': 'auth_token=secret; Path=/' });
       await this.write(

@@ -6,8 +6,11 @@
  */
 import { HOP_BY_HOP } from '../agents/stream';
 
-/** The largest HTML document the fleet rewrites (the console's index.html is a few KiB). */
-export const HTML_REWRITE_MAX = 2 << 20;
+/**
+ * The largest HTML document the fleet rewrites (the console's index.html is a few KiB); held
+ * whole while rewritten, so a device cannot make the fleet hold more per request.
+ */
+export const HTML_REWRITE_MAX = 1 << 20;
 
 function escapeAttr(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');

@@ -251,33 +251,37 @@ export async function registerTunnel(
     reply.hijack();
 
     if (isHtml) {
-      // Buffered whole (bounded), rewritten, sent with its new length.
+      // Buffered whole (at most HTML_REWRITE_MAX, then given up), rewritten, sent with its length.
       const chunks: Buffer[] = [];
       let size = 0;
+      const fail = (message: string): void => {
+        finished = true;
+        const { body } = toHttp(new DeviceOfflineError(message));
+        res.writeHead(502, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify(body));
+      };
       await new Promise<void>((resolve) => {
         inbox.attach({
           data(_kind, payload) {
+            if (finished) return;
             size += payload.byteLength;
-            if (size <= HTML_REWRITE_MAX) chunks.push(Buffer.from(payload));
+            if (size > HTML_REWRITE_MAX) {
+              stream.abort('page too large');
+              fail('The page is too large to serve through the fleet');
+              resolve();
+              return;
+            }
+            chunks.push(Buffer.from(payload));
             stream.ack(payload.byteLength);
           },
           end(code) {
-            finished = true;
-            if (code !== undefined || size > HTML_REWRITE_MAX) {
-              res.writeHead(502, { 'content-type': 'application/json' });
-              res.end(
-                JSON.stringify(
-                  toHttp(
-                    new DeviceOfflineError(
-                      code !== undefined
-                        ? 'The device failed mid-answer'
-                        : 'The page is too large to serve through the fleet',
-                    ),
-                  ).body,
-                ),
-              );
-              return resolve();
+            if (finished) return;
+            if (code !== undefined) {
+              fail('The device failed mid-answer');
+              resolve();
+              return;
             }
+            finished = true;
             void (async () => {
               let html = Buffer.concat(chunks);
               const decoder = decoderFor(out['content-encoding']);
@@ -288,7 +292,7 @@ export async function registerTunnel(
                   decoder,
                 ) as AsyncIterable<Buffer>) {
                   n += c.byteLength;
-                  if (n > HTML_REWRITE_MAX * 4) throw new Error('decoded page too large');
+                  if (n > HTML_REWRITE_MAX) throw new Error('decoded page too large');
                   parts.push(c);
                 }
                 html = Buffer.concat(parts);
@@ -299,14 +303,7 @@ export async function registerTunnel(
               res.writeHead(head.status, out);
               res.end(req.method === 'HEAD' ? undefined : text);
             })()
-              .catch(() => {
-                res.writeHead(502, { 'content-type': 'application/json' });
-                res.end(
-                  JSON.stringify(
-                    toHttp(new DeviceOfflineError('The page could not be decoded')).body,
-                  ),
-                );
-              })
+              .catch(() => fail('The page could not be decoded or is too large'))
               .finally(resolve);
           },
         });

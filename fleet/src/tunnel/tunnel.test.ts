@@ -138,6 +138,16 @@ describe('tunnel: HTTP', () => {
     });
   });
 
+  it('a page too large to rewrite is 502 at once, its stream dropped', async () => {
+    const { r } = await setup();
+    const res = await fetch(`${r.url}/d/dev1/huge.html`, {
+      headers: { ...ME, accept: 'text/html' },
+    });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as Envelope).result.error_msg).toMatch(/too large/);
+    await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'stream dropped');
+  });
+
   it('carries 3 MiB up and 3 MiB down, never more than a window in flight', async () => {
     const { r, a } = await setup();
     const up = Buffer.alloc(3 * MiB, 0x5a);
