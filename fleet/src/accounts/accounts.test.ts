@@ -98,6 +98,21 @@ describe('sign-up', () => {
     expect(taken.fields).toEqual({ username: 'username_taken' });
   });
 
+  it('password2 may be left out by a client that checked it (the device); given, it must match', async () => {
+    const code = await emailCode('twice@example.com');
+    const form = {
+      username: 'twice1',
+      email: 'twice@example.com',
+      email_code: code,
+      password: 'abc123',
+      privacy: true,
+      region: 'asia',
+    };
+    const mismatch = failure(await api(kit, 'POST', '/signup', { ...form, password2: 'abc124' }));
+    expect(mismatch.fields).toEqual({ password2: 'password_mismatch' });
+    expect(result(await api(kit, 'POST', '/signup', form))).toMatchObject({ region: 'asia' });
+  });
+
   it('a wrong e-mail code is refused, and after 5 wrong tries even the right one', async () => {
     const code = await emailCode('tries@example.com');
     const wrong = code === '000000' ? '111111' : '000000';

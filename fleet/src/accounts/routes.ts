@@ -27,7 +27,8 @@ export function registerAccountRoutes(
         email: str(b, 'email', 1024),
         email_code: str(b, 'email_code', 64),
         password: str(b, 'password', 256),
-        password2: str(b, 'password2', 256),
+        // "twice" is the form's rule: a client that checked it itself may leave password2 out
+        password2: b.password2 === undefined ? str(b, 'password', 256) : str(b, 'password2', 256),
         privacy: b.privacy === true,
         region: str(b, 'region', 64),
       },

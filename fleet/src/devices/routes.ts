@@ -12,11 +12,11 @@ import { ValidatorError } from '../errors';
 import { bodyOf, ipOf, ok, str, userOrThrow } from '../http';
 import { BIND_POLL_MAX_MS } from './devices';
 
-const printable = (max: number) =>
+const printable = (max: number, min = 1) =>
   z
     .string()
     .trim()
-    .min(1)
+    .min(min)
     .max(max)
     // eslint-disable-next-line no-control-regex -- refusing control characters is the point
     .regex(/^[^\u0000-\u001f\u007f]*$/, 'no control characters');
@@ -28,10 +28,11 @@ export const identitySchema = z
       .string()
       .regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$/, 'a MAC address (aa:bb:cc:dd:ee:ff)')
       .transform((m) => m.toLowerCase()),
-    serial: printable(64),
+    // a device that cannot read its serial sends '' (the MAC alone is then its fingerprint)
+    serial: printable(64, 0),
     name: printable(64),
     model: printable(64),
-    version: printable(32),
+    version: printable(64),
   })
   .strip();
 
