@@ -98,7 +98,7 @@ describe('two replicas over NATS', () => {
   });
 
   it('a WebSocket opened on B reaches the device on A (subprotocol, a 1 MiB-ish message cut and joined)', async () => {
-    const { b, agent } = await two();
+    const { a, b, agent } = await two();
     const ws = new WebSocket(`${b.url.replace('http', 'ws')}/d/dev1/janus/ws`, ['janus-protocol'], {
       headers: ME,
     });
@@ -121,6 +121,17 @@ describe('two replicas over NATS', () => {
     ws.close(4200);
     await closed;
     await waitFor(() => agent.streams.size === 0, 5000, 'device stream ended');
+    // Nothing left of it on either replica.
+    await waitFor(() => (a.relay.bus as NatsBus).streamCounts.bridged === 0, 5000, 'A bridge gone');
+    await waitFor(() => (b.relay.bus as NatsBus).streamCounts.remote === 0, 5000, 'B stream gone');
+    // An http stream too.
+    await (await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME })).text();
+    await waitFor(
+      () => (a.relay.bus as NatsBus).streamCounts.bridged === 0,
+      5000,
+      'A http bridge gone',
+    );
+    expect((b.relay.bus as NatsBus).streamCounts.remote).toBe(0);
   });
 
   it('the device connecting to B drops its socket on A (4000 replaced); unbinding from A reaches it on B', async () => {

@@ -333,6 +333,11 @@ export class NatsBus implements RelayBus {
     for (const b of [...this.bridges]) if (b.from === name) this.endBridge(b, 'replica gone');
   }
 
+  /** Streams this replica carries for others, and others carry for it (tests, metrics). */
+  get streamCounts(): { bridged: number; remote: number } {
+    return { bridged: this.bridges.size, remote: this.remotes.size };
+  }
+
   /** Live replicas (this one included): name → public URL. */
   liveReplicas(): Map<string, string> {
     const out = new Map<string, string>([[this.replica, this.config.publicUrl]]);
@@ -479,6 +484,8 @@ export class NatsBus implements RelayBus {
             this.dropBridge(bridge);
           } else {
             stream.end(c.code, c.reason);
+            // A socket is over once either side closes (an http stream waits for its response).
+            if (spec.kind === 'ws') this.dropBridge(bridge);
           }
         }
       },
