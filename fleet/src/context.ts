@@ -80,6 +80,8 @@ export interface DeviceRelay {
   online(deviceId: string): Promise<boolean>;
   /** Short-lived TURN REST credentials for `name` (null: no TURN configured). */
   turnFor(name: string): FleetTurn | null;
+  /** The agent URLs of the live replicas, this one first (a new binding gets them). */
+  endpoints?(): string[];
 }
 
 export interface FleetContext {

@@ -81,6 +81,8 @@ describe('core + relay', () => {
     );
     result(await api(kit, 'POST', '/devices/claim', { code: code.code }, { cookie }));
     const bound = result<BindResult>(await waiting);
+    // the relay's list of live replicas' agent URLs (one replica here)
+    expect(bound.endpoints).toEqual(['wss://fleet.test:8443/cloud-basic/v1/agent']);
 
     // the same secret from other hardware: 403
     const other = await connect(bound.device_id, bound.secret, { ...who, serial: 'stolen' });

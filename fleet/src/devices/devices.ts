@@ -133,8 +133,10 @@ export class Devices implements DeviceDirectory {
     return this.deps.db;
   }
 
-  /** The agent URLs a new binding is given: this replica's (the relay may list more). */
+  /** The agent URLs a new binding is given: every live replica's (the relay knows), or this one's. */
   endpoints(): string[] {
+    const fromRelay = this.deps.relay()?.endpoints?.();
+    if (fromRelay && fromRelay.length > 0) return fromRelay;
     const u = new URL(this.deps.config.publicUrl);
     u.protocol = 'wss:';
     u.pathname = AGENT_PATH;
