@@ -149,9 +149,10 @@ Its certificate is self-signed (${join(fleetData, 'tls')}): the browser asks onc
 Bind a local device to it:
   1. in another terminal: npm start   (the device's console on https://localhost:8443)
   2. open ${url}, sign up (the e-mail code is printed here by the SMTP sink), sign in
-  3. on the device's console: Settings > Cloud, enable it, fleet URL ${url},
-     accept the certificate's fingerprint shown there (it is pinned), then "Bind by code"
-  4. on the fleet's page: Add device, enter the code the device shows
+  3. on the device's console: Settings > Cloud service, turn it on, fleet server ${url},
+     Connect, trust the certificate whose fingerprint it shows (it is pinned), then
+     "Bind with a code"
+  4. on the fleet's page: "Add device" with the 8-digit code the device shows (valid 60 s)
   5. open the device from the fleet's device list: ${url}/d/<device id>/
 Ctrl-C stops everything.`);
 } catch (e) {
