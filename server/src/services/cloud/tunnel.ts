@@ -127,10 +127,14 @@ interface Stream {
   sendWindow: number;
   /** Bytes received and not yet acknowledged. */
   recvPending: number;
+  /** Bytes toward the fleet the window does not allow yet (the source is paused meanwhile). */
+  outbox: Array<{ kind: StreamKind; payload: Buffer }>;
+  /** The end to send once the outbox is empty. */
+  ending: { code?: number; reason?: string } | null;
   data(kind: StreamKind, payload: Buffer): void;
   /** The fleet ended it (end of the request body, or the browser left / closed). */
   end(code?: number, reason?: string): void;
-  /** The window opened again. */
+  /** Everything queued went out: the source may go on. */
   resume(): void;
   /** Cut without a word (the agent socket is gone). */
   destroy(): void;
@@ -217,7 +221,7 @@ export class Tunnel {
     s.recvPending += payload.length;
     if (s.recvPending > AGENT_STREAM_WINDOW) {
       this.deps.log.warn({ sid }, 'cloud: the fleet overran a stream window; stream ended');
-      this.finish(s, 1008, 'window overrun');
+      this.fail(s, 1008, 'window overrun');
       return;
     }
     s.data(kind, payload);
@@ -227,7 +231,8 @@ export class Tunnel {
     const s = this.streams.get(sid);
     if (!s || typeof n !== 'number' || !Number.isFinite(n) || n <= 0) return;
     s.sendWindow = Math.min(AGENT_STREAM_WINDOW, s.sendWindow + n);
-    s.resume();
+    this.flush(s);
+    if (s.outbox.length === 0 && this.streams.get(sid) === s) s.resume();
   }
 
   end(sid: number, code?: number, reason?: string): void {
@@ -251,10 +256,35 @@ export class Tunnel {
     this.link?.binary(encodeStreamFrame(sid, kind, payload));
   }
 
-  /** Sends `payload` counted against the stream's window (the caller checked it or pauses). */
-  private sendCounted(s: Stream, kind: StreamKind, payload: Buffer): void {
-    s.sendWindow -= payload.length;
-    this.sendData(s.sid, kind, payload);
+  /**
+   * Queues bytes toward the fleet and sends what the window allows: http data in pieces of at
+   * most CHUNK, a WebSocket message whole (it waits for room). True when nothing is left
+   * queued; false tells the caller to pause its source until `resume()`.
+   */
+  private push(s: Stream, kind: StreamKind, payload: Buffer): boolean {
+    s.outbox.push({ kind, payload });
+    this.flush(s);
+    return s.outbox.length === 0;
+  }
+
+  private flush(s: Stream): void {
+    while (s.outbox.length > 0) {
+      const head = s.outbox[0]!;
+      const n =
+        head.kind === STREAM_KIND.data
+          ? Math.min(head.payload.length, s.sendWindow, CHUNK)
+          : head.payload.length;
+      if (n > s.sendWindow || (n === 0 && head.payload.length > 0)) break;
+      s.sendWindow -= n;
+      this.sendData(s.sid, head.kind, head.payload.subarray(0, n));
+      if (n >= head.payload.length) s.outbox.shift();
+      else head.payload = head.payload.subarray(n);
+    }
+    if (s.outbox.length === 0 && s.ending) {
+      const e = s.ending;
+      s.ending = null;
+      this.finishNow(s, e.code, e.reason);
+    }
   }
 
   private acknowledge(s: Stream, n: number): void {
@@ -263,8 +293,20 @@ export class Tunnel {
     this.control({ t: 'ack', sid: s.sid, n });
   }
 
-  /** The stream is over on this side: `end` once, forgotten. */
+  /** The stream is over on this side: `end` once what is queued went out. */
   private finish(s: Stream, code?: number, reason?: string): void {
+    if (this.streams.get(s.sid) !== s || s.ending) return;
+    s.ending = { code, reason };
+    this.flush(s);
+  }
+
+  /** The stream failed: `end` at once, whatever is queued is dropped. */
+  private fail(s: Stream, code: number, reason: string): void {
+    s.outbox.length = 0;
+    this.finishNow(s, code, reason);
+  }
+
+  private finishNow(s: Stream, code?: number, reason?: string): void {
     if (this.streams.get(s.sid) !== s) return;
     this.streams.delete(s.sid);
     s.destroy();
@@ -312,6 +354,8 @@ export class Tunnel {
       sid: frame.sid,
       sendWindow: AGENT_STREAM_WINDOW,
       recvPending: pending.recvPending,
+      outbox: [],
+      ending: null,
       data: (_kind, payload) => {
         if (bodyLeft <= 0 || req.writableEnded) return;
         const part = payload.length > bodyLeft ? payload.subarray(0, bodyLeft) : payload;
@@ -330,7 +374,7 @@ export class Tunnel {
         req.destroy();
       },
       resume: () => {
-        if (res && stream.sendWindow > 0) res.resume();
+        res?.resume();
       },
       destroy: () => {
         req.destroy();
@@ -346,13 +390,10 @@ export class Tunnel {
         headers: responseHeaders(r),
       });
       r.on('data', (chunk: Buffer) => {
-        for (let off = 0; off < chunk.length; off += CHUNK) {
-          this.sendCounted(stream, STREAM_KIND.data, chunk.subarray(off, off + CHUNK));
-        }
-        if (stream.sendWindow <= 0) r.pause();
+        if (!this.push(stream, STREAM_KIND.data, chunk)) r.pause();
       });
       r.on('end', () => this.finish(stream));
-      r.on('error', () => this.finish(stream, 1011, 'response failed'));
+      r.on('error', () => this.fail(stream, 1011, 'response failed'));
     });
     req.on('error', (err) => {
       if (this.streams.get(frame.sid) !== stream) return;
@@ -361,7 +402,7 @@ export class Tunnel {
         this.deps.log.warn({ err: err.message }, 'cloud: tunnelled request failed');
         this.refuse(frame.sid, 'http', 502, 'the device server did not answer');
       } else {
-        this.finish(stream, 1011, 'response failed');
+        this.fail(stream, 1011, 'response failed');
       }
     });
     return stream;
@@ -396,6 +437,8 @@ export class Tunnel {
       sid: frame.sid,
       sendWindow: AGENT_STREAM_WINDOW,
       recvPending: pending.recvPending,
+      outbox: [],
+      ending: null,
       data: (kind, payload) => {
         if (!opened) {
           queued.push({ kind, payload });
@@ -412,7 +455,7 @@ export class Tunnel {
         else ws.close(closeCode(code), (reason ?? '').slice(0, 120));
       },
       resume: () => {
-        if (paused && stream.sendWindow > 0) {
+        if (paused) {
           paused = false;
           ws.resume();
         }
@@ -451,8 +494,8 @@ export class Tunnel {
     });
     ws.on('message', (data: RawData, isBinary: boolean) => {
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-      this.sendCounted(stream, isBinary ? STREAM_KIND.binary : STREAM_KIND.text, buf);
-      if (stream.sendWindow <= 0 && !paused) {
+      const sent = this.push(stream, isBinary ? STREAM_KIND.binary : STREAM_KIND.text, buf);
+      if (!sent && !paused) {
         paused = true;
         ws.pause();
       }
@@ -480,6 +523,8 @@ export class Tunnel {
 class PendingStream implements Stream {
   sendWindow = AGENT_STREAM_WINDOW;
   recvPending = 0;
+  outbox: Array<{ kind: StreamKind; payload: Buffer }> = [];
+  ending: { code?: number; reason?: string } | null = null;
   private readonly held: Array<{ kind: StreamKind; payload: Buffer }> = [];
   private ended: { code?: number; reason?: string } | null = null;
   private gone = false;
