@@ -69,6 +69,8 @@ interface Admitted {
 interface PendingSocket {
   stream: OpenedStream;
   inbox: StreamInbox;
+  /** Ends the stream if the browser goes before the handshake completes. */
+  gone: () => void;
 }
 
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
@@ -356,14 +358,24 @@ export async function registerTunnel(
       await sendError(reply, err);
       return;
     }
+    // The browser gone before the handshake ends: the device's socket goes too.
+    const browser = req.raw.socket;
+    const gone = (): void => {
+      pendingSockets.delete(req);
+      stream.abort('browser left');
+    };
+    browser.once('close', gone);
     let head: StreamHead;
     try {
       head = await awaitHead(inbox, stream, opts.headTimeoutMs);
     } catch (err) {
+      browser.off('close', gone);
       await sendError(reply, err);
       return;
     }
+    if (browser.destroyed) return;
     if (head.status !== 101) {
+      browser.off('close', gone);
       stream.abort('refused');
       await reply
         .code(head.status >= 400 ? head.status : 502)
@@ -376,7 +388,7 @@ export async function registerTunnel(
       req.raw,
       head.protocol && protocols.includes(head.protocol) ? head.protocol : false,
     );
-    pendingSockets.set(req, { stream, inbox });
+    pendingSockets.set(req, { stream, inbox, gone });
     consoleOpened(a);
   }
 
@@ -388,6 +400,7 @@ export async function registerTunnel(
     }
     pendingSockets.delete(req);
     const { stream, inbox } = p;
+    req.raw.socket.off('close', p.gone);
     let closed = false;
     inbox.attach({
       data(kind, payload) {

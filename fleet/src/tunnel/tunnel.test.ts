@@ -4,6 +4,7 @@
  * the streams' flow control, an offline or silent device.
  */
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AGENT_STREAM_WINDOW } from '@kvm/protocol';
@@ -228,6 +229,20 @@ describe('tunnel: WebSocket', () => {
 
     ws.close(4321, 'bye');
     await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'stream ended');
+  });
+
+  it("a browser gone before the device accepted its socket: the device's socket goes too", async () => {
+    const { r, a } = await setup();
+    const sock = connect(r.port, '127.0.0.1');
+    await new Promise((res) => sock.once('connect', res));
+    sock.write(
+      'GET /d/dev1/ws-late HTTP/1.1\r\nHost: x\r\nx-test-user: acc1\r\nConnection: Upgrade\r\n' +
+        'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    await waitFor(() => a.streams.size === 1, 5000, 'device asked');
+    sock.destroy();
+    await waitFor(() => a.streams.size === 0, 5000, 'device socket dropped');
+    await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'stream gone');
   });
 
   it("the device closing its socket closes the browser's", async () => {
