@@ -185,13 +185,7 @@ const EMPTY_SIGNUP: CloudSignUp = {
  * cooldown), the privacy policy accepted, the password twice (6-10), the region. The new
  * account then binds the device.
  */
-export function SignUpForm({
-  fleetUrl,
-  onLogin,
-}: {
-  fleetUrl: string | null;
-  onLogin: () => void;
-}) {
+export function SignUpForm({ onLogin }: { onLogin: () => void }) {
   const { t } = useTranslation();
   const message = useMessage();
   const fieldText = useFieldText();
@@ -237,7 +231,6 @@ export function SignUpForm({
     }
   };
 
-  const privacyHref = fleetUrl ? `${fleetUrl}/privacy` : undefined;
   return (
     <form onSubmit={(e) => void submit(e)} noValidate data-testid="cloud-signup">
       <Field
@@ -322,10 +315,7 @@ export function SignUpForm({
           onChange={(e) => set({ privacy: e.target.checked })}
           data-testid="cloud-privacy"
         >
-          {t('cloud.signup.privacy')}{' '}
-          <Typography.Link href={privacyHref} target="_blank" rel="noreferrer">
-            {t('cloud.signup.privacyLink')}
-          </Typography.Link>
+          {t('cloud.signup.privacy')}
         </Checkbox>
       </Field>
       <Button

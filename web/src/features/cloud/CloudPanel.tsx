@@ -97,7 +97,7 @@ function BindingInfo({ status }: { status: CloudStatus }) {
   return <Descriptions size="small" column={1} items={items} data-testid="cloud-info" />;
 }
 
-function BindSection({ status }: { status: CloudStatus }) {
+function BindSection() {
   const { t } = useTranslation();
   const [account, setAccount] = useState<'login' | 'signup'>('login');
   // SPEC 6: the region and the account login appear only in the cloud-account tab.
@@ -113,7 +113,7 @@ function BindSection({ status }: { status: CloudStatus }) {
             account === 'login' ? (
               <LoginForm onSignUp={() => setAccount('signup')} />
             ) : (
-              <SignUpForm fleetUrl={status.url} onLogin={() => setAccount('login')} />
+              <SignUpForm onLogin={() => setAccount('login')} />
             ),
         },
       ]}
@@ -193,7 +193,7 @@ export default function CloudPanel() {
       {status.enabled && status.url && !status.bound && (
         <>
           <Divider style={{ margin: '12px 0' }} />
-          <BindSection status={status} />
+          <BindSection />
         </>
       )}
       {status.bound && (
