@@ -112,16 +112,18 @@ describe('agent socket: replaced on another replica', () => {
 
 describe('agent socket: liveness and bad frames', () => {
   it('a silent socket is dead after deadMs; one that pings lives on', async () => {
-    const { dir, r } = await setup({ deadMs: 800 });
+    const { dir, r } = await setup({ deadMs: 1000 });
     const quiet = await (await agent(r, { id: 'dev1' })).ready();
-    dir.add('dev2', 'acc1');
-    const chatty = await (await agent(r, { id: 'dev2', pingMs: 150 })).ready();
+    // Its last word (hello) was before this.
     const started = Date.now();
+    dir.add('dev2', 'acc1');
+    const chatty = await (await agent(r, { id: 'dev2', pingMs: 100 })).ready();
     await quiet.whenClosed(10_000);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    expect(quiet.closed!.code).toBe(1006);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(800);
     await waitFor(() => dir.presence.get('dev1') === null, 5000, 'dead device offline');
     // Alive well past the quiet one's death.
-    await new Promise((res) => setTimeout(res, 1200));
+    await new Promise((res) => setTimeout(res, 1500));
     expect(chatty.closed).toBeNull();
     expect(chatty.frames.some((f) => f.t === 'pong')).toBe(true);
   });

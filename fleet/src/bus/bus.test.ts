@@ -177,7 +177,8 @@ describe('two replicas over NATS', () => {
     const t0 = Date.now();
     const during = await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME });
     expect(during.status).toBe(502);
-    expect(Date.now() - t0).toBeLessThan(1000);
+    // Not a request's timeout (5 s): refused as soon as asked.
+    expect(Date.now() - t0).toBeLessThan(3000);
     nats = await startNats({ port });
     await waitFor(async () => b.relay.online('dev1'), 20_000, 'B reaching A again');
     expect((await fetch(`${b.url}/d/dev1/api/echo-headers`, { headers: ME })).status).toBe(200);
@@ -206,6 +207,6 @@ describe('two replicas over NATS', () => {
     const t0 = Date.now();
     await ghost.close();
     await waitFor(() => !(b.relay.bus as NatsBus).liveReplicas().has('ghost'), 5000, 'ghost gone');
-    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(Date.now() - t0).toBeLessThan(4000);
   });
 });
