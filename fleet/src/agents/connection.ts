@@ -348,10 +348,7 @@ export class AgentConnection {
     if (!f || !FROM_DEVICE.has(f.t) || !wellFormed(f)) return this.violation('malformed frame');
     if (this.state === 'hello') {
       if (f.t !== 'hello') return this.violation('hello expected');
-      this.hello = {
-        version: f.t === 'hello' ? f.version : '',
-        identity: (f as { identity: DeviceIdentity }).identity,
-      };
+      this.hello = { version: f.version, identity: f.identity };
       this.state = 'ready';
       const turn = this.opts.turn();
       this.sendControl({ t: 'welcome', ...this.opts.welcome(), turn });
