@@ -17,7 +17,7 @@ import { SmtpMailer } from './accounts/mailer';
 import { parseConfig } from './config';
 import type { DeviceRelay, FleetConfig } from './context';
 import { createFleet, type Fleet } from './fleet';
-import type { DeviceIdentity } from '@kvm/protocol';
+import type { BindCodeAnswer, BindResult, DeviceIdentity } from '@kvm/protocol';
 
 export const HOST = 'fleet.test:8443';
 
@@ -189,4 +189,22 @@ export function failure(r: LightMyRequestResponse): {
   const j = r.json() as { ok: boolean; result: { error: string; error_msg: string } };
   if (j.ok !== false) throw new Error(`expected an error, got ${r.statusCode} ${r.body}`);
   return { status: r.statusCode, ...j.result };
+}
+
+/**
+ * Binds a device by code as a device and the account's browser do: code, the device's poll
+ * held, the account's claim, the binding the poll returns.
+ */
+export async function bindByCode(
+  kit: Kit,
+  cookie: string,
+  who: DeviceIdentity = identity(),
+  claimer: Kit = kit,
+): Promise<BindResult> {
+  const code = result<BindCodeAnswer>(
+    await api(kit, 'POST', '/bind/codes', { device: who }, { device: true }),
+  );
+  const held = api(kit, 'POST', '/bind/poll', { claim_token: code.claim_token }, { device: true });
+  result(await api(claimer, 'POST', '/devices/claim', { code: code.code }, { cookie }));
+  return result<BindResult>(await held);
 }

@@ -7,6 +7,7 @@
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { MIGRATIONS, type Migration } from './migrations';
+import { inTransaction } from './pool';
 
 /** pg_advisory_xact_lock key: "kvmfleet" as a number, fixed forever. */
 export const MIGRATION_LOCK = 0x6b766d666c656574n;
@@ -21,9 +22,7 @@ export async function migrate(
   log?: Logger,
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<MigrateResult> {
-  const c = await pool.connect();
-  try {
-    await c.query('BEGIN');
+  const { applied, done } = await inTransaction(pool, async (c) => {
     await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK.toString()]);
     await c.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
@@ -35,7 +34,7 @@ export async function migrate(
       ),
     );
     const applied: number[] = [];
-    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    for (const m of [...migrations].sort((x, y) => x.version - y.version)) {
       if (done.has(m.version)) continue;
       await c.query(m.sql);
       await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
@@ -44,18 +43,13 @@ export async function migrate(
       ]);
       applied.push(m.version);
     }
-    await c.query('COMMIT');
-    const known = Math.max(0, ...migrations.map((m) => m.version));
-    const version = Math.max(known, ...done);
-    if (version > known) {
-      log?.warn({ version, known }, 'the database schema is newer than this replica knows');
-    }
-    if (applied.length > 0) log?.info({ applied }, 'database migrated');
-    return { applied, version };
-  } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
-    throw e;
-  } finally {
-    c.release();
+    return { applied, done };
+  });
+  const known = Math.max(0, ...migrations.map((m) => m.version));
+  const version = Math.max(known, ...done);
+  if (version > known) {
+    log?.warn({ version, known }, 'the database schema is newer than this replica knows');
   }
+  if (applied.length > 0) log?.info({ applied }, 'database migrated');
+  return { applied, version };
 }

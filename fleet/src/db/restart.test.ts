@@ -6,9 +6,17 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { BindCodeAnswer, BindResult } from '@kvm/protocol';
 import { startPostgres, type PostgresEngine } from '../../../scripts/cloud/engines.mjs';
-import { api, failure, identity, result, signUpAndIn, startKit, type Kit } from '../test-kit';
+import {
+  api,
+  bindByCode,
+  failure,
+  identity,
+  result,
+  signUpAndIn,
+  startKit,
+  type Kit,
+} from '../test-kit';
 
 const dir = mkdtempSync(join(tmpdir(), 'fleet-pg-restart-'));
 chmodSync(dir, 0o755); // the postgres user must reach the data folder under it
@@ -22,21 +30,12 @@ afterAll(async () => {
 
 type Devices = { devices: { id: string }[] };
 
-async function bind(k: Kit, cookie: string): Promise<BindResult> {
-  const code = result<BindCodeAnswer>(
-    await api(k, 'POST', '/bind/codes', { device: identity() }, { device: true }),
-  );
-  const waiting = api(k, 'POST', '/bind/poll', { claim_token: code.claim_token }, { device: true });
-  result(await api(k, 'POST', '/devices/claim', { code: code.code }, { cookie }));
-  return result<BindResult>(await waiting);
-}
-
 describe('PostgreSQL restarting', () => {
   it('503 while it is down, then everything back and nothing lost', async () => {
     pg = await startPostgres({ dir: join(dir, 'pg') });
     kit = await startKit({ postgres: pg });
     const { cookie } = await signUpAndIn(kit, 'restart1', 'pw1234');
-    const before = await bind(kit, cookie);
+    const before = await bindByCode(kit, cookie);
 
     const port = pg.port;
     await pg.stop();
@@ -59,7 +58,7 @@ describe('PostgreSQL restarting', () => {
     const list = result<Devices>(await api(kit, 'GET', '/devices', undefined, { cookie }));
     expect(list.devices.map((d) => d.id)).toEqual([before.device_id]);
     // binding works again, the long poll's notifications included
-    const after = await bind(kit, cookie);
+    const after = await bindByCode(kit, cookie);
     expect(after.account.username).toBe('restart1');
   }, 90_000);
 });

@@ -6,7 +6,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BindCodeAnswer, BindResult } from '@kvm/protocol';
 import { totp } from '../../../server/src/services/auth/totp';
-import { api, failure, identity, result, signUpAndIn, sql, startKit, type Kit } from '../test-kit';
+import {
+  api,
+  bindByCode,
+  failure,
+  identity,
+  result,
+  signUpAndIn,
+  sql,
+  startKit,
+  type Kit,
+} from '../test-kit';
 
 let kit: Kit;
 let alice: string;
@@ -279,11 +289,7 @@ describe('binding by login', () => {
 });
 
 describe('unbinding and isolation', () => {
-  async function bound(cookie: string): Promise<BindResult> {
-    const code = await newCode();
-    result(await api(kit, 'POST', '/devices/claim', { code: code.code }, { cookie }));
-    return result<BindResult>(await poll(code.claim_token));
-  }
+  const bound = (cookie: string) => bindByCode(kit, cookie);
 
   it('another account can neither see, open nor unbind a device', async () => {
     const a = await bound(alice);

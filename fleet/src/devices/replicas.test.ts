@@ -9,7 +9,16 @@ import { SmtpMailer } from '../accounts/mailer';
 import { BindWaiters } from './bind-waiters';
 import { parseConfig } from '../config';
 import { createFleet, type Fleet } from '../fleet';
-import { HOST, api, identity, result, signUpAndIn, startKit, type Kit } from '../test-kit';
+import {
+  HOST,
+  api,
+  bindByCode,
+  identity,
+  result,
+  signUpAndIn,
+  startKit,
+  type Kit,
+} from '../test-kit';
 
 let a: Kit;
 let b: Fleet;
@@ -56,13 +65,7 @@ describe('two replicas', () => {
 
   it('each replica clears only its own presence at start', async () => {
     const { cookie } = await signUpAndIn(a, 'presence', 'pw1234');
-    const code = result<BindCodeAnswer>(
-      await api(a, 'POST', '/bind/codes', { device: identity() }, { device: true }),
-    );
-    result(await api(a, 'POST', '/devices/claim', { code: code.code }, { cookie }));
-    const got = result<BindResult>(
-      await api(a, 'POST', '/bind/poll', { claim_token: code.claim_token }, { device: true }),
-    );
+    const got = await bindByCode(a, cookie);
     await b.devices.setPresence(got.device_id, 'fleet-test-b');
     await a.fleet.devices.clearPresence();
     const q = await a.fleet.db.query<{ replica: string }>(
