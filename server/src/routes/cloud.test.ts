@@ -353,6 +353,34 @@ describe('binding', () => {
     );
   });
 
+  it("answers the fleet's commands: info, snapshot, unknown, unbind", async () => {
+    const d = await startDevice();
+    const { peer } = await online(d);
+    const cmd = (id: number, name: string): void =>
+      peer.ws.send(JSON.stringify({ t: 'cmd', id, name } as AgentControl));
+    const res = (id: number): AgentControl | undefined =>
+      peer.frames.find((f) => f.t === 'res' && f.id === id);
+    cmd(1, 'info');
+    cmd(2, 'snapshot');
+    cmd(3, 'format-disk');
+    await until('answers', () => res(1) && res(2) && res(3));
+    expect(res(1)).toMatchObject({
+      ok: true,
+      result: { version: '0.0.0-test', model: 'RM1', identity: { model: 'RM1' } },
+    });
+    const snap = res(2) as Extract<AgentControl, { t: 'res' }>;
+    if (snap.ok) {
+      const jpeg = Buffer.from((snap.result as { jpeg: string }).jpeg, 'base64');
+      expect([...jpeg.subarray(0, 2)]).toEqual([0xff, 0xd8]);
+    } else {
+      expect(snap.error).toBe('unavailable');
+    }
+    expect(res(3)).toMatchObject({ ok: false, error: 'unknown_command' });
+    cmd(4, 'unbind');
+    await until('revoked', async () => (await status(d))['state'] === 'revoked');
+    expect(res(4)).toMatchObject({ ok: true });
+  });
+
   it('forgets the binding when the fleet sends unbound', async () => {
     const d = await startDevice();
     const { peer } = await online(d);
