@@ -21,7 +21,7 @@ import { FIELD_ERROR_TEXT, useSecondsLeft } from './cloud-text';
 type Errors = Partial<Record<string, CloudFieldError>>;
 
 /** A form field; its wrapper carries the current message as `data-error` (tests read it). */
-function Field(props: {
+export function Field(props: {
   label: ReactNode;
   error: string | null | undefined;
   children: ReactNode;

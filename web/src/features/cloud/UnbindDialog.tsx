@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Form, Input, Typography } from 'antd';
+import { Input, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { TWOFA_CODE_LENGTH } from '@kvm/protocol/constants';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
@@ -8,6 +8,7 @@ import { ApiError, withDetail } from '../../lib/api';
 import { twoFaCodeError } from '../auth/twofa-code';
 import { fetchTwoFaState } from '../session/session-actions';
 import { useSession } from '../session/session-store';
+import { Field } from './AccountForms';
 import { unbind } from './cloud-store';
 
 /**
@@ -57,12 +58,10 @@ export function UnbindDialog({ onClose }: { onClose: () => void }) {
     <ConfirmDialog open okText={t('cloud.unbind.button')} onConfirm={confirm} onCancel={onClose}>
       <div data-testid="cloud-unbind-dialog">
         <Typography.Paragraph>{t('cloud.unbind.text')}</Typography.Paragraph>
-        <Form.Item
+        <Field
           label={t('cloud.unbind.password')}
-          layout="vertical"
-          validateStatus={errors.passwd ? 'error' : undefined}
-          help={errors.passwd}
-          style={{ marginBottom: 8 }}
+          error={errors.passwd}
+          testId="cloud-unbind-password"
         >
           <Input.Password
             value={passwd}
@@ -70,15 +69,9 @@ export function UnbindDialog({ onClose }: { onClose: () => void }) {
             autoComplete="current-password"
             data-testid="cloud-unbind-password"
           />
-        </Form.Item>
+        </Field>
         {twofa && (
-          <Form.Item
-            label={t('cloud.unbind.code')}
-            layout="vertical"
-            validateStatus={errors.code ? 'error' : undefined}
-            help={errors.code}
-            style={{ marginBottom: 8 }}
-          >
+          <Field label={t('cloud.unbind.code')} error={errors.code} testId="cloud-unbind-code">
             <Input
               value={code}
               maxLength={TWOFA_CODE_LENGTH}
@@ -87,7 +80,7 @@ export function UnbindDialog({ onClose }: { onClose: () => void }) {
               onChange={(e) => setCode(e.target.value.trim())}
               data-testid="cloud-unbind-code"
             />
-          </Form.Item>
+          </Field>
         )}
         {failure && (
           <Typography.Text type="danger" data-testid="cloud-unbind-error">
