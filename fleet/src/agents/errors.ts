@@ -27,3 +27,13 @@ export class DeviceBusyError extends ApiError {
 export class DeviceCommandError extends ApiError {
   override readonly status: number = 502;
 }
+
+/** A tunnelled socket the device's server refused: its status (4xx/5xx), else 502. */
+export class DeviceRefusedError extends ApiError {
+  constructor(
+    override readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}

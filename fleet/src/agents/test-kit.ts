@@ -316,7 +316,10 @@ export class FakeAgent {
         };
         this.streams.set(f.sid, s);
         if (this.opts.silentPaths?.some((p) => f.path.startsWith(p))) return;
-        if (f.kind === 'ws' && f.path.startsWith('/ws-late')) {
+        if (f.kind === 'ws' && f.path.startsWith('/ws-refused')) {
+          this.send({ t: 'head', sid: f.sid, status: 403, headers: {} });
+          this.send({ t: 'end', sid: f.sid, code: 1011, reason: 'no session' });
+        } else if (f.kind === 'ws' && f.path.startsWith('/ws-late')) {
           setTimeout(() => this.send({ t: 'head', sid: f.sid, status: 101, headers: {} }), 500);
         } else if (f.kind === 'ws') {
           this.send({

@@ -22,7 +22,7 @@ import {
 import { NotFoundError, UnauthorizedError, toHttp } from '../../../server/src/errors';
 import type { FleetContext, FleetDevice, FleetUser } from '../context';
 import { MAX_STREAM_PAYLOAD } from '../agents/connection';
-import { DeviceOfflineError, DeviceTimeoutError } from '../agents/errors';
+import { DeviceOfflineError, DeviceRefusedError, DeviceTimeoutError } from '../agents/errors';
 import type { Relay } from '../agents/relay';
 import { StreamInbox, type OpenedStream, type StreamHead } from '../agents/stream';
 import { HTML_REWRITE_MAX, headersToBrowser, headersToDevice, rewriteHtml } from './html';
@@ -244,11 +244,9 @@ export async function registerTunnel(
       await sendError(reply, err);
       return;
     }
-    if (rewrite && (head.headers['content-type'] ?? '').toLowerCase().startsWith('text/html')) {
-      consoleOpened(a);
-    }
     const isHtml =
       rewrite && (head.headers['content-type'] ?? '').toLowerCase().startsWith('text/html');
+    if (isHtml) consoleOpened(a);
     const out = headersToBrowser(head.headers, a.base);
     reply.hijack();
 
@@ -377,11 +375,13 @@ export async function registerTunnel(
     if (head.status !== 101) {
       browser.off('close', gone);
       stream.abort('refused');
-      await reply
-        .code(head.status >= 400 ? head.status : 502)
-        .send(
-          toHttp(new DeviceOfflineError(`The device refused the socket (${head.status})`)).body,
-        );
+      await sendError(
+        reply,
+        new DeviceRefusedError(
+          head.status >= 400 ? head.status : 502,
+          `The device refused the socket (${head.status})`,
+        ),
+      );
       return;
     }
     chosenProtocols.set(

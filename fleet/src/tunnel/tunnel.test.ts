@@ -245,6 +245,17 @@ describe('tunnel: WebSocket', () => {
     await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'stream gone');
   });
 
+  it('a socket the device refuses is refused to the browser with its status', async () => {
+    const { r } = await setup();
+    const ws = new WebSocket(`${r.url.replace('http', 'ws')}/d/dev1/ws-refused`, { headers: ME });
+    const status = await new Promise<number>((res) => {
+      ws.on('unexpected-response', (_q, m) => res(m.statusCode ?? 0));
+      ws.on('open', () => res(101));
+    });
+    expect(status).toBe(403);
+    await waitFor(() => r.relay.localConnection('dev1')!.openStreams === 0, 5000, 'stream gone');
+  });
+
   it("the device closing its socket closes the browser's", async () => {
     const { r, a } = await setup();
     const ws = new WebSocket(`${r.url.replace('http', 'ws')}/d/dev1/api/ws`, { headers: ME });
