@@ -319,6 +319,11 @@ describe('binding', () => {
     // GL's name answers the live code
     const gl = await call(d, 'GET', '/api/astrowarp/get_dynamic_code');
     expect(gl.body.result['code']).toBe('12345678');
+    const link = await call(d, 'GET', '/api/astrowarp/get_bind_link');
+    expect(link.body.result).toMatchObject({
+      link: `${f.url}/?code=12345678#devices`,
+      code: '12345678',
+    });
     await until('polling', () => f.calls.filter((c) => c.path === 'bind/poll').length >= 2);
     expect((await status(d))['bound']).toBe(false);
     f.claimed = true;

@@ -125,10 +125,11 @@ export function cloudRoutes(app: FastifyInstance, cloud: CloudService, trustProx
   app.get('/api/astrowarp/get_dynamic_code', dynamicCode);
   app.post('/api/astrowarp/get_dynamic_code', opts, dynamicCode);
 
+  // the fleet's page where a signed-in account enters a code (fleet/src/ui: #devices)
   const bindLink = async (): Promise<{ link: string; code: string; expires_in: number }> => {
     const c = await cloud.currentCode();
     const base = cloud.getState().url ?? '';
-    return { link: `${base}/claim?code=${c.code}`, ...c };
+    return { link: `${base}/?code=${c.code}#devices`, ...c };
   };
   app.get('/api/astrowarp/get_bind_link', bindLink);
   app.post('/api/astrowarp/get_bind_link', opts, bindLink);

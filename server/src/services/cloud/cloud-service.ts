@@ -295,6 +295,7 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
       },
       command: (name) => this.command(name),
       ...this.opts.agent,
+      timing: { helloMs: this.opts.config.timeout_ms, ...this.opts.agent?.timing },
     });
     this.tunnel.attach({
       control: (frame) => agent.sendRaw(JSON.stringify(frame)),
