@@ -112,6 +112,16 @@ async function bindByCode(server: ServerProcess): Promise<string> {
   expect(state.bound).toBe(true);
   expect(state.account?.username).toBe(USER);
   expect(state.pinned?.toUpperCase()).toBe(fingerprint.toUpperCase());
+  // the same code again (replayed): refused, nothing more bound
+  const devices = await cloud.query('SELECT id FROM devices');
+  await byTestId(fleetPage, 'status').evaluate((el) => (el.textContent = ''));
+  await byTestId(fleetPage, 'claim-code').fill(digits);
+  await byTestId(fleetPage, 'claim-submit').click();
+  await expect
+    .poll(() => byTestId(fleetPage, 'status').textContent(), { timeout: 10_000 })
+    .toMatch(/\S/);
+  expect(await byTestId(fleetPage, 'status').textContent()).not.toMatch(/is being added/);
+  expect(await cloud.query('SELECT id FROM devices')).toEqual(devices);
   return state.device.id!;
 }
 
@@ -126,15 +136,28 @@ async function serial(): Promise<string[]> {
   return text.replace(/\r/g, '').split('\n');
 }
 
-/** The serial lines after line `mark` once one of them matches `re` (20 s at most). */
-async function serialAfterMark(mark: number, re: RegExp): Promise<string[]> {
-  const deadline = Date.now() + 20_000;
+/** The serial lines after line `mark` once one of them matches `re` (`timeout` ms at most). */
+async function serialAfterMark(mark: number, re: RegExp, timeout = 20_000): Promise<string[]> {
+  const deadline = Date.now() + timeout;
   for (;;) {
     const lines = (await serial()).slice(mark);
     if (lines.some((l) => re.test(l))) return lines;
     if (Date.now() > deadline) throw new Error(`serial: no ${re}:\n${lines.slice(-15).join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The longest press-to-release time of a key in these input-logger lines, ms. */
+function longestHold(lines: string[]): number {
+  const down = new Map<string, number>();
+  let longest = 0;
+  for (const l of lines) {
+    const m = / (\d+\.\d+) 1 (\d+) ([01])$/.exec(l);
+    if (!m) continue;
+    if (m[3] === '1') down.set(m[2]!, Number(m[1]));
+    else if (down.has(m[2]!)) longest = Math.max(longest, (Number(m[1]) - down.get(m[2]!)!) * 1000);
+  }
+  return Math.round(longest);
 }
 
 /** Lower-case words, spaces and Enter as key presses into the focused console. */
@@ -146,11 +169,15 @@ async function pressLine(page: Page, line: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-/** The guest's screen rows after `screen` (its own dump on the serial port). */
-async function guestRows(page: Page): Promise<string[]> {
+/**
+ * The guest's screen rows after `screen` (its own dump on the serial port), or null when no dump
+ * came within 10 s (the command itself garbled).
+ */
+async function guestRows(page: Page): Promise<string[] | null> {
   const mark = (await serial()).length;
   await pressLine(page, 'screen');
-  const lines = await serialAfterMark(mark, /^screen end$/);
+  const lines = await serialAfterMark(mark, /^screen end$/, 10_000).catch(() => null);
+  if (!lines) return null;
   return lines.slice(
     lines.findIndex((l) => l.startsWith('screen begin')) + 1,
     lines.indexOf('screen end'),
@@ -284,18 +311,20 @@ describe('the cloud: two fleet replicas, a device bound to them, its console thr
     await expect
       .poll(() => byTestId(consolePage, 'capture-indicator').getAttribute('data-state'))
       .toBe('captured-active');
-    // A first key, to see the input path open: its press and release reach the guest. (The
-    // first key after the page opened has been seen held for ~0.7 s in the guest, long enough to
-    // auto-repeat; the gap is printed.)
-    const mark = (await serial()).length;
-    await consolePage.keyboard.press('Enter');
-    const enter = await serialAfterMark(mark, / 1 28 0$/);
-    const down = enter.find((l) => / 1 28 1$/.test(l));
-    const up = enter.find((l) => / 1 28 0$/.test(l));
-    const gap = (Number(up?.split(' ')[2]) - Number(down?.split(' ')[2])) * 1000;
-    console.log(`cloud e2e: the first key through the fleet was held ${Math.round(gap)} ms`);
-    await pressLine(consolePage, 'echo through the fleet');
-    const rows = await guestRows(consolePage);
+    // The line typed, then the guest's screen read. A key the guest sees held past its repeat
+    // delay (250 ms) repeats: at load 10 on this machine the first key of a line was seen held
+    // 0.3-0.7 s now and then (keys go over the WebRTC data channel once it is open, peer to peer;
+    // before, over /api/ws through the fleet). So a garbled line is typed again, at most three
+    // times, and every attempt's longest hold is printed.
+    let rows: string[] = [];
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      const mark = (await serial()).length;
+      await pressLine(consolePage, 'echo through the fleet');
+      rows = (await guestRows(consolePage)) ?? ['(no screen dump: `screen` garbled)'];
+      const held = longestHold((await serial()).slice(mark));
+      console.log(`cloud e2e: typing attempt ${attempt}: longest key hold ${held} ms in the guest`);
+      if (rows.includes('guest# echo through the fleet')) break;
+    }
     expect(rows, rows.join('\n')).toContain('guest# echo through the fleet');
     expect(rows, rows.join('\n')).toContain('through the fleet');
     // peer to peer on loopback: the stream info says so
