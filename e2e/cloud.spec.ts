@@ -13,19 +13,24 @@
  * killed: the device is back on B within seconds and no row of PostgreSQL is lost. Unbinding
  * on the fleet leaves the device `revoked`; unbinding on the device needs the admin password.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { CloudStatus } from '@kvm/protocol';
+import { parseConfig } from '../fleet/src/config';
+import { NATS_BIN } from '../scripts/cloud/engines.mjs';
 import { Browser } from './fixtures/browser';
 import { Cloud } from './fixtures/cloud';
 import { byTestId, initDevice, PASSWORD } from './fixtures/console';
 import { stopQemuConsole } from './fixtures/qemu';
 import { freePort, REPO_ROOT, ServerProcess } from './fixtures/server';
+
+const run = promisify(execFile);
 
 const USER = 'e2e.owner';
 const EMAIL = 'owner@e2e.test';
@@ -507,4 +512,33 @@ describe('npm run cloud', () => {
       await rm(data, { recursive: true, force: true });
     }
   }, 150_000);
+});
+
+describe('deploy/cloud', () => {
+  const deploy = join(REPO_ROOT, 'deploy/cloud');
+
+  it('fleet.example.json is a replica config the fleet accepts, with every part set', async () => {
+    const raw = JSON.parse(await readFile(join(deploy, 'fleet.example.json'), 'utf8')) as unknown;
+    const config = parseConfig(raw, deploy);
+    expect(config.publicUrl).toBe('https://fleet.example.com');
+    expect(config.turn?.uris.length).toBeGreaterThan(0);
+    expect(config.nats.length).toBeGreaterThan(0);
+  });
+
+  it('turnserver.conf: TURN REST credentials, and loopback or private peers refused', async () => {
+    const lines = (await readFile(join(deploy, 'turnserver.conf'), 'utf8'))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    expect(lines).toContain('use-auth-secret');
+    expect(lines.some((l) => l.startsWith('allow-loopback-peers'))).toBe(false);
+    for (const range of ['127.0.0.0-127.255.255.255', '10.0.0.0-10.255.255.255']) {
+      expect(lines).toContain(`denied-peer-ip=${range}`);
+    }
+  });
+
+  it('nats-server.conf is valid for Debian nats-server', async () => {
+    const { stdout, stderr } = await run(NATS_BIN, ['-c', join(deploy, 'nats-server.conf'), '-t']);
+    expect(`${stdout}${stderr}`).toMatch(/is valid/);
+  });
 });
