@@ -20,6 +20,8 @@ export interface Fleet {
   db: Db;
   accounts: Accounts;
   devices: Devices;
+  /** The bind polls' PostgreSQL notifications (LISTEN connection). */
+  waiters: BindWaiters;
   close(): Promise<void>;
 }
 
@@ -41,8 +43,8 @@ export async function createFleet(
   try {
     await migrate(db, log);
     const waiters = new BindWaiters(config.database, log);
-    await waiters.start();
     cleanups.push(() => waiters.close());
+    await waiters.start();
     const mailer = opts.mailer ?? new SmtpMailer(config.smtp);
     cleanups.push(() => mailer.close());
     const accounts = new Accounts(db, mailer, log, { issuer: 'KVM fleet' });
@@ -74,7 +76,7 @@ export async function createFleet(
     // the app first: its sockets close before the database goes; held polls answer at once
     cleanups.push(() => app.close());
     cleanups.push(() => devices.close());
-    return { app, ctx, db, accounts, devices, close };
+    return { app, ctx, db, accounts, devices, waiters, close };
   } catch (e) {
     await close();
     throw e;

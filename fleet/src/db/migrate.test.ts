@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type PostgresEngine } from '../../../scripts/cloud/engines.mjs';
 import { migrate } from './migrate';
 import { MIGRATIONS } from './migrations';
+import { sweepExpired } from './sweep';
 
 let engine: PostgresEngine;
 beforeAll(async () => {
@@ -12,7 +13,10 @@ beforeAll(async () => {
 afterAll(() => engine?.stop());
 
 function pool(): pg.Pool {
-  return new pg.Pool({ connectionString: engine.url, max: 2 });
+  const p = new pg.Pool({ connectionString: engine.url, max: 2 });
+  // a client still closing when PostgreSQL stops (afterAll) hears its shutdown: not a failure
+  p.on('error', () => {});
+  return p;
 }
 
 describe('migrate', () => {
@@ -63,6 +67,39 @@ describe('migrate', () => {
       expect(t.rowCount).toBe(0);
       const v = await p.query('SELECT 1 FROM schema_migrations WHERE version = 9001');
       expect(v.rowCount).toBe(0);
+    } finally {
+      await p.end();
+    }
+  });
+
+  it('the sweep removes what expired and keeps what is live', async () => {
+    const p = pool();
+    try {
+      await migrate(p);
+      const acc = await p.query<{ id: string }>(
+        `INSERT INTO accounts (username, email, password_hash, region)
+         VALUES ('sweeper', 'sweeper@example.com', 'x', 'eu') RETURNING id`,
+      );
+      const id = acc.rows[0]!.id;
+      await p.query(
+        `INSERT INTO sessions (token_hash, account_id, expires_at) VALUES
+         ('old', $1, now() - interval '1 minute'), ('live', $1, now() + interval '1 day')`,
+        [id],
+      );
+      await p.query(
+        `INSERT INTO events (kind, at) VALUES ('ancient', now() - interval '400 days'), ('recent', now())`,
+      );
+      await p.query(
+        `INSERT INTO email_codes (email, code_hash, expires_at) VALUES
+         ('a@x.io', 'h', now() - interval '2 days'), ('b@x.io', 'h', now() + interval '5 minutes')`,
+      );
+      await sweepExpired(p);
+      const sessions = await p.query('SELECT token_hash FROM sessions ORDER BY token_hash');
+      expect(sessions.rows).toEqual([{ token_hash: 'live' }]);
+      const events = await p.query('SELECT kind FROM events ORDER BY kind');
+      expect(events.rows).toEqual([{ kind: 'recent' }]);
+      const codes = await p.query('SELECT email FROM email_codes');
+      expect(codes.rows).toEqual([{ email: 'b@x.io' }]);
     } finally {
       await p.end();
     }

@@ -57,7 +57,21 @@ describe('PostgreSQL restarting', () => {
       .toBe(200);
     const list = result<Devices>(await api(kit, 'GET', '/devices', undefined, { cookie }));
     expect(list.devices.map((d) => d.id)).toEqual([before.device_id]);
-    // binding works again, the long poll's notifications included
+    // the LISTEN connection is back too: a notification wakes a 5 s wait well before its end
+    const fleet = kit.fleet;
+    await expect
+      .poll(
+        async () => {
+          const t = Date.now();
+          const woken = fleet.waiters.wait('restart-key', 5000, new AbortController().signal);
+          await fleet.db.query('SELECT pg_notify($1, $2)', [fleet.waiters.channel, 'restart-key']);
+          await woken;
+          return Date.now() - t < 4000;
+        },
+        { timeout: 30_000, interval: 100 },
+      )
+      .toBe(true);
+    // binding works again
     const after = await bindByCode(kit, cookie);
     expect(after.account.username).toBe('restart1');
   }, 90_000);

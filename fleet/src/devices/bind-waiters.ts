@@ -19,31 +19,42 @@ export class BindWaiters {
     private readonly log: Logger,
   ) {}
 
+  /** Connects and LISTENs; throws when PostgreSQL cannot be reached (the replica's start fails). */
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
+    this.client = client;
     client.on('notification', (n) => {
       if (n.channel !== this.channel || !n.payload) return;
       for (const wake of this.waiting.get(n.payload) ?? []) wake();
     });
+    // only the current client's loss counts (an old one's late 'end' must not start a second)
     client.on('error', (err) => {
+      if (this.client !== client) return;
       this.log.warn({ err: err.message }, 'bind notifications lost; reconnecting');
       this.reconnect();
     });
-    client.on('end', () => this.reconnect());
-    await client.connect();
-    await client.query(`LISTEN ${this.channel}`);
-    this.client = client;
+    client.on('end', () => {
+      if (this.client === client) this.reconnect();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+    } catch (e) {
+      if (this.client === client) this.reconnect();
+      throw e;
+    }
   }
 
   private reconnect(): void {
-    if (this.closed || this.retry) return;
     const old = this.client;
     this.client = null;
     old?.removeAllListeners();
+    old?.on('error', () => {});
     old?.end().catch(() => {});
+    if (this.closed || this.retry) return;
     this.retry = setTimeout(() => {
       this.retry = null;
-      this.start().catch(() => this.reconnect());
+      if (!this.closed) this.start().catch(() => {});
     }, 1000);
     this.retry.unref();
   }
