@@ -5,6 +5,7 @@
  * logged; unbinding on the fleet reaches the agent and revokes the secret.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { BindCodeAnswer, BindResult } from '@kvm/protocol';
 import { SESSION_COOKIE } from '../accounts/accounts';
 import { api, identity, result, signUpAndIn, sql, startKit, type Kit } from '../test-kit';
@@ -67,6 +68,20 @@ describe('the relay on the core', () => {
     const seen = (await mine.json()) as { headers: Record<string, string>; user: { name: string } };
     expect(seen.headers.cookie).toBeUndefined();
     expect(seen.user.name).toBe('alice');
+
+    // A socket through the core's own @fastify/websocket: the device's subprotocol answers.
+    const ws = new WebSocket(
+      `${url.replace('http', 'ws')}/d/${bound.device_id}/janus/ws`,
+      // The device picks the last one offered (ws alone would answer with the first).
+      ['x-other', 'janus-protocol'],
+      { headers: as(alice) },
+    );
+    await new Promise((res, rej) => {
+      ws.on('open', res);
+      ws.on('error', rej);
+    });
+    expect(ws.protocol).toBe('janus-protocol');
+    ws.close();
 
     const theirs = await fetch(`${url}/d/${bound.device_id}/api/echo-headers`, {
       headers: as(bob),

@@ -327,7 +327,7 @@ export class FakeAgent {
             sid: f.sid,
             status: 101,
             headers: {},
-            ...(f.protocols?.[0] ? { protocol: f.protocols[0] } : {}),
+            ...(f.protocols?.length ? { protocol: f.protocols.at(-1)! } : {}),
           });
         } else if (f.method === 'GET' || f.method === 'HEAD') {
           void this.answer(s);
