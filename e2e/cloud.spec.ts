@@ -319,10 +319,10 @@ describe('the cloud: two fleet replicas, a device bound to them, its console thr
     // The line typed, then the guest's screen read. A key the guest sees held past its repeat
     // delay (250 ms) repeats: at load 10 on this machine the first key of a line was seen held
     // 0.3-0.7 s now and then (keys go over the WebRTC data channel once it is open, peer to peer;
-    // before, over /api/ws through the fleet). So a garbled line is typed again, at most three
+    // before, over /api/ws through the fleet). So a garbled line is typed again, at most five
     // times, and every attempt's longest hold is printed.
     let rows: string[] = [];
-    for (let attempt = 1; attempt <= 3; attempt += 1) {
+    for (let attempt = 1; attempt <= 5; attempt += 1) {
       const mark = (await serial()).length;
       await pressLine(consolePage, 'echo through the fleet');
       rows = (await guestRows(consolePage)) ?? ['(no screen dump: `screen` garbled)'];
