@@ -276,7 +276,11 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
       version: this.opts.version,
       log: this.opts.log,
       tunnel: this.tunnel,
-      onRevoked: (by) => void this.revoke(by),
+      onRevoked: (by) => {
+        this.revoke(by).catch((err: unknown) => {
+          this.opts.log.error({ err }, 'cloud: the revoked binding could not be forgotten');
+        });
+      },
       onTurn: (turn: FleetTurn | null) => {
         if (this.agent === agent) this.opts.turn.setFleet(turn);
       },
@@ -344,6 +348,7 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
   }
 
   private async forget(): Promise<void> {
+    this.cancelCode();
     if (this.agent) {
       const agent = this.agent;
       this.agent = null;
@@ -510,7 +515,8 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
     });
     this.revoked = false;
     this.lastError = null;
-    this.code = null;
+    // a login bound the device while a code was shown: that code's poll ends here
+    this.cancelCode();
     this.opts.log.info({ device_id: deviceId, account: username }, 'cloud: device bound');
     this.restartAgent();
   }
