@@ -26,6 +26,7 @@ import type { Devices } from './devices/devices';
 import { registerDeviceRoutes } from './devices/routes';
 import { dbUnavailable } from './db/pool';
 import { CrossOriginError, DatabaseUnavailableError, NotFoundError, toHttp } from './errors';
+import { sameOrigin } from './http';
 import { registerPages } from './ui/routes';
 
 /** The largest request body of the fleet's own API (the tunnel sets its own per route). */
@@ -40,16 +41,6 @@ export interface FleetAppOptions {
   https?: { cert: Buffer; key: Buffer };
   /** Register the relay half (agents, bus, tunnel); tests of the core alone leave it out. */
   relay?: boolean;
-}
-
-/** The Host's origin is the only one allowed to change state with a browser's cookie. */
-function sameOrigin(origin: string, host: string | undefined): boolean {
-  if (!host) return false;
-  try {
-    return new URL(origin).host === host.toLowerCase();
-  } catch {
-    return false;
-  }
 }
 
 export async function buildFleetApp(

@@ -38,3 +38,16 @@ export async function userOrThrow(req: FastifyRequest, ctx: FleetContext): Promi
   if (!user) throw new NotSignedInError();
   return user;
 }
+
+/**
+ * The Host's origin is the only one allowed to change state, or to open a WebSocket, with a
+ * browser's cookie (a cross-site page's socket would carry it: CSWSH).
+ */
+export function sameOrigin(origin: string, host: string | undefined): boolean {
+  if (!host) return false;
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}

@@ -21,6 +21,8 @@ import {
 } from '@kvm/protocol';
 import { NotFoundError, UnauthorizedError, toHttp } from '../../../server/src/errors';
 import type { FleetContext, FleetDevice, FleetUser } from '../context';
+import { CrossOriginError } from '../errors';
+import { sameOrigin } from '../http';
 import { MAX_STREAM_PAYLOAD } from '../agents/connection';
 import { DeviceOfflineError, DeviceRefusedError, DeviceTimeoutError } from '../agents/errors';
 import type { Relay } from '../agents/relay';
@@ -331,6 +333,13 @@ export async function registerTunnel(
   /** Before the upgrade: admit, open the device's socket, answer its refusal as HTTP. */
   async function wsPreValidation(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!req.ws) return;
+    // A browser always sends Origin on a WebSocket: another site's page opening the console's
+    // socket with the fleet's cookie is refused before anything reaches the device.
+    const origin = req.headers.origin;
+    if (origin !== undefined && !sameOrigin(origin, req.headers.host)) {
+      await sendError(reply, new CrossOriginError());
+      return;
+    }
     const a = await admit(req, reply);
     if (!a) return;
     const protocols = String(req.headers['sec-websocket-protocol'] ?? '')

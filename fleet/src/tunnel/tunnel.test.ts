@@ -75,6 +75,28 @@ describe('tunnel: who may open a console', () => {
     expect(status).toBe(404);
   });
 
+  it("another site's page cannot open a console's socket with the fleet's cookie (403, nothing reaches the device)", async () => {
+    const { r } = await setup();
+    const host = new URL(r.url).host;
+    const open = (origin: string) => {
+      const ws = new WebSocket(`${r.url.replace('http', 'ws')}/d/dev1/api/ws`, {
+        headers: ME,
+        origin,
+      });
+      return new Promise<number>((res) => {
+        ws.on('unexpected-response', (_q, m) => res(m.statusCode ?? 0));
+        ws.on('open', () => {
+          res(101);
+          ws.close();
+        });
+        ws.on('error', () => res(0));
+      });
+    };
+    expect(await open('https://evil.example')).toBe(403);
+    expect(r.relay.localConnection('dev1')!.openStreams).toBe(0);
+    expect(await open(`https://${host}`)).toBe(101);
+  });
+
   it('an offline device is 502, a silent one 504', async () => {
     const { r, dir } = await setup({ headTimeoutMs: 500 });
     dir.add('dev3', 'acc1');
