@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { PAGE_HTML } from './page';
 import { registerPages } from './routes';
-import { PAGE_JS } from './script';
+import { PAGE_JS, safeNext } from './script';
 
 describe('pages', () => {
   it('serves the page, its script and style with a CSP that allows only this origin', async () => {
@@ -35,5 +35,24 @@ describe('pages', () => {
     }
     expect(() => new Function(PAGE_JS)).not.toThrow();
     expect(PAGE_JS).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+
+  it('after signing in, ?next= leads back to a console of this fleet and nowhere else', () => {
+    expect(safeNext('?next=%2Fd%2Fdev1%2F')).toBe('/d/dev1/');
+    expect(safeNext('?next=/d/dev1/settings?x=1')).toBe('/d/dev1/settings?x=1');
+    for (const bad of [
+      '',
+      '?next=https://evil.example/d/x/',
+      '?next=//evil.example/d/x/',
+      '?next=/d//evil.example/',
+      '?next=/d/dev1/..//evil',
+      '?next=/cloud-basic/v1/logout',
+      '?next=/d/dev1\\evil',
+      '?next=javascript:alert(1)',
+    ]) {
+      expect(safeNext(bad), bad).toBeNull();
+    }
+    // the page runs the same function
+    expect(PAGE_JS).toContain(safeNext.toString());
   });
 });

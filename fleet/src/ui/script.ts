@@ -3,9 +3,27 @@
  * API with the session cookie; every state-changing call is a JSON POST/DELETE from this origin
  * (the fleet checks Origin), nothing else. Text goes in with textContent, never innerHTML.
  */
+/**
+ * Where to go after signing in: `?next=` when it is a console path of this fleet (`/d/<id>/...`),
+ * never another origin or page (no open redirect); else null. Runs in the page as it is here.
+ */
+export function safeNext(search: string): string | null {
+  const next = new URLSearchParams(search).get('next');
+  if (!next || !/^\/d\/[A-Za-z0-9_-]{1,64}(\/[^\\]*)?$/.test(next) || next.indexOf('//') >= 0) {
+    return null;
+  }
+  return next;
+}
+
 export const PAGE_JS = String.raw`'use strict';
 (function () {
   var API = '/cloud-basic/v1';
+  var safeNext = ${safeNext.toString()};
+  function goNext() {
+    var next = safeNext(location.search);
+    if (next) location.assign(next);
+    return !!next;
+  }
   var FIELD_TEXT = {
     username_required: 'Please enter a username',
     username_invalid: '5-15 characters: letters, digits, _ . - ; begins with a letter or digit',
@@ -130,6 +148,7 @@ export const PAGE_JS = String.raw`'use strict';
     if ($('si-totp').value) body.totp = $('si-totp').value;
     call('POST', '/login', body).then(function (r) {
       me = r;
+      if (goNext()) return;
       $('si-password').value = '';
       $('si-totp').value = '';
       $('si-totp-row').hidden = true;
@@ -193,7 +212,9 @@ export const PAGE_JS = String.raw`'use strict';
   });
 
   window.addEventListener('hashchange', route);
-  call('GET', '/me').then(function (r) { me = r; }).catch(function () { me = null; }).then(route);
+  call('GET', '/me').then(function (r) { me = r; }).catch(function () { me = null; }).then(function () {
+    if (!(me && goNext())) route();
+  });
   setInterval(function () { if (me && !document.hidden) loadDevices(); }, 10000);
 })();
 `;
