@@ -228,8 +228,7 @@ export async function createContext(
       serial: async () => id,
     },
     snapshots: {
-      snapshot: () =>
-        media.streamer.takeSnapshot({ save: false, load: false, allowOffline: true }),
+      snapshot: () => media.streamer.takeSnapshot({ save: false, load: false, allowOffline: true }),
     },
     sessionLifetimeMs: config.auth.session_expire_s * 1000,
     log,
