@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { PAGE_HTML } from './page';
 import { registerPages } from './routes';
-import { PAGE_JS, safeNext } from './script';
+import { PAGE_JS, bindCodeOf, safeNext } from './script';
 
 describe('pages', () => {
   it('serves the page, its script and style with a CSP that allows only this origin', async () => {
@@ -54,5 +54,13 @@ describe('pages', () => {
     }
     // the page runs the same function
     expect(PAGE_JS).toContain(safeNext.toString());
+  });
+
+  it("a device's bind link fills in its code (8 digits only)", () => {
+    expect(bindCodeOf('?code=12345678')).toBe('12345678');
+    for (const bad of ['', '?code=1234567', '?code=123456789', '?code=12345678x', '?x=12345678']) {
+      expect(bindCodeOf(bad), bad).toBeNull();
+    }
+    expect(PAGE_JS).toContain(bindCodeOf.toString());
   });
 });

@@ -15,10 +15,20 @@ export function safeNext(search: string): string | null {
   return next;
 }
 
+/**
+ * A device's bind link (`/?code=<8 digits>#devices`, the device's `get_bind_link`): the code to
+ * put in "Add device" (kept through signing in, since the hash change keeps the query), or null.
+ */
+export function bindCodeOf(search: string): string | null {
+  const code = new URLSearchParams(search).get('code');
+  return code && /^\d{8}$/.test(code) ? code : null;
+}
+
 export const PAGE_JS = String.raw`'use strict';
 (function () {
   var API = '/cloud-basic/v1';
   var safeNext = ${safeNext.toString()};
+  var bindCodeOf = ${bindCodeOf.toString()};
   function goNext() {
     var next = safeNext(location.search);
     if (next) location.assign(next);
@@ -70,7 +80,13 @@ export const PAGE_JS = String.raw`'use strict';
 
   function route() {
     status('');
-    if (me) { show('devices'); loadDevices(); return; }
+    if (me) {
+      show('devices');
+      var linked = bindCodeOf(location.search);
+      if (linked && !$('claim-code').value) $('claim-code').value = linked;
+      loadDevices();
+      return;
+    }
     show(location.hash === '#signup' ? 'signup' : 'signin');
   }
 
