@@ -47,6 +47,31 @@ function useFieldText() {
   return (error: CloudFieldError | undefined) => (error ? t(FIELD_ERROR_TEXT[error]) : null);
 }
 
+/** A text or password field of the account forms, its test id `cloud-<id>`. */
+function TextField(props: {
+  id: string;
+  label: string;
+  error: string | null;
+  value: string;
+  onChange: (value: string) => void;
+  autoComplete: string;
+  password?: boolean;
+  maxLength?: number;
+}) {
+  const Control = props.password ? Input.Password : Input;
+  return (
+    <Field label={props.label} error={props.error} testId={`cloud-${props.id}`}>
+      <Control
+        value={props.value}
+        maxLength={props.maxLength}
+        onChange={(e) => props.onChange(e.target.value)}
+        autoComplete={props.autoComplete}
+        data-testid={`cloud-${props.id}`}
+      />
+    </Field>
+  );
+}
+
 function RegionSelect(props: { value: string; onChange: (v: string) => void }) {
   const { t } = useTranslation();
   return (
@@ -112,31 +137,24 @@ export function LoginForm({ onSignUp }: { onSignUp: () => void }) {
 
   return (
     <form onSubmit={(e) => void submit(e)} noValidate data-testid="cloud-login">
-      <Field
+      <TextField
+        id="username"
         label={t('cloud.login.username')}
         error={fieldText(errors.username)}
-        testId="cloud-username"
-      >
-        <Input
-          value={form.username}
-          onChange={(e) => set({ username: e.target.value })}
-          autoComplete="username"
-          data-testid="cloud-username"
-        />
-      </Field>
-      <Field
+        value={form.username}
+        onChange={(username) => set({ username })}
+        autoComplete="username"
+      />
+      <TextField
+        id="password"
         label={t('cloud.login.password')}
         error={fieldText(errors.password)}
-        testId="cloud-password"
-      >
-        <Input.Password
-          value={form.password}
-          maxLength={CLOUD_PASSWORD_MAX}
-          onChange={(e) => set({ password: e.target.value })}
-          autoComplete="current-password"
-          data-testid="cloud-password"
-        />
-      </Field>
+        value={form.password}
+        onChange={(password) => set({ password })}
+        autoComplete="current-password"
+        password
+        maxLength={CLOUD_PASSWORD_MAX}
+      />
       <Field label={t('cloud.region.label')} error={fieldText(errors.region)} testId="cloud-region">
         <RegionSelect value={form.region} onChange={(region) => set({ region })} />
       </Field>
@@ -233,19 +251,15 @@ export function SignUpForm({ onLogin }: { onLogin: () => void }) {
 
   return (
     <form onSubmit={(e) => void submit(e)} noValidate data-testid="cloud-signup">
-      <Field
+      <TextField
+        id="username"
         label={t('cloud.login.username')}
         error={fieldText(errors.username)}
-        testId="cloud-username"
-      >
-        <Input
-          value={form.username}
-          maxLength={15}
-          onChange={(e) => set({ username: e.target.value })}
-          autoComplete="username"
-          data-testid="cloud-username"
-        />
-      </Field>
+        value={form.username}
+        onChange={(username) => set({ username })}
+        autoComplete="username"
+        maxLength={15}
+      />
       <Field label={t('cloud.signup.email')} error={fieldText(errors.email)} testId="cloud-email">
         <Input
           value={form.email}
@@ -280,32 +294,26 @@ export function SignUpForm({ onLogin }: { onLogin: () => void }) {
           </Button>
         </Space.Compact>
       </Field>
-      <Field
+      <TextField
+        id="password"
         label={t('cloud.login.password')}
         error={fieldText(errors.password)}
-        testId="cloud-password"
-      >
-        <Input.Password
-          value={form.password}
-          maxLength={CLOUD_PASSWORD_MAX}
-          onChange={(e) => set({ password: e.target.value })}
-          autoComplete="new-password"
-          data-testid="cloud-password"
-        />
-      </Field>
-      <Field
+        value={form.password}
+        onChange={(password) => set({ password })}
+        autoComplete="new-password"
+        password
+        maxLength={CLOUD_PASSWORD_MAX}
+      />
+      <TextField
+        id="password2"
         label={t('cloud.signup.password2')}
         error={fieldText(errors.password2)}
-        testId="cloud-password2"
-      >
-        <Input.Password
-          value={form.password2}
-          maxLength={CLOUD_PASSWORD_MAX}
-          onChange={(e) => set({ password2: e.target.value })}
-          autoComplete="new-password"
-          data-testid="cloud-password2"
-        />
-      </Field>
+        value={form.password2}
+        onChange={(password2) => set({ password2 })}
+        autoComplete="new-password"
+        password
+        maxLength={CLOUD_PASSWORD_MAX}
+      />
       <Field label={t('cloud.region.label')} error={fieldText(errors.region)} testId="cloud-region">
         <RegionSelect value={form.region} onChange={(region) => set({ region })} />
       </Field>
