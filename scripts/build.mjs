@@ -30,8 +30,32 @@ const lazyWebrtcPeer = {
   },
 };
 
-async function buildServer() {
+/**
+ * A Node bundle (the server's, the fleet's): ESM for node20, names kept (the wire name of an
+ * error is its class name, server/src/errors.ts: esbuild renames a class whose name another
+ * module also uses unless told to keep names), a `require` for the CommonJS dependencies bundled
+ * into ESM, and ASCII only (below).
+ */
+async function buildNode(options) {
   const result = await build({
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    keepNames: true,
+    logLevel: quiet ? 'error' : 'warning',
+    metafile: true,
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+    ...options,
+  });
+  asciiOnly(Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js')));
+}
+
+function buildServer() {
+  return buildNode({
     // main.js is the server; launcher.js (what `npm start` runs) starts it and restarts it.
     entryPoints: {
       main: join(root, 'server/src/main.ts'),
@@ -39,25 +63,10 @@ async function buildServer() {
       'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
     },
     outdir: join(root, 'server/dist'),
-    bundle: true,
     plugins: [lazyWebrtcPeer],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    sourcemap: 'linked',
-    // The wire name of an error is its class name (server/src/errors.ts): esbuild renames a
-    // class whose name another module also uses unless told to keep names.
-    keepNames: true,
-    logLevel: quiet ? 'error' : 'warning',
-    metafile: true,
-    // CommonJS dependencies bundled into ESM still call require(): give them one.
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
   });
-  asciiOnly(Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js')));
 }
 
 /**
@@ -93,29 +102,14 @@ function compressTree(dir) {
   }
 }
 
-/**
- * The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, and its pages
- * (fleet/src/ui, static files copied beside it by the fleet's own build step if it has one).
- */
-async function buildFleet() {
-  const result = await build({
+/** The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, its pages inside it. */
+function buildFleet() {
+  return buildNode({
     entryPoints: { main: join(root, 'fleet/src/main.ts') },
     outdir: join(root, 'fleet/dist'),
-    bundle: true,
     // pg's optional native binding is never used
     external: ['pg-native'],
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    sourcemap: 'linked',
-    keepNames: true,
-    logLevel: quiet ? 'error' : 'warning',
-    metafile: true,
-    banner: {
-      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    },
   });
-  asciiOnly(Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js')));
 }
 
 function buildWeb() {
