@@ -1,0 +1,476 @@
+/**
+ * The glass-to-glass harness of the video benches (bench/video.ts: the device's own console;
+ * bench/cloud.ts: the console through the fleet, forced through coturn). The testbed's 8-block
+ * marker (its change counter) is drawn in the bench's process; init scripts in the page read it
+ * from every frame the console presents (WebRTC: requestVideoFrameCallback; direct H.264: the
+ * VideoFrame drawn on the canvas, in the page or in the console's worker) and date it with the
+ * page's clock, corrected by the measured offset between the two clocks. bench/video.ts's
+ * header says what "presented" means for each mode.
+ */
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Page } from 'playwright-core';
+import { MARKER, MARKER_BITS } from '../server/src/platform/testbed/screen';
+import type { Browser } from '../e2e/fixtures/browser';
+import { directWorkerPrelude } from './direct-worker-probe';
+import { clockOffset, median, note, percentile, round, sized } from './lib';
+
+/** Changes per glass-to-glass run (fewer than 256: no marker value twice). */
+const CHANGES = sized(120, 20);
+/** Latencies outside this range are counted as outliers. */
+const OUTLIER_MS = 2000;
+
+/** Counters of the page's WebRTC inbound video (sum over its open peer connections). */
+export interface RtpCounts {
+  received: number;
+  decoded: number;
+  dropped: number;
+}
+
+/** A marker value the page presented, when (epoch ms, page clock), and the counters then. */
+export interface Seen {
+  v: number;
+  t: number;
+  presented: number;
+  rtp?: RtpCounts;
+}
+
+export interface Rec {
+  /** presented time of the first frame, ms since navigation start */
+  first: number | null;
+  /** frames presented (WebRTC: presentedFrames; direct: canvas draws of a VideoFrame) */
+  presented: number;
+  /** direct H.264: chunks given to a VideoDecoder, and frames it output */
+  chunks: number;
+  decoded: number;
+  seen: Seen[];
+  last: number;
+  /** take inbound-rtp counters on every new marker value (steady window only: it costs) */
+  statsOnChange: boolean;
+  /** WebRTC: expectedDisplayTime - callback time, to compare with the direct estimate */
+  displayLead: number[];
+}
+
+/** Runs in the page before the console: records presented frames and marker values. */
+export function harness(marker: {
+  x: number;
+  y: number;
+  block: number;
+  gap: number;
+  bits: number;
+}): void {
+  const rec: Rec = {
+    first: null,
+    presented: 0,
+    chunks: 0,
+    decoded: 0,
+    seen: [],
+    last: -1,
+    statsOnChange: false,
+    displayLead: [],
+  };
+  (window as unknown as { __bench: Rec }).__bench = rec;
+  // keep the console's peer connections, for their inbound-rtp statistics
+  const pcs: RTCPeerConnection[] = [];
+  const NativePC = window.RTCPeerConnection;
+  window.RTCPeerConnection = function (
+    this: unknown,
+    ...args: ConstructorParameters<typeof RTCPeerConnection>
+  ) {
+    const pc = new NativePC(...args);
+    pcs.push(pc);
+    return pc;
+  } as unknown as typeof RTCPeerConnection;
+  window.RTCPeerConnection.prototype = NativePC.prototype;
+  const rtpCounts = async (): Promise<RtpCounts> => {
+    const c = { received: 0, decoded: 0, dropped: 0 };
+    for (const pc of pcs) {
+      if (pc.connectionState === 'closed') continue;
+      (await pc.getStats()).forEach(
+        (r: {
+          type: string;
+          kind?: string;
+          framesReceived?: number;
+          framesDecoded?: number;
+          framesDropped?: number;
+        }) => {
+          if (r.type !== 'inbound-rtp' || r.kind !== 'video') return;
+          c.received += r.framesReceived ?? 0;
+          c.decoded += r.framesDecoded ?? 0;
+          c.dropped += r.framesDropped ?? 0;
+        },
+      );
+    }
+    return c;
+  };
+  (window as unknown as { __rtp: () => Promise<RtpCounts> }).__rtp = rtpCounts;
+  // The local candidate type of every open connection's selected pair ('host', 'srflx',
+  // 'relay'...): which path the media took.
+  (window as unknown as { __paths: () => Promise<string[]> }).__paths = async () => {
+    const out: string[] = [];
+    for (const pc of pcs) {
+      if (pc.connectionState === 'closed') continue;
+      const stats = new Map<string, Record<string, unknown>>();
+      (await pc.getStats()).forEach((r: Record<string, unknown>) => stats.set(String(r['id']), r));
+      for (const t of stats.values()) {
+        if (t['type'] !== 'transport' || typeof t['selectedCandidatePairId'] !== 'string') continue;
+        const pair = stats.get(t['selectedCandidatePairId']);
+        const local = pair ? stats.get(String(pair['localCandidateId'])) : undefined;
+        out.push(String(local?.['candidateType'] ?? 'unknown'));
+      }
+    }
+    return out;
+  };
+
+  const nativeRaf = window.requestAnimationFrame.bind(window);
+  // The frame time of the animation frame running now (null outside one).
+  let frameTs: number | null = null;
+  window.requestAnimationFrame = (cb: FrameRequestCallback): number =>
+    nativeRaf((ts) => {
+      frameTs = ts;
+      try {
+        cb(ts);
+      } finally {
+        frameTs = null;
+      }
+    });
+
+  const note = (v: number, t: number): void => {
+    if (rec.first === null) rec.first = t;
+    if (v === rec.last) return;
+    rec.last = v;
+    const entry: Seen = { v, t: performance.timeOrigin + t, presented: rec.presented };
+    rec.seen.push(entry);
+    if (rec.statsOnChange) {
+      void rtpCounts().then((c) => {
+        entry.rtp = c;
+      });
+    }
+  };
+  // Direct H.264 in the console's worker (workerProbe): its frames, counts and times.
+  new BroadcastChannel('kvm-bench-direct').onmessage = (e: MessageEvent<WorkerReport>) => {
+    const m = e.data;
+    rec.chunks = m.chunks;
+    rec.decoded = m.decoded;
+    rec.presented = m.presented;
+    // an epoch time in the worker's clock: as the page's, both read the same kernel clock
+    if (m.v !== null) note(m.v, m.t - performance.timeOrigin);
+  };
+  const probe = document.createElement('canvas');
+  probe.width = marker.bits * (marker.block + marker.gap);
+  probe.height = 1;
+  const pctx = probe.getContext('2d', { willReadFrequently: true })!;
+  const decode = (data: Uint8ClampedArray, scale: number): number => {
+    let v = 0;
+    for (let b = 0; b < marker.bits; b += 1) {
+      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
+      v = (v << 1) | (data[x * 4]! > 128 ? 1 : 0);
+    }
+    return v;
+  };
+
+  // WebRTC: every frame the <video> presents.
+  const watchVideo = (video: HTMLVideoElement): void => {
+    let lastCount = 0;
+    const onFrame = (
+      now: number,
+      meta: {
+        expectedDisplayTime: number;
+        mediaTime: number;
+        width: number;
+        presentedFrames: number;
+      },
+    ): void => {
+      video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+      // presentedFrames counts every frame handed to the compositor, also those whose
+      // callback the page missed
+      rec.presented += Math.max(0, meta.presentedFrames - lastCount);
+      lastCount = meta.presentedFrames;
+      rec.displayLead.push(meta.expectedDisplayTime - now);
+      if (rec.displayLead.length > 200) rec.displayLead.shift();
+      // The element's current frame can be newer than the one this callback describes (it
+      // arrived after the update that presented that one): reading it would date the newer
+      // picture with the older frame's time. Such a frame is read at its own callback.
+      const frame = new VideoFrame(video);
+      try {
+        if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) return;
+        const scale = meta.width / 1280 || 1;
+        pctx.drawImage(
+          frame,
+          marker.x * scale,
+          (marker.y + marker.block / 2) * scale,
+          probe.width * scale,
+          1,
+          0,
+          0,
+          probe.width,
+          1,
+        );
+      } finally {
+        frame.close();
+      }
+      note(decode(pctx.getImageData(0, 0, probe.width, 1).data, 1), now);
+    };
+    video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+  };
+  const watched = new WeakSet<Element>();
+  new MutationObserver(() => {
+    for (const v of document.querySelectorAll('video')) {
+      if (!watched.has(v)) {
+        watched.add(v);
+        watchVideo(v);
+      }
+    }
+  }).observe(document, { childList: true, subtree: true });
+
+  // Direct H.264: the decoder's own counts, and every VideoFrame the console draws.
+  const NativeDecoder = window.VideoDecoder as typeof VideoDecoder | undefined;
+  if (NativeDecoder) {
+    window.VideoDecoder = class extends NativeDecoder {
+      constructor(init: VideoDecoderInit) {
+        super({
+          ...init,
+          output: (frame: VideoFrame) => {
+            rec.decoded += 1;
+            init.output(frame);
+          },
+        });
+      }
+      override decode(chunk: EncodedVideoChunk): void {
+        rec.chunks += 1;
+        super.decode(chunk);
+      }
+    };
+  }
+  const draw = CanvasRenderingContext2D.prototype.drawImage;
+  CanvasRenderingContext2D.prototype.drawImage = function (
+    this: CanvasRenderingContext2D,
+    ...args: unknown[]
+  ) {
+    (draw as (...a: unknown[]) => void).apply(this, args);
+    if (this.canvas === probe || !(args[0] instanceof VideoFrame)) return;
+    rec.presented += 1;
+    const c = this.canvas;
+    const scale = c.width / 1280 || 1;
+    const px = this.getImageData(
+      marker.x * scale,
+      (marker.y + marker.block / 2) * scale,
+      probe.width * scale,
+      1,
+    ).data;
+    const v = decode(px, scale);
+    if (frameTs !== null) note(v, frameTs);
+    else nativeRaf((ts) => note(v, ts));
+  } as typeof draw;
+}
+
+/** What workerProbe reports for each frame the worker draws. */
+export interface WorkerReport {
+  /** the marker value drawn (null: counts only) */
+  v: number | null;
+  /** epoch ms: the worker's animation frame that drew it */
+  t: number;
+  chunks: number;
+  decoded: number;
+  presented: number;
+}
+
+/**
+ * Runs in the console's direct H.264 worker before the console's code (directWorkerPrelude):
+ * the same counts and marker reads as the page's hooks, for the OffscreenCanvas the worker
+ * draws on inside its own animation frames.
+ */
+export function workerProbe(marker: {
+  x: number;
+  y: number;
+  block: number;
+  gap: number;
+  bits: number;
+}) {
+  const scope = self as unknown as {
+    requestAnimationFrame: (cb: (ts: number) => void) => number;
+    VideoDecoder?: typeof VideoDecoder;
+  };
+  const channel = new BroadcastChannel('kvm-bench-direct');
+  const counts = { chunks: 0, decoded: 0, presented: 0 };
+  const NativeDecoder = scope.VideoDecoder;
+  if (NativeDecoder) {
+    scope.VideoDecoder = class extends NativeDecoder {
+      constructor(init: VideoDecoderInit) {
+        super({
+          ...init,
+          output: (frame: VideoFrame) => {
+            counts.decoded += 1;
+            init.output(frame);
+          },
+        });
+      }
+      override decode(chunk: EncodedVideoChunk): void {
+        counts.chunks += 1;
+        super.decode(chunk);
+      }
+    };
+  }
+  let frameTs: number | null = null;
+  const nativeRaf = scope.requestAnimationFrame?.bind(self);
+  if (nativeRaf) {
+    scope.requestAnimationFrame = (cb) =>
+      nativeRaf((ts) => {
+        frameTs = ts;
+        try {
+          cb(ts);
+        } finally {
+          frameTs = null;
+        }
+      });
+  }
+  const proto = OffscreenCanvasRenderingContext2D.prototype;
+  const draw = proto.drawImage;
+  proto.drawImage = function (this: OffscreenCanvasRenderingContext2D, ...args: unknown[]) {
+    (draw as (...a: unknown[]) => void).apply(this, args);
+    if (!(args[0] instanceof VideoFrame)) return;
+    counts.presented += 1;
+    const scale = this.canvas.width / 1280 || 1;
+    const px = this.getImageData(
+      marker.x * scale,
+      (marker.y + marker.block / 2) * scale,
+      marker.bits * (marker.block + marker.gap) * scale,
+      1,
+    ).data;
+    let v = 0;
+    for (let b = 0; b < marker.bits; b += 1) {
+      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
+      v = (v << 1) | (px[x * 4]! > 128 ? 1 : 0);
+    }
+    const report = (ts: number): void =>
+      channel.postMessage({ v, t: performance.timeOrigin + ts, ...counts });
+    if (frameTs !== null) report(frameTs);
+    else if (nativeRaf) nativeRaf(report);
+    else report(performance.now());
+  } as typeof draw;
+}
+
+/**
+ * A page with the harness opening the console at `url`. `token`: the device's local session,
+ * put in localStorage as the console keeps it; without one the browser context is already
+ * signed in (the fleet's cookie).
+ */
+export async function openConsole(browser: Browser, url: string, token?: string): Promise<Page> {
+  const page = await browser.context.newPage();
+  const marker = { ...MARKER, bits: MARKER_BITS };
+  await page.addInitScript(harness, marker);
+  await page.addInitScript(
+    directWorkerPrelude,
+    `(${workerProbe.toString()})(${JSON.stringify(marker)});`,
+  );
+  if (token !== undefined)
+    await page.addInitScript((t: string) => localStorage.setItem('auth_token', t), token);
+  await page.goto(url);
+  return page;
+}
+
+export function rec(page: Page): Promise<Rec> {
+  return page.evaluate(() => (window as unknown as { __bench: Rec }).__bench);
+}
+
+/** The local candidate type of each open peer connection's selected pair. */
+export function mediaPaths(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as unknown as { __paths: () => Promise<string[]> }).__paths());
+}
+
+export async function firstFrame(page: Page, timeoutMs = 15_000): Promise<number> {
+  await page.waitForFunction(
+    () => (window as unknown as { __bench?: { first: number | null } }).__bench?.first != null,
+    null,
+    { timeout: timeoutMs },
+  );
+  return (await rec(page)).first!;
+}
+
+/** How far the page's epoch clock is ahead of ours. */
+export function pageClock(page: Page): Promise<{ offset: number; bound: number }> {
+  return clockOffset(() => page.evaluate(() => performance.timeOrigin + performance.now()));
+}
+
+export interface G2g {
+  p50: number;
+  p95: number;
+  samples: number;
+  outliers: number;
+  missed: number;
+  clock: { offset: number; bound: number };
+}
+
+/** The testbed picture's change marker, drawn into its next frame. */
+export interface MarkedPicture {
+  markChange(now: number): number;
+}
+
+/**
+ * CHANGES changes of `picture` at irregular intervals, each to the frame showing it presented
+ * on `page` (already presenting: firstFrame), then the page closed. `label` names the run in
+ * the notes; `mode` says which of the page's extra counts they print.
+ */
+export async function glassToGlass(
+  page: Page,
+  picture: MarkedPicture,
+  label: string,
+  mode: 'webrtc' | 'direct_h264',
+): Promise<G2g> {
+  await new Promise((r) => setTimeout(r, 1500));
+  const clock = await pageClock(page);
+  // this run's changes: marker value -> epoch ms drawn (120 < 256: no value twice)
+  const drawn = new Map<number, number>();
+  // the server's event loop (this process): a stalled loop delays the testbed's frames
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const load0 = loadavg()[0]!;
+  for (let i = 0; i < CHANGES; i += 1) {
+    const now = performance.now();
+    const n = picture.markChange(now);
+    drawn.set(n & 0xff, performance.timeOrigin + now);
+    await new Promise((r) => setTimeout(r, 120 + Math.random() * 130));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  loop.disable();
+  const after = await pageClock(page);
+  const r = await rec(page);
+  await page.close();
+  const lat: number[] = [];
+  const outliers: number[] = [];
+  let foreign = 0;
+  for (const { v, t } of r.seen) {
+    const at = drawn.get(v);
+    // the picture the page opened with, or a marker read across a transition
+    if (at === undefined) {
+      foreign += 1;
+      continue;
+    }
+    drawn.delete(v);
+    const l = t - clock.offset - at;
+    if (l < 0 || l >= OUTLIER_MS) outliers.push(l);
+    if (l >= -clock.bound) lat.push(Math.max(0, l));
+  }
+  note(
+    `g2g ${label}: ${lat.length} of ${CHANGES} changes presented, ${drawn.size} never, ` +
+      `${foreign} other marker values; outliers [${outliers.map((o) => round(o)).join(', ')}]; ` +
+      `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
+      `${round(after.offset - clock.offset, 2)} ms drift over the run; server event loop ` +
+      `delay p99 ${round(loop.percentile(99) / 1e6)} max ${round(loop.max / 1e6)} ms; ` +
+      `load average ${round(load0, 2)} -> ${round(loadavg()[0]!, 2)}` +
+      (mode === 'webrtc' && r.displayLead.length
+        ? `; expectedDisplayTime - callback time: median ${round(median(r.displayLead))} ms`
+        : '') +
+      (mode === 'direct_h264'
+        ? `; page: ${r.chunks} chunks decoded into ${r.decoded} frames, ${r.presented} drawn`
+        : ''),
+  );
+  return {
+    p50: percentile(lat, 50),
+    p95: percentile(lat, 95),
+    samples: lat.length,
+    outliers: outliers.length,
+    missed: drawn.size,
+    clock,
+  };
+}
