@@ -5,16 +5,14 @@
  * state-changing request, then the core's routes (accounts, devices, pages) and the relay's
  * (`registerRelay`, fleet/src/agents/).
  */
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import fastifyWebsocket from '@fastify/websocket';
 import { AGENT_MAX_FRAME } from '@kvm/protocol';
 import {
-  answerClientError,
   closeIfBodyUnread,
+  edgeFastify,
   edgeLimits,
-  edgeServerOptions,
-  frameworkError,
   guardServer,
   requireHost,
 } from '../../server/src/http/edge';
@@ -55,25 +53,12 @@ export async function buildFleetApp(
     // one address may be a NAT with many devices (or the bench's thousand agents)
     max_connections_per_address: 10_000,
   });
-  const edgeOptions = edgeServerOptions(edge);
-  const base: FastifyServerOptions = {
+  const app = edgeFastify(edge, {
     bodyLimit: FLEET_BODY_LIMIT,
     trustProxy: ctx.config.trustProxy === true,
-    keepAliveTimeout: edge.keepAliveTimeoutMs,
-    connectionTimeout: edge.idleTimeoutMs,
-    clientErrorHandler: answerClientError,
-    frameworkErrors: frameworkError,
-    logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
-    return503OnClosing: false,
     loggerInstance: ctx.log,
-  };
-  const app = (opts.https
-    ? Fastify({ ...base, https: { ...edgeOptions, ...opts.https } } as FastifyServerOptions)
-    : Fastify({
-        ...base,
-        http: edgeOptions,
-      } as FastifyServerOptions)) as unknown as FastifyInstance;
+    ...(opts.https ? { https: opts.https } : {}),
+  });
   guardServer(app.server, edge, ctx.log, new LogBudget());
 
   await app.register(fastifyCookie);

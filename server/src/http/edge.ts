@@ -18,7 +18,13 @@
  */
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { unmapIpv4 } from '@kvm/protocol';
 import type { Logger } from '../log';
 import {
@@ -233,4 +239,38 @@ export function closeIfBodyUnread(
   const hasBody =
     raw.headers['content-length'] !== undefined || raw.headers['transfer-encoding'] !== undefined;
   if (hasBody && !raw.complete) reply.header('connection', 'close');
+}
+
+/**
+ * A Fastify instance behind the HTTP edge (http/edge.ts: timeouts and caps, some of which only
+ * the constructor takes), with the kvmd envelope for the framework's own errors: the device
+ * server's and the fleet's. `https` given: TLS with the edge's options.
+ */
+export function edgeFastify(
+  edge: EdgeLimits,
+  opts: Pick<FastifyServerOptions, 'bodyLimit' | 'trustProxy' | 'logger'> & {
+    loggerInstance?: FastifyServerOptions['loggerInstance'];
+    https?: { cert: string | Buffer; key: string | Buffer };
+  },
+): FastifyInstance {
+  const { https, ...rest } = opts;
+  const edgeOptions = edgeServerOptions(edge);
+  const base: FastifyServerOptions = {
+    ...rest,
+    keepAliveTimeout: edge.keepAliveTimeoutMs,
+    connectionTimeout: edge.idleTimeoutMs,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: frameworkError,
+    // Per-request lines would drown the log file; routes log what matters themselves.
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    // Fastify's own 503 while closing is not the kvmd envelope: each app's hook answers.
+    return503OnClosing: false,
+  };
+  return (https
+    ? Fastify({ ...base, https: { ...edgeOptions, ...https } } as FastifyServerOptions)
+    : Fastify({
+        ...base,
+        http: edgeOptions,
+      } as FastifyServerOptions)) as unknown as FastifyInstance;
 }

@@ -4,7 +4,7 @@
  * error handler and the kvmd envelope, the route table, and the shared plugins (cookies,
  * multipart, WebSocket) with the socket registry. Nothing here knows a subsystem.
  */
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import fastifyMultipart from '@fastify/multipart';
 import fastifyWebsocket from '@fastify/websocket';
@@ -16,12 +16,10 @@ import { MAX_WS_PAYLOAD, SocketRegistry, wsErrorHandler } from '../ws/socket-gua
 import { registerAuthHook } from './auth';
 import { registerBodyParsers } from './bodies';
 import {
-  answerClientError,
   closeIfBodyUnread,
+  edgeFastify,
   edgeLimits,
   edgeRequestChecks,
-  edgeServerOptions,
-  frameworkError,
   guardServer,
   requireHost,
 } from './edge';
@@ -65,27 +63,13 @@ export async function createServer(
 ): Promise<FastifyInstance> {
   // The HTTP edge's timeouts and caps (http/edge.ts); some only the constructor takes.
   const edge = edgeLimits(config.server);
-  const edgeOptions = edgeServerOptions(edge);
-  const base: FastifyServerOptions = {
+  const app = edgeFastify(edge, {
     bodyLimit: config.server.body_limit,
     trustProxy: false,
-    keepAliveTimeout: edge.keepAliveTimeoutMs,
-    connectionTimeout: edge.idleTimeoutMs,
-    clientErrorHandler: answerClientError,
-    frameworkErrors: frameworkError,
-    // Per-request lines would drown the log file; routes log what matters themselves.
-    logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Fastify's own 503 while closing is not the kvmd envelope: the onRequest hook below answers.
-    return503OnClosing: false,
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
-  };
-  const app = (opts.https
-    ? Fastify({ ...base, https: { ...edgeOptions, ...opts.https } } as FastifyServerOptions)
-    : Fastify({
-        ...base,
-        http: edgeOptions,
-      } as FastifyServerOptions)) as unknown as FastifyInstance;
+    ...(opts.https ? { https: opts.https } : {}),
+  });
   const anonLog = new LogBudget();
   guardServer(app.server, edge, app.log, anonLog);
   // During a restart in place (virtual media on/off) or a stop, requests still arriving on open
