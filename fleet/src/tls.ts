@@ -18,6 +18,7 @@ import {
   statSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { selfSignedArgs } from '../../server/src/services/tls';
 
 export interface TlsPair {
   cert: Buffer;
@@ -39,25 +40,13 @@ function make(certPath: string, keyPath: string, host: string): void {
   try {
     const r = spawnSync(
       'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(work, 'key.pem'),
-        '-out',
-        join(work, 'cert.pem'),
-        '-days',
-        '825',
-        '-subj',
-        `/CN=${host.replace(/[/\\]/g, '')}`,
-        '-addext',
-        `subjectAltName=${subjectAltNames(host)}`,
-      ],
+      selfSignedArgs({
+        subject: `/CN=${host.replace(/[/\\]/g, '')}`,
+        san: subjectAltNames(host),
+        days: 825,
+        keyOut: join(work, 'key.pem'),
+        certOut: join(work, 'cert.pem'),
+      }),
       { encoding: 'utf8' },
     );
     if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr || r.error?.message}`);

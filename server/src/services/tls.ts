@@ -15,6 +15,39 @@ export interface TlsMaterial {
   cert: Buffer;
 }
 
+/**
+ * `openssl` arguments for a self-signed EC P-256 certificate and its key (unencrypted): the
+ * device server's and the fleet's.
+ */
+export function selfSignedArgs(o: {
+  subject: string;
+  /** subjectAltName's value: `DNS:localhost,IP:127.0.0.1,...`. */
+  san: string;
+  days: number;
+  keyOut: string;
+  certOut: string;
+}): string[] {
+  return [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    String(o.days),
+    '-subj',
+    o.subject,
+    '-addext',
+    `subjectAltName=${o.san}`,
+    '-keyout',
+    o.keyOut,
+    '-out',
+    o.certOut,
+  ];
+}
+
 export async function loadOrCreateCertificate(
   dir: string,
 ): Promise<TlsMaterial & { created: boolean }> {
@@ -34,25 +67,13 @@ export async function loadOrCreateCertificate(
   try {
     await runCommand(
       'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '3650',
-        '-subj',
-        `/CN=${host}/O=KVM console`,
-        '-addext',
-        `subjectAltName=${san}`,
-        '-keyout',
-        tmpKey,
-        '-out',
-        tmpCert,
-      ],
+      selfSignedArgs({
+        subject: `/CN=${host}/O=KVM console`,
+        san,
+        days: 3650,
+        keyOut: tmpKey,
+        certOut: tmpCert,
+      }),
       { timeoutMs: 60_000 },
     );
     // certificate first, key last: a crash in between leaves no pair and we start over
