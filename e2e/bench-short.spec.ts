@@ -165,4 +165,23 @@ describe('benchmarks in short mode', () => {
     // every sample provably its own (issue 21): none left unattributed on the testbed
     expect([json['audio_latency_unattributed'], json['mic_latency_unattributed']]).toEqual([0, 0]);
   }, 100_000);
+
+  it('cloud', async () => {
+    // PostgreSQL, NATS, coturn, two fleet replicas, 50 agents; a testbed device bound to them
+    // and its video glass to glass through coturn (the bench throws unless it is relayed)
+    const json = await runShort('cloud', 180_000);
+    expectMeasured(json, [
+      'connect_storm_s',
+      'fleet_rss_mb_per_1000_agents',
+      'command_rtt_p50_ms',
+      'command_rtt_samples',
+      'failover_s',
+      'tunnel_api_rtt_ms',
+      'tunnel_api_rtt_samples',
+      'g2g_via_relay_p50_ms',
+      'g2g_via_relay_p95_ms',
+      'g2g_via_relay_samples',
+    ]);
+    expect(json['g2g_via_relay_p50_ms']).toBeGreaterThan(0);
+  }, 190_000);
 });
