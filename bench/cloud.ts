@@ -13,7 +13,8 @@
  * - connect_storm_s: both replicas stopped (SIGTERM) with every agent online, started again;
  *   from the first replica answering again to the last agent welcomed.
  * - fleet_rss_mb_per_1000_agents: the replicas' RSS (VmRSS, summed) with every agent online
- *   minus the same before any agent connected, per 1,000 agents.
+ *   minus the same before any agent connected (after the sign-up and the g2g run), per 1,000
+ *   agents.
  * - command_rtt_p50_ms / _p99_ms: a command (`cmd` info, answered by the agent's `res`) for a
  *   device whose agent is on replica A, asked the way replica B asks it: the NATS request
  *   `kvm.dev.<id>.cmd` (B's bus.command) → A → agent → back. The fleet has no HTTP route that
@@ -30,7 +31,8 @@
  *   on A), Chromium signed in on B (the session cookie in its context) opening
  *   <B>/d/<id>/?ice=relay: WebRTC forced through the relay, signalling through the tunnel
  *   (B → NATS → A → agent → device). The figure fails unless every open peer connection's
- *   selected candidate pair has a local candidate of type `relay`.
+ *   selected candidate pair has a local candidate of type `relay`. Measured before the
+ *   simulated agents start (they share this process with the device's server).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -491,9 +493,13 @@ async function main(): Promise<void> {
     const ca = readFileSync(cloud.a.config.tls.cert, 'utf8');
     const onB = new FleetHttp(cloud.b.url, ca);
     https.push(onB);
+    const accountId = await signUpAndIn(cloud, onB);
+    // glass to glass through coturn (the device's agent on A, the browser on B) before the
+    // simulated agents start: they run in this process, the device's server too, and their
+    // pings and TLS would delay its frames, which no real device shares its CPU with
+    const g2g = await g2gViaRelay(cloud);
     await new Promise((r) => setTimeout(r, 1000));
     const rss0 = rssMb(cloud.a.pid) + rssMb(cloud.b.pid);
-    const accountId = await signUpAndIn(cloud, onB);
     const devices = await insertDevices(cloud, accountId, AGENTS);
     note(`cloud: replicas ${cloud.a.url} ${cloud.b.url}; ${AGENTS} devices inserted`);
 
@@ -536,9 +542,6 @@ async function main(): Promise<void> {
     // an API call through the tunnel to a real device server (testbed), its agent on A, the
     // call on B as the browser makes it
     const tunnelRtt = await tunnelApiRtt(cloud, onB);
-
-    // glass to glass through coturn, the device's agent on A, the browser on B
-    const g2g = await g2gViaRelay(cloud);
 
     // failover: A killed with every agent on it
     const tKill = performance.now();
