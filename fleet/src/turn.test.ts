@@ -18,7 +18,20 @@ afterAll(() => coturn?.stop());
 
 /** Runs turnutils_uclient: one client-to-client exchange of 4 messages; its output. */
 function uclient(user: string, pass: string, tcp: boolean): Promise<string> {
-  const args = ['-p', String(coturn.port), '-u', user, '-w', pass, '-n', '4', '-m', '1', '-l', '64'];
+  const args = [
+    '-p',
+    String(coturn.port),
+    '-u',
+    user,
+    '-w',
+    pass,
+    '-n',
+    '4',
+    '-m',
+    '1',
+    '-l',
+    '64',
+  ];
   if (tcp) args.push('-t');
   args.push('-y', '127.0.0.1');
   return new Promise((resolve) => {
@@ -50,21 +63,25 @@ describe('turnCredentials', () => {
   it.each([
     ['udp', false],
     ['tcp', true],
-  ])('coturn accepts them over %s and refuses a wrong or expired one', async (_n, tcp) => {
-    const cfg = { secret: coturn.secret, uris: coturn.uris, ttl_s: 300 };
-    const good = turnCredentials(cfg, 'dev-1')!;
-    const ok = await uclient(good.username, good.password, tcp);
-    expect(ok).not.toMatch(/Cannot complete Allocation/);
-    expect(received(ok)).toBeGreaterThan(0);
+  ])(
+    'coturn accepts them over %s and refuses a wrong or expired one',
+    async (_n, tcp) => {
+      const cfg = { secret: coturn.secret, uris: coturn.uris, ttl_s: 300 };
+      const good = turnCredentials(cfg, 'dev-1')!;
+      const ok = await uclient(good.username, good.password, tcp);
+      expect(ok).not.toMatch(/Cannot complete Allocation/);
+      expect(received(ok)).toBeGreaterThan(0);
 
-    const forged = turnCredentials({ ...cfg, secret: `not-${coturn.secret}` }, 'dev-1')!;
-    const wrong = await uclient(good.username, forged.password, tcp);
-    expect(wrong).toMatch(/Cannot complete Allocation/);
-    expect(received(wrong)).toBe(0);
+      const forged = turnCredentials({ ...cfg, secret: `not-${coturn.secret}` }, 'dev-1')!;
+      const wrong = await uclient(good.username, forged.password, tcp);
+      expect(wrong).toMatch(/Cannot complete Allocation/);
+      expect(received(wrong)).toBe(0);
 
-    // Made an hour ago with a 60 s life: expired for coturn.
-    const old = turnCredentials({ ...cfg, ttl_s: 60 }, 'dev-1', Date.now() - 3_600_000)!;
-    const expired = await uclient(old.username, old.password, tcp);
-    expect(expired).toMatch(/Cannot complete Allocation/);
-  }, 90_000);
+      // Made an hour ago with a 60 s life: expired for coturn.
+      const old = turnCredentials({ ...cfg, ttl_s: 60 }, 'dev-1', Date.now() - 3_600_000)!;
+      const expired = await uclient(old.username, old.password, tcp);
+      expect(expired).toMatch(/Cannot complete Allocation/);
+    },
+    90_000,
+  );
 });
