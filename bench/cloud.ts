@@ -476,7 +476,17 @@ async function g2gViaRelay(cloud: Cloud): Promise<G2g> {
     if (paths.length === 0 || paths.some((p) => p !== 'relay'))
       throw new Error(`the media is not relayed: selected local candidates [${paths.join(', ')}]`);
     note(`cloud g2g: selected local candidates [${paths.join(', ')}]`);
-    return await glassToGlass(page, testbed.picture, 'via relay', 'webrtc');
+    const relayed = await glassToGlass(page, testbed.picture, 'via relay', 'webrtc');
+    // the same device's own console at once after, for comparison in the notes (not a figure:
+    // bench/video.ts's g2g_webrtc is)
+    const local = await openConsole(browser, `${base}/`, token);
+    await firstFrame(local);
+    const direct = await glassToGlass(local, testbed.picture, 'same device, own console', 'webrtc');
+    note(
+      `cloud g2g: via relay p50 ${round(relayed.p50)} p95 ${round(relayed.p95)} ms; the device's ` +
+        `own console p50 ${round(direct.p50)} p95 ${round(direct.p95)} ms`,
+    );
+    return relayed;
   } finally {
     await browser?.close();
     await app.close();
