@@ -112,7 +112,7 @@ function probe(): void {
   const watch = (video: HTMLVideoElement): void => {
     const onFrame = (now: number, meta: { mediaTime: number }): void => {
       video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
-      // only the frame this callback describes (see video.ts's harness)
+      // only the frame this callback describes (see g2g.ts's harness)
       const frame = new VideoFrame(video);
       try {
         if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) return;
