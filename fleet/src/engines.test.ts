@@ -219,6 +219,11 @@ setInterval(() => {}, 1000);`;
       if (Date.now() > deadline) throw new Error(`still listening: ${ports}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+    // the parent itself: gone once reaped (a zombie still answers kill(pid, 0))
+    if (child.exitCode === null && child.signalCode === null) {
+      await new Promise((r) => child.once('exit', r));
+    }
+    expect(child.signalCode).toBe('SIGKILL');
     expect(alive(child.pid!)).toBe(false);
   });
 });
