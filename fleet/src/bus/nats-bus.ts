@@ -549,6 +549,10 @@ export class NatsBus implements RelayBus {
     this.ensureUp(deviceId);
     const s = new RemoteStream(this.nc, spec.kind, events, (x) => this.remotes.delete(x));
     s.sub = this.nc.subscribe(s.down, { callback: (_e, m) => s.onDown(m.data) });
+    // Counted before the request: a short answer (head, body, end) can come down and finish
+    // the stream before the request's reply is taken, and a stream added after its finish
+    // would stay in the set for ever.
+    this.remotes.add(s);
     let answer: Record<string, unknown>;
     try {
       const msg = await this.nc.request(
@@ -566,7 +570,6 @@ export class NatsBus implements RelayBus {
       throw NatsBus.answerError(answer);
     }
     s.holder = answer.replica;
-    this.remotes.add(s);
     // Gone between its answer and now: end at once rather than wait for a head.
     if (!this.liveReplicas().has(s.holder)) s.finish({ code: 1011, reason: 'replica gone' });
     return s;
