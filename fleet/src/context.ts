@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { DeviceIdentity, FleetTurn } from '@kvm/protocol';
+import type { DeviceIdentity, FleetRole, FleetTurn } from '@kvm/protocol';
 
 export interface FleetConfig {
   /** This replica's name (unique among replicas; `fleet-<host>-<port>` by default). */
@@ -30,10 +30,13 @@ export interface FleetConfig {
   trustProxy?: boolean;
 }
 
+export type { FleetRole } from '@kvm/protocol';
+
 /** A signed-in fleet user. */
 export interface FleetUser {
   accountId: string;
   username: string;
+  role: FleetRole;
 }
 
 /** A device row, as the relay needs it. */

@@ -8,6 +8,7 @@ import {
   ApiError,
   BadGatewayError,
   ConflictError,
+  ForbiddenError,
   NotFoundError,
   ServiceUnavailableError,
   TooManyRequestsError,
@@ -72,6 +73,13 @@ export class InvalidTotpError extends UnauthorizedError {
 /** 401: no fleet session (or it ended). */
 export class NotSignedInError extends UnauthorizedError {
   constructor(message = 'Not signed in') {
+    super(message);
+  }
+}
+
+/** 403: an admin's call (users, groups, files, rollouts, alerts) made by a user. */
+export class AdminRequiredError extends ForbiddenError {
+  constructor(message = 'Only a fleet admin may do this') {
     super(message);
   }
 }

@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import { clientIp } from '../../server/src/http/client-ip';
 import type { FleetContext, FleetUser } from './context';
-import { NotSignedInError, ValidatorError } from './errors';
+import { AdminRequiredError, NotSignedInError, ValidatorError } from './errors';
 
 /** The kvmd envelope of a success. */
 export function ok<T>(result: T): { ok: true; result: T } {
@@ -36,6 +36,13 @@ export function ipOf(req: FastifyRequest, ctx: FleetContext): string {
 export async function userOrThrow(req: FastifyRequest, ctx: FleetContext): Promise<FleetUser> {
   const user = await ctx.userOf(req);
   if (!user) throw new NotSignedInError();
+  return user;
+}
+
+/** The signed-in user if an admin; 401 without a session, 403 for a user. */
+export async function adminOrThrow(req: FastifyRequest, ctx: FleetContext): Promise<FleetUser> {
+  const user = await userOrThrow(req, ctx);
+  if (user.role !== 'admin') throw new AdminRequiredError();
   return user;
 }
 

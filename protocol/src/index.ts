@@ -22,3 +22,4 @@ export * from './upgrade';
 export * from './gpio';
 export * from './audio';
 export * from './cloud';
+export * from './fleet';

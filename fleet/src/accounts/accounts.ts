@@ -20,7 +20,7 @@ import {
 import { HashGate } from '../../../server/src/services/auth/hash-gate';
 import { hashPassword, verifyPassword } from '../../../server/src/services/auth/passwords';
 import { matchTotpStep, newTotpSecret, totpUri } from '../../../server/src/services/auth/totp';
-import type { FleetUser } from '../context';
+import type { FleetRole, FleetUser } from '../context';
 import { inTransaction, uniqueViolation, type Db } from '../db/pool';
 import {
   AccountExistsError,
@@ -41,6 +41,8 @@ const SESSION_TOUCH_MS = 5 * 60_000;
 export const MAX_SESSIONS_PER_ACCOUNT = 32;
 export const SESSION_COOKIE = 'fleet_session';
 const TOKEN_RE = /^[0-9a-f]{64}$/;
+/** pg_advisory_xact_lock key of "who is the first admin" (any constant the fleet uses once). */
+const FIRST_ADMIN_LOCK = 0x6b766d02;
 const MAX_EMAIL = 254;
 
 export interface Account {
@@ -198,9 +200,13 @@ export class Accounts {
       }
       await c.query('SAVEPOINT account');
       try {
+        // the fleet's first account is its admin: sign-ups queue on this lock for that check
+        await c.query('SELECT pg_advisory_xact_lock($1)', [FIRST_ADMIN_LOCK]);
         const made = await c.query<AccountRow>(
-          `INSERT INTO accounts (username, email, password_hash, region)
-           VALUES ($1, $2, $3, $4) RETURNING *`,
+          `INSERT INTO accounts (username, email, password_hash, region, role)
+           VALUES ($1, $2, $3, $4,
+             CASE WHEN EXISTS (SELECT 1 FROM accounts WHERE role = 'admin') THEN 'user' ELSE 'admin' END)
+           RETURNING *`,
           [username, email, hash, form.region],
         );
         await c.query('DELETE FROM email_codes WHERE email = $1', [key]);
@@ -311,11 +317,16 @@ export class Accounts {
   async userOfToken(token: string | undefined): Promise<FleetUser | null> {
     if (!token || !TOKEN_RE.test(token)) return null;
     const hash = sha256(token);
-    const r = await this.db.query<{ account_id: string; username: string; touch: boolean }>(
-      `SELECT s.account_id, a.username,
+    const r = await this.db.query<{
+      account_id: string;
+      username: string;
+      role: FleetRole;
+      touch: boolean;
+    }>(
+      `SELECT s.account_id, a.username, a.role,
               s.last_seen < now() - make_interval(secs => $2) AS touch
        FROM sessions s JOIN accounts a ON a.id = s.account_id
-       WHERE s.token_hash = $1 AND s.expires_at > now()`,
+       WHERE s.token_hash = $1 AND s.expires_at > now() AND a.disabled_at IS NULL`,
       [hash, SESSION_TOUCH_MS / 1000],
     );
     const row = r.rows[0];
@@ -327,7 +338,7 @@ export class Accounts {
         [hash, SESSION_TTL_MS / 1000],
       );
     }
-    return { accountId: row.account_id, username: row.username };
+    return { accountId: row.account_id, username: row.username, role: row.role };
   }
 
   async endSession(token: string | undefined): Promise<void> {

@@ -137,7 +137,7 @@ export async function startReplica(
     relay: null,
     async userOf(req) {
       const u = req.headers['x-test-user'];
-      return typeof u === 'string' ? { accountId: u, username: `user-${u}` } : null;
+      return typeof u === 'string' ? { accountId: u, username: `user-${u}`, role: 'user' } : null;
     },
   };
   const relay = await registerRelay(app, ctx, opts);

@@ -99,4 +99,51 @@ CREATE INDEX events_device_idx ON events (device_id, at);
 CREATE INDEX events_account_idx ON events (account_id, at);
 `,
   },
+  {
+    version: 2,
+    name: 'roles, user groups, device groups and their links',
+    sql: `
+-- admin: everything; user: the devices it bound plus those of device groups linked to its groups
+ALTER TABLE accounts ADD COLUMN role text NOT NULL DEFAULT 'user' CHECK (role IN ('admin', 'user'));
+-- a disabled account signs in no more; its sessions end
+ALTER TABLE accounts ADD COLUMN disabled_at timestamptz;
+-- the fleet's first account is its admin (no account had a role before this migration)
+UPDATE accounts SET role = 'admin'
+WHERE id = (SELECT id FROM accounts ORDER BY created_at, id LIMIT 1);
+
+CREATE TABLE user_groups (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX user_groups_name_key ON user_groups (lower(name));
+CREATE TABLE user_group_members (
+  group_id uuid NOT NULL REFERENCES user_groups (id) ON DELETE CASCADE,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  PRIMARY KEY (group_id, account_id)
+);
+CREATE INDEX user_group_members_account_idx ON user_group_members (account_id);
+
+CREATE TABLE device_groups (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX device_groups_name_key ON device_groups (lower(name));
+CREATE TABLE device_group_members (
+  group_id uuid NOT NULL REFERENCES device_groups (id) ON DELETE CASCADE,
+  device_id text NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+  PRIMARY KEY (group_id, device_id)
+);
+CREATE INDEX device_group_members_device_idx ON device_group_members (device_id);
+
+-- a user group sees the devices of the device groups linked to it
+CREATE TABLE group_links (
+  user_group_id uuid NOT NULL REFERENCES user_groups (id) ON DELETE CASCADE,
+  device_group_id uuid NOT NULL REFERENCES device_groups (id) ON DELETE CASCADE,
+  PRIMARY KEY (user_group_id, device_group_id)
+);
+CREATE INDEX group_links_device_group_idx ON group_links (device_group_id);
+`,
+  },
 ];

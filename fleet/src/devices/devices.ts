@@ -24,6 +24,7 @@ import {
 } from '@kvm/protocol';
 import { base32Encode } from '../../../server/src/services/auth/totp';
 import { digitCode, sha256, type Account } from '../accounts/accounts';
+import { visibilityParams, visibleTo } from '../access/visibility';
 import type { DeviceDirectory, FleetConfig, FleetDevice, FleetUser, DeviceRelay } from '../context';
 import { inTransaction, uniqueViolation, type Db } from '../db/pool';
 import {
@@ -360,8 +361,9 @@ export class Devices implements DeviceDirectory {
 
   async list(user: FleetUser): Promise<DeviceSummary[]> {
     const r = await this.db.query<DeviceRow>(
-      `SELECT * FROM devices WHERE account_id = $1 AND revoked_at IS NULL ORDER BY bound_at`,
-      [user.accountId],
+      `SELECT * FROM devices d WHERE ${visibleTo(user, 'd', 1)} AND d.revoked_at IS NULL
+       ORDER BY d.bound_at`,
+      visibilityParams(user),
     );
     const relay = this.deps.relay();
     return Promise.all(
@@ -383,10 +385,11 @@ export class Devices implements DeviceDirectory {
   /** The account removes its device: the binding ends, the device is told (or learns later). */
   async unbind(user: FleetUser, deviceId: string): Promise<void> {
     if (!DEVICE_ID_RE.test(deviceId)) throw new NotFoundError('No such device');
+    // the account that bound it, or an admin (a group member may open it, not remove it)
     const r = await this.db.query(
       `UPDATE devices SET revoked_at = now(), replica = NULL
-       WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL`,
-      [deviceId, user.accountId],
+       WHERE id = $1 AND ($2::uuid IS NULL OR account_id = $2) AND revoked_at IS NULL`,
+      [deviceId, user.role === 'admin' ? null : user.accountId],
     );
     // another account's device is "no such device": nothing tells it exists
     if (r.rowCount !== 1) throw new NotFoundError('No such device');
@@ -440,9 +443,15 @@ export class Devices implements DeviceDirectory {
   }
 
   async forUser(user: FleetUser, deviceId: string): Promise<FleetDevice | null> {
-    const row = await this.row(deviceId);
-    if (!row || row.revoked_at || row.account_id !== user.accountId) return null;
-    return toFleetDevice(row);
+    if (!DEVICE_ID_RE.test(deviceId)) return null;
+    const params = visibilityParams(user);
+    const r = await this.db.query<DeviceRow>(
+      `SELECT * FROM devices d
+       WHERE d.id = $${params.length + 1} AND d.revoked_at IS NULL AND ${visibleTo(user, 'd', 1)}`,
+      [...params, deviceId],
+    );
+    const row = r.rows[0];
+    return row ? toFleetDevice(row) : null;
   }
 
   async setPresence(deviceId: string, replica: string | null): Promise<void> {
