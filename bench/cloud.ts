@@ -40,7 +40,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import WebSocket from 'ws';
 import {
   AGENT_AUTH_SCHEME,
@@ -60,6 +59,7 @@ import {
 import { connect as natsConnect } from 'nats';
 import { Browser } from '../e2e/fixtures/browser';
 import { Cloud } from '../e2e/fixtures/cloud';
+import { FleetHttp, signUpAndIn } from '../e2e/fixtures/fleet-http';
 import { ServerProcess } from '../e2e/fixtures/server';
 import { buildTestApp } from '../server/src/test-helpers';
 import { sha256 } from '../fleet/src/accounts/accounts';
@@ -243,95 +243,17 @@ function rssMb(pid: number | undefined): number {
   }
 }
 
-/** An HTTPS call to a replica as a browser makes it (kept-alive connection, session cookie). */
-class FleetHttp {
-  private readonly agent: HttpsAgent;
-  cookie = '';
-
-  constructor(
-    readonly base: string,
-    ca: string,
-  ) {
-    this.agent = new HttpsAgent({ keepAlive: true, ca });
-  }
-
-  call(
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: unknown; text: string }> {
-    return new Promise((resolve, reject) => {
-      const data = body === undefined ? null : Buffer.from(JSON.stringify(body));
-      const req = httpsRequest(
-        new URL(path, this.base),
-        {
-          method,
-          agent: this.agent,
-          headers: {
-            ...(data ? { 'content-type': 'application/json' } : {}),
-            ...(this.cookie ? { cookie: this.cookie } : {}),
-          },
-          timeout: 30_000,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            for (const c of res.headers['set-cookie'] ?? []) {
-              const pair = c.split(';')[0]!;
-              const name = pair.split('=')[0]!;
-              const kept = this.cookie.split('; ').filter((p) => p && p.split('=')[0] !== name);
-              this.cookie = [...kept, pair].join('; ');
-            }
-            const text = Buffer.concat(chunks).toString();
-            let json: unknown = null;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              // not JSON
-            }
-            resolve({ status: res.statusCode ?? 0, json, text });
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
-      req.on('error', reject);
-      req.end(data ?? undefined);
-    });
-  }
-
-  async ok(method: string, path: string, body?: unknown): Promise<unknown> {
-    const r = await this.call(method, path, body);
-    if (r.status >= 300)
-      throw new Error(`${method} ${path}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
-    return r.json;
-  }
-
-  close(): void {
-    this.agent.destroy();
-  }
-}
-
 const FLEET_USER = 'bench.owner';
 const FLEET_EMAIL = 'owner@bench.test';
 const FLEET_PW = 'bench-pw1';
 
-/** Signs an account up on `http`'s replica (the e-mail code from the sink) and signs it in. */
-async function signUpAndIn(cloud: Cloud, http: FleetHttp): Promise<string> {
-  await http.ok('POST', `${FLEET_API}/signup/email-code`, { email: FLEET_EMAIL });
-  const mail = await cloud.smtp!.waitFor(FLEET_EMAIL, 20_000);
-  const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
-  if (!code) throw new Error(`no code in the mail: ${mail.text}`);
-  await http.ok('POST', `${FLEET_API}/signup`, {
+/** Signs the bench's account up on `http`'s replica and signs it in: its id. */
+async function signUpBench(cloud: Cloud, http: FleetHttp): Promise<string> {
+  await signUpAndIn(cloud.smtp!, http, {
     username: FLEET_USER,
     email: FLEET_EMAIL,
-    email_code: code,
     password: FLEET_PW,
-    password2: FLEET_PW,
-    privacy: true,
-    region: 'us',
   });
-  await http.ok('POST', `${FLEET_API}/login`, { username: FLEET_USER, password: FLEET_PW });
   const [row] = await cloud.query<{ id: string }>('SELECT id FROM accounts WHERE username = $1', [
     FLEET_USER,
   ]);
@@ -503,7 +425,7 @@ async function main(): Promise<void> {
     const ca = readFileSync(cloud.a.config.tls.cert, 'utf8');
     const onB = new FleetHttp(cloud.b.url, ca);
     https.push(onB);
-    const accountId = await signUpAndIn(cloud, onB);
+    const accountId = await signUpBench(cloud, onB);
     // glass to glass through coturn (the device's agent on A, the browser on B) before the
     // simulated agents start: they run in this process, the device's server too, and their
     // pings and TLS would delay its frames, which no real device shares its CPU with
