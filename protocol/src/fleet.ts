@@ -29,6 +29,8 @@ export const WALL_DEFAULT_INTERVAL_MS = 5000;
 export const WALL_MAX_JPEG_BYTES = 96 * 1024;
 export const WALL_MAX_WIDTH = 480;
 export const WALL_MAX_HEIGHT = 270;
+/** The JPEG quality (1-100) a wall snapshot is asked at unless the fleet says otherwise. */
+export const WALL_SNAPSHOT_QUALITY = 60;
 /** The wall's WebSocket. */
 export const WALL_PATH = '/cloud-basic/v1/wall/ws';
 
@@ -71,6 +73,16 @@ export interface FleetUserRow {
   oidc: boolean;
   groups: Array<{ id: string; name: string }>;
   created_at: number;
+}
+
+/**
+ * `GET users?q=&limit=&cursor=` (admin): sorted by username (case-insensitive) then id; `q`
+ * matches username or e-mail (substring, case-insensitive). `next` is null on the last page.
+ */
+export interface FleetUserPage {
+  users: FleetUserRow[];
+  next: string | null;
+  total: number;
 }
 
 /** `POST users` (admin): made by an admin, no e-mail code. */

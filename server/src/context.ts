@@ -12,6 +12,7 @@ import { Lifecycle } from './lifecycle';
 import { SILENT_LOGGER, type Logger } from './log';
 import { AudioHub } from './media/audio-hub';
 import { JpegHub } from './media/jpeg-hub';
+import { makePreview } from './media/jpeg';
 import { MicSink } from './media/mic-sink';
 import { VideoHub } from './media/video-hub';
 import { AtxService } from './services/atx/atx-service';
@@ -229,6 +230,7 @@ export async function createContext(
     },
     snapshots: {
       snapshot: () => media.streamer.takeSnapshot({ save: false, load: false, allowOffline: true }),
+      preview: (jpeg, box, quality) => makePreview(media.streamer.jpeg.ffmpeg, jpeg, box, quality),
     },
     sessionLifetimeMs: config.auth.session_expire_s * 1000,
     log,

@@ -11,7 +11,6 @@ import {
   ADMIN_USER,
   AGENT_AUTH_SCHEME,
   AGENT_PATH,
-  AGENT_MAX_FRAME,
   BIND_CODE_TTL_S,
   CLOUD_EMAIL_RE,
   validateCloudLogin,
@@ -45,6 +44,9 @@ import {
   type FleetTrust,
 } from './fleet-tls';
 import { Tunnel, type LocalTarget } from './tunnel';
+import { wallSnapshot, type CloudSnapshotSource } from './snapshot';
+
+export type { CloudSnapshotSource } from './snapshot';
 
 /** 409: the cloud is off; nothing leaves the device. */
 export class CloudDisabledError extends ConflictError {
@@ -72,10 +74,6 @@ export class CloudFormError extends ValidatorError {
 export interface CloudIdentitySource {
   mac(): Promise<string>;
   serial(): Promise<string>;
-}
-
-export interface CloudSnapshotSource {
-  snapshot(): Promise<{ data: Buffer; width: number; height: number; online: boolean } | null>;
 }
 
 export interface CloudServiceOptions {
@@ -297,7 +295,7 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
           this.opts.log.warn({ err }, 'cloud: the endpoints could not be saved');
         });
       },
-      command: (name) => this.command(name),
+      command: (name, args) => this.command(name, args),
       ...this.opts.agent,
       timing: { helloMs: this.opts.config.timeout_ms, ...this.opts.agent?.timing },
     });
@@ -308,7 +306,7 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
     return agent;
   }
 
-  private async command(name: string): Promise<unknown> {
+  private async command(name: string, args: Record<string, unknown>): Promise<unknown> {
     switch (name) {
       case 'info':
         return {
@@ -317,21 +315,8 @@ export class CloudService extends EventEmitter<{ state: [CloudStatus] }> {
           model: this.opts.model,
           uptime_s: Math.round(process.uptime()),
         };
-      case 'snapshot': {
-        const snap = await this.opts.snapshots?.snapshot();
-        if (!snap) throw new AgentCommandError('unavailable', 'No picture: the video is offline');
-        const jpeg = snap.data.toString('base64');
-        if (jpeg.length > AGENT_MAX_FRAME - 1024) {
-          throw new AgentCommandError('too_large', 'The snapshot is over the frame limit');
-        }
-        return {
-          type: 'image/jpeg',
-          width: snap.width,
-          height: snap.height,
-          online: snap.online,
-          jpeg,
-        };
-      }
+      case 'snapshot':
+        return wallSnapshot(this.opts.snapshots, args);
       case 'unbind':
         return { unbound: true };
       default:
