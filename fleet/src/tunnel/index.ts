@@ -110,6 +110,27 @@ async function awaitHead(
   }
 }
 
+/**
+ * Streams a request body to the device in BODY_CHUNK pieces, each only when the window has room
+ * for it (never more than one window in flight), then ends the request. `sent` hears each piece
+ * (the fleet's own client counts it as progress).
+ */
+export async function pumpBody(
+  body: AsyncIterable<Buffer | Uint8Array> | Iterable<Buffer | Uint8Array>,
+  stream: OpenedStream,
+  sent?: (n: number) => void,
+): Promise<void> {
+  for await (const chunk of body) {
+    for (let off = 0; off < chunk.byteLength; off += BODY_CHUNK) {
+      const part = chunk.subarray(off, off + BODY_CHUNK);
+      await stream.writable(part.byteLength);
+      stream.send(STREAM_KIND.data, part);
+      sent?.(part.byteLength);
+    }
+  }
+  stream.end();
+}
+
 /** A WebSocket close code that may be sent (RFC 6455 7.4). */
 function sendableCode(code: number | undefined): number {
   if (code === undefined) return 1000;
@@ -193,17 +214,6 @@ export async function registerTunnel(
   }
 
   // ---- HTTP ---------------------------------------------------------------------------------
-
-  async function pumpBody(raw: IncomingMessage, stream: OpenedStream): Promise<void> {
-    for await (const chunk of raw as AsyncIterable<Buffer>) {
-      for (let off = 0; off < chunk.byteLength; off += BODY_CHUNK) {
-        const part = chunk.subarray(off, off + BODY_CHUNK);
-        await stream.writable(part.byteLength);
-        stream.send(STREAM_KIND.data, part);
-      }
-    }
-    stream.end();
-  }
 
   async function httpHandler(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const a = await admit(req, reply);
