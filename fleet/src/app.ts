@@ -26,6 +26,7 @@ import { dbUnavailable } from './db/pool';
 import { CrossOriginError, DatabaseUnavailableError, NotFoundError, toHttp } from './errors';
 import { sameOrigin } from './http';
 import { registerPages } from './ui/routes';
+import { registerWallRoutes } from './wall/routes';
 
 /** The largest request body of the fleet's own API (the tunnel sets its own per route). */
 export const FLEET_BODY_LIMIT = 16 * 1024;
@@ -91,6 +92,7 @@ export async function buildFleetApp(
   registerAccountRoutes(app, ctx, core.accounts);
   registerDeviceRoutes(app, ctx, core);
   registerPages(app);
+  registerWallRoutes(app, ctx);
   if (opts.relay !== false) {
     const { registerRelay } = await import('./agents/index');
     await registerRelay(app, ctx);

@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { WALL_DEFAULT_INTERVAL_MS, WALL_MIN_INTERVAL_MS } from '@kvm/protocol';
 import type { FleetConfig } from './context';
 
 const url = (protocols: string[]) =>
@@ -59,6 +60,17 @@ const schema = z
       .default({ host: '127.0.0.1', port: 25, secure: false, from: 'fleet@localhost' }),
     data: z.string().min(1).default('.data/fleet'),
     trustProxy: z.boolean().default(false),
+    wall: z
+      .object({
+        interval_ms: z
+          .number()
+          .int()
+          .min(WALL_MIN_INTERVAL_MS)
+          .max(3_600_000)
+          .default(WALL_DEFAULT_INTERVAL_MS),
+      })
+      .strict()
+      .default({ interval_ms: WALL_DEFAULT_INTERVAL_MS }),
   })
   .strict();
 
@@ -130,5 +142,6 @@ export function parseConfig(raw: unknown, base: string = process.cwd()): FleetCo
     smtp: c.smtp,
     data,
     trustProxy: c.trustProxy,
+    wall: c.wall,
   });
 }

@@ -28,6 +28,8 @@ export interface FleetConfig {
   data: string;
   /** Behind a reverse proxy: the client address is X-Real-IP / X-Forwarded-For (rate limits). */
   trustProxy?: boolean;
+  /** The screen wall: how often a watched device is asked for a snapshot (ms, default 5000). */
+  wall?: { interval_ms: number };
 }
 
 export type { FleetRole } from '@kvm/protocol';
