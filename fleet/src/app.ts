@@ -18,6 +18,7 @@ import {
 } from '../../server/src/http/edge';
 import { LogBudget } from '../../server/src/http/log-budget';
 import type { Accounts } from './accounts/accounts';
+import { registerAccessRoutes } from './access/routes';
 import { registerAccountRoutes } from './accounts/routes';
 import type { FleetContext } from './context';
 import type { Devices } from './devices/devices';
@@ -90,6 +91,7 @@ export async function buildFleetApp(
   });
 
   registerAccountRoutes(app, ctx, core.accounts);
+  registerAccessRoutes(app, ctx, core);
   registerDeviceRoutes(app, ctx, core);
   registerPages(app);
   registerWallRoutes(app, ctx);

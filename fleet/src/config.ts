@@ -23,6 +23,9 @@ const url = (protocols: string[]) =>
     `must be a ${protocols.join(' or ')} URL`,
   );
 
+/** Hosts an http: OpenID Connect issuer may have (a test's provider on this machine). */
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/;
+
 const schema = z
   .object({
     replica: z
@@ -60,6 +63,32 @@ const schema = z
       .default({ host: '127.0.0.1', port: 25, secure: false, from: 'fleet@localhost' }),
     data: z.string().min(1).default('.data/fleet'),
     trustProxy: z.boolean().default(false),
+    oidc: z
+      .object({
+        issuer: url(['https:', 'http:']).refine(
+          (v) => new URL(v).protocol === 'https:' || LOOPBACK.test(new URL(v).hostname),
+          'http only on loopback (tests); use https',
+        ),
+        client_id: z.string().min(1).max(256),
+        client_secret: z.string().min(1).max(1024),
+        name: z.string().min(1).max(64).default('OpenID Connect'),
+        scopes: z
+          .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]{1,64}$/, 'a scope token'))
+          .min(1)
+          .max(20)
+          .refine((s) => s.includes('openid'), "must include 'openid'")
+          .default(['openid', 'email', 'profile']),
+        redirect_uri: url(['https:', 'http:']).optional(),
+        create_users: z.boolean().default(true),
+        admin_claim: z
+          .object({ name: z.string().min(1).max(128), value: z.string().min(1).max(256) })
+          .strict()
+          .nullable()
+          .default(null),
+      })
+      .strict()
+      .nullable()
+      .default(null),
     wall: z
       .object({
         interval_ms: z
@@ -142,6 +171,12 @@ export function parseConfig(raw: unknown, base: string = process.cwd()): FleetCo
     smtp: c.smtp,
     data,
     trustProxy: c.trustProxy,
+    oidc: c.oidc
+      ? {
+          ...c.oidc,
+          redirect_uri: c.oidc.redirect_uri ?? `${publicUrl}/cloud-basic/v1/oidc/callback`,
+        }
+      : null,
     wall: c.wall,
   });
 }

@@ -28,8 +28,26 @@ export interface FleetConfig {
   data: string;
   /** Behind a reverse proxy: the client address is X-Real-IP / X-Forwarded-For (rate limits). */
   trustProxy?: boolean;
+  /** Sign-in with an OpenID Connect provider (docs/cloud.md "Users, groups and roles"), or none. */
+  oidc?: FleetOidcConfig | null;
   /** The screen wall: how often a watched device is asked for a snapshot (ms, default 5000). */
   wall?: { interval_ms: number };
+}
+
+export interface FleetOidcConfig {
+  /** The provider's issuer URL (https; http only on loopback, for tests). */
+  issuer: string;
+  client_id: string;
+  client_secret: string;
+  /** What the sign-in button says ("Sign in with <name>"). */
+  name: string;
+  scopes: string[];
+  /** Where the provider sends the browser back: publicUrl + /cloud-basic/v1/oidc/callback. */
+  redirect_uri: string;
+  /** Make an account for a provider user the fleet does not know (else refused). */
+  create_users: boolean;
+  /** A new account is an admin when its ID token's claim `name` is (or lists) `value`. */
+  admin_claim: { name: string; value: string } | null;
 }
 
 export type { FleetRole } from '@kvm/protocol';

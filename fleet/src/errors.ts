@@ -51,8 +51,14 @@ export class AccountExistsError extends ConflictError {
 
 /** 401: wrong username or password (one message for both, so names cannot be probed). */
 export class InvalidCredentialsError extends UnauthorizedError {
-  constructor(message = 'Invalid username or password') {
+  /** Why, for the event log only: a disabled account is answered as a wrong password. */
+  readonly reason: 'password' | 'disabled';
+  constructor(
+    message = 'Invalid username or password',
+    reason: 'password' | 'disabled' = 'password',
+  ) {
     super(message);
+    this.reason = reason;
   }
 }
 

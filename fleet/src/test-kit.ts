@@ -87,14 +87,18 @@ export async function sql<T extends pg.QueryResultRow>(
 /** An API call as a browser on the fleet's own origin (or as a device: `device: true`). */
 export function api(
   kit: Kit,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
   opts: { cookie?: string; device?: boolean; headers?: Record<string, string>; ip?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { host: HOST, ...(opts.headers ?? {}) };
   if (!opts.device && method !== 'GET') headers.origin ??= `https://${HOST}`;
-  if (opts.cookie) headers.cookie = `${SESSION_COOKIE}=${opts.cookie}`;
+  if (opts.cookie) {
+    headers.cookie = [`${SESSION_COOKIE}=${opts.cookie}`, headers.cookie]
+      .filter(Boolean)
+      .join('; ');
+  }
   if (body !== undefined) headers['content-type'] = 'application/json';
   return kit.app.inject({
     method,

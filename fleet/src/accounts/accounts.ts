@@ -12,10 +12,12 @@ import {
   EMAIL_CODE_DIGITS,
   EMAIL_CODE_MAX_TRIES,
   EMAIL_CODE_TTL_S,
+  FLEET_TRUST_TTL_S,
   validateCloudLogin,
   validateCloudSignUp,
   type CloudLogin,
   type CloudSignUp,
+  type FleetMe,
 } from '@kvm/protocol';
 import { HashGate } from '../../../server/src/services/auth/hash-gate';
 import { hashPassword, verifyPassword } from '../../../server/src/services/auth/passwords';
@@ -40,29 +42,40 @@ const SESSION_TOUCH_MS = 5 * 60_000;
 /** Sessions one account may hold; a new login past it ends the oldest. */
 export const MAX_SESSIONS_PER_ACCOUNT = 32;
 export const SESSION_COOKIE = 'fleet_session';
+/** "Remember this browser" after a TOTP sign-in (docs/cloud.md "Users, groups and roles"). */
+export const TRUST_COOKIE = 'fleet_trust';
+/** Trusted browsers one account may hold; a new one past it drops the oldest. */
+export const MAX_TRUSTED_PER_ACCOUNT = 20;
+/** The password hash of an account that has none (made by OpenID Connect): nothing matches it. */
+export const NO_PASSWORD = '!none';
 const TOKEN_RE = /^[0-9a-f]{64}$/;
 /** pg_advisory_xact_lock key of "who is the first admin" (any constant the fleet uses once). */
-const FIRST_ADMIN_LOCK = 0x6b766d02;
+export const FIRST_ADMIN_LOCK = 0x6b766d02;
 const MAX_EMAIL = 254;
 
-export interface Account {
-  id: string;
-  username: string;
-  email: string;
-  region: string;
-  totp_enabled: boolean;
-  created_at: string;
-}
+/** An account as `GET me` answers it. */
+export type Account = FleetMe;
 
-interface AccountRow {
+export interface AccountRow {
   id: string;
   username: string;
   email: string;
   region: string;
+  role: FleetRole;
   password_hash: string;
   totp_secret: string | null;
+  disabled_at: Date | null;
   created_at: Date;
+  /** Only where the query selects it (ACCOUNT_SELECT). */
+  oidc_issuer?: string | null;
 }
+
+/** An account row with the issuer of its OpenID Connect identity (or null). */
+export const ACCOUNT_SELECT = `SELECT a.*, (SELECT o.issuer FROM oidc_identities o
+  WHERE o.account_id = a.id ORDER BY o.created_at LIMIT 1) AS oidc_issuer FROM accounts a`;
+
+/** How a login was let in (the `login` event's method). */
+export type LoginMethod = 'password' | 'totp_trusted' | 'oidc';
 
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -75,14 +88,16 @@ export function digestEqual(a: string, b: string): boolean {
   return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
 }
 
-function publicAccount(r: AccountRow): Account {
+export function publicAccount(r: AccountRow): Account {
   return {
     id: r.id,
     username: r.username,
     email: r.email,
     region: r.region,
+    role: r.role,
     totp_enabled: r.totp_secret !== null,
-    created_at: r.created_at.toISOString(),
+    oidc_issuer: r.oidc_issuer ?? null,
+    created_at: r.created_at.getTime(),
   };
 }
 
@@ -126,7 +141,8 @@ export class Accounts {
   private dummyHash: Promise<string> | null = null;
 
   constructor(
-    private readonly db: Db,
+    /** Also the users and groups API's (access/routes.ts). */
+    readonly db: Db,
     private readonly mailer: Mailer,
     private readonly log: Logger,
     private readonly opts: AccountsOptions,
@@ -244,6 +260,19 @@ export class Accounts {
     ip: string,
     opts: { region?: boolean } = {},
   ): Promise<Account> {
+    return (await this.login(form, ip, opts)).account;
+  }
+
+  /**
+   * `authenticate`, and the browser's "remember" cookie: a live `trust` token of this account
+   * stands in for its TOTP code (the password is still checked); `remember` with a right code
+   * makes a new one (`trustToken`).
+   */
+  async login(
+    form: Partial<CloudLogin>,
+    ip: string,
+    opts: { region?: boolean; trust?: string; remember?: boolean } = {},
+  ): Promise<{ account: Account; method: LoginMethod; trustToken?: string }> {
     // the region is SPEC 5's login field on the device; the fleet's own page has none
     const fields = validateCloudLogin(opts.region ? form : { ...form, region: form.region || '-' });
     if (Object.keys(fields).length > 0) throw new CloudFormError(fields);
@@ -253,21 +282,85 @@ export class Accounts {
     const byAddress = this.loginByAddress.take(ip);
     const byUser = this.loginByUser.take(userKey);
     const row = (
-      await this.db.query<AccountRow & { totp_last_step: string | null }>(
-        'SELECT * FROM accounts WHERE lower(username) = $1',
-        [userKey],
-      )
+      await this.db.query<AccountRow>(`${ACCOUNT_SELECT} WHERE lower(a.username) = $1`, [userKey])
     ).rows[0];
-    const stored = row?.password_hash ?? (await this.dummy());
+    // an account without a password (OpenID Connect) takes as long as a wrong one
+    const stored =
+      row && row.password_hash !== NO_PASSWORD ? row.password_hash : await this.dummy();
     const ok = await this.gate.run(ip, () => verifyPassword(String(form.password), stored));
-    if (!row || !ok) throw new InvalidCredentialsError();
+    if (!row || !ok || row.password_hash === NO_PASSWORD) throw new InvalidCredentialsError();
+    if (row.disabled_at) throw new InvalidCredentialsError(undefined, 'disabled');
+    let method: LoginMethod = 'password';
+    let trustToken: string | undefined;
     if (row.totp_secret) {
-      if (!form.totp) throw new TotpRequiredError();
-      await this.useTotp(row.id, row.totp_secret, String(form.totp));
+      if (opts.trust && (await this.trusted(row.id, opts.trust))) {
+        method = 'totp_trusted';
+      } else {
+        if (!form.totp) throw new TotpRequiredError();
+        await this.useTotp(row.id, row.totp_secret, String(form.totp));
+        if (opts.remember) trustToken = await this.trustBrowser(row.id);
+      }
     }
     this.loginByAddress.forgive(byAddress);
     this.loginByUser.forgive(byUser);
-    return publicAccount(row);
+    return { account: publicAccount(row), method, ...(trustToken ? { trustToken } : {}) };
+  }
+
+  /** The account id of a username (for the log of a failed login), or null. */
+  async idOf(username: string): Promise<string | null> {
+    const r = await this.db.query<{ id: string }>(
+      'SELECT id FROM accounts WHERE lower(username) = $1',
+      [username.toLowerCase()],
+    );
+    return r.rows[0]?.id ?? null;
+  }
+
+  /** A scrypt hash of `password`, through the gate (admins setting passwords). */
+  hash(ip: string, password: string): Promise<string> {
+    return this.gate.run(ip, () => hashPassword(password));
+  }
+
+  // ---- trusted browsers (TOTP "remember this browser") -----------------------------------------
+
+  /** A new trust token for the account (only its hash stored; at most 20, the oldest go). */
+  async trustBrowser(accountId: string): Promise<string> {
+    const token = randomBytes(32).toString('hex');
+    await inTransaction(this.db, async (c) => {
+      await c.query(
+        `INSERT INTO trusted_browsers (token_hash, account_id, expires_at)
+         VALUES ($1, $2, now() + make_interval(secs => $3))`,
+        [sha256(token), accountId, FLEET_TRUST_TTL_S],
+      );
+      await c.query(
+        `DELETE FROM trusted_browsers WHERE account_id = $1 AND (expires_at < now() OR
+           token_hash IN (SELECT token_hash FROM trusted_browsers WHERE account_id = $1
+                          ORDER BY created_at DESC, token_hash OFFSET $2))`,
+        [accountId, MAX_TRUSTED_PER_ACCOUNT],
+      );
+    });
+    return token;
+  }
+
+  /** Whether `token` is a live trust token of this account (another account's is not). */
+  async trusted(accountId: string, token: string): Promise<boolean> {
+    if (!TOKEN_RE.test(token)) return false;
+    const r = await this.db.query(
+      `SELECT 1 FROM trusted_browsers
+       WHERE token_hash = $1 AND account_id = $2 AND expires_at > now()`,
+      [sha256(token), accountId],
+    );
+    return r.rowCount === 1;
+  }
+
+  /** Forgets every browser the account trusted. */
+  async forgetTrusted(accountId: string): Promise<void> {
+    await this.db.query('DELETE FROM trusted_browsers WHERE account_id = $1', [accountId]);
+  }
+
+  /** Ends every session of the account and forgets its trusted browsers. */
+  async endAll(accountId: string): Promise<void> {
+    await this.db.query('DELETE FROM sessions WHERE account_id = $1', [accountId]);
+    await this.forgetTrusted(accountId);
   }
 
   /** A hash to verify against for unknown usernames, so they take as long as known ones. */
@@ -347,7 +440,7 @@ export class Accounts {
   }
 
   async get(accountId: string): Promise<Account | null> {
-    const r = await this.db.query<AccountRow>('SELECT * FROM accounts WHERE id = $1', [accountId]);
+    const r = await this.db.query<AccountRow>(`${ACCOUNT_SELECT} WHERE a.id = $1`, [accountId]);
     return r.rows[0] ? publicAccount(r.rows[0]) : null;
   }
 
@@ -407,6 +500,7 @@ export class Accounts {
       'UPDATE accounts SET totp_secret = NULL, totp_pending = NULL WHERE id = $1',
       [accountId],
     );
+    await this.forgetTrusted(accountId);
     await this.db.query(`INSERT INTO events (kind, account_id) VALUES ('totp_disabled', $1)`, [
       accountId,
     ]);

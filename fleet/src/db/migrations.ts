@@ -146,4 +146,40 @@ CREATE TABLE group_links (
 CREATE INDEX group_links_device_group_idx ON group_links (device_group_id);
 `,
   },
+  {
+    version: 3,
+    name: 'trusted browsers (TOTP remember), OpenID Connect identities and sign-in states',
+    sql: `
+-- "remember this browser" after a TOTP sign-in: the cookie's SHA-256 only
+CREATE TABLE trusted_browsers (
+  token_hash text PRIMARY KEY,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX trusted_browsers_account_idx ON trusted_browsers (account_id, created_at);
+CREATE INDEX trusted_browsers_expires_idx ON trusted_browsers (expires_at);
+
+-- an OpenID Connect provider's user (issuer, sub) is this account
+CREATE TABLE oidc_identities (
+  issuer text NOT NULL,
+  subject text NOT NULL,
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (issuer, subject)
+);
+CREATE INDEX oidc_identities_account_idx ON oidc_identities (account_id);
+
+-- sign-ins under way at the provider (every replica answers the callback): single use, 10 min
+CREATE TABLE oidc_states (
+  state text PRIMARY KEY,
+  browser_hash text NOT NULL,
+  nonce text NOT NULL,
+  verifier text NOT NULL,
+  next text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX oidc_states_expires_idx ON oidc_states (expires_at);
+`,
+  },
 ];
