@@ -33,6 +33,9 @@
  *   (B → NATS → A → agent → device). The figure fails unless every open peer connection's
  *   selected candidate pair has a local candidate of type `relay`. Measured before the
  *   simulated agents start (they share this process with the device's server).
+ * - Part 2 (the fleet console: wall_refresh_s, wall_bytes_per_device_per_min,
+ *   device_list_p95_ms, rollout_100_devices_s): bench/cloud-console.ts, last, with the agents
+ *   above stopped.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -59,11 +62,12 @@ import {
 import { connect as natsConnect } from 'nats';
 import { Browser } from '../e2e/fixtures/browser';
 import { Cloud } from '../e2e/fixtures/cloud';
-import { FleetHttp, signUpAndIn } from '../e2e/fixtures/fleet-http';
+import { bindDeviceServer, devicePost, FleetHttp, signUpAndIn } from '../e2e/fixtures/fleet-http';
 import { ServerProcess } from '../e2e/fixtures/server';
 import { buildTestApp } from '../server/src/test-helpers';
 import { sha256 } from '../fleet/src/accounts/accounts';
 import { newDeviceId } from '../fleet/src/devices/devices';
+import { consoleFigures } from './cloud-console';
 import { firstFrame, glassToGlass, mediaPaths, openConsole, type G2g } from './g2g';
 import { initAndLogin, machineSpeed, note, percentile, round, shortMark, sized } from './lib';
 
@@ -246,14 +250,11 @@ function rssMb(pid: number | undefined): number {
 const FLEET_USER = 'bench.owner';
 const FLEET_EMAIL = 'owner@bench.test';
 const FLEET_PW = 'bench-pw1';
+const BENCH_ACCOUNT = { username: FLEET_USER, email: FLEET_EMAIL, password: FLEET_PW };
 
 /** Signs the bench's account up on `http`'s replica and signs it in: its id. */
 async function signUpBench(cloud: Cloud, http: FleetHttp): Promise<string> {
-  await signUpAndIn(cloud.smtp!, http, {
-    username: FLEET_USER,
-    email: FLEET_EMAIL,
-    password: FLEET_PW,
-  });
+  await signUpAndIn(cloud.smtp!, http, BENCH_ACCOUNT);
   const [row] = await cloud.query<{ id: string }>('SELECT id FROM accounts WHERE username = $1', [
     FLEET_USER,
   ]);
@@ -298,55 +299,15 @@ async function insertDevices(cloud: Cloud, accountId: string, n: number): Promis
   return devices;
 }
 
-/** A POST to a device server's API with its local session token: the result. */
-async function devicePost(
-  base: string,
-  token: string,
-  path: string,
-  body: unknown,
-): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { token, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const j = (await res.json()) as { result: Record<string, unknown> };
-  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${JSON.stringify(j)}`);
-  return j.result;
-}
-
 /**
- * Binds the device server at `base` to the bench account through its own API (enable, fleet
- * URL A, certificate pinned, bind by login) and waits until it is online: its fleet id.
- */
-async function bindDevice(cloud: Cloud, base: string, token: string): Promise<string> {
-  await devicePost(base, token, '/api/cloud/enable', { enable: true });
-  const probe = await devicePost(base, token, '/api/cloud/server', { url: cloud.a.url });
-  await devicePost(base, token, '/api/cloud/trust', { fingerprint: probe['fingerprint'] });
-  await devicePost(base, token, '/api/cloud/bind/login', {
-    username: FLEET_USER,
-    password: FLEET_PW,
-    region: 'us',
-  });
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const res = await fetch(`${base}/api/cloud/status`, { headers: { token } });
-    const st = ((await res.json()) as { result: { state: string; device: { id: string } } }).result;
-    if (st.state === 'online') return st.device.id;
-    if (performance.now() > deadline) throw new Error(`the device is ${st.state}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/**
- * A testbed device server bound to the bench account (bindDevice), then RTT_SAMPLES GETs of
+ * A testbed device server bound to the bench account (bindDeviceServer), then RTT_SAMPLES GETs of
  * /d/<id>/api/info on B: ms each.
  */
 async function tunnelApiRtt(cloud: Cloud, onB: FleetHttp): Promise<number[]> {
   const server = await ServerProcess.start({ target: 'testbed' });
   try {
     const token = await initAndLogin(server.url, 'benchpass');
-    const id = await bindDevice(cloud, server.url, token);
+    const id = await bindDeviceServer(cloud, server.url, token, BENCH_ACCOUNT);
     const out: number[] = [];
     for (let i = 0; i < RTT_SAMPLES + 3; i += 1) {
       const t = performance.now();
@@ -384,7 +345,7 @@ async function g2gViaRelay(cloud: Cloud): Promise<G2g> {
       { method: 'POST', headers: { token } },
     );
     if (!params.ok) throw new Error(`set_params: ${params.status}`);
-    const id = await bindDevice(cloud, base, token);
+    const id = await bindDeviceServer(cloud, base, token, BENCH_ACCOUNT);
 
     // the fleet's certificate is self-signed: accepted as a user who clicked through
     browser = await Browser.launch({ ignoreHttpsErrors: true });
@@ -496,6 +457,12 @@ async function main(): Promise<void> {
         `${round(stormS, 2)} s after the first replica answered`,
     );
 
+    // part 2 (the fleet console): its own simulated devices; part 1's agents stop first, so
+    // that their pings and reconnections are not in these figures
+    for (const a of agents) a.stop();
+    await until('every agent gone', () => agents.every((a) => !a.online), 30_000);
+    const part2 = await consoleFigures(cloud, onB, { ...BENCH_ACCOUNT, id: accountId }, ca);
+
     const out = {
       ...shortMark(),
       agents: AGENTS,
@@ -512,6 +479,7 @@ async function main(): Promise<void> {
       g2g_via_relay_samples: g2g.samples,
       g2g_via_relay_outliers: g2g.outliers,
       g2g_via_relay_missed: g2g.missed,
+      ...part2,
       ...speed,
     };
     process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -168,8 +168,9 @@ describe('benchmarks in short mode', () => {
 
   it('cloud', async () => {
     // PostgreSQL, NATS, coturn, two fleet replicas, 50 agents; a testbed device bound to them
-    // and its video glass to glass through coturn (the bench throws unless it is relayed)
-    const json = await runShort('cloud', 180_000);
+    // and its video glass to glass through coturn (the bench throws unless it is relayed); then
+    // the fleet console's figures with 10 simulated devices
+    const json = await runShort('cloud', 290_000);
     expectMeasured(json, [
       'connect_storm_s',
       'fleet_rss_mb_per_1000_agents',
@@ -181,7 +182,18 @@ describe('benchmarks in short mode', () => {
       'g2g_via_relay_p50_ms',
       'g2g_via_relay_p95_ms',
       'g2g_via_relay_samples',
+      // part 2: 10 simulated devices on one wall socket, 500 devices listed, a rollout to 10
+      'wall_refresh_s',
+      'wall_refresh_samples',
+      'wall_bytes_per_device_per_min',
+      'device_list_p95_ms',
+      'device_list_samples',
+      'device_search_p95_ms',
+      'device_search_samples',
+      'rollout_100_devices_s',
     ]);
     expect(json['g2g_via_relay_p50_ms']).toBeGreaterThan(0);
-  }, 190_000);
+    expect(json['wall_bytes_per_device_per_min']).toBeGreaterThan(0);
+    expect(json['rollout_100_devices_s']).toBeGreaterThan(0);
+  }, 300_000);
 });
