@@ -23,6 +23,7 @@ import { registerAccountRoutes } from './accounts/routes';
 import type { FleetContext } from './context';
 import type { Devices } from './devices/devices';
 import { registerDeviceRoutes } from './devices/routes';
+import { registerJobRoutes } from './jobs/routes';
 import { dbUnavailable } from './db/pool';
 import { CrossOriginError, DatabaseUnavailableError, NotFoundError, toHttp } from './errors';
 import { sameOrigin } from './http';
@@ -93,6 +94,7 @@ export async function buildFleetApp(
   registerAccountRoutes(app, ctx, core.accounts);
   registerAccessRoutes(app, ctx, core);
   registerDeviceRoutes(app, ctx, core);
+  registerJobRoutes(app, ctx, core);
   registerPages(app);
   registerWallRoutes(app, ctx);
   if (opts.relay !== false) {

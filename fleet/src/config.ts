@@ -62,6 +62,11 @@ const schema = z
       .strict()
       .default({ host: '127.0.0.1', port: 25, secure: false, from: 'fleet@localhost' }),
     data: z.string().min(1).default('.data/fleet'),
+    // the largest file the fleet holds (4 GiB)
+    files: z
+      .object({ max_bytes: z.number().int().min(1).default(4_294_967_296) })
+      .strict()
+      .default({ max_bytes: 4_294_967_296 }),
     trustProxy: z.boolean().default(false),
     oidc: z
       .object({
@@ -170,6 +175,7 @@ export function parseConfig(raw: unknown, base: string = process.cwd()): FleetCo
     turn: c.turn,
     smtp: c.smtp,
     data,
+    files: c.files,
     trustProxy: c.trustProxy,
     oidc: c.oidc
       ? {

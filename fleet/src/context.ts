@@ -28,6 +28,8 @@ export interface FleetConfig {
   data: string;
   /** Behind a reverse proxy: the client address is X-Real-IP / X-Forwarded-For (rate limits). */
   trustProxy?: boolean;
+  /** Files the fleet holds (`<data>/files/`): the largest one (default 4 GiB). */
+  files?: { max_bytes: number };
   /** Sign-in with an OpenID Connect provider (docs/cloud.md "Users, groups and roles"), or none. */
   oidc?: FleetOidcConfig | null;
   /** The screen wall: how often a watched device is asked for a snapshot (ms, default 5000). */

@@ -153,8 +153,10 @@ export async function registerRelay(
     ctx.devices
       .setPresence(device.id, ctx.config.replica)
       .catch((err: unknown) => log.warn({ err }, 'presence not recorded'));
-    conn.onReady = () =>
+    conn.onReady = () => {
       note('agent_connected', { replica: ctx.config.replica, ip, version: conn.hello?.version });
+      for (const l of relay.helloListeners) l(device.id, conn.hello?.version ?? '');
+    };
     conn.onUnbound = () => {
       ctx.devices
         .unboundByDevice(device.id)

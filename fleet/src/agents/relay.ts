@@ -40,6 +40,8 @@ export function agentUrlOf(publicUrl: string): string {
 export class Relay implements DeviceRelay {
   private readonly local = new Map<string, AgentConnection>();
   bus: RelayBus | null = null;
+  /** Told of each agent's `hello` on this replica (its version: the jobs record it). */
+  readonly helloListeners = new Set<(deviceId: string, version: string) => void>();
 
   constructor(
     private readonly ctx: FleetContext,

@@ -181,6 +181,23 @@ export interface FakeAgentOptions {
   onCommand?(name: string, args: unknown): unknown;
   /** Never answer the head of these paths. */
   silentPaths?: string[];
+  /** The `hello`'s version (default 1.0). */
+  version?: string;
+  /**
+   * A device server of the test's own: answers an http request (after its body), or undefined
+   * for the built-in paths. With `discardBodies` the body is only counted (`bodyBytes`).
+   */
+  serve?(req: {
+    method: string;
+    path: string;
+    headers: Record<string, string>;
+    body: Buffer;
+    bodyBytes: number;
+  }):
+    | Promise<{ status: number; body: unknown } | undefined>
+    | { status: number; body: unknown }
+    | undefined;
+  discardBodies?: boolean;
 }
 
 /** A device agent speaking the frames, with its device server inside (echo, big, html, ws). */
@@ -225,7 +242,7 @@ export class FakeAgent {
       ws.on('message', (data, isBinary) => agent.onMessage(data as Buffer, isBinary));
       ws.on('open', () => {
         if (!opts.noHello) {
-          agent.send({ t: 'hello', version: '1.0', identity: IDENTITY });
+          agent.send({ t: 'hello', version: opts.version ?? '1.0', identity: IDENTITY });
         }
         if (opts.pingMs) {
           agent.pinger = setInterval(() => agent.send({ t: 'ping', ts: Date.now() }), opts.pingMs);
@@ -270,7 +287,7 @@ export class FakeAgent {
           this.ack(s, f.payload.byteLength),
         );
       } else {
-        s.body.push(Buffer.from(f.payload));
+        if (!this.opts.discardBodies) s.body.push(Buffer.from(f.payload));
         s.bodyBytes += f.payload.byteLength;
         // Acknowledged a little later, as a device draining into its server would.
         setImmediate(() => this.ack(s, f.payload.byteLength));
@@ -388,6 +405,18 @@ export class FakeAgent {
       this.streams.delete(sid);
       this.send({ t: 'end', sid });
     };
+    const served = await this.opts.serve?.({
+      method: o.method,
+      path: o.path,
+      headers: o.headers,
+      body: Buffer.concat(s.body),
+      bodyBytes: s.bodyBytes,
+    });
+    if (served) {
+      head(served.status, { 'content-type': 'application/json' });
+      await this.write(s, STREAM_KIND.data, Buffer.from(JSON.stringify(served.body)));
+      return end();
+    }
     if (url.pathname === '/' || url.pathname === '/index.html') {
       head(200, { 'content-type': 'text/html; charset=utf-8', 'set-cookie': 'auth_token=x' });
       await this.write(

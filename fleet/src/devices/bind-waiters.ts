@@ -8,15 +8,16 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 export class BindWaiters {
-  readonly channel = 'fleet_bind_claimed';
   private client: pg.Client | null = null;
   private readonly waiting = new Map<string, Set<() => void>>();
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
 
+  /** `channel`: the bind claims', or another's whose payload is the key waited for (jobs). */
   constructor(
     private readonly connectionString: string,
     private readonly log: Logger,
+    readonly channel = 'fleet_bind_claimed',
   ) {}
 
   /** Connects and LISTENs; throws when PostgreSQL cannot be reached (the replica's start fails). */

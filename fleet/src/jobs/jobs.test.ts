@@ -1,0 +1,492 @@
+/**
+ * Files, batch actions and rollouts on a real PostgreSQL, devices bound as a device binds and
+ * connected as FAKE agents (agents/test-kit.ts) whose device server answers the calls of
+ * docs/cloud.md "What the fleet calls on a device".
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetFile, FleetJob, FleetJobDetail } from '@kvm/protocol';
+import { FakeAgent, waitFor } from '../agents/test-kit';
+import { makePackage, makeTree } from '../../../server/src/services/upgrade/test-package';
+import { SESSION_COOKIE } from '../accounts/accounts';
+import {
+  HOST,
+  api,
+  bindByCode,
+  failure,
+  identity,
+  result,
+  signUpAndIn,
+  sql,
+  startKit,
+  type Kit,
+} from '../test-kit';
+
+setFlagsFromString('--expose_gc');
+const gc = runInNewContext('gc') as (o?: { type: 'minor' | 'major' }) => void;
+
+let kit: Kit;
+let url: string;
+let data: string;
+let admin: string;
+let pkgFile: string;
+
+beforeAll(async () => {
+  data = await mkdtemp(join(tmpdir(), 'fleet-jobs-'));
+  kit = await startKit({ relay: true, config: { data } });
+  await kit.app.listen({ host: '127.0.0.1', port: 0 });
+  url = `http://127.0.0.1:${(kit.app.server.address() as { port: number }).port}`;
+  admin = (await signUpAndIn(kit, 'jobadmin', 'pw1234')).cookie;
+  const pk = join(data, 'pkg');
+  await makeTree(join(pk, 'tree'));
+  await makePackage(pk, ['--gen-key', join(pk, 'k')]);
+  pkgFile = (
+    await makePackage(pk, [
+      '--from',
+      join(pk, 'tree'),
+      '--version',
+      'V0.3.0',
+      '--min-version',
+      'V0.1.0',
+      '--key',
+      join(pk, 'k.key'),
+      '--out',
+      join(pk, 'out'),
+    ])
+  ).file;
+}, 120_000);
+
+afterAll(async () => {
+  for (const d of devices) d.agent?.close();
+  await kit?.close();
+  await rm(data, { recursive: true, force: true });
+});
+
+function put(
+  path: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+  cookie = admin,
+) {
+  return kit.app.inject({
+    method: 'PUT',
+    url: `/cloud-basic/v1${path}`,
+    headers: {
+      host: HOST,
+      origin: `https://${HOST}`,
+      cookie: `${SESSION_COOKIE}=${cookie}`,
+      'content-type': 'application/octet-stream',
+      ...headers,
+    },
+    payload: body,
+  });
+}
+
+/** A simulated device: its agent, and a device server with the calls the jobs make. */
+class Dev {
+  agent: FakeAgent | null = null;
+  calls: string[] = [];
+  version = '0.2.0';
+  images = new Map<string, number>();
+  uploaded = 0;
+  lastUpgrade: Record<string, unknown> | null = null;
+  inProgress = false;
+  constructor(
+    readonly id: string,
+    readonly secret: string,
+    readonly mac: string,
+    readonly serial: string,
+    /** What an upgrade does: come back on the new version, roll back, or never come back. */
+    readonly upgrade: 'ok' | 'rollback' | 'gone' = 'ok',
+  ) {}
+
+  async connect(): Promise<void> {
+    this.agent = await (
+      await FakeAgent.connect(url, {
+        id: this.id,
+        secret: this.secret,
+        mac: this.mac,
+        serial: this.serial,
+        version: this.version,
+        discardBodies: true,
+        serve: (r) => this.serve(r),
+      })
+    ).ready();
+  }
+
+  private serve(r: { method: string; path: string; bodyBytes: number }) {
+    this.calls.push(`${r.method} ${r.path}`);
+    const u = new URL(r.path, 'http://d');
+    const okr = (result: unknown) => ({ status: 200, body: { ok: true, result } });
+    switch (`${r.method} ${u.pathname}`) {
+      case 'POST /api/atx/click':
+      case 'POST /api/hid/events/send_shortcut':
+      case 'POST /api/msd/set_params':
+      case 'POST /api/msd/set_connected':
+        return okr({});
+      case 'GET /api/wol/devices':
+        return okr({ devices: [{ name: 'a', mac: '02:00:00:00:00:aa' }] });
+      case 'POST /api/wol/wake':
+        return okr({ sent: { mac: u.searchParams.get('mac') } });
+      case 'GET /api/msd': {
+        const images: Record<string, unknown> = {};
+        for (const [n, size] of this.images) images[n] = { complete: true, size };
+        return okr({ storage: { images } });
+      }
+      case 'POST /api/msd/write':
+        this.images.set(u.searchParams.get('image')!, r.bodyBytes);
+        return okr({ image: { name: u.searchParams.get('image'), size: r.bodyBytes } });
+      case 'POST /api/upgrade/upload':
+        this.uploaded = r.bodyBytes;
+        return okr({ filename: 'update.pkg', size: r.bodyBytes });
+      case 'POST /api/upgrade/start':
+        this.inProgress = true;
+        setTimeout(() => void this.restart(), 50);
+        return okr({ status: 'Upgrade started' });
+      case 'GET /api/upgrade/status':
+        return okr({ enabled: true, in_progress: this.inProgress, last_upgrade: this.lastUpgrade });
+      default:
+        return { status: 404, body: { ok: false, result: { error: 'NotFound', error_msg: 'no' } } };
+    }
+  }
+
+  private async restart(): Promise<void> {
+    this.agent?.close();
+    if (this.upgrade === 'gone') return;
+    this.inProgress = false;
+    if (this.upgrade === 'ok') {
+      this.lastUpgrade = { result: 'success', from_version: this.version, to_version: 'V0.3.0' };
+      this.version = '0.3.0';
+    } else {
+      this.lastUpgrade = {
+        result: 'failed',
+        to_version: 'V0.3.0',
+        reason: 'V0.3.0 was not ready within 20 s',
+      };
+    }
+    await new Promise((r) => setTimeout(r, 30));
+    await this.connect();
+  }
+}
+
+const devices: Dev[] = [];
+
+async function bindDevices(cookie: string, n: number, prefix: string, plan: Dev['upgrade'][] = []) {
+  const out: Dev[] = [];
+  for (let i = 0; i < n; i++) {
+    const who = identity({ name: `${prefix}-${String(i).padStart(2, '0')}` });
+    const b = await bindByCode(kit, cookie, who);
+    const d = new Dev(b.device_id, b.secret, who.mac, who.serial, plan[i] ?? 'ok');
+    await d.connect();
+    devices.push(d);
+    out.push(d);
+  }
+  return out;
+}
+
+async function finished(cookie: string, id: string, timeoutMs = 60_000): Promise<FleetJobDetail> {
+  return waitFor(
+    async () => {
+      const d = result<FleetJobDetail>(await api(kit, 'GET', `/jobs/${id}`, undefined, { cookie }));
+      // a stopped job's running devices finish after it
+      return d.job.state !== 'running' && d.job.counts.running === 0 ? d : null;
+    },
+    timeoutMs,
+    `job ${id} to finish`,
+  );
+}
+
+describe('files', () => {
+  it('stores an image and a package (its version), refuses what is not one, and removes', async () => {
+    const img = Buffer.alloc(300_000, 7);
+    const r = await put('/files/image/disk.iso', img);
+    const f = result<{ file: FleetFile }>(r).file;
+    expect(f).toMatchObject({ kind: 'image', name: 'disk.iso', size: 300_000, version: null });
+    expect(await readFile(join(data, 'files', f.id))).toEqual(img);
+
+    const p = result<{ file: FleetFile }>(
+      await put('/files/package/fw.pkg', await readFile(pkgFile)),
+    );
+    expect(p.file.version).toBe('V0.3.0');
+    expect(failure(await put('/files/package/not.pkg', Buffer.alloc(5000, 1))).status).toBe(400);
+    expect(failure(await put('/files/image/.hidden', 'x')).status).toBe(400);
+    expect(failure(await put('/files/image/disk.iso', 'x')).status).toBe(409);
+
+    // a user may list, not add
+    const user = (await signUpAndIn(kit, 'fileuser', 'pw1234')).cookie;
+    expect(failure(await put('/files/image/u.iso', 'x', {}, user)).status).toBe(403);
+    const list = result<{ files: FleetFile[] }>(
+      await api(kit, 'GET', '/files', undefined, { cookie: user }),
+    );
+    expect(list.files.map((x) => x.name).sort()).toEqual(['disk.iso', 'fw.pkg']);
+
+    // nothing left of the refused ones
+    const names = await readdir(join(data, 'files'));
+    expect(names.sort()).toEqual([f.id, p.file.id].sort());
+
+    result(await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }));
+    expect(await readdir(join(data, 'files'))).toEqual([p.file.id]);
+  });
+
+  it('needs a Content-Length (411), refuses over files.max_bytes before reading (413), and a cut upload leaves nothing', async () => {
+    const chunked = await kit.app.inject({
+      method: 'PUT',
+      url: '/cloud-basic/v1/files/image/c.iso',
+      headers: {
+        host: HOST,
+        origin: `https://${HOST}`,
+        cookie: `${SESSION_COOKIE}=${admin}`,
+        'transfer-encoding': 'chunked',
+      },
+      payload: 'abc',
+    });
+    expect([400, 411]).toContain(chunked.statusCode);
+    // inject sets a Content-Length itself; a body shorter than it is a cut upload
+    const cut = await kit.app
+      .inject({
+        method: 'PUT',
+        url: '/cloud-basic/v1/files/image/cut.iso',
+        headers: {
+          host: HOST,
+          origin: `https://${HOST}`,
+          cookie: `${SESSION_COOKIE}=${admin}`,
+          'content-length': '100000',
+        },
+        payload: Buffer.alloc(10),
+        simulate: { end: true },
+      })
+      .catch(() => null);
+    expect(cut?.statusCode ?? 400).toBeGreaterThanOrEqual(400);
+    const huge = await put('/files/image/huge.iso', 'x', {
+      'content-length': String(5 * 1024 ** 4),
+    });
+    expect(huge.statusCode).toBe(413);
+    const rows = await sql<{ name: string }>(kit, 'SELECT name FROM files');
+    expect(rows.map((x) => x.name)).not.toContain('cut.iso');
+    expect((await readdir(join(data, 'files'))).filter((n) => n.endsWith('.part'))).toEqual([]);
+  });
+});
+
+describe('batch actions', () => {
+  it('runs an action on every device as the user, each result and event recorded', async () => {
+    const { cookie } = await signUpAndIn(kit, 'actor1', 'pw1234');
+    const mine = await bindDevices(cookie, 3, 'act');
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/actions',
+        { action: 'power', devices: mine.map((d) => d.id) },
+        { cookie },
+      ),
+    );
+    const d = await finished(cookie, r.job.id);
+    expect(d.job.state).toBe('done');
+    expect(d.job.counts.ok).toBe(3);
+    for (const dev of mine) {
+      expect(dev.calls).toContain('POST /api/atx/click?button=power');
+      expect(dev.agent!.opens.at(-1)!.user.name).toBe('actor1');
+    }
+    const ev = await sql<{ n: string }>(
+      kit,
+      `SELECT count(*) AS n FROM events WHERE kind = 'action' AND detail->>'job' = $1`,
+      [r.job.id],
+    );
+    expect(Number(ev[0]!.n)).toBe(3);
+
+    // wol: every entry of the device's list; a shortcut's keys checked first
+    const w = result<{ job: FleetJob }>(
+      await api(kit, 'POST', '/actions', { action: 'wol', devices: [mine[0]!.id] }, { cookie }),
+    );
+    await finished(cookie, w.job.id);
+    expect(mine[0]!.calls).toContain('POST /api/wol/wake?mac=02%3A00%3A00%3A00%3A00%3Aaa');
+    const bad = await api(
+      kit,
+      'POST',
+      '/actions',
+      { action: 'shortcut', args: { keys: 'ControlLeft,Bogus' }, devices: [mine[0]!.id] },
+      { cookie },
+    );
+    expect(failure(bad).status).toBe(400);
+  });
+
+  it('refuses a device the user does not see (404 naming it) and touches nothing', async () => {
+    const a = (await signUpAndIn(kit, 'owner2', 'pw1234')).cookie;
+    const b = (await signUpAndIn(kit, 'stranger2', 'pw1234')).cookie;
+    const [mine] = await bindDevices(a, 1, 'own');
+    const [theirs] = await bindDevices(b, 1, 'other');
+    const before = (await sql<{ n: string }>(kit, 'SELECT count(*) AS n FROM jobs'))[0]!.n;
+    const r = await api(
+      kit,
+      'POST',
+      '/actions',
+      { action: 'reset', devices: [mine!.id, theirs!.id] },
+      { cookie: a },
+    );
+    const f = failure(r);
+    expect(f.status).toBe(404);
+    expect(f.error_msg).toContain(theirs!.id);
+    expect((await sql<{ n: string }>(kit, 'SELECT count(*) AS n FROM jobs'))[0]!.n).toBe(before);
+    expect(mine!.calls).toEqual([]);
+    expect(theirs!.calls).toEqual([]);
+    // and another user's job is not theirs to see
+    const j = result<{ job: FleetJob }>(
+      await api(kit, 'POST', '/actions', { action: 'reset', devices: [mine!.id] }, { cookie: a }),
+    );
+    expect(
+      failure(await api(kit, 'GET', `/jobs/${j.job.id}`, undefined, { cookie: b })).status,
+    ).toBe(404);
+    await finished(a, j.job.id);
+  });
+
+  it('mounts a 20 MiB image streamed (not held in memory), skipped when the device has it', async () => {
+    const img = Buffer.alloc(20 * 1024 * 1024, 3);
+    const f = result<{ file: FleetFile }>(await put('/files/image/big.img', img)).file;
+    const [dev] = await bindDevices(admin, 1, 'msd');
+    // what the process holds (heap and buffers) after a collection, sampled while it runs
+    const held = (): number => {
+      // a scavenge is enough for the chunks' short-lived buffers (and quick)
+      gc({ type: 'minor' });
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    gc();
+    const before = held();
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, held())), 20);
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/actions',
+        { action: 'msd_mount', args: { file_id: f.id, cdrom: false }, devices: [dev!.id] },
+        { cookie: admin },
+      ),
+    );
+    const d = await finished(admin, r.job.id);
+    clearInterval(sampler);
+    expect(d.devices[0]!.state).toBe('ok');
+    expect(dev!.images.get('big.img')).toBe(img.byteLength);
+    expect(dev!.calls).toContain('POST /api/msd/set_params?image=big.img&cdrom=0');
+    expect(dev!.calls).toContain('POST /api/msd/set_connected?connected=1');
+    // the fleet and the fake device share this process: both together hold a few windows
+    expect(peak - before).toBeLessThan(8 * 1024 * 1024);
+    const again = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/actions',
+        { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
+        { cookie: admin },
+      ),
+    );
+    await finished(admin, again.job.id);
+    expect(dev!.calls.filter((c) => c.startsWith('POST /api/msd/write'))).toHaveLength(1);
+    // the file is in use by no running job now: it may go
+    result(await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }));
+  }, 60_000);
+});
+
+/** The package the rollouts install (uploaded once). */
+async function packageFile(): Promise<FleetFile> {
+  const have = result<{ files: FleetFile[] }>(
+    await api(kit, 'GET', '/files', undefined, { cookie: admin }),
+  ).files.find((x) => x.kind === 'package');
+  return (
+    have ??
+    result<{ file: FleetFile }>(await put('/files/package/fw2.pkg', await readFile(pkgFile))).file
+  );
+}
+
+describe('rollouts', () => {
+  it('stops after stage 1 when one device fails its health check: stage 2 untouched, alert raised', async () => {
+    const pkg = await packageFile();
+    await sql(
+      kit,
+      `INSERT INTO alert_targets (kind, target, events) VALUES ('webhook', 'http://127.0.0.1:9/x', '{rollout_stopped}')`,
+    );
+    const plan: Dev['upgrade'][] = [
+      'ok',
+      'rollback',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+    ];
+    const ten = await bindDevices(admin, 10, 'roll', plan);
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/rollouts',
+        {
+          file_id: pkg.id,
+          devices: ten.map((d) => d.id),
+          first_stage_percent: 30,
+          health_timeout_s: 30,
+        },
+        { cookie: admin },
+      ),
+    );
+    const d = await finished(admin, r.job.id);
+    expect(d.job.state).toBe('stopped');
+    expect(d.job.reason).toMatch(/failed/);
+    const stage1 = d.devices.filter((x) => x.stage === 1);
+    expect(stage1.map((x) => x.name)).toEqual(['roll-00', 'roll-01', 'roll-02']);
+    const bad = d.devices.find((x) => x.name === 'roll-01')!;
+    expect(bad.state).toBe('failed');
+    expect(bad.detail).toMatch(/rolled back.*not ready/);
+    for (const x of stage1.filter((y) => y.name !== 'roll-01')) expect(x.state).toBe('ok');
+    for (const x of d.devices.filter((y) => y.stage === 2)) expect(x.state).toBe('skipped');
+    for (const dev of ten.slice(3)) expect(dev.calls).toEqual([]);
+    // the multipart body: the package plus its part's head and the closing boundary
+    expect(ten[0]!.uploaded).toBeGreaterThan((await readFile(pkgFile)).byteLength);
+    const alerts = await sql<{ event: string }>(
+      kit,
+      `SELECT event FROM alert_deliveries WHERE event = 'rollout_stopped'`,
+    );
+    expect(alerts.length).toBe(1);
+    const version = await sql<{ version: string }>(
+      kit,
+      'SELECT version FROM devices WHERE id = $1',
+      [ten[0]!.id],
+    );
+    expect(version[0]!.version).toBe('0.3.0');
+  }, 90_000);
+
+  it('a rollout whose stage 1 is healthy goes on to stage 2 and is done', async () => {
+    const pkg = await packageFile();
+    const four = await bindDevices(admin, 4, 'good');
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/rollouts',
+        {
+          file_id: pkg.id,
+          devices: four.map((d) => d.id),
+          first_stage_percent: 50,
+          health_timeout_s: 30,
+        },
+        { cookie: admin },
+      ),
+    );
+    const d = await finished(admin, r.job.id);
+    expect(d.job).toMatchObject({ state: 'done', stage: 2 });
+    expect(d.job.counts.ok).toBe(4);
+    // a user may not start one
+    const u = (await signUpAndIn(kit, 'rolluser', 'pw1234')).cookie;
+    expect(
+      failure(await api(kit, 'POST', '/rollouts', { file_id: pkg.id, devices: [] }, { cookie: u }))
+        .status,
+    ).toBe(403);
+  }, 90_000);
+});
