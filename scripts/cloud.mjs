@@ -5,9 +5,10 @@
 // every mail it gets, and N fleet replicas (fleet/dist/main.js) on ports P, P+1, ... sharing
 // the database, NATS, the TLS certificate and the TURN secret. Ctrl-C (SIGINT) or SIGTERM stops
 // them all; every child also dies with this process if it is killed outright.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCoturn, startNats, startPostgres, startSmtpSink, stopAll } from './cloud/engines.mjs';
@@ -18,7 +19,9 @@ const root = new URL('..', import.meta.url).pathname;
 const USAGE = `usage: npm run cloud [-- --replicas N] [--port P] [--data DIR]
   --replicas N  fleet replicas to run (default 1), on ports P .. P+N-1
   --port P      the first replica's HTTPS port (default 8843), on 127.0.0.1
-  --data DIR    where PostgreSQL's data and the fleet's certificate are kept (default .data/cloud)`;
+  --data DIR    where PostgreSQL's data and the fleet's certificate are kept (default .data/cloud)
+  --sim N       also run N simulated devices (fleet/dist/sim.js), bound to an account it makes
+                and prints (username simowner, its password kept in DIR/fleet/sim-password)`;
 
 let opts;
 try {
@@ -27,6 +30,7 @@ try {
       replicas: { type: 'string', default: '1' },
       port: { type: 'string', default: '8843' },
       data: { type: 'string', default: join(root, '.data', 'cloud') },
+      sim: { type: 'string', default: '0' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -50,11 +54,19 @@ if (!Number.isInteger(port) || port < 1 || port + replicas - 1 > 65535) {
   process.exit(2);
 }
 
+const simCount = Number(opts.sim);
+if (!Number.isInteger(simCount) || simCount < 0 || simCount > 1000) {
+  console.error(`cloud: --sim must be 0-1000, not ${opts.sim}\n${USAGE}`);
+  process.exit(2);
+}
+
 const say = (msg) => process.stderr.write(`cloud: ${msg}\n`);
 
 /** fleet/dist/main.js, built when missing (`npm run cloud` builds it through bootstrap already). */
 function ensureFleetBuilt() {
-  if (existsSync(join(root, 'fleet/dist/main.js'))) return;
+  if (existsSync(join(root, 'fleet/dist/main.js')) && existsSync(join(root, 'fleet/dist/sim.js'))) {
+    return;
+  }
   say('building the fleet server (node scripts/build.mjs fleet)');
   const r = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), 'fleet'], {
     stdio: 'inherit',
@@ -77,11 +89,92 @@ function keptSecret(dir, name) {
 
 const fleets = [];
 let stopping = null;
+let sims = null;
+
+/** POST a JSON body to the fleet (its own certificate trusted): the kvmd envelope's result. */
+function post(url, path, body, ca) {
+  return new Promise((resolve, reject) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const req = request(new URL(`/cloud-basic/v1/${path}`, url), {
+      method: 'POST',
+      ca,
+      headers: { 'content-type': 'application/json', 'content-length': data.length },
+    });
+    req.on('response', (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const j = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+        resolve({ status: res.statusCode, result: j.result });
+      });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/**
+ * The simulated devices' account (made at first use, through the sink's e-mail code) and N
+ * simulated devices bound to it, in a child that ends with this process.
+ */
+async function startSims(url, smtp, fleetData) {
+  const username = 'simowner';
+  const email = 'simowner@sim.invalid';
+  const ca = readFileSync(join(fleetData, 'tls', 'cert.pem'), 'utf8');
+  const pwFile = join(fleetData, 'sim-password');
+  const made = !existsSync(pwFile);
+  const password = made
+    ? `s${randomBytes(6).toString('base64url').slice(0, 8)}1`
+    : readFileSync(pwFile, 'utf8').trim();
+  if (made) {
+    const sent = await post(url, 'signup/email-code', { email }, ca);
+    if (sent.status !== 200) throw new Error(`sim account: ${JSON.stringify(sent.result)}`);
+    const mail = await smtp.waitFor(email, 15_000);
+    const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
+    const r = await post(
+      url,
+      'signup',
+      {
+        username,
+        email,
+        email_code: code,
+        password,
+        password2: password,
+        privacy: true,
+        region: 'eu',
+      },
+      ca,
+    );
+    if (r.status !== 200) throw new Error(`sim account: ${JSON.stringify(r.result)}`);
+    writeFileSync(pwFile, `${password}\n`, { mode: 0o600 });
+  }
+  const child = spawn(
+    process.execPath,
+    [
+      join(root, 'fleet/dist/sim.js'),
+      '--fleet',
+      url,
+      '--ca',
+      join(fleetData, 'tls', 'cert.pem'),
+      '--username',
+      username,
+      '--count',
+      String(simCount),
+      '--exit-with-stdin',
+    ],
+    { stdio: ['pipe', 'inherit', 'inherit'], env: { ...process.env, SIM_PASSWORD: password } },
+  );
+  child.on('exit', (code) => {
+    if (!stopping) say(`the simulated devices exited (${code})`);
+  });
+  return { username, password, child };
+}
 
 async function stopEverything(code) {
   if (stopping) return stopping;
   stopping = (async () => {
     say('stopping');
+    sims?.child.kill('SIGTERM');
     await Promise.allSettled(fleets.map((f) => f.stop()));
     await stopAll();
     say('stopped');
@@ -141,6 +234,13 @@ try {
   }
 
   const url = fleets[0].url;
+  if (simCount > 0) {
+    sims = await startSims(url, smtp, fleetData);
+    say(
+      `${simCount} simulated devices (names sim-*) bound to the fleet account ` +
+        `"${sims.username}", password "${sims.password}" (kept in ${join(fleetData, 'sim-password')})`,
+    );
+  }
   console.log(`
 The fleet is running (${replicas} replica${replicas > 1 ? 's' : ''}):
   ${fleets.map((f) => f.url).join('\n  ')}

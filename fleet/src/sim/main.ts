@@ -1,6 +1,7 @@
 /**
  * `node fleet/dist/sim.js --fleet https://127.0.0.1:8443 --ca <cert.pem> --username U
- * --password P [--count N] [--change-every-ms MS] [--reboot-ms MS] [--fail-upgrade 3,7]`:
+ * --password P [--count N] [--change-every-ms MS] [--reboot-ms MS] [--fail-upgrade 3,7]
+ * [--exit-with-stdin]`:
  * N simulated devices bound to that account until SIGINT/SIGTERM (docs/cloud.md "Simulated
  * devices"). The password may come from SIM_PASSWORD instead of the command line.
  */
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
       'change-every-ms': { type: 'string', default: '5000' },
       'reboot-ms': { type: 'string', default: '2000' },
       'fail-upgrade': { type: 'string', default: '' },
+      // a parent's pipe: when it closes (the parent died), so does this
+      'exit-with-stdin': { type: 'boolean', default: false },
     },
   });
   const password = values.password ?? process.env.SIM_PASSWORD;
@@ -42,6 +45,10 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  if (values['exit-with-stdin']) {
+    process.stdin.on('end', stop);
+    process.stdin.resume();
+  }
 }
 
 main().catch((err: unknown) => {
