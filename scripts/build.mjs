@@ -105,7 +105,11 @@ function compressTree(dir) {
 /** The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, its pages inside it. */
 function buildFleet() {
   return buildNode({
-    entryPoints: { main: join(root, 'fleet/src/main.ts') },
+    entryPoints: {
+      main: join(root, 'fleet/src/main.ts'),
+      // simulated devices (docs/cloud.md "Simulated devices"): `npm run cloud -- --sim N`
+      sim: join(root, 'fleet/src/sim/main.ts'),
+    },
     outdir: join(root, 'fleet/dist'),
     // pg's optional native binding is never used
     external: ['pg-native'],
