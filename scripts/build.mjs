@@ -3,7 +3,7 @@
 // pre-compresses the console's assets so the server can send .br/.gz without work per request.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { buildNative } from './build-native.mjs';
@@ -102,9 +102,13 @@ function compressTree(dir) {
   }
 }
 
-/** The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, its pages inside it. */
-function buildFleet() {
-  return buildNode({
+/** The fleet server (docs/cloud.md): one bundle, fleet/dist/main.js, its console in www/ beside. */
+async function buildFleet() {
+  viteBuild('vite.fleet.config.ts');
+  const www = join(root, 'fleet/dist/www');
+  renameSync(join(www, 'fleet.html'), join(www, 'index.html'));
+  compressTree(www);
+  await buildNode({
     entryPoints: {
       main: join(root, 'fleet/src/main.ts'),
       // simulated devices (docs/cloud.md "Simulated devices"): `npm run cloud -- --sim N`
@@ -116,12 +120,14 @@ function buildFleet() {
   });
 }
 
-function buildWeb() {
-  const r = spawnSync('npx', ['vite', 'build', ...(quiet ? ['--logLevel', 'error'] : [])], {
-    cwd: join(root, 'web'),
-    stdio: 'inherit',
-  });
+function viteBuild(config) {
+  const args = ['vite', 'build', '-c', config, ...(quiet ? ['--logLevel', 'error'] : [])];
+  const r = spawnSync('npx', args, { cwd: join(root, 'web'), stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+function buildWeb() {
+  viteBuild('vite.config.ts');
   compressTree(join(root, 'web/dist'));
 }
 

@@ -1,66 +1,115 @@
-/** The fleet's pages: served with a strict CSP, labelled controls, a script that parses. */
-import Fastify from 'fastify';
-import { describe, expect, it } from 'vitest';
-import { PAGE_HTML } from './page';
-import { registerPages } from './routes';
-import { PAGE_JS, bindCodeOf, safeNext } from './script';
+/**
+ * The fleet console's static serving (ui/routes.ts): the built app at `/` and every client-side
+ * route, hashed assets immutable and pre-compressed, the security headers on everything, and
+ * never the page for the API, the tunnel or a missing file.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { brotliCompressSync } from 'node:zlib';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toHttp } from '../errors';
+import { FLEET_CSP, registerPages } from './routes';
 
-describe('pages', () => {
-  it('serves the page, its script and style with a CSP that allows only this origin', async () => {
-    const app = Fastify();
-    registerPages(app);
-    const r = await app.inject({ method: 'GET', url: '/' });
-    expect(r.statusCode).toBe(200);
-    expect(r.headers['content-type']).toMatch(/^text\/html/);
-    expect(r.headers['content-security-policy']).toContain("script-src 'self'");
-    expect(r.headers['content-security-policy']).toContain("frame-ancestors 'none'");
-    expect(r.headers['x-frame-options']).toBe('DENY');
-    for (const id of ['signin-username', 'signup-send-code', 'claim-code', 'device-table']) {
-      expect(r.body).toContain(`data-testid="${id}"`);
-    }
-    expect(
-      (await app.inject({ method: 'GET', url: '/ui/app.js' })).headers['content-type'],
-    ).toMatch(/^text\/javascript/);
-    expect((await app.inject({ method: 'GET', url: '/ui/style.css' })).statusCode).toBe(200);
+const INDEX =
+  '<!doctype html><html><head><script type="module" src="/assets/app-abc123.js"></script></head><body><div id="root"></div></body></html>';
+const SCRIPT = `console.log(${JSON.stringify('x'.repeat(4000))});`;
+
+let dir: string;
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fleet-www-'));
+  mkdirSync(join(dir, 'assets'));
+  writeFileSync(join(dir, 'index.html'), INDEX);
+  writeFileSync(join(dir, 'assets/app-abc123.js'), SCRIPT);
+  writeFileSync(join(dir, 'assets/app-abc123.js.br'), brotliCompressSync(SCRIPT));
+  app = Fastify();
+  app.setErrorHandler((err, _req, reply) => {
+    const a = toHttp(err);
+    void reply.code(a.status).send(a.body);
   });
+  registerPages(app, dir);
+  await app.ready();
+});
 
-  it('every input has a label; the script parses and writes no HTML', () => {
-    const inputs = [...PAGE_HTML.matchAll(/<(input|select)[^>]*\sid="([^"]+)"/g)].map((m) => m[2]);
-    expect(inputs.length).toBeGreaterThan(8);
-    for (const id of inputs) {
-      const labelled =
-        PAGE_HTML.includes(`for="${id}"`) ||
-        new RegExp(`<label[^>]*>\\s*<input[^>]*\\sid="${id}"`).test(PAGE_HTML);
-      expect(labelled, id).toBe(true);
-    }
-    expect(() => new Function(PAGE_JS)).not.toThrow();
-    expect(PAGE_JS).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
-  });
+afterAll(async () => {
+  await app.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
-  it('after signing in, ?next= leads back to a console of this fleet and nowhere else', () => {
-    expect(safeNext('?next=%2Fd%2Fdev1%2F')).toBe('/d/dev1/');
-    expect(safeNext('?next=/d/dev1/settings?x=1')).toBe('/d/dev1/settings?x=1');
-    for (const bad of [
-      '',
-      '?next=https://evil.example/d/x/',
-      '?next=//evil.example/d/x/',
-      '?next=/d//evil.example/',
-      '?next=/d/dev1/..//evil',
-      '?next=/cloud-basic/v1/logout',
-      '?next=/d/dev1\\evil',
-      '?next=javascript:alert(1)',
+function expectSecure(headers: Record<string, unknown>): void {
+  expect(headers['content-security-policy']).toBe(FLEET_CSP);
+  expect(headers['x-frame-options']).toBe('DENY');
+  expect(headers['x-content-type-options']).toBe('nosniff');
+  expect(headers['referrer-policy']).toBe('same-origin');
+}
+
+describe('fleet console serving', () => {
+  it('answers the app for / and every client-side route, revalidated each load', async () => {
+    for (const url of [
+      '/',
+      '/devices',
+      '/wall',
+      '/jobs/abc',
+      '/admin/users',
+      '/signin?next=%2Fd%2Fx%2F',
     ]) {
-      expect(safeNext(bad), bad).toBeNull();
+      const r = await app.inject({ method: 'GET', url, headers: { accept: 'text/html' } });
+      expect(r.statusCode, url).toBe(200);
+      expect(r.headers['content-type'], url).toMatch(/^text\/html/);
+      expect(r.headers['cache-control'], url).toBe('no-cache');
+      expect(r.body, url).toBe(INDEX);
+      expectSecure(r.headers);
     }
-    // the page runs the same function
-    expect(PAGE_JS).toContain(safeNext.toString());
   });
 
-  it("a device's bind link fills in its code (8 digits only)", () => {
-    expect(bindCodeOf('?code=12345678')).toBe('12345678');
-    for (const bad of ['', '?code=1234567', '?code=123456789', '?code=12345678x', '?x=12345678']) {
-      expect(bindCodeOf(bad), bad).toBeNull();
+  it('allows scripts only from this origin, no framing', () => {
+    expect(FLEET_CSP).toContain("script-src 'self'");
+    expect(FLEET_CSP).not.toMatch(/script-src[^;]*unsafe-inline/);
+    expect(FLEET_CSP).toContain("frame-ancestors 'none'");
+    expect(FLEET_CSP).toContain("img-src 'self' data: blob:");
+  });
+
+  it('serves hashed assets immutable, brotli when accepted', async () => {
+    const plain = await app.inject({ method: 'GET', url: '/assets/app-abc123.js' });
+    expect(plain.statusCode).toBe(200);
+    expect(plain.headers['content-type']).toMatch(/^text\/javascript/);
+    expect(plain.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(plain.body).toBe(SCRIPT);
+    expectSecure(plain.headers);
+    const br = await app.inject({
+      method: 'GET',
+      url: '/assets/app-abc123.js',
+      headers: { 'accept-encoding': 'gzip, br' },
+    });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.rawPayload.length).toBeLessThan(SCRIPT.length / 10);
+  });
+
+  it('is never the page for a missing file, the API or the tunnel', async () => {
+    for (const url of [
+      '/assets/gone-123.js',
+      '/favicon.ico',
+      '/cloud-basic/v1/nothing',
+      '/d/abc/x',
+    ]) {
+      const r = await app.inject({ method: 'GET', url, headers: { accept: 'text/html' } });
+      expect(r.statusCode, url).toBe(404);
+      expect(r.json(), url).toMatchObject({ ok: false, result: { error: 'NotFoundError' } });
     }
-    expect(PAGE_JS).toContain(bindCodeOf.toString());
+  });
+
+  it('answers 503 when the console is not built', async () => {
+    const empty = Fastify();
+    empty.setErrorHandler((err, _req, reply) => {
+      const a = toHttp(err);
+      void reply.code(a.status).send(a.body);
+    });
+    registerPages(empty, join(dir, 'nothing-here'));
+    const r = await empty.inject({ method: 'GET', url: '/devices' });
+    expect(r.statusCode).toBe(503);
+    await empty.close();
   });
 });

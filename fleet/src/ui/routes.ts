@@ -1,32 +1,95 @@
-/** Serves the fleet's pages (page.ts, script.ts) at / and /ui/. */
+/**
+ * Serves the fleet console (web/src/fleet/, built by `node scripts/build.mjs fleet` into
+ * fleet/dist/www) at `/`: hashed assets under /assets/ (immutable, pre-compressed .br/.gz sent
+ * when accepted), index.html (no-cache) for every other page path so the console's client-side
+ * routes (/devices, /wall, /jobs/<id>, /admin/users...) load on a reload or a link. The API
+ * (/cloud-basic/), the tunnel (/d/) and any path with an extension are never the page: a missing
+ * file is a 404 in the envelope (a stale chunk must fail loudly). Every answer carries the
+ * security headers below. The file list is read once at start.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { PAGE_CSS, PAGE_HTML } from './page';
-import { PAGE_JS } from './script';
+import { listFiles, sendFile } from '../../../server/src/http/static';
+import { NotFoundError, ServiceUnavailableError } from '../errors';
 
-const CSP = [
+/**
+ * Scripts only from this origin (the build has no inline script). Styles allow inline: antd's
+ * CSS-in-JS writes <style> elements at run time. Wall pictures are blob: URLs.
+ */
+export const FLEET_CSP = [
   "default-src 'self'",
   "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
   "connect-src 'self'",
   "frame-ancestors 'none'",
   "base-uri 'none'",
   "form-action 'self'",
 ].join('; ');
 
-function page(reply: FastifyReply, type: string, body: string): FastifyReply {
-  return reply
-    .header('content-type', type)
-    .header('content-security-policy', CSP)
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'same-origin')
-    .header('cache-control', 'no-cache')
-    .send(body);
+/**
+ * Where the built console is: FLEET_WWW, else `www` beside the bundle (fleet/dist/main.js), or
+ * fleet/dist/www when running from source (tests).
+ */
+export function defaultWwwDir(): string {
+  if (process.env.FLEET_WWW) return process.env.FLEET_WWW;
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, 'www');
+  return existsSync(beside) ? beside : join(here, '../../dist/www');
 }
 
-export function registerPages(app: FastifyInstance): void {
-  app.get('/', (_req, reply) => page(reply, 'text/html; charset=utf-8', PAGE_HTML));
-  app.get('/ui/app.js', (_req, reply) => page(reply, 'text/javascript; charset=utf-8', PAGE_JS));
-  app.get('/ui/style.css', (_req, reply) => page(reply, 'text/css; charset=utf-8', PAGE_CSS));
+function secure(reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', FLEET_CSP)
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'same-origin');
+}
+
+/** Paths that are never the console's page. */
+function notAPage(path: string): boolean {
+  return (
+    path.startsWith('/cloud-basic/') ||
+    path === '/d' ||
+    path.startsWith('/d/') ||
+    path.startsWith('/assets/') ||
+    /\.[a-z0-9]{1,8}$/i.test(path)
+  );
+}
+
+export function registerPages(app: FastifyInstance, wwwDir: string = defaultWwwDir()): void {
+  const files = listFiles(wwwDir);
+  app.get('/*', async (request, reply) => {
+    let path: string;
+    try {
+      path = decodeURIComponent(request.url.split('?')[0] ?? '/');
+    } catch {
+      path = '/';
+    }
+    const file = files.get(path);
+    secure(reply);
+    if (file && path !== '/index.html') {
+      const immutable = path.startsWith('/assets/');
+      return sendFile(
+        request,
+        reply,
+        file,
+        immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+      );
+    }
+    if (notAPage(path) && path !== '/index.html') {
+      throw new NotFoundError(
+        path.startsWith('/cloud-basic/') ? `No route GET ${path}` : `No such file: ${path}`,
+      );
+    }
+    const index = files.get('/index.html');
+    if (!index) {
+      throw new ServiceUnavailableError(
+        'The fleet console is not built: run `node scripts/build.mjs fleet`.',
+      );
+    }
+    return sendFile(request, reply, index, 'no-cache');
+  });
 }

@@ -177,7 +177,7 @@ function representation(
   return { path: file.path, size: file.size, mtimeMs: file.mtimeMs, encoding: null };
 }
 
-function sendFile(
+export function sendFile(
   request: FastifyRequest,
   reply: FastifyReply,
   file: StaticFile,

@@ -1,7 +1,7 @@
 /** Dotted key paths of en.json, for code that passes keys around before calling t(). */
 import type en from './en.json';
 
-type Leaves<T, Prefix extends string = ''> = {
+export type Leaves<T, Prefix extends string = ''> = {
   [K in keyof T & string]: T[K] extends string ? `${Prefix}${K}` : Leaves<T[K], `${Prefix}${K}.`>;
 }[keyof T & string];
 

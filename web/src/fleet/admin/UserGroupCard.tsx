@@ -1,0 +1,102 @@
+/** One user group: its members (add, remove) and the device groups it sees (checkboxes). */
+import { useState } from 'react';
+import { Button, Card, Space, Tag } from 'antd';
+import type {
+  FleetDeviceGroup,
+  FleetUserGroup,
+  FleetUserGroupPatch,
+  FleetUserRow,
+} from '@kvm/protocol/fleet';
+import { useT } from '../i18n';
+
+export function UserGroupCard(props: {
+  group: FleetUserGroup;
+  users: FleetUserRow[];
+  deviceGroups: FleetDeviceGroup[];
+  patch: (body: FleetUserGroupPatch) => Promise<void>;
+  onDelete: () => void;
+}) {
+  const { group, users, deviceGroups, patch, onDelete } = props;
+  const t = useT();
+  const [add, setAdd] = useState('');
+  const members = new Set(group.members.map((m) => m.id));
+  const linked = new Set(group.device_groups);
+  return (
+    <Card
+      size="small"
+      title={group.name}
+      data-testid="user-group"
+      data-group-id={group.id}
+      extra={
+        <Button size="small" danger onClick={onDelete} data-testid="group-delete">
+          {t('common.delete')}
+        </Button>
+      }
+    >
+      <p>
+        {t('groups.members')}:{' '}
+        {group.members.map((m) => (
+          <Tag
+            key={m.id}
+            closable
+            onClose={(e) => {
+              e.preventDefault();
+              void patch({ remove_members: [m.id] });
+            }}
+            data-testid="group-member"
+          >
+            {m.username}
+          </Tag>
+        ))}
+      </p>
+      <Space>
+        <select
+          className="fleet-select"
+          aria-label={t('groups.addMember')}
+          value={add}
+          onChange={(e) => setAdd(e.target.value)}
+          data-testid="group-add-member"
+        >
+          <option value="">{t('groups.addMember')}</option>
+          {users
+            .filter((u) => !members.has(u.id))
+            .map((u) => (
+              <option key={u.id} value={u.id}>
+                {u.username}
+              </option>
+            ))}
+        </select>
+        <Button
+          size="small"
+          disabled={!add}
+          onClick={() => {
+            void patch({ add_members: [add] }).then(() => setAdd(''));
+          }}
+          data-testid="group-add-member-submit"
+        >
+          {t('common.add')}
+        </Button>
+      </Space>
+      <p>{t('groups.sees')}:</p>
+      <Space wrap>
+        {deviceGroups.map((d) => (
+          <label key={d.id} className="fleet-check">
+            <input
+              type="checkbox"
+              checked={linked.has(d.id)}
+              onChange={(e) => {
+                const next = new Set(linked);
+                if (e.target.checked) next.add(d.id);
+                else next.delete(d.id);
+                void patch({ device_groups: [...next] });
+              }}
+              data-testid="group-link"
+              data-device-group={d.id}
+            />
+            {d.name}
+          </label>
+        ))}
+      </Space>
+    </Card>
+  );
+}
