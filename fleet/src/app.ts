@@ -42,6 +42,8 @@ export interface FleetAppOptions {
   https?: { cert: Buffer; key: Buffer };
   /** Register the relay half (agents, bus, tunnel); tests of the core alone leave it out. */
   relay?: boolean;
+  /** The built fleet console (default: fleet/dist/www, ui/routes.ts). */
+  www?: string;
 }
 
 export async function buildFleetApp(
@@ -95,7 +97,7 @@ export async function buildFleetApp(
   registerAccessRoutes(app, ctx, core);
   registerDeviceRoutes(app, ctx, core);
   registerJobRoutes(app, ctx, core);
-  registerPages(app);
+  registerPages(app, opts.www);
   registerWallRoutes(app, ctx);
   if (opts.relay !== false) {
     const { registerRelay } = await import('./agents/index');
