@@ -61,14 +61,15 @@ export function pictureFrame(id: string, jpeg: Buffer): Buffer {
   return Buffer.concat([Buffer.from([head.length]), head, jpeg]);
 }
 
-class WallSocket implements WallWatcher {
+export class WallSocket implements WallWatcher {
   paused = false;
   readonly watched = new Set<string>();
   /** Pictures held back while the socket is backed up (the newest per device). */
   private readonly held = new Map<string, Buffer>();
   private drainTimer: NodeJS.Timeout | null = null;
-  /** A `watch` frame is being checked; the next one waits for it (order kept). */
-  private queue: Promise<void> = Promise.resolve();
+  /** A `watch` is being checked: the latest one that came meanwhile waits (older ones drop). */
+  private checking = false;
+  private nextWatch: string[] | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -118,7 +119,23 @@ class WallSocket implements WallWatcher {
       this.hub.wake(this.watched);
       return;
     }
-    this.queue = this.queue.then(() => this.watch(f.ids)).catch(() => this.ws.close(1011));
+    this.nextWatch = f.ids;
+    if (!this.checking) void this.drainWatches();
+  }
+
+  private async drainWatches(): Promise<void> {
+    this.checking = true;
+    try {
+      while (this.nextWatch) {
+        const ids = this.nextWatch;
+        this.nextWatch = null;
+        await this.watch(ids);
+      }
+    } catch {
+      this.ws.close(1011, 'wall failed');
+    } finally {
+      this.checking = false;
+    }
   }
 
   private async watch(ids: string[]): Promise<void> {
