@@ -24,7 +24,10 @@ import type { FleetContext } from './context';
 import type { Devices } from './devices/devices';
 import { registerDeviceRoutes } from './devices/routes';
 import { registerJobRoutes } from './jobs/routes';
-import { dbUnavailable } from './db/pool';
+import type { Alerts } from './alerts/alerts';
+import { registerAlertRoutes } from './alerts/routes';
+import { dbUnavailable, type Db } from './db/pool';
+import { registerEventRoutes } from './events/routes';
 import { CrossOriginError, DatabaseUnavailableError, NotFoundError, toHttp } from './errors';
 import { sameOrigin } from './http';
 import { registerPages } from './ui/routes';
@@ -36,6 +39,9 @@ export const FLEET_BODY_LIMIT = 16 * 1024;
 export interface FleetCore {
   accounts: Accounts;
   devices: Devices;
+  /** The replica's pool (events, alerts, jobs read and write through it). */
+  db: Db;
+  alerts: Alerts;
 }
 
 export interface FleetAppOptions {
@@ -96,6 +102,8 @@ export async function buildFleetApp(
   registerAccountRoutes(app, ctx, core.accounts);
   registerAccessRoutes(app, ctx, core);
   registerDeviceRoutes(app, ctx, core);
+  registerEventRoutes(app, ctx, core);
+  registerAlertRoutes(app, ctx, core);
   registerJobRoutes(app, ctx, core);
   registerPages(app, opts.www);
   registerWallRoutes(app, ctx);

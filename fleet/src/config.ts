@@ -105,6 +105,17 @@ const schema = z
       })
       .strict()
       .default({ interval_ms: WALL_DEFAULT_INTERVAL_MS }),
+    events: z
+      .object({ keep_days: z.number().int().min(1).max(3650).default(90) })
+      .strict()
+      .default({ keep_days: 90 }),
+    alerts: z
+      .object({
+        offline_after_s: z.number().int().min(1).max(86_400).default(60),
+        scan_s: z.number().min(0.2).max(300).default(5),
+      })
+      .strict()
+      .default({ offline_after_s: 60, scan_s: 5 }),
   })
   .strict();
 
@@ -184,5 +195,7 @@ export function parseConfig(raw: unknown, base: string = process.cwd()): FleetCo
         }
       : null,
     wall: c.wall,
+    events: c.events,
+    alerts: c.alerts,
   });
 }

@@ -34,6 +34,13 @@ export interface FleetConfig {
   oidc?: FleetOidcConfig | null;
   /** The screen wall: how often a watched device is asked for a snapshot (ms, default 5000). */
   wall?: { interval_ms: number };
+  /** The event log: events older than `keep_days` (default 90) are deleted by the sweep. */
+  events?: { keep_days: number };
+  /**
+   * Alerts: a device offline longer than `offline_after_s` (default 60) raises `device_offline`
+   * (once per offline period); each replica's scanner looks every `scan_s` (default 5).
+   */
+  alerts?: { offline_after_s: number; scan_s: number };
 }
 
 export interface FleetOidcConfig {
@@ -88,10 +95,18 @@ export interface DeviceDirectory {
   forUser(user: FleetUser, deviceId: string): Promise<FleetDevice | null>;
   /** Presence: which replica holds the device's socket (null: offline), and when last seen. */
   setPresence(deviceId: string, replica: string | null): Promise<void>;
-  /** Appends to the event log (device connected, refused, console opened, ...). */
+  /**
+   * Appends to the event log (device connected, refused, console opened, ...): `actor` is who
+   * did it (a username); events/events.ts `record` writes it.
+   */
   event(
     kind: string,
-    fields: { deviceId?: string; accountId?: string; detail?: Record<string, unknown> },
+    fields: {
+      deviceId?: string;
+      accountId?: string;
+      actor?: string;
+      detail?: Record<string, unknown>;
+    },
   ): Promise<void>;
   /** The device unbound itself (the agent said so): the binding ends on the fleet too. */
   unboundByDevice(deviceId: string): Promise<void>;

@@ -5,12 +5,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Accounts, SESSION_COOKIE } from './accounts/accounts';
+import { Alerts } from './alerts/alerts';
 import { SmtpMailer, type Mailer } from './accounts/mailer';
 import { buildFleetApp, type FleetAppOptions } from './app';
 import type { FleetConfig, FleetContext, FleetUser } from './context';
 import { migrate } from './db/migrate';
 import { createPool, type Db } from './db/pool';
-import { sweepExpired, SWEEP_EVERY_MS } from './db/sweep';
+import { EVENTS_KEEP_DAYS, sweepExpired, SWEEP_EVERY_MS } from './db/sweep';
 import { BindWaiters } from './devices/bind-waiters';
 import { Devices } from './devices/devices';
 
@@ -20,6 +21,7 @@ export interface Fleet {
   db: Db;
   accounts: Accounts;
   devices: Devices;
+  alerts: Alerts;
   /** The bind polls' PostgreSQL notifications (LISTEN connection). */
   waiters: BindWaiters;
   close(): Promise<void>;
@@ -66,17 +68,21 @@ export async function createFleet(
     const devices = new Devices({ db, config, log, waiters, relay: () => ctx.relay });
     ctx.devices = devices;
     await devices.clearPresence();
-    await sweepExpired(db);
+    const keepDays = config.events?.keep_days ?? EVENTS_KEEP_DAYS;
+    await sweepExpired(db, keepDays);
     const sweeper = setInterval(() => {
-      sweepExpired(db).catch((err: unknown) => log.warn({ err }, 'sweep failed'));
+      sweepExpired(db, keepDays).catch((err: unknown) => log.warn({ err }, 'sweep failed'));
     }, SWEEP_EVERY_MS);
     sweeper.unref();
     cleanups.push(() => clearInterval(sweeper));
-    const app = await buildFleetApp(ctx, { accounts, devices }, opts);
+    const alerts = new Alerts({ db, mailer, log, config });
+    alerts.start();
+    cleanups.push(() => alerts.close());
+    const app = await buildFleetApp(ctx, { accounts, devices, db, alerts }, opts);
     // the app first: its sockets close before the database goes; held polls answer at once
     cleanups.push(() => app.close());
     cleanups.push(() => devices.close());
-    return { app, ctx, db, accounts, devices, waiters, close };
+    return { app, ctx, db, accounts, devices, alerts, waiters, close };
   } catch (e) {
     await close();
     throw e;

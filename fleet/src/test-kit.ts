@@ -34,7 +34,12 @@ export interface Kit {
 
 /** A PostgreSQL (temporary folder) and SMTP sink of its own per kit: test files share nothing. */
 export async function startKit(
-  opts: { relay?: boolean; postgres?: PostgresEngine } = {},
+  opts: {
+    relay?: boolean;
+    postgres?: PostgresEngine;
+    /** Config keys added (`alerts`, `events`...). */
+    config?: Record<string, unknown>;
+  } = {},
 ): Promise<Kit> {
   const pgEngine = opts.postgres ?? (await startPostgres());
   const sink = await startSmtpSink();
@@ -44,6 +49,7 @@ export async function startKit(
     database: pgEngine.url,
     smtp: { host: sink.host, port: sink.port, from: 'fleet@fleet.test' },
     data: '/nonexistent',
+    ...opts.config,
   });
   const fleet = await createFleet(config, {
     relay: opts.relay ?? false,

@@ -434,6 +434,20 @@ function decodeQuotedPrintable(s) {
 }
 
 /** A received mail: envelope, headers, and the text body decoded (7bit, quoted-printable, base64). */
+/** A header's RFC 2047 encoded words (`=?UTF-8?Q?...?=`, `?B?`) decoded (nodemailer writes them). */
+function decodeWords(value) {
+  return value.replace(/=\?[^?]+\?([QqBb])\?([^?]*)\?=(?:\s+(?==\?))?/g, (_, enc, text) =>
+    enc.toUpperCase() === 'B'
+      ? Buffer.from(text, 'base64').toString('utf8')
+      : Buffer.from(
+          text
+            .replace(/_/g, ' ')
+            .replace(/=([0-9A-Fa-f]{2})/g, (_m, h) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
+  );
+}
+
 function parseMail(raw, envelope) {
   const split = raw.search(/\r?\n\r?\n/);
   const head = split < 0 ? raw : raw.slice(0, split);
@@ -449,7 +463,7 @@ function parseMail(raw, envelope) {
   return {
     from: envelope.mailFrom ? envelope.mailFrom.address : '',
     to: envelope.rcptTo.map((r) => r.address.toLowerCase()),
-    subject: headers.subject ?? '',
+    subject: decodeWords(headers.subject ?? ''),
     headers,
     text: body,
     raw,

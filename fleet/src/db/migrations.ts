@@ -247,4 +247,72 @@ CREATE INDEX job_devices_order_idx ON job_devices (job_id, ord);
 ALTER TABLE devices ADD COLUMN hello_at timestamptz;
 `,
   },
+  {
+    version: 4,
+    name: 'device search and paging indexes, event actors, presence log state, alerts',
+    sql: `
+-- substring search (ILIKE '%q%') over a device's name, MAC, serial, model and version: one
+-- trigram index on the fields joined by a newline (no field holds one, so a match never spans
+-- two); pg_trgm is a trusted extension (PostgreSQL 13+): a database owner may create it.
+-- fastupdate off: devices are written seldom, and rows waiting in GIN's pending list (until a
+-- vacuum) make the planner cost the index so high it scans the table instead
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE INDEX devices_search_idx ON devices
+  USING gin ((name || E'\\n' || mac || E'\\n' || serial || E'\\n' || model || E'\\n' || version) gin_trgm_ops)
+  WITH (fastupdate = off) WHERE revoked_at IS NULL;
+-- the lists' order and keyset paging: (lower(name), id)
+CREATE INDEX devices_name_idx ON devices (lower(name), id) WHERE revoked_at IS NULL;
+-- device_online / device_offline in the log: the last one written, when the last online was
+-- written, and how many changes were left out since (a flapping device writes at most one pair
+-- per 10 s)
+ALTER TABLE devices ADD COLUMN presence_logged text CHECK (presence_logged IN ('online', 'offline'));
+ALTER TABLE devices ADD COLUMN presence_online_at timestamptz;
+ALTER TABLE devices ADD COLUMN presence_suppressed integer NOT NULL DEFAULT 0;
+-- what the log says differs from the presence (a suppressed change, a replica's crash): tiny
+CREATE INDEX devices_presence_stale_idx ON devices (id)
+  WHERE revoked_at IS NULL AND presence_logged IS NOT NULL
+    AND presence_logged <> (CASE WHEN replica IS NULL THEN 'offline' ELSE 'online' END);
+-- offline devices by when they went (the offline alert's scan)
+CREATE INDEX devices_offline_idx ON devices (last_seen) WHERE revoked_at IS NULL AND replica IS NULL;
+
+ALTER TABLE events ADD COLUMN actor text;
+CREATE INDEX events_at_idx ON events (at DESC, id);
+CREATE INDEX events_kind_idx ON events (kind, id DESC);
+CREATE INDEX events_device_id_idx ON events (device_id, id DESC);
+CREATE INDEX events_account_id_idx ON events (account_id, id DESC);
+
+-- where alerts go: an e-mail address or an http(s) URL (the webhook's HMAC secret)
+CREATE TABLE alert_targets (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  kind text NOT NULL CHECK (kind IN ('email', 'webhook')),
+  target text NOT NULL,
+  events text[] NOT NULL,
+  secret text,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+-- one offline alert per device and offline period (its start: last_seen when it went); every
+-- replica's scanner inserts, the unique key lets one win
+CREATE TABLE alert_offline (
+  device_id text NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+  since timestamptz NOT NULL,
+  raised_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (device_id, since)
+);
+-- each send to a target: pending until sent or failed after its tries
+CREATE TABLE alert_deliveries (
+  id bigserial PRIMARY KEY,
+  target_id uuid NOT NULL REFERENCES alert_targets (id) ON DELETE CASCADE,
+  event text NOT NULL,
+  payload jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
+  tries integer NOT NULL DEFAULT 0,
+  error text,
+  next_at timestamptz NOT NULL DEFAULT now(),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  sent_at timestamptz
+);
+CREATE INDEX alert_deliveries_due_idx ON alert_deliveries (next_at) WHERE state = 'pending';
+CREATE INDEX alert_deliveries_created_idx ON alert_deliveries (created_at DESC, id DESC);
+`,
+  },
 ];

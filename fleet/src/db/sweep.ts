@@ -1,18 +1,19 @@
 /**
  * What expires leaves the tables: sessions, sign-up codes, bind codes long past their use, and
- * events older than the log keeps (180 days). Run at start and every few hours by each replica
- * (idempotent: replicas sweeping at once delete nothing twice).
+ * events older than the log keeps (`events.keep_days`, default 90). Run at start and every few
+ * hours by each replica (idempotent: replicas sweeping at once delete nothing twice).
  */
+import { sweepAlerts } from '../alerts/alerts';
+import { deleteOldEvents } from '../events/events';
 import type { Db } from './pool';
 
-export const EVENTS_KEEP_DAYS = 180;
+export const EVENTS_KEEP_DAYS = 90;
 export const SWEEP_EVERY_MS = 6 * 3600_000;
 
-export async function sweepExpired(db: Db): Promise<void> {
+export async function sweepExpired(db: Db, eventsKeepDays = EVENTS_KEEP_DAYS): Promise<void> {
   await db.query('DELETE FROM sessions WHERE expires_at < now()');
   await db.query(`DELETE FROM email_codes WHERE expires_at < now() - interval '1 day'`);
   await db.query(`DELETE FROM bind_codes WHERE expires_at < now() - interval '1 hour'`);
-  await db.query('DELETE FROM events WHERE at < now() - make_interval(days => $1)', [
-    EVENTS_KEEP_DAYS,
-  ]);
+  await deleteOldEvents(db, eventsKeepDays);
+  await sweepAlerts(db, eventsKeepDays);
 }

@@ -17,10 +17,13 @@ import {
   BIND_CODE_DIGITS,
   BIND_CODE_TTL_S,
   DEVICE_SECRET_BYTES,
+  FLEET_QUERY_MAX,
   type BindCodeAnswer,
   type BindPollAnswer,
   type BindResult,
   type DeviceIdentity,
+  type FleetDevicePage,
+  type FleetDeviceRow,
 } from '@kvm/protocol';
 import { base32Encode } from '../../../server/src/services/auth/totp';
 import { digitCode, sha256, type Account } from '../accounts/accounts';
@@ -33,8 +36,11 @@ import {
   DeviceAuthError,
   NotFoundError,
   ServiceUnavailableError,
+  ValidatorError,
 } from '../errors';
 import { Throttle } from '../throttle';
+import { pageLimit, record, type EventFields } from '../events/events';
+import { PRESENCE_COLUMNS, presenceChanged, type PresenceLogRow } from '../events/presence';
 import type { BindWaiters } from './bind-waiters';
 
 /** A claimed binding may be collected this long after its claim. */
@@ -43,19 +49,6 @@ export const COLLECT_GRACE_S = 300;
 export const BIND_POLL_MAX_MS = 25_000;
 /** Polls held at once on one replica (each is a request kept open). */
 export const MAX_PENDING_POLLS = 2000;
-
-export interface DeviceSummary {
-  id: string;
-  name: string;
-  model: string;
-  version: string;
-  mac: string;
-  serial: string;
-  online: boolean;
-  replica: string | null;
-  last_seen: number | null;
-  bound_at: number;
-}
 
 interface DeviceRow {
   id: string;
@@ -88,6 +81,64 @@ export function newDeviceId(): string {
 }
 
 export const DEVICE_ID_RE = /^[a-z2-7]{16}$/;
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What `q` searches, exactly as devices_search_idx (migration 4) indexes it: the fields joined by
+ * a newline, which none holds, so a match never spans two.
+ */
+const SEARCH_TEXT = `(d.name || E'\\n' || d.mac || E'\\n' || d.serial || E'\\n' || d.model || E'\\n' || d.version)`;
+
+/** A device's groups as JSON, by name (alias `d`). */
+const GROUPS_OF_D = `COALESCE((SELECT json_agg(json_build_object('id', g.id, 'name', g.name)
+    ORDER BY lower(g.name), g.id)
+  FROM device_group_members m JOIN device_groups g ON g.id = m.group_id
+  WHERE m.device_id = d.id), '[]'::json)`;
+
+/** `q` taken literally by ILIKE: its wildcards and the escape character escaped. */
+export function escapeLike(q: string): string {
+  return q.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** The paging cursor: base64url of the last row's key [lower(name), id]. */
+export function makeCursor(sortName: string, id: string): string {
+  return Buffer.from(JSON.stringify([sortName, id])).toString('base64url');
+}
+
+export function parseCursor(cursor: string): [string, string] {
+  let key: unknown;
+  try {
+    if (!/^[A-Za-z0-9_-]{1,1024}$/.test(cursor)) throw new Error('not base64url');
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new ValidatorError('cursor is not one this list gave');
+  }
+  if (
+    !Array.isArray(key) ||
+    key.length !== 2 ||
+    typeof key[0] !== 'string' ||
+    typeof key[1] !== 'string' ||
+    !DEVICE_ID_RE.test(key[1])
+  ) {
+    throw new ValidatorError('cursor is not one this list gave');
+  }
+  return [key[0], key[1]];
+}
+
+/** `GET devices`' query string. */
+export interface DeviceQuery {
+  q?: string;
+  group?: string;
+  online?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+type DeviceListRow = DeviceRow & {
+  sort_name: string;
+  owner: string;
+  groups: Array<{ id: string; name: string }>;
+};
 
 export interface DevicesDeps {
   db: Db;
@@ -200,10 +251,11 @@ export class Devices implements DeviceDirectory {
       ).rows[0];
       if (!row) return null;
       await c.query('SELECT pg_notify($1, $2)', [this.deps.waiters.channel, row.claim_token_hash]);
-      await c.query(
-        `INSERT INTO events (kind, account_id, detail) VALUES ('bind_claimed', $1, $2)`,
-        [user.accountId, { ip, identity: row.identity }],
-      );
+      await record(c, 'bind_claimed', {
+        accountId: user.accountId,
+        actor: user.username,
+        detail: { ip, identity: row.identity },
+      });
       return row;
     });
     if (!r) throw new BindCodeNotFoundError();
@@ -338,10 +390,11 @@ export class Devices implements DeviceDirectory {
         sha256(secret),
       ],
     );
-    await c.query(
-      `INSERT INTO events (kind, device_id, account_id, detail) VALUES ('bound', $1, $2, $3)`,
-      [id, accountId, { how, replaced: older.rows.map((r) => r.id) }],
-    );
+    await record(c, 'bound', {
+      deviceId: id,
+      accountId,
+      detail: { how, replaced: older.rows.map((r) => r.id) },
+    });
     for (const o of older.rows) this.afterCommitNotify(o.id);
     return { id, secret };
   }
@@ -359,27 +412,119 @@ export class Devices implements DeviceDirectory {
 
   // ---- the account's devices -------------------------------------------------------------------
 
-  async list(user: FleetUser): Promise<DeviceSummary[]> {
-    const r = await this.db.query<DeviceRow>(
-      `SELECT * FROM devices d WHERE ${visibleTo(user, 'd', 1)} AND d.revoked_at IS NULL
-       ORDER BY d.bound_at`,
-      visibilityParams(user),
+  /**
+   * `GET devices`: the devices `user` sees, filtered in SQL (search through the trigram index
+   * devices_search_idx, group, presence), keyset-paged on (lower(name), id) (devices_name_idx),
+   * with the total of every match.
+   */
+  async page(user: FleetUser, query: DeviceQuery): Promise<FleetDevicePage> {
+    const limit = pageLimit(query.limit);
+    const params: unknown[] = visibilityParams(user);
+    const where = ['d.revoked_at IS NULL', visibleTo(user, 'd', 1)];
+    const q = query.q ?? '';
+    if (q.length > FLEET_QUERY_MAX) {
+      throw new ValidatorError(`q is longer than ${FLEET_QUERY_MAX} characters`);
+    }
+    if (q !== '') {
+      params.push(`%${escapeLike(q)}%`);
+      where.push(`${SEARCH_TEXT} ILIKE $${params.length}`);
+    }
+    if (query.group !== undefined && query.group !== '') {
+      if (!UUID_RE.test(query.group)) throw new ValidatorError('group is not a group id');
+      params.push(query.group);
+      where.push(`EXISTS (SELECT 1 FROM device_group_members m
+        WHERE m.device_id = d.id AND m.group_id = $${params.length})`);
+    }
+    if (query.online !== undefined && query.online !== '') {
+      if (query.online !== 'true' && query.online !== 'false') {
+        throw new ValidatorError('online must be true or false');
+      }
+      where.push(query.online === 'true' ? 'd.replica IS NOT NULL' : 'd.replica IS NULL');
+    }
+    const total = Number(
+      (
+        await this.db.query<{ n: string }>(
+          `SELECT count(*) AS n FROM devices d WHERE ${where.join(' AND ')}`,
+          params,
+        )
+      ).rows[0]?.n ?? 0,
     );
+    const after = query.cursor ? parseCursor(query.cursor) : null;
+    const pageParams = [...params];
+    const pageWhere = [...where];
+    if (after) {
+      pageParams.push(after[0], after[1]);
+      pageWhere.push(`(lower(d.name), d.id) > ($${pageParams.length - 1}, $${pageParams.length})`);
+    }
+    pageParams.push(limit + 1);
+    const r = await this.db.query<DeviceListRow>(
+      `SELECT d.*, lower(d.name) AS sort_name, a.username AS owner, ${GROUPS_OF_D} AS groups
+       FROM devices d JOIN accounts a ON a.id = d.account_id
+       WHERE ${pageWhere.join(' AND ')}
+       ORDER BY lower(d.name), d.id LIMIT $${pageParams.length}`,
+      pageParams,
+    );
+    const rows = r.rows.slice(0, limit);
+    const last = rows[rows.length - 1];
+    return {
+      devices: await Promise.all(rows.map((d) => this.toRow(d))),
+      next: r.rows.length > limit && last ? makeCursor(last.sort_name, last.id) : null,
+      total,
+    };
+  }
+
+  /** A listed row; `online` is the relay's truth for the devices the table says are held. */
+  private async toRow(d: DeviceListRow): Promise<FleetDeviceRow> {
     const relay = this.deps.relay();
-    return Promise.all(
-      r.rows.map(async (d) => ({
-        id: d.id,
-        name: d.name,
-        model: d.model,
-        version: d.version,
-        mac: d.mac,
-        serial: d.serial,
-        online: relay ? await relay.online(d.id).catch(() => false) : d.replica !== null,
-        replica: d.replica,
-        last_seen: d.last_seen ? d.last_seen.getTime() : null,
-        bound_at: d.bound_at.getTime(),
-      })),
-    );
+    const online =
+      d.replica !== null && (relay ? await relay.online(d.id).catch(() => false) : true);
+    return {
+      id: d.id,
+      name: d.name,
+      model: d.model,
+      version: d.version,
+      mac: d.mac,
+      serial: d.serial,
+      online,
+      replica: d.replica,
+      last_seen: d.last_seen ? d.last_seen.getTime() : null,
+      bound_at: d.bound_at.getTime(),
+      owner: d.owner,
+      groups: d.groups,
+    };
+  }
+
+  /**
+   * `PATCH devices/:id` {name}: the account that bound it or an admin renames it (anyone else,
+   * a group member too, finds no such device); `device_renamed` in the log.
+   */
+  async rename(user: FleetUser, deviceId: string, name: string): Promise<FleetDeviceRow> {
+    if (!DEVICE_ID_RE.test(deviceId)) throw new NotFoundError('No such device');
+    const row = await inTransaction(this.db, async (c) => {
+      const old = (
+        await c.query<{ name: string }>(
+          `SELECT name FROM devices WHERE id = $1 AND revoked_at IS NULL
+             AND ($2::uuid IS NULL OR account_id = $2) FOR UPDATE`,
+          [deviceId, user.role === 'admin' ? null : user.accountId],
+        )
+      ).rows[0];
+      if (!old) return null;
+      await c.query('UPDATE devices SET name = $2 WHERE id = $1', [deviceId, name]);
+      await record(c, 'device_renamed', {
+        deviceId,
+        actor: user.username,
+        detail: { from: old.name, to: name },
+      });
+      return (
+        await c.query<DeviceListRow>(
+          `SELECT d.*, lower(d.name) AS sort_name, a.username AS owner, ${GROUPS_OF_D} AS groups
+           FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.id = $1`,
+          [deviceId],
+        )
+      ).rows[0]!;
+    });
+    if (!row) throw new NotFoundError('No such device');
+    return this.toRow(row);
   }
 
   /** The account removes its device: the binding ends, the device is told (or learns later). */
@@ -393,7 +538,12 @@ export class Devices implements DeviceDirectory {
     );
     // another account's device is "no such device": nothing tells it exists
     if (r.rowCount !== 1) throw new NotFoundError('No such device');
-    await this.event('unbound', { deviceId, accountId: user.accountId, detail: { by: 'fleet' } });
+    await this.event('unbound', {
+      deviceId,
+      accountId: user.accountId,
+      actor: user.username,
+      detail: { by: 'fleet' },
+    });
     this.afterCommitNotify(deviceId);
   }
 
@@ -454,19 +604,38 @@ export class Devices implements DeviceDirectory {
     return row ? toFleetDevice(row) : null;
   }
 
+  /**
+   * Presence, and `device_online` / `device_offline` in the log (events/presence.ts bounds a
+   * flapping device's): online when it becomes held (moving to another replica is no change),
+   * offline when this replica lets it go and no other holds it.
+   */
   async setPresence(deviceId: string, replica: string | null): Promise<void> {
-    if (replica !== null) {
-      await this.db.query(
-        'UPDATE devices SET replica = $2, last_seen = now() WHERE id = $1 AND revoked_at IS NULL',
-        [deviceId, replica],
-      );
-    } else {
+    if (!DEVICE_ID_RE.test(deviceId)) return;
+    const own = this.deps.config.replica;
+    await inTransaction(this.db, async (c) => {
+      const row = (
+        await c.query<PresenceLogRow & { replica: string | null }>(
+          `SELECT ${PRESENCE_COLUMNS}, d.replica FROM devices d
+           WHERE d.id = $1 AND d.revoked_at IS NULL FOR UPDATE`,
+          [deviceId],
+        )
+      ).rows[0];
+      if (!row) return;
+      if (replica !== null) {
+        await c.query('UPDATE devices SET replica = $2, last_seen = now() WHERE id = $1', [
+          deviceId,
+          replica,
+        ]);
+        if (row.replica === null) await presenceChanged(c, row, 'online', { replica });
+        return;
+      }
       // only this replica's own claim is cleared: the device may be on another one already
-      await this.db.query(
-        'UPDATE devices SET replica = NULL, last_seen = now() WHERE id = $1 AND replica = $2',
-        [deviceId, this.deps.config.replica],
-      );
-    }
+      if (row.replica !== own) return;
+      await c.query('UPDATE devices SET replica = NULL, last_seen = now() WHERE id = $1', [
+        deviceId,
+      ]);
+      await presenceChanged(c, row, 'offline', { replica: own });
+    });
   }
 
   /** At start: this replica holds no socket yet, whatever a crash left in the table. */
@@ -476,22 +645,9 @@ export class Devices implements DeviceDirectory {
     ]);
   }
 
-  async event(
-    kind: string,
-    fields: { deviceId?: string; accountId?: string; detail?: Record<string, unknown> },
-  ): Promise<void> {
-    let accountId = fields.accountId ?? null;
-    if (!accountId && fields.deviceId && DEVICE_ID_RE.test(fields.deviceId)) {
-      const r = await this.db.query<{ account_id: string }>(
-        'SELECT account_id FROM devices WHERE id = $1',
-        [fields.deviceId],
-      );
-      accountId = r.rows[0]?.account_id ?? null;
-    }
-    await this.db.query(
-      'INSERT INTO events (kind, device_id, account_id, detail) VALUES ($1, $2, $3, $4)',
-      [kind.slice(0, 64), fields.deviceId ?? null, accountId, fields.detail ?? null],
-    );
+  /** The event log's `record` (events/events.ts), kept for the relay's DeviceDirectory. */
+  async event(kind: string, fields: EventFields): Promise<void> {
+    await record(this.db, kind, fields);
   }
 
   async unboundByDevice(deviceId: string): Promise<void> {

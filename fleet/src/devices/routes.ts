@@ -21,6 +21,9 @@ const printable = (max: number, min = 1) =>
     // eslint-disable-next-line no-control-regex -- refusing control characters is the point
     .regex(/^[^\u0000-\u001f\u007f]*$/, 'no control characters');
 
+/** A device's name as an account gives it: 1-64 printable characters. */
+const deviceNameSchema = printable(64);
+
 /** What a device says about itself: bounded, printable, the MAC normalized to lower case. */
 export const identitySchema = z
   .object({
@@ -103,9 +106,22 @@ export function registerDeviceRoutes(
     return ok(await devices.claim(user, str(bodyOf(req), 'code', 32), ipOf(req, ctx)));
   });
 
-  app.get(`${FLEET_API}/devices`, async (req) => {
+  app.get<{ Querystring: Record<string, string | undefined> }>(
+    `${FLEET_API}/devices`,
+    async (req) => {
+      const user = await userOrThrow(req, ctx);
+      const { q, group, online, limit, cursor } = req.query;
+      return ok(await devices.page(user, { q, group, online, limit, cursor }));
+    },
+  );
+
+  app.patch<{ Params: { id: string } }>(`${FLEET_API}/devices/:id`, async (req) => {
     const user = await userOrThrow(req, ctx);
-    return ok({ devices: await devices.list(user) });
+    const name = deviceNameSchema.safeParse(bodyOf(req).name);
+    if (!name.success) {
+      throw new ValidatorError(`name: ${name.error.issues[0]?.message ?? 'invalid'}`);
+    }
+    return ok(await devices.rename(user, req.params.id, name.data));
   });
 
   app.delete<{ Params: { id: string } }>(`${FLEET_API}/devices/:id`, async (req) => {
