@@ -211,6 +211,7 @@ export class SimDevice {
     connected: false,
   };
   private rebooting: NodeJS.Timeout | null = null;
+  private lastScreen: { key: string; data: Buffer } | null = null;
   private stopped = false;
   private readonly log: Logger;
   private readonly listeners = new Set<() => void>();
@@ -370,19 +371,25 @@ export class SimDevice {
     agent.start();
   }
 
-  /** The screen as a JPEG inside the box (the `snapshot` command's picture). */
+  /**
+   * The screen as a JPEG inside the box (the `snapshot` command's picture); the last one is kept
+   * and given again while the counter, box and quality stay (a hundred devices in one process).
+   */
   screen(maxWidth = WALL_MAX_WIDTH, maxHeight = WALL_MAX_HEIGHT, quality = WALL_SNAPSHOT_QUALITY) {
     const size = fitBox(maxWidth, maxHeight);
-    return {
-      ...size,
-      data: renderSimScreen({
+    const counter = this.counter;
+    const key = `${counter}:${size.width}x${size.height}:${quality}`;
+    if (this.lastScreen?.key !== key) {
+      const data = renderSimScreen({
         name: this.name,
         color: this.color,
-        counter: this.counter,
+        counter,
         quality,
         ...size,
-      }),
-    };
+      });
+      this.lastScreen = { key, data };
+    }
+    return { ...size, data: this.lastScreen.data };
   }
 
   private async command(name: string, args: Record<string, unknown>): Promise<unknown> {

@@ -56,3 +56,35 @@ describe('wall backpressure', () => {
     hub.close();
   });
 });
+
+describe('WallHub memory', () => {
+  it('keeps an entry only while watched, dropping it a while after the last watcher left', async () => {
+    let asked = 0;
+    const hub = new WallHub({
+      snapshot: async () => {
+        asked += 1;
+        return { type: 'image/jpeg', width: 4, height: 3, online: true, jpeg: 'AAAA' };
+      },
+      intervalMs: 60_000,
+      dropAfterMs: 300,
+    });
+    const got: string[] = [];
+    const w = {
+      paused: false,
+      state: () => undefined,
+      picture: (id: string) => got.push(id),
+    };
+    hub.watch(w, 'd1');
+    await waitFor(() => got.length === 1, 2000, 'a picture');
+    hub.unwatch(w, 'd1');
+    expect(hub.has('d1')).toBe(true);
+    // back within the window: the cached picture at once, no new request
+    hub.watch(w, 'd1');
+    expect(got).toEqual(['d1', 'd1']);
+    expect(asked).toBe(1);
+    hub.unwatch(w, 'd1');
+    await waitFor(() => !hub.has('d1'), 3000, 'dropped');
+    expect(hub.size).toBe(0);
+    hub.close();
+  });
+});
