@@ -179,8 +179,10 @@ export interface FleetDevicePage {
  * Kinds written to the log: `signup`, `login`, `login_failed`, `logout`, `bound`, `bind_claimed`,
  * `unbound`, `device_online`, `device_offline`, `console_opened`, `action` (a batch action on one
  * device), `job_started`, `job_finished`, `rollout_stopped`, `user_created`, `user_changed`,
- * `user_deleted`, `group_changed`, `file_added`, `file_removed`, `alert_sent`, `alert_failed`
- * (and the relay's own: `device_refused`...).
+ * `user_deleted`, `group_changed`, `file_added`, `file_removed`, `alert_sent`, `alert_failed`,
+ * `device_renamed` {from, to}, `alert_target_added`, `alert_target_removed` (and the relay's own:
+ * `agent_connected`, `agent_disconnected`, `agent_refused`...). `device_online` /
+ * `device_offline` may carry `suppressed` (changes of a flapping device left out) or `late`.
  */
 export interface FleetEvent {
   id: string;
@@ -206,8 +208,10 @@ export type FleetAlertEvent = 'device_offline' | 'rollout_stopped';
 export const FLEET_ALERT_EVENTS: readonly FleetAlertEvent[] = ['device_offline', 'rollout_stopped'];
 
 /**
- * An alert target (admin; `GET/POST alerts/targets`, `DELETE alerts/targets/:id`,
- * `POST alerts/targets/:id/test`). A webhook is POSTed JSON (FleetAlertPayload) with
+ * An alert target (admin; `GET alerts/targets`: FleetAlertTarget[] without secrets,
+ * `POST alerts/targets` {kind, target, events}, `DELETE alerts/targets/:id`,
+ * `POST alerts/targets/:id/test`: the FleetAlertDelivery after its first try). A webhook is
+ * POSTed JSON (FleetAlertPayload) with
  * `X-Fleet-Signature: sha256=<hex HMAC-SHA256 of the body with the target's secret>`; the secret
  * is answered once, at creation.
  */
@@ -231,7 +235,7 @@ export interface FleetAlertPayload {
   job?: { id: string; name: string; reason: string };
 }
 
-/** `GET alerts/deliveries?limit=` (admin): the latest sends, newest first. */
+/** `GET alerts/deliveries?limit=` (admin): FleetAlertDelivery[], the latest sends, newest first. */
 export interface FleetAlertDelivery {
   id: string;
   target_id: string;
