@@ -239,7 +239,9 @@ export class Oidc {
       );
       if (again.rows[0]) return { id: again.rows[0].id, created: false };
       for (let i = 0; i < 20; i += 1) {
-        const suffix = i === 0 ? '' : String(randomBytes(4).readUInt32BE() % 10 ** (2 + (i >> 2)));
+        const width = 2 + (i >> 2);
+        const suffix =
+          i === 0 ? '' : String(randomBytes(4).readUInt32BE() % 10 ** width).padStart(width, '0');
         await c.query('SAVEPOINT account');
         try {
           const r = await c.query<{ id: string }>(
