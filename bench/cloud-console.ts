@@ -21,23 +21,26 @@
  *   offline between `upgrade/start` and its agent's return on the new version: that wait is part
  *   of the figure (twice per rollout at least: once per stage).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import {
   WALL_DEFAULT_INTERVAL_MS,
   type FleetDevicePage,
-  type FleetFile,
   type FleetJob,
   type FleetJobDetail,
 } from '@kvm/protocol';
 import type { Cloud } from '../e2e/fixtures/cloud';
-import type { FleetAccount, FleetHttp } from '../e2e/fixtures/fleet-http';
+import {
+  makeFirmware,
+  uploadFile,
+  type FleetAccount,
+  type FleetHttp,
+} from '../e2e/fixtures/fleet-http';
 import { startSimFleet, type SimFleet } from '../e2e/fixtures/fleet-sims';
 import { WallWatch } from '../e2e/fixtures/wall-watch';
 import { seedDevices } from '../fleet/src/devices/seed';
-import { makePackage, makeTree } from '../server/src/services/upgrade/test-package';
 import { median, note, percentile, round, sized } from './lib';
 
 const SIM_DEVICES = sized(100, 10);
@@ -161,26 +164,12 @@ async function listFigures(
 async function rolloutFigure(onB: FleetHttp, sims: SimFleet): Promise<number> {
   const work = await mkdtemp(join(tmpdir(), 'kvm-bench-rollout-'));
   try {
-    await makeTree(join(work, 'tree'));
-    await makePackage(work, ['--gen-key', join(work, 'k')]);
-    const { file } = await makePackage(work, [
-      '--from',
-      join(work, 'tree'),
-      '--version',
-      'V9.9.2',
-      '--key',
-      join(work, 'k.key'),
-      '--out',
-      work,
-    ]);
-    const put = await onB.call(
-      'PUT',
-      '/cloud-basic/v1/files/package/bench-fw.tar',
-      await readFile(file),
+    const pkg = await uploadFile(
+      onB,
+      'package',
+      'bench-fw.tar',
+      await makeFirmware(work, 'V9.9.2'),
     );
-    if (put.status !== 200)
-      throw new Error(`PUT files: HTTP ${put.status} ${put.text.slice(0, 300)}`);
-    const pkg = (put.json as { result: FleetFile }).result;
     const t0 = performance.now();
     const { job } = await onB.api<{ job: FleetJob }>('POST', 'rollouts', {
       file_id: pkg.id,

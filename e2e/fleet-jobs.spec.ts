@@ -13,13 +13,12 @@
  * - A device stopped: one `device_offline` alert reaches the mail sink and the webhook, once.
  */
 import { createHmac } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { FleetAlertTarget, FleetFile, FleetJob, FleetJobDetail } from '@kvm/protocol';
-import { makePackage, makeTree } from '../server/src/services/upgrade/test-package';
+import type { FleetAlertTarget, FleetJob, FleetJobDetail } from '@kvm/protocol';
 import { Browser } from './fixtures/browser';
 import { byTestId } from './fixtures/console';
 import {
@@ -29,6 +28,7 @@ import {
   startFleetWorld,
   type FleetWorld,
 } from './fixtures/fleet';
+import { makeFirmware, uploadFile } from './fixtures/fleet-http';
 import { startSims, type SimHandle } from './fixtures/fleet-sims';
 
 const OPS_MAIL = 'ops@e2e.test';
@@ -128,25 +128,12 @@ describe('fleet: batch actions, a staged rollout that stops, alerts by mail and 
   }, 120_000);
 
   it('a rollout to 10 devices stops after stage 1 when one fails its health check; stage 2 untouched; alert sent', async () => {
-    await makeTree(join(work, 'tree'));
-    await makePackage(work, ['--gen-key', join(work, 'k')]);
-    const { file } = await makePackage(work, [
-      '--from',
-      join(work, 'tree'),
-      '--version',
-      NEW_VERSION,
-      '--key',
-      join(work, 'k.key'),
-      '--out',
-      work,
-    ]);
-    const res = await w.admin.call(
-      'PUT',
-      `/cloud-basic/v1/files/package/${encodeURIComponent('fw.tar')}`,
-      await readFile(file),
+    const pkg = await uploadFile(
+      w.admin,
+      'package',
+      'fw.tar',
+      await makeFirmware(work, NEW_VERSION),
     );
-    expect(res.status, res.text).toBe(200);
-    const pkg = (res.json as { result: FleetFile }).result;
     expect(pkg.version).toBe(NEW_VERSION);
 
     const started = await w.admin.api<{ job: FleetJob }>('POST', 'rollouts', {
@@ -156,8 +143,18 @@ describe('fleet: batch actions, a staged rollout that stops, alerts by mail and 
       max_failures: 0,
       health_timeout_s: 60,
     });
-    const detail: FleetJobDetail = await jobWhenDone(w.admin, started.job.id, 120_000);
+    let detail: FleetJobDetail = await jobWhenDone(w.admin, started.job.id, 120_000);
     expect(detail.job.state).toBe('stopped');
+    // stopped: no new device starts, the ones running finish
+    await expect
+      .poll(
+        async () => {
+          detail = await w.admin.api<FleetJobDetail>('GET', `jobs/${started.job.id}`);
+          return detail.devices.filter((d) => d.state === 'running').length;
+        },
+        { timeout: 60_000, interval: 500 },
+      )
+      .toBe(0);
     expect(detail.job.stage).toBe(1);
     expect(detail.job.reason).toBeTruthy();
     const stage1 = detail.devices.filter((d) => d.stage === 1);
