@@ -13,12 +13,11 @@ import {
 import type { PoolClient } from 'pg';
 import type { FleetUser } from '../context';
 import { inTransaction, uniqueViolation, type Db } from '../db/pool';
+import { DEVICE_ID_RE, UUID_RE } from '../devices/devices';
 import { ConflictStateError, NotFoundError, ValidatorError } from '../errors';
 
 /** At most this many ids in one list of a PATCH. */
 export const GROUP_PATCH_MAX_IDS = 1000;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const DEVICE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 // printable: no control, format, unassigned or surrogate code points
 const NAME_RE = new RegExp(`^[^\\p{C}]{1,${FLEET_GROUP_NAME_MAX}}$`, 'u');
 

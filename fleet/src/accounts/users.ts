@@ -6,8 +6,6 @@
  */
 import {
   CLOUD_EMAIL_RE,
-  FLEET_PAGE_DEFAULT,
-  FLEET_PAGE_MAX,
   FLEET_QUERY_MAX,
   validateCloudSignUp,
   type FleetRole,
@@ -18,6 +16,8 @@ import {
 } from '@kvm/protocol';
 import type { FleetUser } from '../context';
 import { inTransaction, uniqueViolation, type Db } from '../db/pool';
+import { UUID_RE, escapeLike, makeCursor } from '../devices/devices';
+import { pageLimit } from '../events/events';
 import {
   AccountExistsError,
   CloudFormError,
@@ -28,31 +28,15 @@ import {
 } from '../errors';
 import { FIRST_ADMIN_LOCK, type Accounts } from './accounts';
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ROLES: readonly FleetRole[] = ['admin', 'user'];
 
-/** `limit` of a list query: default 50, 1-200 (400 otherwise). */
-export function pageLimit(raw: unknown): number {
-  if (raw === undefined || raw === '') return FLEET_PAGE_DEFAULT;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > FLEET_PAGE_MAX) {
-    throw new ValidatorError(`limit must be 1-${FLEET_PAGE_MAX}`);
-  }
-  return n;
-}
-
 /** A search string (at most 64 characters), '' when absent. */
-export function searchOf(raw: unknown): string {
+function searchOf(raw: unknown): string {
   if (raw === undefined) return '';
   if (typeof raw !== 'string' || raw.length > FLEET_QUERY_MAX) {
     throw new ValidatorError(`q must be at most ${FLEET_QUERY_MAX} characters`);
   }
   return raw;
-}
-
-/** `%`, `_` and `\` taken literally by ILIKE. */
-export function likeEscape(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 interface UserListRow {
@@ -68,11 +52,7 @@ interface UserListRow {
   total: string;
 }
 
-/** The cursor of a page: the last row's sort key (lower username, id), opaque to clients. */
-function encodeCursor(username: string, id: string): string {
-  return Buffer.from(JSON.stringify([username.toLowerCase(), id])).toString('base64url');
-}
-
+/** A page's cursor (devices.ts makeCursor's form): the last row's [lower(username), id]. */
 function decodeCursor(raw: unknown): [string, string] | null {
   if (raw === undefined || raw === '') return null;
   try {
@@ -108,9 +88,9 @@ export class Users {
   /** `GET users?q=&limit=&cursor=`: by username (case-insensitive); q matches username or e-mail. */
   async list(query: Record<string, unknown>): Promise<FleetUserPage> {
     const q = searchOf(query.q);
-    const limit = pageLimit(query.limit);
+    const limit = pageLimit(query.limit as string | undefined);
     const after = decodeCursor(query.cursor);
-    const params: unknown[] = [`%${likeEscape(q)}%`, limit + 1];
+    const params: unknown[] = [`%${escapeLike(q)}%`, limit + 1];
     let where = `(a.username ILIKE $1 OR a.email ILIKE $1)`;
     const filtered = where;
     if (after) {
@@ -142,7 +122,7 @@ export class Users {
         groups: u.groups ?? [],
         created_at: u.created_at.getTime(),
       })),
-      next: r.rows.length > limit && last ? encodeCursor(last.username, last.id) : null,
+      next: r.rows.length > limit && last ? makeCursor(last.username.toLowerCase(), last.id) : null,
       total: r.rows[0] ? Number(r.rows[0].total) : await this.count(filtered, params[0]),
     };
   }
