@@ -119,7 +119,7 @@ export default function AccountPage() {
       <Space>
         <Button
           onClick={() =>
-            void run(() => api.post('totp/forget-browsers'), t('account.browsersForgotten'))
+            void run(() => api.post('totp/trusted/forget'), t('account.browsersForgotten'))
           }
           data-testid="forget-browsers"
         >

@@ -55,7 +55,7 @@ export default function GroupsPage() {
     async () => {
       const [groups, users] = await Promise.all([
         api.get<FleetGroups>('groups'),
-        api.get<unknown>('users'),
+        api.get<unknown>('users', { limit: 200 }),
       ]);
       return { groups, users: asList<FleetUserRow>(users, 'users') };
     },

@@ -74,7 +74,7 @@ function CreateUser({ onMade }: { onMade: () => void }) {
 export default function UsersPage() {
   const t = useT();
   const { data: users, reload: load } = useLoader(
-    async () => asList<FleetUserRow>(await api.get<unknown>('users'), 'users'),
+    async () => asList<FleetUserRow>(await api.get<unknown>('users', { limit: 200 }), 'users'),
     [] as FleetUserRow[],
   );
   const [remove, setRemove] = useState<FleetUserRow | null>(null);

@@ -13,6 +13,19 @@ import { ApiError, api, fleetUrl } from '../lib/api';
 import { safeNext } from '../lib/links';
 import { showError, showStatus, useSession } from '../lib/session';
 
+/** The fleet's `oidc_error` codes (fleet/src/oidc/oidc.ts OidcErrorCode). */
+const OIDC_ERRORS = [
+  'unavailable',
+  'rate_limited',
+  'state',
+  'denied',
+  'provider',
+  'no_account',
+  'disabled',
+  'email_taken',
+] as const;
+type OidcErrorCode = (typeof OIDC_ERRORS)[number];
+
 export function SignInPage() {
   const t = useT();
   const navigate = useNavigate();
@@ -29,7 +42,11 @@ export function SignInPage() {
   useEffect(() => {
     api.get<FleetAuthOptions>('auth/options').then(setOptions, () => setOptions(null));
     const oidcError = new URLSearchParams(location.search).get('oidc_error');
-    if (oidcError) showStatus(t('signin.oidcError', { error: oidcError }), true);
+    if (oidcError) {
+      const known = (OIDC_ERRORS as readonly string[]).includes(oidcError);
+      const why = known ? t(`oidcError.${oidcError as OidcErrorCode}`) : oidcError;
+      showStatus(t('signin.oidcError', { error: why }), true);
+    }
   }, [t]);
 
   const submit = async (ev: FormEvent) => {
