@@ -27,6 +27,27 @@ export function str(b: Record<string, unknown>, key: string, max = 256): string 
   return v;
 }
 
+/**
+ * The query string's one-valued parameters (`?q=a&q=b` is 400, not an array reaching SQL):
+ * `keys` each a string of at most `max` characters, or undefined when absent.
+ */
+export function queryOf<K extends string>(
+  req: FastifyRequest,
+  keys: readonly K[],
+  max = 1024,
+): Partial<Record<K, string>> {
+  const q = (req.query ?? {}) as Record<string, unknown>;
+  const out: Partial<Record<K, string>> = {};
+  for (const k of keys) {
+    const v = q[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') throw new ValidatorError(`${k} must be given once`);
+    if (v.length > max) throw new ValidatorError(`${k} is longer than ${max} characters`);
+    out[k] = v;
+  }
+  return out;
+}
+
 /** The address rate limits count by (X-Real-IP / X-Forwarded-For only with trustProxy). */
 export function ipOf(req: FastifyRequest, ctx: FleetContext): string {
   return clientIp(req, ctx.config.trustProxy === true);

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { FLEET_API } from '@kvm/protocol';
 import type { FleetContext } from '../context';
 import { pageLimit } from '../events/events';
-import { adminOrThrow, bodyOf, ok } from '../http';
+import { adminOrThrow, bodyOf, ok, queryOf } from '../http';
 import type { Alerts } from './alerts';
 
 export function registerAlertRoutes(
@@ -37,8 +37,8 @@ export function registerAlertRoutes(
     return ok(await alerts.test(user, req.params.id));
   });
 
-  app.get<{ Querystring: { limit?: string } }>(`${FLEET_API}/alerts/deliveries`, async (req) => {
+  app.get(`${FLEET_API}/alerts/deliveries`, async (req) => {
     await adminOrThrow(req, ctx);
-    return ok(await alerts.deliveries(pageLimit(req.query.limit)));
+    return ok(await alerts.deliveries(pageLimit(queryOf(req, ['limit']).limit)));
   });
 }

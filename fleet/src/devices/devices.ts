@@ -126,13 +126,8 @@ export function parseCursor(cursor: string): [string, string] {
 }
 
 /** `GET devices`' query string. */
-export interface DeviceQuery {
-  q?: string;
-  group?: string;
-  online?: string;
-  limit?: string;
-  cursor?: string;
-}
+export const DEVICE_QUERY = ['q', 'group', 'online', 'limit', 'cursor'] as const;
+export type DeviceQuery = Partial<Record<(typeof DEVICE_QUERY)[number], string>>;
 
 type DeviceListRow = DeviceRow & {
   sort_name: string;

@@ -9,8 +9,8 @@ import { FLEET_API, type DeviceIdentity } from '@kvm/protocol';
 import type { FleetCore } from '../app';
 import type { FleetContext } from '../context';
 import { ValidatorError } from '../errors';
-import { bodyOf, ipOf, ok, str, userOrThrow } from '../http';
-import { BIND_POLL_MAX_MS } from './devices';
+import { bodyOf, ipOf, ok, queryOf, str, userOrThrow } from '../http';
+import { BIND_POLL_MAX_MS, DEVICE_QUERY } from './devices';
 
 const printable = (max: number, min = 1) =>
   z
@@ -106,14 +106,10 @@ export function registerDeviceRoutes(
     return ok(await devices.claim(user, str(bodyOf(req), 'code', 32), ipOf(req, ctx)));
   });
 
-  app.get<{ Querystring: Record<string, string | undefined> }>(
-    `${FLEET_API}/devices`,
-    async (req) => {
-      const user = await userOrThrow(req, ctx);
-      const { q, group, online, limit, cursor } = req.query;
-      return ok(await devices.page(user, { q, group, online, limit, cursor }));
-    },
-  );
+  app.get(`${FLEET_API}/devices`, async (req) => {
+    const user = await userOrThrow(req, ctx);
+    return ok(await devices.page(user, queryOf(req, DEVICE_QUERY)));
+  });
 
   app.patch<{ Params: { id: string } }>(`${FLEET_API}/devices/:id`, async (req) => {
     const user = await userOrThrow(req, ctx);

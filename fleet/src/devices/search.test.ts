@@ -175,6 +175,8 @@ describe('GET devices', () => {
     await bad(`?q=${'x'.repeat(65)}`, /q is longer/);
     await bad('?group=lab', /group/);
     await bad('?online=yes', /online/);
+    await bad('?q=a&q=b', /q must be given once/);
+    await bad(`?group=${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}&group=x`, /group/);
     expect(failure(await api(kit, 'GET', '/devices')).status).toBe(401);
   });
 });

@@ -43,12 +43,9 @@ export async function record(db: Queryable, kind: string, f: EventFields = {}): 
   );
 }
 
-export interface EventQuery {
-  device?: string;
-  kind?: string;
-  before?: string;
-  limit?: string;
-}
+/** `GET events`' query string. */
+export const EVENT_QUERY = ['device', 'kind', 'before', 'limit'] as const;
+export type EventQuery = Partial<Record<(typeof EVENT_QUERY)[number], string>>;
 
 /** A page limit from a query string: FLEET_PAGE_DEFAULT when absent, 1..FLEET_PAGE_MAX. */
 export function pageLimit(v: string | undefined): number {

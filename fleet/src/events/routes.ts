@@ -3,17 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { FLEET_API } from '@kvm/protocol';
 import type { FleetContext } from '../context';
 import type { Db } from '../db/pool';
-import { ok, userOrThrow } from '../http';
-import { listEvents, type EventQuery } from './events';
+import { ok, queryOf, userOrThrow } from '../http';
+import { EVENT_QUERY, listEvents } from './events';
 
 export function registerEventRoutes(
   app: FastifyInstance,
   ctx: FleetContext,
   core: { db: Db },
 ): void {
-  app.get<{ Querystring: EventQuery }>(`${FLEET_API}/events`, async (req) => {
+  app.get(`${FLEET_API}/events`, async (req) => {
     const user = await userOrThrow(req, ctx);
-    const { device, kind, before, limit } = req.query;
-    return ok(await listEvents(core.db, user, { device, kind, before, limit }));
+    return ok(await listEvents(core.db, user, queryOf(req, EVENT_QUERY)));
   });
 }
