@@ -382,9 +382,9 @@ describe('the cloud: two fleet replicas, a device bound to them, its console thr
   }, 120_000);
 
   it('unbound on the fleet: the device forgets its secret and says revoked', async () => {
-    await fleetPage.goto(`${cloud.b.url}/#devices`);
-    fleetPage.once('dialog', (d) => void d.accept());
+    await fleetPage.goto(`${cloud.b.url}/devices`);
     await deviceRow(qemuId).locator('[data-testid="device-unbind"]').click();
+    await byTestId(fleetPage, 'confirm-ok').click();
     await expect
       .poll(async () => (await cloudState(qemu)).state, { timeout: 30_000 })
       .toBe('revoked');
