@@ -8,23 +8,14 @@ import { tmpdir } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../agents/test-kit';
 import type { FleetFile, FleetJob, FleetJobDetail } from '@kvm/protocol';
-import { FakeAgent, waitFor } from '../agents/test-kit';
+import { bindDevices as bind, devices, finished as done, type Dev } from './test-devices';
 import { makePackage, makeTree } from '../../../server/src/services/upgrade/test-package';
 import { SESSION_COOKIE } from '../accounts/accounts';
-import {
-  HOST,
-  api,
-  bindByCode,
-  failure,
-  identity,
-  result,
-  signUpAndIn,
-  sql,
-  startKit,
-  type Kit,
-} from '../test-kit';
+import { HOST, api, failure, result, signUpAndIn, sql, startKit, type Kit } from '../test-kit';
 
 setFlagsFromString('--expose_gc');
 const gc = runInNewContext('gc') as (o?: { type: 'minor' | 'major' }) => void;
@@ -86,120 +77,6 @@ function put(
   });
 }
 
-/** A simulated device: its agent, and a device server with the calls the jobs make. */
-class Dev {
-  agent: FakeAgent | null = null;
-  calls: string[] = [];
-  version = '0.2.0';
-  images = new Map<string, number>();
-  uploaded = 0;
-  lastUpgrade: Record<string, unknown> | null = null;
-  inProgress = false;
-  constructor(
-    readonly id: string,
-    readonly secret: string,
-    readonly mac: string,
-    readonly serial: string,
-    /** What an upgrade does: come back on the new version, roll back, or never come back. */
-    readonly upgrade: 'ok' | 'rollback' | 'gone' = 'ok',
-  ) {}
-
-  async connect(): Promise<void> {
-    this.agent = await (
-      await FakeAgent.connect(url, {
-        id: this.id,
-        secret: this.secret,
-        mac: this.mac,
-        serial: this.serial,
-        version: this.version,
-        discardBodies: true,
-        serve: (r) => this.serve(r),
-      })
-    ).ready();
-  }
-
-  private serve(r: { method: string; path: string; bodyBytes: number }) {
-    this.calls.push(`${r.method} ${r.path}`);
-    const u = new URL(r.path, 'http://d');
-    const okr = (result: unknown) => ({ status: 200, body: { ok: true, result } });
-    switch (`${r.method} ${u.pathname}`) {
-      case 'POST /api/atx/click':
-      case 'POST /api/hid/events/send_shortcut':
-      case 'POST /api/msd/set_params':
-      case 'POST /api/msd/set_connected':
-        return okr({});
-      case 'GET /api/wol/devices':
-        return okr({ devices: [{ name: 'a', mac: '02:00:00:00:00:aa' }] });
-      case 'POST /api/wol/wake':
-        return okr({ sent: { mac: u.searchParams.get('mac') } });
-      case 'GET /api/msd': {
-        const images: Record<string, unknown> = {};
-        for (const [n, size] of this.images) images[n] = { complete: true, size };
-        return okr({ storage: { images } });
-      }
-      case 'POST /api/msd/write':
-        this.images.set(u.searchParams.get('image')!, r.bodyBytes);
-        return okr({ image: { name: u.searchParams.get('image'), size: r.bodyBytes } });
-      case 'POST /api/upgrade/upload':
-        this.uploaded = r.bodyBytes;
-        return okr({ filename: 'update.pkg', size: r.bodyBytes });
-      case 'POST /api/upgrade/start':
-        this.inProgress = true;
-        setTimeout(() => void this.restart(), 50);
-        return okr({ status: 'Upgrade started' });
-      case 'GET /api/upgrade/status':
-        return okr({ enabled: true, in_progress: this.inProgress, last_upgrade: this.lastUpgrade });
-      default:
-        return { status: 404, body: { ok: false, result: { error: 'NotFound', error_msg: 'no' } } };
-    }
-  }
-
-  private async restart(): Promise<void> {
-    this.agent?.close();
-    if (this.upgrade === 'gone') return;
-    this.inProgress = false;
-    if (this.upgrade === 'ok') {
-      this.lastUpgrade = { result: 'success', from_version: this.version, to_version: 'V0.3.0' };
-      this.version = '0.3.0';
-    } else {
-      this.lastUpgrade = {
-        result: 'failed',
-        to_version: 'V0.3.0',
-        reason: 'V0.3.0 was not ready within 20 s',
-      };
-    }
-    await new Promise((r) => setTimeout(r, 30));
-    await this.connect();
-  }
-}
-
-const devices: Dev[] = [];
-
-async function bindDevices(cookie: string, n: number, prefix: string, plan: Dev['upgrade'][] = []) {
-  const out: Dev[] = [];
-  for (let i = 0; i < n; i++) {
-    const who = identity({ name: `${prefix}-${String(i).padStart(2, '0')}` });
-    const b = await bindByCode(kit, cookie, who);
-    const d = new Dev(b.device_id, b.secret, who.mac, who.serial, plan[i] ?? 'ok');
-    await d.connect();
-    devices.push(d);
-    out.push(d);
-  }
-  return out;
-}
-
-async function finished(cookie: string, id: string, timeoutMs = 60_000): Promise<FleetJobDetail> {
-  return waitFor(
-    async () => {
-      const d = result<FleetJobDetail>(await api(kit, 'GET', `/jobs/${id}`, undefined, { cookie }));
-      // a stopped job's running devices finish after it
-      return d.job.state !== 'running' && d.job.counts.running === 0 ? d : null;
-    },
-    timeoutMs,
-    `job ${id} to finish`,
-  );
-}
-
 describe('files', () => {
   it('stores an image and a package (its version), refuses what is not one, and removes', async () => {
     const img = Buffer.alloc(300_000, 7);
@@ -245,22 +122,29 @@ describe('files', () => {
       payload: 'abc',
     });
     expect([400, 411]).toContain(chunked.statusCode);
-    // inject sets a Content-Length itself; a body shorter than it is a cut upload
-    const cut = await kit.app
-      .inject({
-        method: 'PUT',
-        url: '/cloud-basic/v1/files/image/cut.iso',
-        headers: {
-          host: HOST,
-          origin: `https://${HOST}`,
-          cookie: `${SESSION_COOKIE}=${admin}`,
-          'content-length': '100000',
-        },
-        payload: Buffer.alloc(10),
-        simulate: { end: true },
-      })
-      .catch(() => null);
-    expect(cut?.statusCode ?? 400).toBeGreaterThanOrEqual(400);
+    // a real socket that sends 64 KiB of the 1 MiB it announced, then goes
+    const req = httpRequest(`${url}/cloud-basic/v1/files/image/cut.iso`, {
+      method: 'PUT',
+      headers: {
+        host: HOST,
+        origin: `https://${HOST}`,
+        cookie: `${SESSION_COOKIE}=${admin}`,
+        'content-length': String(1024 * 1024),
+      },
+    });
+    req.on('error', () => undefined);
+    req.write(Buffer.alloc(64 * 1024, 1));
+    await waitFor(
+      async () => (await readdir(join(data, 'files'))).some((n) => n.endsWith('.part')),
+      10_000,
+      'the upload to start',
+    );
+    req.destroy();
+    await waitFor(
+      async () => !(await readdir(join(data, 'files'))).some((n) => n.endsWith('.part')),
+      10_000,
+      'the cut upload to be removed',
+    );
     const huge = await put('/files/image/huge.iso', 'x', {
       'content-length': String(5 * 1024 ** 4),
     });
@@ -274,7 +158,7 @@ describe('files', () => {
 describe('batch actions', () => {
   it('runs an action on every device as the user, each result and event recorded', async () => {
     const { cookie } = await signUpAndIn(kit, 'actor1', 'pw1234');
-    const mine = await bindDevices(cookie, 3, 'act');
+    const mine = await bind(kit, url, cookie, 3, 'act');
     const r = result<{ job: FleetJob }>(
       await api(
         kit,
@@ -284,7 +168,7 @@ describe('batch actions', () => {
         { cookie },
       ),
     );
-    const d = await finished(cookie, r.job.id);
+    const d = await done(kit, cookie, r.job.id);
     expect(d.job.state).toBe('done');
     expect(d.job.counts.ok).toBe(3);
     for (const dev of mine) {
@@ -302,7 +186,7 @@ describe('batch actions', () => {
     const w = result<{ job: FleetJob }>(
       await api(kit, 'POST', '/actions', { action: 'wol', devices: [mine[0]!.id] }, { cookie }),
     );
-    await finished(cookie, w.job.id);
+    await done(kit, cookie, w.job.id);
     expect(mine[0]!.calls).toContain('POST /api/wol/wake?mac=02%3A00%3A00%3A00%3A00%3Aaa');
     const bad = await api(
       kit,
@@ -317,8 +201,8 @@ describe('batch actions', () => {
   it('refuses a device the user does not see (404 naming it) and touches nothing', async () => {
     const a = (await signUpAndIn(kit, 'owner2', 'pw1234')).cookie;
     const b = (await signUpAndIn(kit, 'stranger2', 'pw1234')).cookie;
-    const [mine] = await bindDevices(a, 1, 'own');
-    const [theirs] = await bindDevices(b, 1, 'other');
+    const [mine] = await bind(kit, url, a, 1, 'own');
+    const [theirs] = await bind(kit, url, b, 1, 'other');
     const before = (await sql<{ n: string }>(kit, 'SELECT count(*) AS n FROM jobs'))[0]!.n;
     const r = await api(
       kit,
@@ -340,13 +224,13 @@ describe('batch actions', () => {
     expect(
       failure(await api(kit, 'GET', `/jobs/${j.job.id}`, undefined, { cookie: b })).status,
     ).toBe(404);
-    await finished(a, j.job.id);
+    await done(kit, a, j.job.id);
   });
 
   it('mounts a 20 MiB image streamed (not held in memory), skipped when the device has it', async () => {
     const img = Buffer.alloc(20 * 1024 * 1024, 3);
     const f = result<{ file: FleetFile }>(await put('/files/image/big.img', img)).file;
-    const [dev] = await bindDevices(admin, 1, 'msd');
+    const [dev] = await bind(kit, url, admin, 1, 'msd');
     // what the process holds (heap and buffers) after a collection, sampled while it runs
     const held = (): number => {
       // a scavenge is enough for the chunks' short-lived buffers (and quick)
@@ -367,7 +251,7 @@ describe('batch actions', () => {
         { cookie: admin },
       ),
     );
-    const d = await finished(admin, r.job.id);
+    const d = await done(kit, admin, r.job.id);
     clearInterval(sampler);
     expect(d.devices[0]!.state).toBe('ok');
     expect(dev!.images.get('big.img')).toBe(img.byteLength);
@@ -384,10 +268,59 @@ describe('batch actions', () => {
         { cookie: admin },
       ),
     );
-    await finished(admin, again.job.id);
+    await done(kit, admin, again.job.id);
     expect(dev!.calls.filter((c) => c.startsWith('POST /api/msd/write'))).toHaveLength(1);
     // the file is in use by no running job now: it may go
     result(await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }));
+  }, 60_000);
+});
+
+describe('cancel', () => {
+  it('stops new devices from starting: the pending ones are skipped, the job cancelled', async () => {
+    const { cookie } = await signUpAndIn(kit, 'canceller', 'pw1234');
+    // every device hangs on the press: 10 run at once, 2 wait
+    const twelve = await bind(kit, url, cookie, 12, 'cancel', [], (d) => {
+      d.silentPaths = ['/api/atx'];
+    });
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/actions',
+        { action: 'power', devices: twelve.map((d) => d.id) },
+        { cookie },
+      ),
+    );
+    await waitFor(
+      async () => {
+        const d = result<FleetJobDetail>(
+          await api(kit, 'GET', `/jobs/${r.job.id}`, undefined, { cookie }),
+        );
+        return d.job.counts.running === 10;
+      },
+      20_000,
+      'ten devices running',
+    );
+    const other = (await signUpAndIn(kit, 'notcreator', 'pw1234')).cookie;
+    expect(
+      failure(await api(kit, 'POST', `/jobs/${r.job.id}/cancel`, {}, { cookie: other })).status,
+    ).toBe(404);
+    const c = result<{ job: FleetJob }>(
+      await api(kit, 'POST', `/jobs/${r.job.id}/cancel`, {}, { cookie }),
+    );
+    expect(c.job.state).toBe('cancelled');
+    expect(c.job.counts).toMatchObject({ running: 10, skipped: 2, pending: 0 });
+    const untouched = twelve.filter((d) => d.calls.length === 0);
+    expect(untouched).toHaveLength(2);
+    // the list shows it to its creator, not to the other user
+    const mine = result<{ jobs: FleetJob[] }>(
+      await api(kit, 'GET', '/jobs?limit=5', undefined, { cookie }),
+    );
+    expect(mine.jobs[0]!.id).toBe(r.job.id);
+    const theirs = result<{ jobs: FleetJob[] }>(
+      await api(kit, 'GET', '/jobs', undefined, { cookie: other }),
+    );
+    expect(theirs.jobs).toEqual([]);
   }, 60_000);
 });
 
@@ -421,7 +354,7 @@ describe('rollouts', () => {
       'ok',
       'ok',
     ];
-    const ten = await bindDevices(admin, 10, 'roll', plan);
+    const ten = await bind(kit, url, admin, 10, 'roll', plan);
     const r = result<{ job: FleetJob }>(
       await api(
         kit,
@@ -436,7 +369,7 @@ describe('rollouts', () => {
         { cookie: admin },
       ),
     );
-    const d = await finished(admin, r.job.id);
+    const d = await done(kit, admin, r.job.id);
     expect(d.job.state).toBe('stopped');
     expect(d.job.reason).toMatch(/failed/);
     const stage1 = d.devices.filter((x) => x.stage === 1);
@@ -464,7 +397,7 @@ describe('rollouts', () => {
 
   it('a rollout whose stage 1 is healthy goes on to stage 2 and is done', async () => {
     const pkg = await packageFile();
-    const four = await bindDevices(admin, 4, 'good');
+    const four = await bind(kit, url, admin, 4, 'good');
     const r = result<{ job: FleetJob }>(
       await api(
         kit,
@@ -479,7 +412,7 @@ describe('rollouts', () => {
         { cookie: admin },
       ),
     );
-    const d = await finished(admin, r.job.id);
+    const d = await done(kit, admin, r.job.id);
     expect(d.job).toMatchObject({ state: 'done', stage: 2 });
     expect(d.job.counts.ok).toBe(4);
     // a user may not start one

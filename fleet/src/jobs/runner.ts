@@ -185,11 +185,19 @@ export class JobRunner {
     this.timers = [beat, adopt];
   }
 
-  /** Stops: no new device starts here; the jobs' heartbeats stop, another replica adopts them. */
-  async close(): Promise<void> {
+  /**
+   * Stops: no new device starts here, health waits end, the heartbeats stop (another replica
+   * adopts the jobs once they are stale). Device calls under way get `closeWaitMs` to finish.
+   */
+  async close(closeWaitMs = 2000): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.closing.abort();
-    await Promise.all([...this.running.values()].map((p) => p.catch(() => undefined)));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.running.values()].map((p) => p.catch(() => undefined))),
+      new Promise((r) => (timer = setTimeout(r, closeWaitMs))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Jobs this replica runs now. */
@@ -441,7 +449,7 @@ export class JobRunner {
   ): Promise<void> {
     await this.db.query(
       `UPDATE job_devices SET state = $3, detail = $4, finished_at = now(), phase = NULL
-       WHERE job_id = $1 AND device_id = $2`,
+       WHERE job_id = $1 AND device_id = $2 AND state = 'running'`,
       [jobId, deviceId, state, detail?.slice(0, 500) ?? null],
     );
   }
