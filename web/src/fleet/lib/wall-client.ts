@@ -218,7 +218,8 @@ export class WallClient {
     this.tiles.set(pic.id, {
       online: old?.online ?? true,
       signal: true,
-      at: old?.at ?? Date.now(),
+      // pictures come only when they changed: this one is new now
+      at: Date.now(),
       url,
     });
     this.changed();
