@@ -119,8 +119,8 @@ export interface FleetDeviceGroup {
 }
 
 /**
- * `GET groups`: an admin gets all; a user gets no user groups and only the device groups it
- * sees (to filter its lists by).
+ * `GET groups`: an admin gets all; a user gets its own user groups (no members, no links) and
+ * only the device groups linked to them (to filter its lists by; `user_groups` only its own).
  */
 export interface FleetGroups {
   user_groups: FleetUserGroup[];
