@@ -333,7 +333,7 @@ export interface FleetJob {
   counts: Record<FleetJobDeviceState, number>;
 }
 
-/** `GET jobs/:id`: the job and each device's result. `GET jobs?limit=&cursor=`: FleetJob[]. */
+/** `GET jobs/:id`: the job and each device's result. `GET jobs?limit=&cursor=`: FleetJobPage. */
 export interface FleetJobDetail {
   job: FleetJob;
   devices: Array<{
@@ -345,6 +345,12 @@ export interface FleetJobDetail {
     started_at: number | null;
     finished_at: number | null;
   }>;
+}
+
+/** `GET jobs?limit=&cursor=`: newest first; `next` (the last id) is the next page's cursor. */
+export interface FleetJobPage {
+  jobs: FleetJob[];
+  next: string | null;
 }
 
 // ---- the wall's socket (WALL_PATH) ---------------------------------------------------------------
