@@ -17,6 +17,7 @@ import type { FleetFile } from '@kvm/protocol';
 import { verifyPackage } from '../../../server/src/services/upgrade/package-reader';
 import type { FleetContext, FleetUser } from '../context';
 import { uniqueViolation, type Db } from '../db/pool';
+import { UUID_RE } from '../devices/devices';
 import { ApiError, BadRequestError, NotFoundError, ValidatorError } from '../errors';
 import { PayloadTooLargeError } from '../../../server/src/errors';
 import { adminOrThrow, ok, userOrThrow } from '../http';
@@ -24,7 +25,6 @@ import { adminOrThrow, ok, userOrThrow } from '../http';
 export const FILES_MAX_BYTES_DEFAULT = 4 * 1024 ** 3;
 /** A file's name: 1-128 of [A-Za-z0-9._-], not starting with a dot. */
 export const FILE_NAME_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** 411: a file upload needs its Content-Length (the size is checked before reading). */
 export class LengthRequiredError extends ApiError {

@@ -8,8 +8,6 @@ import type { FastifyInstance } from 'fastify';
 import {
   FLEET_ACTIONS,
   FLEET_JOB_MAX_DEVICES,
-  FLEET_PAGE_DEFAULT,
-  FLEET_PAGE_MAX,
   type FleetAction,
   type FleetAlertEvent,
   type FleetAlertPayload,
@@ -18,15 +16,14 @@ import { visibilityParams, visibleTo } from '../access/visibility';
 import type { FleetContext, FleetUser } from '../context';
 import type { Db } from '../db/pool';
 import { BindWaiters } from '../devices/bind-waiters';
+import { DEVICE_ID_RE, UUID_RE } from '../devices/devices';
+import { pageLimit } from '../events/events';
 import { AdminRequiredError, NotFoundError, ValidatorError } from '../errors';
 import { Files, FILES_MAX_BYTES_DEFAULT, registerFileRoutes } from '../files/files';
-import { adminOrThrow, bodyOf, ok, userOrThrow } from '../http';
+import { adminOrThrow, bodyOf, ok, queryOf, userOrThrow } from '../http';
 import type { Relay } from '../agents/relay';
 import { checkActionArgs, type ActionArgs } from './device-calls';
 import { HELLO_CHANNEL, JobRunner, recordHello, type JobRunnerOptions } from './runner';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const DEVICE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** What the jobs need of the core (fleet/src/app.ts's FleetCore). */
 export interface JobsCore {
@@ -238,14 +235,8 @@ export function registerJobRoutes(
 
   app.get('/cloud-basic/v1/jobs', async (req) => {
     const user = await userOrThrow(req, ctx);
-    const q = req.query as { limit?: string; cursor?: string };
-    let limit = FLEET_PAGE_DEFAULT;
-    if (q.limit !== undefined) {
-      limit = Number(q.limit);
-      if (!/^\d{1,4}$/.test(q.limit) || limit < 1 || limit > FLEET_PAGE_MAX) {
-        throw new ValidatorError(`limit must be 1-${FLEET_PAGE_MAX}`);
-      }
-    }
+    const q = queryOf(req, ['limit', 'cursor']);
+    const limit = pageLimit(q.limit);
     const cursor = q.cursor && UUID_RE.test(q.cursor) ? q.cursor : null;
     if (q.cursor && !cursor) throw new ValidatorError('Bad cursor');
     return ok(await runner.list(user, limit, cursor));

@@ -18,6 +18,7 @@ import {
   type FleetJob,
   type FleetJobDetail,
   type FleetJobDeviceState,
+  type FleetJobPage,
   type FleetJobState,
 } from '@kvm/protocol';
 import type { FleetUser } from '../context';
@@ -356,11 +357,7 @@ export class JobRunner {
   }
 
   /** Newest first; `cursor` is the last id of the previous page. */
-  async list(
-    user: FleetUser,
-    limit: number,
-    cursor: string | null,
-  ): Promise<{ jobs: FleetJob[]; next: string | null }> {
+  async list(user: FleetUser, limit: number, cursor: string | null): Promise<FleetJobPage> {
     const r = await this.db.query<JobRow>(
       `SELECT * FROM jobs j
        WHERE ($1::uuid IS NULL OR j.created_by = $1)
