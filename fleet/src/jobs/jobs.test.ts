@@ -332,6 +332,33 @@ describe('cancel', () => {
   }, 60_000);
 });
 
+describe('a file in use', () => {
+  it('is not removed while a running job uses it (409), and is once the job ended', async () => {
+    const f = result<{ file: FleetFile }>(
+      await put('/files/image/busy.img', Buffer.alloc(1000, 1)),
+    ).file;
+    const [dev] = await bind(kit, url, admin, 1, 'busy', [], (d) => {
+      d.silentPaths = ['/api/msd'];
+    });
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/actions',
+        { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
+        { cookie: admin },
+      ),
+    );
+    const refused = failure(
+      await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }),
+    );
+    expect(refused.status).toBe(409);
+    result(await api(kit, 'POST', `/jobs/${r.job.id}/cancel`, {}, { cookie: admin }));
+    result(await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }));
+    expect((await readdir(join(data, 'files'))).includes(f.id)).toBe(false);
+  }, 60_000);
+});
+
 /** The package the rollouts install (uploaded once). */
 async function packageFile(): Promise<FleetFile> {
   const have = result<{ files: FleetFile[] }>(
