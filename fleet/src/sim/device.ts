@@ -26,7 +26,8 @@ import {
   CloudAgent,
   type AgentLinkState,
 } from '../../../server/src/services/cloud/agent';
-import { FleetClient } from '../../../server/src/services/cloud/fleet-client';
+import { CloudRateLimitError, FleetClient } from '../../../server/src/services/cloud/fleet-client';
+import { CloudUnreachableError } from '../../../server/src/services/cloud/fleet-tls';
 import type { FleetTrust } from '../../../server/src/services/cloud/fleet-tls';
 import { snapshotBox } from '../../../server/src/services/cloud/snapshot';
 import { Tunnel } from '../../../server/src/services/cloud/tunnel';
@@ -265,19 +266,7 @@ export class SimDevice {
   /** Binds (once), starts the tiny HTTP server and the agent. */
   async start(): Promise<void> {
     this.stopped = false;
-    if (!this.binding) {
-      const client = new FleetClient(this.opts.fleetUrl, this.trust);
-      this.binding = await client.post<BindResult>(
-        'bind/login',
-        {
-          username: this.opts.account.username,
-          password: this.opts.account.password,
-          region: this.opts.account.region ?? 'eu',
-          device: this.identity,
-        },
-        { timeoutMs: 15_000 },
-      );
-    }
+    if (!this.binding) this.binding = await this.bind();
     if (!this.server) {
       const server = createServer((req, res) => {
         this.http(req, res).catch((err: unknown) => {
@@ -316,6 +305,31 @@ export class SimDevice {
       }, ms);
     };
     this.rebooting = setTimeout(drop, 20);
+  }
+
+  /** `bind/login`; a login the fleet is too busy for (429, 503) is tried again, 10 times. */
+  private async bind(): Promise<BindResult> {
+    const client = new FleetClient(this.opts.fleetUrl, this.trust);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await client.post<BindResult>(
+          'bind/login',
+          {
+            username: this.opts.account.username,
+            password: this.opts.account.password,
+            region: this.opts.account.region ?? 'eu',
+            device: this.identity,
+          },
+          { timeoutMs: 15_000 },
+        );
+      } catch (err) {
+        const busy =
+          err instanceof CloudRateLimitError ||
+          (err instanceof CloudUnreachableError && /HTTP 503/.test(err.message));
+        if (!busy || attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, 250 * attempt + Math.random() * 250));
+      }
+    }
   }
 
   async stop(): Promise<void> {

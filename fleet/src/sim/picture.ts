@@ -1,14 +1,17 @@
 /**
  * A simulated device's screen (docs/cloud.md "The screen wall"): a solid colour per device, its
  * name, "SIMULATED DEVICE" and a counter, in the device server's 5x7 bitmap font
- * (server/src/graphics/font.ts), encoded by jpeg-js at the size asked (the box the fleet gives,
- * aspect 16:9 kept), so every tile of the wall says what it is.
+ * (server/src/graphics/font.ts), encoded (jpeg-encode.ts) at its own size or smaller to fit the
+ * box the fleet gives (aspect 16:9 kept), so every tile of the wall says what it is.
  */
-import jpegJs from 'jpeg-js';
 import { glyph, GLYPH_H, GLYPH_W } from '../../../server/src/graphics/font';
+import { encodeJpeg } from './jpeg-encode';
 
-/** The simulated screen's own size; a snapshot is this scaled into the asked box. */
-export const SIM_SCREEN = { width: 1280, height: 720 };
+/**
+ * The simulated screen's own size; a snapshot is this scaled into the asked box, never enlarged
+ * (as the device's preview). Small on purpose: a hundred devices share a process.
+ */
+export const SIM_SCREEN = { width: 256, height: 144 };
 
 export type Rgb = [number, number, number];
 
@@ -99,5 +102,5 @@ export function renderSimScreen(opts: {
   lines.forEach((line, i) =>
     drawText(rgba, width, height, line, height / 2 + (i - 1) * step, scale),
   );
-  return Buffer.from(jpegJs.encode({ data: rgba, width, height }, opts.quality).data);
+  return encodeJpeg(rgba, width, height, opts.quality);
 }

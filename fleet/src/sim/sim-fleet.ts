@@ -10,7 +10,10 @@ export interface SimFleetOptions extends Omit<SimDeviceOptions, 'index' | 'failU
   count: number;
   /** Which devices fail their upgrades (by index, 1-based). */
   failUpgrade?: (index: number) => boolean;
-  /** Bindings at once (default 8). */
+  /**
+   * Bindings at once (default 3: the fleet hashes one password at a time per address and
+   * refuses a fifth waiting login of one address).
+   */
   concurrency?: number;
 }
 
@@ -40,7 +43,7 @@ export class SimFleet {
       }
     };
     try {
-      await Promise.all(Array.from({ length: Math.min(concurrency ?? 8, count) }, worker));
+      await Promise.all(Array.from({ length: Math.min(concurrency ?? 3, count) }, worker));
     } catch (e) {
       await fleet.stop();
       throw e;

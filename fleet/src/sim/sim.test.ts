@@ -1,7 +1,7 @@
 /**
  * Simulated devices against a real fleet (HTTPS, PostgreSQL, the relay): bound by `bind/login`
  * with the fleet's certificate as the only trust, online; their screens through the wall socket
- * (a JPEG in the box, the device's colour, a new picture when the counter changes); the tunnel
+ * (a JPEG of its own size inside the box, the device's colour, a new picture when the counter changes); the tunnel
  * to their tiny server (`/d/<id>/api/info` says Simulated); an upgrade round trip (the version
  * from X-Sim-Version or the package's manifest, the socket dropped and back, last_upgrade), and
  * a device made to fail coming back on its old version.
@@ -30,6 +30,7 @@ import { createFleet, type Fleet } from '../fleet';
 import { signUpAndIn, type Kit } from '../test-kit';
 import { ensureCertificate } from '../tls';
 import { ManifestSniffer, SIM_MODEL, type SimDevice } from './device';
+import { SIM_SCREEN } from './picture';
 import { SimFleet } from './sim-fleet';
 
 let pg: PostgresEngine;
@@ -207,7 +208,7 @@ describe('simulated devices', () => {
     );
     const first = pictures.find((p) => p.id === d.id)!;
     const img = jpegJs.decode(first.jpeg);
-    expect([img.width, img.height]).toEqual([480, 270]);
+    expect([img.width, img.height]).toEqual([SIM_SCREEN.width, SIM_SCREEN.height]);
     // the corner is the device's colour (JPEG: within a few steps)
     for (let c = 0; c < 3; c += 1) expect(Math.abs(img.data[c]! - d.color[c]!)).toBeLessThan(8);
     await waitFor(

@@ -32,7 +32,10 @@ export interface WallHubOptions {
   intervalMs: number;
   /** An entry without watchers lives this long (30 s). */
   dropAfterMs?: number;
-  /** A snapshot request's time limit (default: the interval, at least 5 s). */
+  /**
+   * A snapshot request's time limit (default: two intervals, at least 10 s): one request is in
+   * flight per device anyway, and a late answer of a busy device is still a new picture.
+   */
   timeoutMs?: number;
   onError?(deviceId: string, err: unknown): void;
 }
@@ -162,7 +165,7 @@ export class WallHub {
       const r = await this.opts.snapshot(
         e.id,
         { max_width: WALL_MAX_WIDTH, max_height: WALL_MAX_HEIGHT, quality: WALL_SNAPSHOT_QUALITY },
-        this.opts.timeoutMs ?? Math.max(5000, this.opts.intervalMs),
+        this.opts.timeoutMs ?? Math.max(10_000, 2 * this.opts.intervalMs),
       );
       if (!isSnapshot(r)) throw new DeviceCommandError('The device answered no picture');
       if (!r.online) {
