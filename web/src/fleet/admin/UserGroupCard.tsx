@@ -19,6 +19,8 @@ export function UserGroupCard(props: {
   const { group, users, deviceGroups, patch, onDelete } = props;
   const t = useT();
   const [add, setAdd] = useState('');
+  // a link's checkbox follows the click at once; the group's answer replaces it
+  const [pending, setPending] = useState<Record<string, boolean>>({});
   const members = new Set(group.members.map((m) => m.id));
   const linked = new Set(group.device_groups);
   return (
@@ -83,12 +85,16 @@ export function UserGroupCard(props: {
           <label key={d.id} className="fleet-check">
             <input
               type="checkbox"
-              checked={linked.has(d.id)}
+              checked={pending[d.id] ?? linked.has(d.id)}
               onChange={(e) => {
+                const on = e.target.checked;
                 const next = new Set(linked);
-                if (e.target.checked) next.add(d.id);
+                if (on) next.add(d.id);
                 else next.delete(d.id);
-                void patch({ device_groups: [...next] });
+                setPending((p) => ({ ...p, [d.id]: on }));
+                void patch({ device_groups: [...next] }).finally(() =>
+                  setPending(({ [d.id]: _done, ...rest }) => rest),
+                );
               }}
               data-testid="group-link"
               data-device-group={d.id}
