@@ -38,26 +38,30 @@ function tile(id: string) {
   return page.locator(`[data-testid="wall-tile"][data-device-id="${id}"]`);
 }
 
-/** The picture a tile shows now: its image's object URL ('' without one). */
-async function tileSrc(id: string): Promise<string> {
-  return (
-    (await tile(id)
-      .locator('[data-testid="wall-image"]')
-      .getAttribute('src', { timeout: 2_000 })
-      .catch(() => null)) ?? ''
-  );
-}
-
-/** The bytes of the picture a tile shows now, hashed in the page (its object URL fetched). */
+/**
+ * The picture a tile shows now, as a hash of its pixels (drawn on a canvas in the page: the
+ * fleet's CSP lets no fetch read the object URL), or '' while it has none loaded.
+ */
 async function tilePicture(id: string): Promise<string> {
-  const src = await tileSrc(id);
-  if (!src) return '';
-  return page
-    .evaluate(async (url) => {
-      const buf = await (await fetch(url)).arrayBuffer();
-      const d = await crypto.subtle.digest('SHA-256', buf);
-      return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
-    }, src)
+  const img = tile(id).locator('[data-testid="wall-image"]');
+  if ((await img.count()) === 0) return '';
+  return img
+    .evaluate(
+      (el: HTMLImageElement) => {
+        if (!el.complete || el.naturalWidth === 0) return '';
+        const c = document.createElement('canvas');
+        c.width = el.naturalWidth;
+        c.height = el.naturalHeight;
+        const g = c.getContext('2d')!;
+        g.drawImage(el, 0, 0);
+        const px = g.getImageData(0, 0, c.width, c.height).data;
+        let h = 0x811c9dc5;
+        for (let i = 0; i < px.length; i += 1) h = Math.imul(h ^ px[i]!, 0x01000193) >>> 0;
+        return `${c.width}x${c.height}:${h.toString(16)}`;
+      },
+      null,
+      { timeout: 2_000 },
+    )
     .catch(() => '');
 }
 
