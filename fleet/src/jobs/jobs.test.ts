@@ -430,6 +430,26 @@ describe('rollouts', () => {
     expect(version[0]!.version).toBe('0.3.0');
   }, 90_000);
 
+  it('a device that never comes back fails after health_timeout_s with the reason', async () => {
+    const pkg = await packageFile();
+    const [gone] = await bind(kit, url, admin, 1, 'gone', ['gone']);
+    const r = result<{ job: FleetJob }>(
+      await api(
+        kit,
+        'POST',
+        '/rollouts',
+        { file_id: pkg.id, devices: [gone!.id], health_timeout_s: 10 },
+        { cookie: admin },
+      ),
+    );
+    const d = await done(kit, admin, r.job.id, 40_000);
+    expect(d.job.state).toBe('stopped');
+    expect(d.devices[0]).toMatchObject({
+      state: 'failed',
+      detail: 'did not come back healthy within 10 s',
+    });
+  }, 60_000);
+
   it('a rollout whose stage 1 is healthy goes on to stage 2 and is done', async () => {
     const pkg = await packageFile();
     const four = await bind(kit, url, admin, 4, 'good');
