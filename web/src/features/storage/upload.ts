@@ -237,11 +237,20 @@ export class UploadController extends TransferTask {
     this.createXhr = options.createXhr ?? (() => new XMLHttpRequest());
   }
 
-  /** POSTs the body to an /api path; resolves with the envelope's result. */
+  /**
+   * POSTs the body to an /api path; resolves with the envelope's result. `url` and `method`
+   * send it elsewhere instead (the fleet console's `PUT /cloud-basic/v1/files/...`).
+   */
   send<T>(
     path: string,
     body: Blob | FormData,
-    info: { name: string; total: number; query?: Parameters<typeof buildApiUrl>[1] },
+    info: {
+      name: string;
+      total: number;
+      query?: Parameters<typeof buildApiUrl>[1];
+      url?: string;
+      method?: 'POST' | 'PUT';
+    },
   ): Promise<T> {
     this.begin(info.name, info.total);
     const xhr = this.createXhr();
@@ -258,7 +267,7 @@ export class UploadController extends TransferTask {
           resolve(result as T);
         }
       };
-      xhr.open('POST', buildApiUrl(path, info.query));
+      xhr.open(info.method ?? 'POST', info.url ?? buildApiUrl(path, info.query));
       xhr.timeout = 0;
       xhr.setRequestHeader('Accept', 'application/json');
       // A raw body is bytes whatever the file's type; FormData sets its own boundary.

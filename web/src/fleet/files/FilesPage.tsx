@@ -1,13 +1,13 @@
 /** Files the fleet holds (admin): disk images to mount and firmware packages; upload with progress, delete. */
-import { useState } from 'react';
+import { useState, useSyncExternalStore } from 'react';
 import { useLoader } from '../lib/loader';
 import { Button, Progress, Table, Tag } from 'antd';
 import type { FleetFile } from '@kvm/protocol/fleet';
 import { useT } from '../i18n';
-import { api, asList } from '../lib/api';
+import { api, asList, fleetUrl } from '../lib/api';
 import { fmtBytes, fmtTime } from '../lib/format';
 import { showError, showStatus } from '../lib/session';
-import { uploadFile } from '../lib/upload';
+import { UploadController } from '../../features/storage/upload';
 import { Confirm } from '../components/Confirm';
 
 export default function FilesPage() {
@@ -18,21 +18,25 @@ export default function FilesPage() {
   );
   const [kind, setKind] = useState<FleetFile['kind']>('image');
   const [chosen, setChosen] = useState<File | null>(null);
-  const [progress, setProgress] = useState<number | null>(null);
+  const [upload] = useState(() => new UploadController());
+  const transfer = useSyncExternalStore(upload.subscribe, upload.getSnapshot);
   const [remove, setRemove] = useState<FleetFile | null>(null);
 
-  const upload = async () => {
+  const send = async () => {
     if (!chosen) return;
-    setProgress(0);
     try {
-      const f = await uploadFile(kind, chosen, setProgress).done;
+      const f = await upload.send<FleetFile>('', chosen, {
+        name: chosen.name,
+        total: chosen.size,
+        method: 'PUT',
+        url: fleetUrl(`files/${kind}/${encodeURIComponent(chosen.name)}`),
+      });
       showStatus(t('files.uploaded', { name: f.name }));
       setChosen(null);
+      upload.clear();
       await load();
     } catch (e) {
       showError(e);
-    } finally {
-      setProgress(null);
     }
   };
 
@@ -58,18 +62,23 @@ export default function FilesPage() {
         />
         <Button
           type="primary"
-          disabled={!chosen || progress !== null}
-          onClick={() => void upload()}
+          disabled={!chosen || transfer.phase === 'running'}
+          onClick={() => void send()}
           data-testid="file-upload"
         >
           {t('files.upload')}
         </Button>
-        {progress !== null && (
-          <Progress
-            style={{ width: 200 }}
-            percent={Math.round(progress * 100)}
-            data-testid="file-progress"
-          />
+        {transfer.phase === 'running' && (
+          <>
+            <Progress
+              style={{ width: 200 }}
+              percent={transfer.percent}
+              data-testid="file-progress"
+            />
+            <Button onClick={() => upload.cancel()} data-testid="file-upload-cancel">
+              {t('common.cancel')}
+            </Button>
+          </>
         )}
       </div>
       <Table<FleetFile>
