@@ -19,6 +19,7 @@ import {
   startKit,
   type Kit,
 } from '../test-kit';
+import { sweepExpired } from '../db/sweep';
 import { raiseAlert } from './alerts';
 import { failureText, postWebhook } from './send';
 
@@ -306,5 +307,47 @@ describe('deliveries', () => {
     ).toBe(404);
     await sql(a, `DELETE FROM alert_targets`);
     expect(await raiseAlert(a.fleet.db, 'rollout_stopped', { text: 'nobody listens' })).toBe(0);
+  });
+});
+
+describe('retention', () => {
+  it('the sweep drops old deliveries and the claims of offline periods that ended, keeps a current one', async () => {
+    const t = await addTarget({
+      kind: 'email',
+      target: 'old@example.com',
+      events: ['device_offline'],
+    });
+    await sql(
+      a,
+      `INSERT INTO alert_deliveries (target_id, event, payload, state, created_at) VALUES
+         ($1, 'test', '{}', 'sent', now() - interval '100 days'),
+         ($1, 'test', '{}', 'sent', now() - interval '10 days')`,
+      [t.id],
+    );
+    const gone = (await bindByCode(a, alice)).device_id;
+    const still = (await bindByCode(a, alice)).device_id;
+    // one statement: the replicas' scanners never see the offline period without its claim
+    await sql(
+      a,
+      `WITH u AS (UPDATE devices SET last_seen = now() - interval '3 days' WHERE id = $2
+                  RETURNING id, last_seen)
+       INSERT INTO alert_offline (device_id, since, raised_at)
+       SELECT $1, now() - interval '5 days', now() - interval '5 days'
+       UNION ALL SELECT id, last_seen, now() - interval '2 days' FROM u`,
+      [gone, still],
+    );
+    await sweepExpired(a.fleet.db, 90);
+    const ages = await sql<{ old: boolean }>(
+      a,
+      `SELECT created_at < now() - interval '50 days' AS old FROM alert_deliveries WHERE target_id = $1`,
+      [t.id],
+    );
+    expect(ages).toEqual([{ old: false }]);
+    const claims = await sql<{ device_id: string }>(
+      a,
+      'SELECT device_id FROM alert_offline WHERE device_id = ANY($1)',
+      [[gone, still]],
+    );
+    expect(claims).toEqual([{ device_id: still }]);
   });
 });
