@@ -183,71 +183,6 @@ CREATE INDEX oidc_states_expires_idx ON oidc_states (expires_at);
 `,
   },
   {
-    version: 5,
-    name: 'files, jobs (batch actions and rollouts), the time of a device hello',
-    sql: `
--- files the fleet holds (<data>/files/<id>): disk images to mount, firmware packages
-CREATE TABLE files (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  kind text NOT NULL CHECK (kind IN ('image', 'package')),
-  name text NOT NULL,
-  size bigint NOT NULL,
-  sha256 text NOT NULL,
-  -- a package's version (its manifest), else null
-  version text,
-  created_by uuid REFERENCES accounts (id) ON DELETE SET NULL,
-  created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE UNIQUE INDEX files_kind_name_key ON files (kind, name);
-
--- a batch action or rollout; the replica running it (runner) beats its heartbeat, another one
--- adopts a running job whose heartbeat is stale
-CREATE TABLE jobs (
-  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  kind text NOT NULL CHECK (kind IN ('action', 'rollout')),
-  action text NOT NULL,
-  name text NOT NULL,
-  args jsonb NOT NULL DEFAULT '{}',
-  file_id uuid REFERENCES files (id) ON DELETE SET NULL,
-  state text NOT NULL DEFAULT 'running'
-    CHECK (state IN ('running', 'done', 'stopped', 'cancelled', 'failed')),
-  stage integer NOT NULL DEFAULT 1,
-  reason text,
-  created_by uuid REFERENCES accounts (id) ON DELETE SET NULL,
-  created_by_name text,
-  created_at timestamptz NOT NULL DEFAULT now(),
-  finished_at timestamptz,
-  runner text,
-  heartbeat timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX jobs_created_idx ON jobs (created_at DESC, id DESC);
-CREATE INDEX jobs_creator_idx ON jobs (created_by, created_at DESC, id DESC);
-CREATE INDEX jobs_running_idx ON jobs (heartbeat) WHERE state = 'running';
-
--- each device of a job, in order; a rollout's device in phase 'health' waits for its agent
--- to come back (upgrade_at: when its upgrade was started)
-CREATE TABLE job_devices (
-  job_id uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-  device_id text NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
-  name text NOT NULL,
-  ord integer NOT NULL,
-  stage integer NOT NULL DEFAULT 1,
-  state text NOT NULL DEFAULT 'pending'
-    CHECK (state IN ('pending', 'running', 'ok', 'failed', 'skipped')),
-  phase text,
-  detail text,
-  upgrade_at timestamptz,
-  started_at timestamptz,
-  finished_at timestamptz,
-  PRIMARY KEY (job_id, device_id)
-);
-CREATE INDEX job_devices_order_idx ON job_devices (job_id, ord);
-
--- the last agent hello (a rollout's health: the agent went away and came back)
-ALTER TABLE devices ADD COLUMN hello_at timestamptz;
-`,
-  },
-  {
     version: 4,
     name: 'device search and paging indexes, event actors, presence log state, alerts',
     sql: `
@@ -313,6 +248,71 @@ CREATE TABLE alert_deliveries (
 );
 CREATE INDEX alert_deliveries_due_idx ON alert_deliveries (next_at) WHERE state = 'pending';
 CREATE INDEX alert_deliveries_created_idx ON alert_deliveries (created_at DESC, id DESC);
+`,
+  },
+  {
+    version: 5,
+    name: 'files, jobs (batch actions and rollouts), the time of a device hello',
+    sql: `
+-- files the fleet holds (<data>/files/<id>): disk images to mount, firmware packages
+CREATE TABLE files (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  kind text NOT NULL CHECK (kind IN ('image', 'package')),
+  name text NOT NULL,
+  size bigint NOT NULL,
+  sha256 text NOT NULL,
+  -- a package's version (its manifest), else null
+  version text,
+  created_by uuid REFERENCES accounts (id) ON DELETE SET NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX files_kind_name_key ON files (kind, name);
+
+-- a batch action or rollout; the replica running it (runner) beats its heartbeat, another one
+-- adopts a running job whose heartbeat is stale
+CREATE TABLE jobs (
+  id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  kind text NOT NULL CHECK (kind IN ('action', 'rollout')),
+  action text NOT NULL,
+  name text NOT NULL,
+  args jsonb NOT NULL DEFAULT '{}',
+  file_id uuid REFERENCES files (id) ON DELETE SET NULL,
+  state text NOT NULL DEFAULT 'running'
+    CHECK (state IN ('running', 'done', 'stopped', 'cancelled', 'failed')),
+  stage integer NOT NULL DEFAULT 1,
+  reason text,
+  created_by uuid REFERENCES accounts (id) ON DELETE SET NULL,
+  created_by_name text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  runner text,
+  heartbeat timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX jobs_created_idx ON jobs (created_at DESC, id DESC);
+CREATE INDEX jobs_creator_idx ON jobs (created_by, created_at DESC, id DESC);
+CREATE INDEX jobs_running_idx ON jobs (heartbeat) WHERE state = 'running';
+
+-- each device of a job, in order; a rollout's device in phase 'health' waits for its agent
+-- to come back (upgrade_at: when its upgrade was started)
+CREATE TABLE job_devices (
+  job_id uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  device_id text NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  ord integer NOT NULL,
+  stage integer NOT NULL DEFAULT 1,
+  state text NOT NULL DEFAULT 'pending'
+    CHECK (state IN ('pending', 'running', 'ok', 'failed', 'skipped')),
+  phase text,
+  detail text,
+  upgrade_at timestamptz,
+  started_at timestamptz,
+  finished_at timestamptz,
+  PRIMARY KEY (job_id, device_id)
+);
+CREATE INDEX job_devices_order_idx ON job_devices (job_id, ord);
+
+-- the last agent hello (a rollout's health: the agent went away and came back)
+ALTER TABLE devices ADD COLUMN hello_at timestamptz;
 `,
   },
 ];
