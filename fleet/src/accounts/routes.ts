@@ -7,12 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { FLEET_API, FLEET_TRUST_TTL_S } from '@kvm/protocol';
 import type { FleetContext } from '../context';
-import {
-  FleetRateLimitError,
-  InvalidCredentialsError,
-  InvalidTotpError,
-  NotSignedInError,
-} from '../errors';
+import { InvalidCredentialsError, InvalidTotpError, NotSignedInError } from '../errors';
 import { bodyOf, ipOf, ok, str, userOrThrow } from '../http';
 import { SESSION_COOKIE, SESSION_TTL_MS, TRUST_COOKIE, type Accounts } from './accounts';
 
@@ -29,11 +24,13 @@ export async function startSession(
   void reply.setCookie(SESSION_COOKIE, token, { ...COOKIE, maxAge: SESSION_TTL_MS / 1000 });
 }
 
-/** Why a login failed, for the log (never the password); null when it was no attempt. */
+/**
+ * Why a login failed, for the log (never the password); null when it was no attempt, or was
+ * refused by the rate limit before anything was checked (a flood then writes nothing).
+ */
 function failedReason(e: unknown): string | null {
   if (e instanceof InvalidCredentialsError) return e.reason;
   if (e instanceof InvalidTotpError) return 'totp';
-  if (e instanceof FleetRateLimitError) return 'rate_limited';
   return null;
 }
 

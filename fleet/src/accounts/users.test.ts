@@ -104,6 +104,27 @@ describe('roles and GET me', () => {
     expect(changed.at(-1)).toMatchObject({ actor: 'admin1', detail: { changed: ['disabled'] } });
   });
 
+  it('a login the rate limit refuses writes nothing to the log (a flood stays in memory)', async () => {
+    const count = async () =>
+      (await sql(kit, `SELECT 1 FROM events WHERE kind = 'login_failed'`)).length;
+    const before = await count();
+    const from = '198.18.99.1';
+    const tries: number[] = [];
+    for (let i = 0; i < 12; i += 1) {
+      const r = await api(
+        kit,
+        'POST',
+        '/login',
+        { username: 'admin1', password: 'wrong12' },
+        { ip: from },
+      );
+      tries.push(r.statusCode);
+    }
+    expect(tries.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(tries.slice(10)).toEqual([429, 429]);
+    expect((await count()) - before).toBe(10);
+  }, 60_000);
+
   it('login and logout are logged with the account and the method', async () => {
     const cookie = await signIn(kit, 'admin1', 'secret12');
     await api(kit, 'POST', '/logout', {}, { cookie });
