@@ -49,7 +49,7 @@ interface UserListRow {
   oidc: boolean;
   groups: Array<{ id: string; name: string }> | null;
   created_at: Date;
-  total: string;
+  total?: string;
 }
 
 /** A page's cursor (devices.ts makeCursor's form): the last row's [lower(username), id]. */
@@ -70,6 +70,27 @@ function decodeCursor(raw: unknown): [string, string] | null {
     // below
   }
   throw new ValidatorError('Malformed cursor');
+}
+
+/** The columns of a FleetUserRow (alias `a` for accounts). */
+const USER_COLUMNS = `a.id, a.username, a.email, a.role, a.disabled_at, a.totp_secret, a.created_at,
+  EXISTS (SELECT 1 FROM oidc_identities o WHERE o.account_id = a.id) AS oidc,
+  (SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY lower(g.name))
+     FROM user_group_members m JOIN user_groups g ON g.id = m.group_id
+     WHERE m.account_id = a.id) AS groups`;
+
+function userRow(u: UserListRow): FleetUserRow {
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    role: u.role,
+    disabled: u.disabled_at !== null,
+    totp_enabled: u.totp_secret !== null,
+    oidc: u.oidc,
+    groups: u.groups ?? [],
+    created_at: u.created_at.getTime(),
+  };
 }
 
 /** What `PATCH users/:id` and `DELETE users/:id` did, for the event log. */
@@ -98,12 +119,7 @@ export class Users {
       where += ` AND (lower(a.username), a.id) > ($3, $4::uuid)`;
     }
     const r = await this.db.query<UserListRow>(
-      `SELECT a.id, a.username, a.email, a.role, a.disabled_at, a.totp_secret, a.created_at,
-         EXISTS (SELECT 1 FROM oidc_identities o WHERE o.account_id = a.id) AS oidc,
-         (SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY lower(g.name))
-            FROM user_group_members m JOIN user_groups g ON g.id = m.group_id
-            WHERE m.account_id = a.id) AS groups,
-         (SELECT count(*) FROM accounts a WHERE ${filtered}) AS total
+      `SELECT ${USER_COLUMNS}, (SELECT count(*) FROM accounts a WHERE ${filtered}) AS total
        FROM accounts a WHERE ${where}
        ORDER BY lower(a.username), a.id LIMIT $2`,
       params,
@@ -111,17 +127,7 @@ export class Users {
     const rows = r.rows.slice(0, limit);
     const last = rows[rows.length - 1];
     return {
-      users: rows.map((u): FleetUserRow => ({
-        id: u.id,
-        username: u.username,
-        email: u.email,
-        role: u.role,
-        disabled: u.disabled_at !== null,
-        totp_enabled: u.totp_secret !== null,
-        oidc: u.oidc,
-        groups: u.groups ?? [],
-        created_at: u.created_at.getTime(),
-      })),
+      users: rows.map(userRow),
       next: r.rows.length > limit && last ? makeCursor(last.username.toLowerCase(), last.id) : null,
       total: r.rows[0] ? Number(r.rows[0].total) : await this.count(filtered, params[0]),
     };
@@ -180,27 +186,11 @@ export class Users {
   async row(id: string): Promise<FleetUserRow> {
     if (!UUID_RE.test(id)) throw new NotFoundError('No such user');
     const r = await this.db.query<UserListRow>(
-      `SELECT a.id, a.username, a.email, a.role, a.disabled_at, a.totp_secret, a.created_at,
-         EXISTS (SELECT 1 FROM oidc_identities o WHERE o.account_id = a.id) AS oidc,
-         (SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY lower(g.name))
-            FROM user_group_members m JOIN user_groups g ON g.id = m.group_id
-            WHERE m.account_id = a.id) AS groups, 0 AS total
-       FROM accounts a WHERE a.id = $1`,
+      `SELECT ${USER_COLUMNS} FROM accounts a WHERE a.id = $1`,
       [id],
     );
-    const u = r.rows[0];
-    if (!u) throw new NotFoundError('No such user');
-    return {
-      id: u.id,
-      username: u.username,
-      email: u.email,
-      role: u.role,
-      disabled: u.disabled_at !== null,
-      totp_enabled: u.totp_secret !== null,
-      oidc: u.oidc,
-      groups: u.groups ?? [],
-      created_at: u.created_at.getTime(),
-    };
+    if (!r.rows[0]) throw new NotFoundError('No such user');
+    return userRow(r.rows[0]);
   }
 
   /**
