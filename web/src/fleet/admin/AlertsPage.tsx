@@ -186,14 +186,9 @@ export default function AlertsPage() {
         onCancel={() => setRemove(null)}
         onConfirm={async () => {
           if (!remove) return;
-          try {
-            await api.del(`alerts/targets/${encodeURIComponent(remove.id)}`);
-            setRemove(null);
-            await load();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.del(`alerts/targets/${encodeURIComponent(remove.id)}`);
+          setRemove(null);
+          await load();
         }}
       />
     </section>

@@ -112,14 +112,9 @@ export default function GroupsPage() {
         onCancel={() => setRemove(null)}
         onConfirm={async () => {
           if (!remove) return;
-          try {
-            await api.del(`groups/${remove.kind}/${encodeURIComponent(remove.id)}`);
-            setRemove(null);
-            await load();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.del(`groups/${remove.kind}/${encodeURIComponent(remove.id)}`);
+          setRemove(null);
+          await load();
         }}
       />
     </section>

@@ -174,14 +174,9 @@ export default function UsersPage() {
         onCancel={() => setRemove(null)}
         onConfirm={async () => {
           if (!remove) return;
-          try {
-            await api.del(`users/${encodeURIComponent(remove.id)}`);
-            setRemove(null);
-            await load();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.del(`users/${encodeURIComponent(remove.id)}`);
+          setRemove(null);
+          await load();
         }}
       />
       <Confirm

@@ -2,13 +2,14 @@
 import { useState, type ReactNode } from 'react';
 import { Modal } from 'antd';
 import { useT } from '../i18n';
+import { showError } from '../lib/session';
 
 export interface ConfirmProps {
   open: boolean;
   title: ReactNode;
   children?: ReactNode;
   danger?: boolean;
-  /** Awaited with a loading OK button; a rejection keeps the dialog open. */
+  /** Awaited with a loading OK button; a rejection is shown and keeps the dialog open. */
   onConfirm: () => Promise<void> | void;
   onCancel: () => void;
 }
@@ -30,8 +31,9 @@ export function Confirm({ open, title, children, danger, onConfirm, onCancel }: 
         setBusy(true);
         try {
           await onConfirm();
-        } catch {
-          // the caller showed why; the dialog stays
+        } catch (e) {
+          // why it failed goes to the status line; the dialog stays
+          showError(e);
         } finally {
           setBusy(false);
         }

@@ -146,15 +146,10 @@ export function BatchBar() {
         danger={action !== 'wol'}
         onCancel={() => setConfirm(false)}
         onConfirm={async () => {
-          try {
-            const answer = await api.post<FleetJob>('actions', { action, args, devices: ids });
-            setConfirm(false);
-            const id = jobIdOf(answer);
-            void navigate(id ? `/jobs/${encodeURIComponent(id)}` : '/jobs');
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          const answer = await api.post<FleetJob>('actions', { action, args, devices: ids });
+          setConfirm(false);
+          const id = jobIdOf(answer);
+          void navigate(id ? `/jobs/${encodeURIComponent(id)}` : '/jobs');
         }}
       >
         <p data-testid="batch-confirm-list">

@@ -223,16 +223,11 @@ export default function DevicesPage() {
         onCancel={() => setUnbind(null)}
         onConfirm={async () => {
           if (!unbind) return;
-          try {
-            await api.del(`devices/${encodeURIComponent(unbind.id)}`);
-            showStatus(t('devices.unbound', { name: unbind.name }));
-            setSelected([unbind], false);
-            setUnbind(null);
-            await reload();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.del(`devices/${encodeURIComponent(unbind.id)}`);
+          showStatus(t('devices.unbound', { name: unbind.name }));
+          setSelected([unbind], false);
+          setUnbind(null);
+          await reload();
         }}
       >
         {t('devices.unbindText')}

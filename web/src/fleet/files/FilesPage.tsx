@@ -120,14 +120,9 @@ export default function FilesPage() {
         onCancel={() => setRemove(null)}
         onConfirm={async () => {
           if (!remove) return;
-          try {
-            await api.del(`files/${encodeURIComponent(remove.id)}`);
-            setRemove(null);
-            await load();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.del(`files/${encodeURIComponent(remove.id)}`);
+          setRemove(null);
+          await load();
         }}
       />
     </section>

@@ -90,15 +90,10 @@ export default function JobPage() {
         title={t('jobs.cancelTitle', { name: job.name })}
         onCancel={() => setCancel(false)}
         onConfirm={async () => {
-          try {
-            await api.post(`jobs/${encodeURIComponent(job.id)}/cancel`);
-            setCancel(false);
-            showStatus(t('jobs.cancelled'));
-            await load();
-          } catch (e) {
-            showError(e);
-            throw e;
-          }
+          await api.post(`jobs/${encodeURIComponent(job.id)}/cancel`);
+          setCancel(false);
+          showStatus(t('jobs.cancelled'));
+          await load();
         }}
       />
     </section>
