@@ -58,6 +58,7 @@ export interface ConsoleFigures {
   wall_refresh_samples: number;
   wall_interval_ms: number;
   wall_bytes_per_device_per_min: number;
+  wall_pictures_per_device_per_min: number;
   list_devices: number;
   device_list_p95_ms: number;
   device_list_samples: number;
@@ -82,7 +83,7 @@ async function wallFigures(
   onB: FleetHttp,
   ca: string,
   sims: SimFleet,
-): Promise<{ refresh: number[]; bytesPerDevicePerMin: number }> {
+): Promise<{ refresh: number[]; bytesPerDevicePerMin: number; picturesPerDevicePerMin: number }> {
   const ids = sims.devices.map((d) => d.id);
   const wall = await WallWatch.open(cloud.b.url, onB.cookie, ca);
   try {
@@ -111,12 +112,23 @@ async function wallFigures(
     sims.changeEvery(1000);
     await new Promise((res) => setTimeout(res, WALL_DEFAULT_INTERVAL_MS));
     const b0 = wall.bytes;
+    const p0 = wall.pictures.length;
+    const s0 = sims.devices.reduce((n, d) => n + d.snapshots(), 0);
     const t0 = performance.now();
     await new Promise((res) => setTimeout(res, WALL_WINDOW_S * 1000));
     const minutes = (performance.now() - t0) / 60_000;
     const bytes = wall.bytes - b0;
-    note(`cloud wall: ${bytes} bytes in ${round(minutes * 60, 1)} s for ${ids.length} devices`);
-    return { refresh, bytesPerDevicePerMin: bytes / ids.length / minutes };
+    const pictures = wall.pictures.length - p0;
+    const asked = sims.devices.reduce((n, d) => n + d.snapshots(), 0) - s0;
+    note(
+      `cloud wall: ${bytes} bytes, ${pictures} pictures (${asked} snapshots answered) in ` +
+        `${round(minutes * 60, 1)} s for ${ids.length} devices`,
+    );
+    return {
+      refresh,
+      bytesPerDevicePerMin: bytes / ids.length / minutes,
+      picturesPerDevicePerMin: pictures / ids.length / minutes,
+    };
   } finally {
     wall.close();
   }
@@ -219,6 +231,7 @@ export async function consoleFigures(
       wall_refresh_samples: wall.refresh.length,
       wall_interval_ms: WALL_DEFAULT_INTERVAL_MS,
       wall_bytes_per_device_per_min: Math.round(wall.bytesPerDevicePerMin),
+      wall_pictures_per_device_per_min: round(wall.picturesPerDevicePerMin, 2),
       list_devices: LIST_DEVICES,
       device_list_p95_ms: round(percentile(list.list, 95), 2),
       device_list_samples: list.list.length,
