@@ -10,6 +10,7 @@ import enUS from 'antd/es/locale/en_US';
 import { BrowserRouter, Navigate, NavLink, Outlet, Route, Routes, useLocation } from 'react-router';
 import { setFleetLanguage, useFleetLanguage, useT, type FleetKey } from '../i18n';
 import { api } from '../lib/api';
+import { safeNext } from '../lib/links';
 import { isAdmin, loadMe, showStatus, signedOut, useSession, useStatus } from '../lib/session';
 import { SignInPage } from '../auth/SignInPage';
 
@@ -130,7 +131,12 @@ function AdminOnly() {
 function Public({ children }: { children: React.ReactNode }) {
   const me = useSession((s) => s.me);
   const loc = useLocation();
-  if (me === undefined) return <Spin />;
+  // already signed in: `?next=` (where the tunnel sent the browser) goes back to that console
+  const next = me ? safeNext(loc.search) : null;
+  useEffect(() => {
+    if (next) location.assign(next);
+  }, [next]);
+  if (me === undefined || next) return <Spin />;
   if (me) return <Navigate to={`/devices${loc.search}`} replace />;
   return (
     <div style={{ maxWidth: 480, margin: '40px auto', padding: '0 16px' }}>
