@@ -102,9 +102,9 @@ export async function buildFleetApp(
   registerAccountRoutes(app, ctx, core.accounts);
   registerAccessRoutes(app, ctx, core);
   registerDeviceRoutes(app, ctx, core);
+  registerJobRoutes(app, ctx, core);
   registerEventRoutes(app, ctx, core);
   registerAlertRoutes(app, ctx, core);
-  registerJobRoutes(app, ctx, core);
   registerPages(app, opts.www);
   registerWallRoutes(app, ctx);
   if (opts.relay !== false) {

@@ -30,10 +30,10 @@ export interface FleetConfig {
   trustProxy?: boolean;
   /** Files the fleet holds (`<data>/files/`): the largest one (default 4 GiB). */
   files?: { max_bytes: number };
-  /** Sign-in with an OpenID Connect provider (docs/cloud.md "Users, groups and roles"), or none. */
-  oidc?: FleetOidcConfig | null;
   /** The screen wall: how often a watched device is asked for a snapshot (ms, default 5000). */
   wall?: { interval_ms: number };
+  /** Sign-in with an OpenID Connect provider (docs/cloud.md "Users, groups and roles"), or none. */
+  oidc?: FleetOidcConfig | null;
   /** The event log: events older than `keep_days` (default 90) are deleted by the sweep. */
   events?: { keep_days: number };
   /**
@@ -118,6 +118,8 @@ export interface DeviceRelay {
   notifyUnbound(deviceId: string): Promise<void>;
   /** Whether the device's socket is on some replica now. */
   online(deviceId: string): Promise<boolean>;
+  /** The devices whose sockets this replica holds now. */
+  held?(): string[];
   /** Short-lived TURN REST credentials for `name` (null: no TURN configured). */
   turnFor(name: string): FleetTurn | null;
   /** The agent URLs of the live replicas, this one first (a new binding gets them). */

@@ -14,6 +14,7 @@ import { createPool, type Db } from './db/pool';
 import { EVENTS_KEEP_DAYS, sweepExpired, SWEEP_EVERY_MS } from './db/sweep';
 import { BindWaiters } from './devices/bind-waiters';
 import { Devices } from './devices/devices';
+import { ReplicaLiveness } from './devices/liveness';
 
 export interface Fleet {
   app: FastifyInstance;
@@ -79,6 +80,16 @@ export async function createFleet(
     alerts.start();
     cleanups.push(() => alerts.close());
     const app = await buildFleetApp(ctx, { accounts, devices, db, alerts }, opts);
+    const liveness = new ReplicaLiveness({
+      db,
+      log,
+      replica: config.replica,
+      url: config.publicUrl,
+      held: () => ctx.relay?.held?.() ?? [],
+      claim: (id) => devices.setPresence(id, config.replica),
+    });
+    await liveness.start();
+    cleanups.push(() => liveness.close());
     // the app first: its sockets close before the database goes; held polls answer at once
     cleanups.push(() => app.close());
     cleanups.push(() => devices.close());

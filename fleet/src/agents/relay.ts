@@ -57,6 +57,10 @@ export class Relay implements DeviceRelay {
     return this.local.get(deviceId);
   }
 
+  held(): string[] {
+    return [...this.local.keys()];
+  }
+
   get localCount(): number {
     return this.local.size;
   }

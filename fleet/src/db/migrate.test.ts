@@ -101,7 +101,21 @@ describe('migrate', () => {
         `INSERT INTO email_codes (email, code_hash, expires_at) VALUES
          ('a@x.io', 'h', now() - interval '2 days'), ('b@x.io', 'h', now() + interval '5 minutes')`,
       );
+      await p.query(
+        `INSERT INTO trusted_browsers (token_hash, account_id, expires_at) VALUES
+         ('gone', $1, now() - interval '1 minute'), ('kept', $1, now() + interval '1 day')`,
+        [id],
+      );
+      await p.query(
+        `INSERT INTO oidc_states (state, browser_hash, nonce, verifier, next, expires_at) VALUES
+         ('late', 'b', 'n', 'v', '/', now() - interval '1 minute'),
+         ('fresh', 'b', 'n', 'v', '/', now() + interval '5 minutes')`,
+      );
       await sweepExpired(p);
+      const trusted = await p.query('SELECT token_hash FROM trusted_browsers');
+      expect(trusted.rows).toEqual([{ token_hash: 'kept' }]);
+      const states = await p.query('SELECT state FROM oidc_states');
+      expect(states.rows).toEqual([{ state: 'fresh' }]);
       const sessions = await p.query('SELECT token_hash FROM sessions ORDER BY token_hash');
       expect(sessions.rows).toEqual([{ token_hash: 'live' }]);
       const events = await p.query('SELECT kind FROM events ORDER BY kind');

@@ -315,4 +315,17 @@ CREATE INDEX job_devices_order_idx ON job_devices (job_id, ord);
 ALTER TABLE devices ADD COLUMN hello_at timestamptz;
 `,
   },
+  {
+    version: 6,
+    name: 'replicas alive (presence of a replica that died)',
+    sql: `
+-- each replica writes its row every few seconds; the devices a replica held that stopped
+-- writing are nobody's any more (a replica killed with no other to take its devices)
+CREATE TABLE replicas (
+  name text PRIMARY KEY,
+  url text NOT NULL,
+  seen_at timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
 ];

@@ -1,5 +1,6 @@
 /**
- * What expires leaves the tables: sessions, sign-up codes, bind codes long past their use, and
+ * What expires leaves the tables: sessions, sign-up codes, bind codes long past their use,
+ * remembered browsers and OpenID Connect sign-ins past their time, and
  * events older than the log keeps (`events.keep_days`, default 90). Run at start and every few
  * hours by each replica (idempotent: replicas sweeping at once delete nothing twice).
  */
@@ -14,6 +15,8 @@ export async function sweepExpired(db: Db, eventsKeepDays = EVENTS_KEEP_DAYS): P
   await db.query('DELETE FROM sessions WHERE expires_at < now()');
   await db.query(`DELETE FROM email_codes WHERE expires_at < now() - interval '1 day'`);
   await db.query(`DELETE FROM bind_codes WHERE expires_at < now() - interval '1 hour'`);
+  await db.query('DELETE FROM trusted_browsers WHERE expires_at < now()');
+  await db.query('DELETE FROM oidc_states WHERE expires_at < now()');
   await deleteOldEvents(db, eventsKeepDays);
   await sweepAlerts(db, eventsKeepDays);
 }
