@@ -222,6 +222,28 @@ describe('batch actions', () => {
     expect((await sql<{ n: string }>(kit, 'SELECT count(*) AS n FROM jobs'))[0]!.n).toBe(before);
     expect(mine!.calls).toEqual([]);
     expect(theirs!.calls).toEqual([]);
+    // a device group not linked to any of the user's groups is as unknown as a made-up id
+    const group = (
+      await sql<{ id: string }>(
+        kit,
+        `INSERT INTO device_groups (name) VALUES ('theirs') RETURNING id`,
+      )
+    )[0]!.id;
+    await sql(kit, 'INSERT INTO device_group_members (group_id, device_id) VALUES ($1, $2)', [
+      group,
+      theirs!.id,
+    ]);
+    const ghost = '00000000-0000-4000-8000-000000000000';
+    const answers = [];
+    for (const g of [group, ghost]) {
+      const f = failure(
+        await api(kit, 'POST', '/actions', { action: 'reset', group: g }, { cookie: a }),
+      );
+      answers.push([f.status, f.error, f.error_msg]);
+    }
+    expect(answers[0]).toEqual([404, 'NotFoundError', 'No such device group']);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(theirs!.calls).toEqual([]);
     // and another user's job is not theirs to see
     const j = result<{ job: FleetJob }>(
       await api(kit, 'POST', '/actions', { action: 'reset', devices: [mine!.id] }, { cookie: a }),

@@ -57,9 +57,14 @@ async function targetsOf(
     if (typeof b.group !== 'string' || !UUID_RE.test(b.group)) {
       throw new NotFoundError('No such device group');
     }
-    const g = await db.query<{ name: string }>('SELECT name FROM device_groups WHERE id = $1', [
-      b.group,
-    ]);
+    // a user names only a group linked to one of its own (GET groups' rule): any other is as
+    // unknown as a made-up id, so the answer does not tell that it exists
+    const g = await db.query<{ name: string }>(
+      `SELECT g.name FROM device_groups g WHERE g.id = $1 AND ($2::uuid IS NULL OR EXISTS (
+         SELECT 1 FROM group_links gl JOIN user_group_members ugm ON ugm.group_id = gl.user_group_id
+         WHERE gl.device_group_id = g.id AND ugm.account_id = $2))`,
+      [b.group, user.role === 'admin' ? null : user.accountId],
+    );
     if (!g.rowCount) throw new NotFoundError('No such device group');
     const r = await db.query<Target>(
       `SELECT d.id, d.name FROM device_group_members m JOIN devices d ON d.id = m.device_id
