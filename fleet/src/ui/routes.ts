@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { listFiles, sendFile } from '../../../server/src/http/static';
+import { listFiles, sendFile } from '../../../server/src/http/static-files';
 import { NotFoundError, ServiceUnavailableError } from '../errors';
 
 /**
