@@ -270,9 +270,11 @@ describe('the cloud: two fleet replicas, a device bound to them, its console thr
     await byTestId(fleetPage, 'signin-username').fill(USER);
     await byTestId(fleetPage, 'signin-password').fill('wrong-pw1');
     await byTestId(fleetPage, 'signin-submit').click();
+    // the refusal itself (the status line still says "Account created" until it comes, and a
+    // second submit while the first is in flight is not sent)
     await expect
       .poll(() => byTestId(fleetPage, 'status').textContent(), { timeout: 10_000 })
-      .not.toBe('');
+      .toMatch(/Invalid username or password/);
     expect(await byTestId(fleetPage, 'view-devices').isVisible()).toBe(false);
     await byTestId(fleetPage, 'signin-password').fill(FLEET_PW);
     await byTestId(fleetPage, 'signin-submit').click();
