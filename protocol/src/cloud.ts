@@ -298,9 +298,8 @@ export function decodeStreamFrame(
   };
 }
 
-/** Parses a control frame; null when it is not one (the receiver closes with 1008). */
-export function parseAgentControl(text: string): AgentControl | null {
-  if (text.length > AGENT_MAX_FRAME) return null;
+/** A JSON text's object (not an array), or null when the text is not one. */
+export function parseJsonObject(text: string): Record<string, unknown> | null {
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -308,6 +307,14 @@ export function parseAgentControl(text: string): AgentControl | null {
     return null;
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  return v as Record<string, unknown>;
+}
+
+/** Parses a control frame; null when it is not one (the receiver closes with 1008). */
+export function parseAgentControl(text: string): AgentControl | null {
+  if (text.length > AGENT_MAX_FRAME) return null;
+  const v = parseJsonObject(text);
+  if (v === null) return null;
   const t = (v as { t?: unknown }).t;
   const known = [
     'hello',

@@ -45,16 +45,10 @@ interface TargetRow {
   created_at: Date;
 }
 
-interface DeliveryRow {
-  id: string;
-  target_id: string;
-  event: FleetAlertEvent | 'test';
-  state: 'pending' | 'sent' | 'failed';
-  tries: number;
-  error: string | null;
+type DeliveryRow = Omit<FleetAlertDelivery, 'created_at' | 'sent_at'> & {
   created_at: Date;
   sent_at: Date | null;
-}
+};
 
 function toTarget(r: TargetRow): FleetAlertTarget {
   return {

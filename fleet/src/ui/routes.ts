@@ -11,7 +11,12 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { listFiles, sendFile } from '../../../server/src/http/static-files';
+import {
+  listFiles,
+  requestPath,
+  sendBuiltFile,
+  sendFile,
+} from '../../../server/src/http/static-files';
 import { NotFoundError, ServiceUnavailableError } from '../errors';
 
 /**
@@ -62,23 +67,10 @@ function notAPage(path: string): boolean {
 export function registerPages(app: FastifyInstance, wwwDir: string = defaultWwwDir()): void {
   const files = listFiles(wwwDir);
   app.get('/*', async (request, reply) => {
-    let path: string;
-    try {
-      path = decodeURIComponent(request.url.split('?')[0] ?? '/');
-    } catch {
-      path = '/';
-    }
-    const file = files.get(path);
+    const path = requestPath(request.url);
     secure(reply);
-    if (file && path !== '/index.html') {
-      const immutable = path.startsWith('/assets/');
-      return sendFile(
-        request,
-        reply,
-        file,
-        immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
-      );
-    }
+    const sent = sendBuiltFile(request, reply, files, path);
+    if (sent) return sent;
     if (notAPage(path) && path !== '/index.html') {
       throw new NotFoundError(
         path.startsWith('/cloud-basic/') ? `No route GET ${path}` : `No such file: ${path}`,

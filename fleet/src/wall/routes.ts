@@ -10,7 +10,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import { WALL_DEFAULT_INTERVAL_MS, WALL_MAX_WATCH, WALL_PATH } from '@kvm/protocol';
+import {
+  parseJsonObject,
+  WALL_DEFAULT_INTERVAL_MS,
+  WALL_MAX_WATCH,
+  WALL_PATH,
+} from '@kvm/protocol';
 import { toHttp, TooManyRequestsError, ValidatorError } from '../../../server/src/errors';
 import { DeviceOfflineError } from '../agents/errors';
 import type { Relay } from '../agents/relay';
@@ -37,14 +42,8 @@ export class WallSocketsError extends TooManyRequestsError {
 export function parseWallClientFrame(
   text: string,
 ): { t: 'watch'; ids: string[] } | { t: 'pause' } | { t: 'resume' } | null {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
-  const f = v as Record<string, unknown>;
+  const f = parseJsonObject(text);
+  if (f === null) return null;
   if (f['t'] === 'pause' || f['t'] === 'resume') return { t: f['t'] };
   if (f['t'] !== 'watch' || !Array.isArray(f['ids'])) return null;
   const ids = f['ids'] as unknown[];

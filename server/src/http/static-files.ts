@@ -175,3 +175,33 @@ export function sendFile(
   if (request.method === 'HEAD' || chosen.size === 0) return reply.send();
   return reply.send(createReadStream(chosen.path, { start: part.start, end: part.end }));
 }
+
+/** A request URL's path, percent-decoded ('/' when it does not decode). */
+export function requestPath(url: string): string {
+  try {
+    return decodeURIComponent(url.split('?')[0] ?? '/');
+  } catch {
+    return '/';
+  }
+}
+
+/**
+ * Sends the built file at `path` (hashed `/assets/` ones are immutable, others revalidate);
+ * null when there is no such file or it is `/index.html` (the app's page, which the caller sends).
+ */
+export function sendBuiltFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  files: Map<string, StaticFile>,
+  path: string,
+): FastifyReply | null {
+  const file = files.get(path);
+  if (!file || path === '/index.html') return null;
+  const immutable = path.startsWith('/assets/');
+  return sendFile(
+    request,
+    reply,
+    file,
+    immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+  );
+}

@@ -13,7 +13,7 @@ import { createReadStream } from 'node:fs';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { MethodNotAllowedError, NotFoundError, ServiceUnavailableError } from '../errors';
 import type { AuthService } from '../services/auth/auth-service';
-import { listFiles, sendFile, TYPES } from './static-files';
+import { listFiles, requestPath, sendBuiltFile, sendFile, TYPES } from './static-files';
 import { authenticate } from './auth';
 
 const API_PREFIXES = ['/api/', '/janus/'];
@@ -74,22 +74,9 @@ export function registerStatic(
 
   app.get('/*', { config: { public: true } }, async (request, reply) => {
     if (isApiPath(request.url)) return apiNotFound(request, false);
-    let path: string;
-    try {
-      path = decodeURIComponent(request.url.split('?')[0] ?? '/');
-    } catch {
-      path = '/';
-    }
-    const file = files.get(path);
-    if (file && path !== '/index.html') {
-      const immutable = path.startsWith('/assets/');
-      return sendFile(
-        request,
-        reply,
-        file,
-        immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
-      );
-    }
+    const path = requestPath(request.url);
+    const sent = sendBuiltFile(request, reply, files, path);
+    if (sent) return sent;
     // A missing file is a 404, not the app (a stale chunk must fail loudly), and so is any
     // path the console has no page for. SPEC 2 shows the no-permission page for those: a
     // browser navigating to one gets the console with the 404 status (the page and a client
