@@ -6,7 +6,7 @@
  */
 import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
 import { Button, Input, Space, Table, Tag } from 'antd';
-import type { FleetDeviceRow, FleetGroups } from '@kvm/protocol/fleet';
+import type { FleetDeviceRow } from '@kvm/protocol/fleet';
 import { useT } from '../i18n';
 import { api } from '../lib/api';
 import { fmtTime } from '../lib/format';
@@ -17,6 +17,7 @@ import { BatchBar } from './BatchBar';
 import { DeviceQuery, type DeviceFilter } from './device-query';
 import { setSelected, useSelection } from './selection';
 import { DeviceName } from './DeviceName';
+import { DeviceGroupSelect, PageButtons } from './DeviceListParts';
 
 const SEARCH_DEBOUNCE_MS = 300;
 
@@ -28,18 +29,10 @@ export default function DevicesPage() {
   const [query] = useState(() => new DeviceQuery());
   const snap = useSyncExternalStore(query.subscribe, query.getSnapshot);
   const page = snap.page;
-  const [groups, setGroups] = useState<FleetGroups['device_groups']>([]);
   const [unbind, setUnbind] = useState<FleetDeviceRow | null>(null);
   const selected = useSelection((s) => s.selected);
 
   const reload = useCallback(() => query.load().catch(showError), [query]);
-
-  useEffect(() => {
-    api.get<FleetGroups>('groups').then(
-      (g) => setGroups(g.device_groups),
-      () => setGroups([]),
-    );
-  }, []);
 
   // the search box asks the fleet once typing pauses
   useEffect(() => {
@@ -79,20 +72,11 @@ export default function DevicesPage() {
           onChange={(e) => setSearch(e.target.value)}
           data-testid="device-search"
         />
-        <select
-          className="fleet-select"
-          aria-label={t('devices.group')}
+        <DeviceGroupSelect
           value={filter.group}
-          onChange={(e) => setFilter({ ...filter, group: e.target.value })}
-          data-testid="device-group-filter"
-        >
-          <option value="">{t('devices.allGroups')}</option>
-          {groups.map((g) => (
-            <option key={g.id} value={g.id}>
-              {g.name}
-            </option>
-          ))}
-        </select>
+          onChange={(group) => setFilter({ ...filter, group })}
+          testId="device-group-filter"
+        />
         <select
           className="fleet-select"
           aria-label={t('devices.online')}
@@ -200,21 +184,12 @@ export default function DevicesPage() {
         ]}
       />
       <div className="fleet-bar">
-        <Button
-          disabled={!snap.hasPrevious}
-          onClick={() => void query.previous().catch(showError)}
-          data-testid="device-prev"
-        >
-          {t('common.previous')}
-        </Button>
-        <span data-testid="device-page">{t('common.page', { n: snap.index + 1 })}</span>
-        <Button
-          disabled={!snap.hasNext}
-          onClick={() => void query.next().catch(showError)}
-          data-testid="device-next"
-        >
-          {t('common.next')}
-        </Button>
+        <PageButtons
+          query={query}
+          snap={snap}
+          prefix="device"
+          between={<span data-testid="device-page">{t('common.page', { n: snap.index + 1 })}</span>}
+        />
       </div>
       <Confirm
         open={unbind !== null}

@@ -5,14 +5,14 @@
  * a hidden tab pauses. A click opens the device's console.
  */
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
-import { Button, Tag } from 'antd';
-import type { FleetDeviceRow, FleetGroups } from '@kvm/protocol/fleet';
+import { Tag } from 'antd';
+import type { FleetDeviceRow } from '@kvm/protocol/fleet';
 import { useT } from '../i18n';
-import { api } from '../lib/api';
 import { fmtAge } from '../lib/format';
 import { showError } from '../lib/session';
 import { WallClient } from '../lib/wall-client';
 import { DeviceQuery } from '../devices/device-query';
+import { DeviceGroupSelect, PageButtons } from '../devices/DeviceListParts';
 
 export const WALL_PAGE_SIZE = 100;
 
@@ -99,7 +99,6 @@ export default function WallPage() {
   const snap = useSyncExternalStore(query.subscribe, query.getSnapshot);
   const page = snap.page;
   const [group, setGroup] = useState('');
-  const [groups, setGroups] = useState<FleetGroups['device_groups']>([]);
   const [now, setNow] = useState(() => Date.now());
 
   useEffect(() => {
@@ -125,13 +124,6 @@ export default function WallPage() {
   );
 
   useEffect(() => {
-    api.get<FleetGroups>('groups').then(
-      (g) => setGroups(g.device_groups),
-      () => setGroups([]),
-    );
-  }, []);
-
-  useEffect(() => {
     query.setFilter({ q: '', group, online: '' }).catch(showError);
   }, [query, group]);
 
@@ -139,35 +131,9 @@ export default function WallPage() {
     <section data-testid="view-wall">
       <h2>{t('wall.title')}</h2>
       <div className="fleet-bar">
-        <select
-          className="fleet-select"
-          aria-label={t('devices.group')}
-          value={group}
-          onChange={(e) => setGroup(e.target.value)}
-          data-testid="wall-group-filter"
-        >
-          <option value="">{t('devices.allGroups')}</option>
-          {groups.map((g) => (
-            <option key={g.id} value={g.id}>
-              {g.name}
-            </option>
-          ))}
-        </select>
+        <DeviceGroupSelect value={group} onChange={setGroup} testId="wall-group-filter" />
         <span data-testid="wall-total">{t('devices.total', { n: page?.total ?? 0 })}</span>
-        <Button
-          disabled={!snap.hasPrevious}
-          onClick={() => void query.previous().catch(showError)}
-          data-testid="wall-prev"
-        >
-          {t('common.previous')}
-        </Button>
-        <Button
-          disabled={!snap.hasNext}
-          onClick={() => void query.next().catch(showError)}
-          data-testid="wall-next"
-        >
-          {t('common.next')}
-        </Button>
+        <PageButtons query={query} snap={snap} prefix="wall" />
       </div>
       <div className="fleet-wall">
         {(page?.devices ?? []).map((d) => (
