@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import en from './en.json';
 import zh from './zh.json';
 import { fleetT, setFleetLanguage } from './index';
-
-type Dict = { [key: string]: string | Dict };
-
-function leaves(dict: Dict, prefix = ''): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const [key, value] of Object.entries(dict)) {
-    const path = prefix ? `${prefix}.${key}` : key;
-    if (typeof value === 'string') out.set(path, value);
-    else for (const [k, v] of leaves(value, path)) out.set(k, v);
-  }
-  return out;
-}
+import { leaves } from '../../i18n/leaves';
 
 const enKeys = leaves(en);
 const zhKeys = leaves(zh);
