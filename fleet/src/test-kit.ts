@@ -90,6 +90,15 @@ export async function sql<T extends pg.QueryResultRow>(
   return (await kit.fleet.db.query<T>(text, values)).rows;
 }
 
+/** The id of the account named `username` (it must exist). */
+export async function accountIdOf(kit: Kit, username: string): Promise<string> {
+  const [row] = await sql<{ id: string }>(kit, 'SELECT id FROM accounts WHERE username = $1', [
+    username,
+  ]);
+  if (!row) throw new Error(`no account ${username}`);
+  return row.id;
+}
+
 /** An API call as a browser on the fleet's own origin (or as a device: `device: true`). */
 export function api(
   kit: Kit,

@@ -16,6 +16,7 @@ import {
   sql,
   startKit,
   type Kit,
+  accountIdOf,
 } from '../test-kit';
 import { makeCursor } from './devices';
 import { seedDevices } from './seed';
@@ -33,11 +34,8 @@ beforeAll(async () => {
   admin = (await signUpAndIn(kit, 'fleetadmin', 'pw1234')).cookie;
   alice = (await signUpAndIn(kit, 'alice', 'pw1234')).cookie;
   bob = (await signUpAndIn(kit, 'bobby', 'pw1234')).cookie;
-  aliceId = (await sql<{ id: string }>(kit, `SELECT id FROM accounts WHERE username = 'alice'`))[0]!
-    .id;
-  const bobId = (
-    await sql<{ id: string }>(kit, `SELECT id FROM accounts WHERE username = 'bobby'`)
-  )[0]!.id;
+  aliceId = await accountIdOf(kit, 'alice');
+  const bobId = await accountIdOf(kit, 'bobby');
   aliceDevices = await seedDevices(kit.fleet.db, aliceId, 30, { prefix: 'alice' });
   await seedDevices(kit.fleet.db, bobId, 5, { prefix: 'bob' });
   // a bound device whose name holds LIKE's wildcards
@@ -234,11 +232,9 @@ function nodes(n: PlanNode): PlanNode[] {
 
 describe('at 10,000 devices', () => {
   it('a search uses the trigram index and the list the name index: no sequential scan of devices', async () => {
-    const [big] = await sql<{ id: string }>(
-      kit,
-      `SELECT id FROM accounts WHERE username = 'fleetadmin'`,
-    );
-    await seedDevices(kit.fleet.db, big!.id, 10_000, { prefix: 'fleet' });
+    await seedDevices(kit.fleet.db, await accountIdOf(kit, 'fleetadmin'), 10_000, {
+      prefix: 'fleet',
+    });
     await sql(kit, 'ANALYZE devices');
     const rootUser = (await kit.fleet.accounts.userOfToken(admin))!;
     const aliceUser = (await kit.fleet.accounts.userOfToken(alice))!;

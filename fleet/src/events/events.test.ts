@@ -17,6 +17,7 @@ import {
   sql,
   startKit,
   type Kit,
+  accountIdOf,
 } from '../test-kit';
 import { record } from './events';
 import { FLAP_WINDOW_S, reconcilePresence } from './presence';
@@ -34,8 +35,7 @@ beforeAll(async () => {
   admin = (await signUpAndIn(kit, 'fleetadmin', 'pw1234')).cookie;
   alice = (await signUpAndIn(kit, 'alice', 'pw1234')).cookie;
   bob = (await signUpAndIn(kit, 'bobby', 'pw1234')).cookie;
-  aliceId = (await sql<{ id: string }>(kit, `SELECT id FROM accounts WHERE username = 'alice'`))[0]!
-    .id;
+  aliceId = await accountIdOf(kit, 'alice');
   dev = (await bindByCode(kit, alice)).device_id;
 }, 60_000);
 afterAll(() => kit?.close());

@@ -16,7 +16,7 @@ import { waitFor } from '../agents/test-kit';
 import type { FleetUser } from '../context';
 import { BindWaiters } from '../devices/bind-waiters';
 import { makePackage, makeTree } from '../../../server/src/services/upgrade/test-package';
-import { HOST, result, signUpAndIn, sql, startKit, type Kit } from '../test-kit';
+import { HOST, result, signUpAndIn, sql, startKit, type Kit, accountIdOf } from '../test-kit';
 import type { StreamOpener } from '../tunnel/client';
 import { HELLO_CHANNEL, JobRunner } from './runner';
 import { bindDevices, devices } from './test-devices';
@@ -35,10 +35,7 @@ beforeAll(async () => {
   await kit.app.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(kit.app.server.address() as { port: number }).port}`;
   admin = (await signUpAndIn(kit, 'adoptadmin', 'pw1234')).cookie;
-  const row = (
-    await sql<{ id: string }>(kit, 'SELECT id FROM accounts WHERE username = $1', ['adoptadmin'])
-  )[0]!;
-  me = { accountId: row.id, username: 'adoptadmin', role: 'admin' };
+  me = { accountId: await accountIdOf(kit, 'adoptadmin'), username: 'adoptadmin', role: 'admin' };
 }, 60_000);
 
 afterAll(async () => {
