@@ -1,6 +1,6 @@
 /** One device group: its devices (`GET devices?group=`), add by search, remove. */
 import { useEffect, useState } from 'react';
-import { Button, Card, Input, Space, Tag } from 'antd';
+import { Button, Input, Space } from 'antd';
 import type {
   FleetDeviceGroup,
   FleetDeviceGroupPatch,
@@ -10,6 +10,7 @@ import type {
 import { useT } from '../i18n';
 import { api } from '../lib/api';
 import { useLoader } from '../lib/loader';
+import { GroupCard, RemovableTag } from './GroupCard';
 
 export function DeviceGroupCard(props: {
   group: FleetDeviceGroup;
@@ -41,31 +42,21 @@ export function DeviceGroupCard(props: {
 
   const inGroup = new Set(devices.map((d) => d.id));
   return (
-    <Card
-      size="small"
+    <GroupCard
       title={`${group.name} (${group.device_count})`}
-      data-testid="device-group"
-      data-group-id={group.id}
-      extra={
-        <Button size="small" danger onClick={onDelete} data-testid="group-delete">
-          {t('common.delete')}
-        </Button>
-      }
+      groupId={group.id}
+      testId="device-group"
+      onDelete={onDelete}
     >
       <p>
         {devices.map((d) => (
-          <Tag
+          <RemovableTag
             key={d.id}
-            closable
-            onClose={(e) => {
-              e.preventDefault();
-              void patch({ remove_devices: [d.id] });
-            }}
-            data-testid="group-device"
-            data-device-id={d.id}
-          >
-            {d.name}
-          </Tag>
+            label={d.name}
+            testId="group-device"
+            deviceId={d.id}
+            onRemove={() => void patch({ remove_devices: [d.id] })}
+          />
         ))}
       </p>
       <Input
@@ -91,6 +82,6 @@ export function DeviceGroupCard(props: {
             </Button>
           ))}
       </Space>
-    </Card>
+    </GroupCard>
   );
 }

@@ -1,6 +1,6 @@
 /** One user group: its members (add, remove) and the device groups it sees (checkboxes). */
 import { useState } from 'react';
-import { Button, Card, Space, Tag } from 'antd';
+import { Button, Space } from 'antd';
 import type {
   FleetDeviceGroup,
   FleetUserGroup,
@@ -8,6 +8,7 @@ import type {
   FleetUserRow,
 } from '@kvm/protocol/fleet';
 import { useT } from '../i18n';
+import { GroupCard, RemovableTag } from './GroupCard';
 
 export function UserGroupCard(props: {
   group: FleetUserGroup;
@@ -24,31 +25,16 @@ export function UserGroupCard(props: {
   const members = new Set(group.members.map((m) => m.id));
   const linked = new Set(group.device_groups);
   return (
-    <Card
-      size="small"
-      title={group.name}
-      data-testid="user-group"
-      data-group-id={group.id}
-      extra={
-        <Button size="small" danger onClick={onDelete} data-testid="group-delete">
-          {t('common.delete')}
-        </Button>
-      }
-    >
+    <GroupCard title={group.name} groupId={group.id} testId="user-group" onDelete={onDelete}>
       <p>
         {t('groups.members')}:{' '}
         {group.members.map((m) => (
-          <Tag
+          <RemovableTag
             key={m.id}
-            closable
-            onClose={(e) => {
-              e.preventDefault();
-              void patch({ remove_members: [m.id] });
-            }}
-            data-testid="group-member"
-          >
-            {m.username}
-          </Tag>
+            label={m.username}
+            testId="group-member"
+            onRemove={() => void patch({ remove_members: [m.id] })}
+          />
         ))}
       </p>
       <Space>
@@ -103,6 +89,6 @@ export function UserGroupCard(props: {
           </label>
         ))}
       </Space>
-    </Card>
+    </GroupCard>
   );
 }
