@@ -37,15 +37,14 @@ async function events(kind: string): Promise<Array<{ actor: string | null; detai
   return sql(kit, 'SELECT actor, detail FROM events WHERE kind = $1 ORDER BY id', [kind]);
 }
 
+/** `POST /users` as the admin. */
+function postUser(body: Record<string, unknown>) {
+  return api(kit, 'POST', '/users', body, { cookie: admin });
+}
+
 async function makeUser(username: string, role: 'admin' | 'user' = 'user'): Promise<FleetUserRow> {
   return result<FleetUserRow>(
-    await api(
-      kit,
-      'POST',
-      '/users',
-      { username, email: `${username}@example.org`, password: 'pass123', role },
-      { cookie: admin },
-    ),
+    await postUser({ username, email: `${username}@example.org`, password: 'pass123', role }),
   );
 }
 
@@ -141,15 +140,7 @@ describe('roles and GET me', () => {
 
 describe('users API (admin)', () => {
   it('creates users with SPEC 5 rules, unique username and e-mail, no e-mail code', async () => {
-    const bad = failure(
-      await api(
-        kit,
-        'POST',
-        '/users',
-        { username: '_x', email: 'nope', password: '12' },
-        { cookie: admin },
-      ),
-    );
+    const bad = failure(await postUser({ username: '_x', email: 'nope', password: '12' }));
     expect(bad.status).toBe(400);
     expect(bad.fields).toEqual({
       username: 'username_invalid',
@@ -160,23 +151,11 @@ describe('users API (admin)', () => {
     expect(made).toMatchObject({ role: 'user', disabled: false, oidc: false, groups: [] });
     await signIn(kit, 'made_one', 'pass123');
     const dupName = failure(
-      await api(
-        kit,
-        'POST',
-        '/users',
-        { username: 'MADE_ONE', email: 'x1@example.org', password: 'pass123' },
-        { cookie: admin },
-      ),
+      await postUser({ username: 'MADE_ONE', email: 'x1@example.org', password: 'pass123' }),
     );
     expect([dupName.status, dupName.fields]).toEqual([409, { username: 'username_taken' }]);
     const dupMail = failure(
-      await api(
-        kit,
-        'POST',
-        '/users',
-        { username: 'made_two', email: 'MADE_ONE@example.org', password: 'pass123' },
-        { cookie: admin },
-      ),
+      await postUser({ username: 'made_two', email: 'MADE_ONE@example.org', password: 'pass123' }),
     );
     expect([dupMail.status, dupMail.fields]).toEqual([409, { email: 'email_taken' }]);
     expect((await events('user_created')).at(-1)).toMatchObject({

@@ -62,6 +62,15 @@ afterAll(async () => {
   await rm(data, { recursive: true, force: true });
 });
 
+/** POSTs a job (`/actions` or `/rollouts`); answers `{ job }`. */
+async function startJob(
+  path: '/actions' | '/rollouts',
+  body: unknown,
+  cookie = admin,
+): Promise<{ job: FleetJob }> {
+  return result<{ job: FleetJob }>(await api(kit, 'POST', path, body, { cookie }));
+}
+
 function put(
   path: string,
   body: Buffer | string,
@@ -164,14 +173,10 @@ describe('batch actions', () => {
   it('runs an action on every device as the user, each result and event recorded', async () => {
     const { cookie } = await signUpAndIn(kit, 'actor1', 'pw1234');
     const mine = await bind(kit, url, cookie, 3, 'act');
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/actions',
-        { action: 'power', devices: mine.map((d) => d.id) },
-        { cookie },
-      ),
+    const r = await startJob(
+      '/actions',
+      { action: 'power', devices: mine.map((d) => d.id) },
+      cookie,
     );
     const d = await done(kit, cookie, r.job.id);
     expect(d.job.state).toBe('done');
@@ -188,9 +193,7 @@ describe('batch actions', () => {
     expect(Number(ev[0]!.n)).toBe(3);
 
     // wol: every entry of the device's list; a shortcut's keys checked first
-    const w = result<{ job: FleetJob }>(
-      await api(kit, 'POST', '/actions', { action: 'wol', devices: [mine[0]!.id] }, { cookie }),
-    );
+    const w = await startJob('/actions', { action: 'wol', devices: [mine[0]!.id] }, cookie);
     await done(kit, cookie, w.job.id);
     expect(mine[0]!.calls).toContain('POST /api/wol/wake?mac=02%3A00%3A00%3A00%3A00%3Aaa');
     const bad = await api(
@@ -245,9 +248,7 @@ describe('batch actions', () => {
     expect(answers[1]).toEqual(answers[0]);
     expect(theirs!.calls).toEqual([]);
     // and another user's job is not theirs to see
-    const j = result<{ job: FleetJob }>(
-      await api(kit, 'POST', '/actions', { action: 'reset', devices: [mine!.id] }, { cookie: a }),
-    );
+    const j = await startJob('/actions', { action: 'reset', devices: [mine!.id] }, a);
     expect(
       failure(await api(kit, 'GET', `/jobs/${j.job.id}`, undefined, { cookie: b })).status,
     ).toBe(404);
@@ -269,14 +270,10 @@ describe('batch actions', () => {
     const before = held();
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, held())), 20);
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/actions',
-        { action: 'msd_mount', args: { file_id: f.id, cdrom: false }, devices: [dev!.id] },
-        { cookie: admin },
-      ),
+    const r = await startJob(
+      '/actions',
+      { action: 'msd_mount', args: { file_id: f.id, cdrom: false }, devices: [dev!.id] },
+      admin,
     );
     const d = await done(kit, admin, r.job.id);
     clearInterval(sampler);
@@ -289,14 +286,10 @@ describe('batch actions', () => {
     expect(peak - before).toBeLessThan(16 * 1024 * 1024);
     // and the device never had more than one window of it unacknowledged
     expect(dev!.agent!.maxUnacked).toBeLessThanOrEqual(AGENT_STREAM_WINDOW);
-    const again = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/actions',
-        { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
-        { cookie: admin },
-      ),
+    const again = await startJob(
+      '/actions',
+      { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
+      admin,
     );
     await done(kit, admin, again.job.id);
     expect(dev!.calls.filter((c) => c.startsWith('POST /api/msd/write'))).toHaveLength(1);
@@ -312,14 +305,10 @@ describe('cancel', () => {
     const twelve = await bind(kit, url, cookie, 12, 'cancel', [], (d) => {
       d.silentPaths = ['/api/atx'];
     });
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/actions',
-        { action: 'power', devices: twelve.map((d) => d.id) },
-        { cookie },
-      ),
+    const r = await startJob(
+      '/actions',
+      { action: 'power', devices: twelve.map((d) => d.id) },
+      cookie,
     );
     await waitFor(
       async () => {
@@ -362,14 +351,10 @@ describe('a file in use', () => {
     const [dev] = await bind(kit, url, admin, 1, 'busy', [], (d) => {
       d.silentPaths = ['/api/msd'];
     });
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/actions',
-        { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
-        { cookie: admin },
-      ),
+    const r = await startJob(
+      '/actions',
+      { action: 'msd_mount', args: { file_id: f.id }, devices: [dev!.id] },
+      admin,
     );
     const refused = failure(
       await api(kit, 'DELETE', `/files/${f.id}`, undefined, { cookie: admin }),
@@ -412,19 +397,15 @@ describe('rollouts', () => {
       'ok',
     ];
     const ten = await bind(kit, url, admin, 10, 'roll', plan);
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/rollouts',
-        {
-          file_id: pkg.id,
-          devices: ten.map((d) => d.id),
-          first_stage_percent: 30,
-          health_timeout_s: 30,
-        },
-        { cookie: admin },
-      ),
+    const r = await startJob(
+      '/rollouts',
+      {
+        file_id: pkg.id,
+        devices: ten.map((d) => d.id),
+        first_stage_percent: 30,
+        health_timeout_s: 30,
+      },
+      admin,
     );
     const d = await done(kit, admin, r.job.id);
     expect(d.job.state).toBe('stopped');
@@ -455,14 +436,10 @@ describe('rollouts', () => {
   it('a device that never comes back fails after health_timeout_s with the reason', async () => {
     const pkg = await packageFile();
     const [gone] = await bind(kit, url, admin, 1, 'gone', ['gone']);
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/rollouts',
-        { file_id: pkg.id, devices: [gone!.id], health_timeout_s: 10 },
-        { cookie: admin },
-      ),
+    const r = await startJob(
+      '/rollouts',
+      { file_id: pkg.id, devices: [gone!.id], health_timeout_s: 10 },
+      admin,
     );
     const d = await done(kit, admin, r.job.id, 40_000);
     expect(d.job.state).toBe('stopped');
@@ -475,19 +452,15 @@ describe('rollouts', () => {
   it('a rollout whose stage 1 is healthy goes on to stage 2 and is done', async () => {
     const pkg = await packageFile();
     const four = await bind(kit, url, admin, 4, 'good');
-    const r = result<{ job: FleetJob }>(
-      await api(
-        kit,
-        'POST',
-        '/rollouts',
-        {
-          file_id: pkg.id,
-          devices: four.map((d) => d.id),
-          first_stage_percent: 50,
-          health_timeout_s: 30,
-        },
-        { cookie: admin },
-      ),
+    const r = await startJob(
+      '/rollouts',
+      {
+        file_id: pkg.id,
+        devices: four.map((d) => d.id),
+        first_stage_percent: 50,
+        health_timeout_s: 30,
+      },
+      admin,
     );
     const d = await done(kit, admin, r.job.id);
     expect(d.job).toMatchObject({ state: 'done', stage: 2 });
