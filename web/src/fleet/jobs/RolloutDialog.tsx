@@ -105,32 +105,57 @@ export function RolloutDialog(props: { open: boolean; onClose: () => void; selec
             </option>
           ))}
         </select>
-        <label htmlFor="ro-percent">{t('rollout.firstStage')}</label>
-        <InputNumber
+        <NumberField
           id="ro-percent"
+          label={t('rollout.firstStage')}
           min={1}
           max={100}
           value={percent}
           onChange={(v) => setPercent(v ?? 10)}
-          data-testid="rollout-percent"
+          testId="rollout-percent"
         />
-        <label htmlFor="ro-failures">{t('rollout.maxFailures')}</label>
-        <InputNumber
+        <NumberField
           id="ro-failures"
+          label={t('rollout.maxFailures')}
           min={0}
           value={maxFailures}
           onChange={(v) => setMaxFailures(v ?? 0)}
-          data-testid="rollout-max-failures"
+          testId="rollout-max-failures"
         />
-        <label htmlFor="ro-health">{t('rollout.healthTimeout')}</label>
-        <InputNumber
+        <NumberField
           id="ro-health"
+          label={t('rollout.healthTimeout')}
           min={10}
           value={health}
           onChange={(v) => setHealth(v ?? 600)}
-          data-testid="rollout-health-timeout"
+          testId="rollout-health-timeout"
         />
       </div>
     </Modal>
+  );
+}
+
+/** A labelled number of the form (the label names the input). */
+function NumberField(props: {
+  id: string;
+  label: string;
+  min: number;
+  max?: number;
+  value: number;
+  onChange: (v: number | null) => void;
+  testId: string;
+}) {
+  return (
+    <>
+      <label htmlFor={props.id}>{props.label}</label>
+      <InputNumber
+        id={props.id}
+        min={props.min}
+        max={props.max}
+        value={props.value}
+        onChange={props.onChange}
+        data-testid={props.testId}
+      />
+    </>
   );
 }
