@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,10 @@ beforeAll(async () => {
       js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
     },
   });
+  // the console the bundle serves at / is the `www` folder beside it (a built one's stand-in:
+  // this test does not need `node scripts/build.mjs fleet` to have run)
+  mkdirSync(join(dir, 'www'));
+  writeFileSync(join(dir, 'www', 'index.html'), '<!doctype html><title>fleet</title>');
   [pg, sink] = await Promise.all([startPostgres(), startSmtpSink()]);
 });
 afterAll(async () => {
@@ -74,6 +78,19 @@ function httpsStatus(url: string): Promise<number | null> {
   });
 }
 
+function httpsText(url: string): Promise<string> {
+  return new Promise((res, rej) => {
+    const req = get(url, { rejectUnauthorized: false, timeout: 5000 }, (r) => {
+      let text = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (text += c));
+      r.on('end', () => res(text));
+    });
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', rej);
+  });
+}
+
 describe('fleet main', () => {
   it('a bad config stops the start with exit 2 and the key path', async () => {
     const file = join(dir, 'bad.json');
@@ -102,6 +119,9 @@ describe('fleet main', () => {
       await expect
         .poll(() => httpsStatus(`https://127.0.0.1:${port}/`), { timeout: 30_000, interval: 200 })
         .toBe(200);
+      expect(await httpsText(`https://127.0.0.1:${port}/devices`)).toContain(
+        '<title>fleet</title>',
+      );
       const cert = new X509Certificate(readFileSync(join(data, 'tls', 'cert.pem')));
       expect(cert.subjectAltName).toContain('IP Address:127.0.0.1');
       expect(existsSync(join(data, 'tls', 'key.pem'))).toBe(true);
