@@ -148,6 +148,8 @@ function sourceStamp() {
   for (const f of [
     'web/index.html',
     'web/vite.config.ts',
+    'web/fleet.html',
+    'web/vite.fleet.config.ts',
     'package-lock.json',
     'package.json',
     'scripts/build.mjs',
@@ -161,8 +163,12 @@ function sourceStamp() {
 function ensureBuild() {
   const stampPath = join(root, 'server', 'dist', '.build-stamp');
   const want = sourceStamp();
-  const built =
-    existsSync(join(root, 'server/dist/main.js')) && existsSync(join(root, 'web/dist/index.html'));
+  const built = [
+    'server/dist/main.js',
+    'web/dist/index.html',
+    'fleet/dist/main.js',
+    'fleet/dist/www/index.html',
+  ].every((f) => existsSync(join(root, f)));
   if (built && existsSync(stampPath) && readFileSync(stampPath, 'utf8') === want) return;
   console.log('bootstrap: building');
   run('node', ['scripts/build.mjs', '--quiet']);
