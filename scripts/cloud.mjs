@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startCoturn, startNats, startPostgres, startSmtpSink, stopAll } from './cloud/engines.mjs';
 import { fleetConfig, startFleet } from './cloud/fleet-process.mjs';
+import { signUpByMailCode } from './cloud/signup.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -127,25 +128,14 @@ async function startSims(url, smtp, fleetData) {
     ? `s${randomBytes(6).toString('base64url').slice(0, 8)}1`
     : readFileSync(pwFile, 'utf8').trim();
   if (made) {
-    const sent = await post(url, 'signup/email-code', { email }, ca);
-    if (sent.status !== 200) throw new Error(`sim account: ${JSON.stringify(sent.result)}`);
-    const mail = await smtp.waitFor(email, 15_000);
-    const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
-    const r = await post(
-      url,
-      'signup',
-      {
-        username,
-        email,
-        email_code: code,
-        password,
-        password2: password,
-        privacy: true,
-        region: 'eu',
+    await signUpByMailCode(
+      async (path, body) => {
+        const r = await post(url, path, body, ca);
+        return { status: r.status, text: JSON.stringify(r.result) };
       },
-      ca,
+      (to) => smtp.waitFor(to, 15_000),
+      { username, email, password },
     );
-    if (r.status !== 200) throw new Error(`sim account: ${JSON.stringify(r.result)}`);
     writeFileSync(pwFile, `${password}\n`, { mode: 0o600 });
   }
   const child = spawn(

@@ -12,6 +12,7 @@ import {
   type PostgresEngine,
   type SmtpSink,
 } from '../../scripts/cloud/engines.mjs';
+import { signUpByMailCode } from '../../scripts/cloud/signup.mjs';
 import { SESSION_COOKIE } from './accounts/accounts';
 import { SmtpMailer } from './accounts/mailer';
 import { parseConfig } from './config';
@@ -134,26 +135,14 @@ export async function signUpAndIn(
   ip = `198.51.100.${(serial += 1) % 250}`,
 ): Promise<{ cookie: string; email: string }> {
   const email = `${username.toLowerCase()}@example.com`;
-  const sent = await api(kit, 'POST', '/signup/email-code', { email }, { ip });
-  if (sent.statusCode !== 200) throw new Error(`email-code: ${sent.body}`);
-  const mail = await kit.sink.waitFor(email, 10_000);
-  const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
-  const made = await api(
-    kit,
-    'POST',
-    '/signup',
-    {
-      username,
-      email,
-      email_code: code,
-      password,
-      password2: password,
-      privacy: true,
-      region: 'eu',
+  await signUpByMailCode(
+    async (path, body) => {
+      const r = await api(kit, 'POST', `/${path}`, body, { ip });
+      return { status: r.statusCode, text: r.body };
     },
-    { ip },
+    (to) => kit.sink.waitFor(to, 10_000),
+    { username, email, password },
   );
-  if (made.statusCode !== 200) throw new Error(`signup: ${made.body}`);
   return { cookie: await signIn(kit, username, password, undefined, ip), email };
 }
 
