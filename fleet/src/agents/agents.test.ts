@@ -3,20 +3,19 @@
  * from the upgrade's headers, welcome, replacement, heartbeat death, bad frames, commands,
  * stream limits, unbinding both ways, TURN renewal.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AGENT_MAX_FRAME, AGENT_PATH } from '@kvm/protocol';
 import { DeviceTimeoutError } from './errors';
-import { FakeAgent, FakeDirectory, startReplica, waitFor, type TestReplica } from './test-kit';
+import {
+  closedAfterEach,
+  FakeAgent,
+  FakeDirectory,
+  startReplica,
+  waitFor,
+  type TestReplica,
+} from './test-kit';
 
-let replicas: TestReplica[] = [];
-let agents: FakeAgent[] = [];
-
-afterEach(async () => {
-  for (const a of agents) a.close();
-  await Promise.all(replicas.map((r) => r.close()));
-  replicas = [];
-  agents = [];
-});
+const { replicas, agents } = closedAfterEach();
 
 async function setup(opts: Parameters<typeof startReplica>[2] = {}) {
   const dir = new FakeDirectory();

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
+import { afterEach } from 'vitest';
 import WebSocket from 'ws';
 import {
   AGENT_PATH,
@@ -498,4 +499,14 @@ export function bigBody(n: number): Buffer {
   const data = Buffer.alloc(n);
   for (let i = 0; i < n; i += 1) data[i] = (i * 7 + 3) & 0xff;
   return data;
+}
+
+/** The replicas and agents a test file starts, closed after each test (agents first). */
+export function closedAfterEach(): { replicas: TestReplica[]; agents: FakeAgent[] } {
+  const held = { replicas: [] as TestReplica[], agents: [] as FakeAgent[] };
+  afterEach(async () => {
+    for (const a of held.agents.splice(0)) a.close();
+    await Promise.all(held.replicas.splice(0).map((r) => r.close()));
+  });
+  return held;
 }

@@ -4,14 +4,14 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AGENT_STREAM_WINDOW } from '@kvm/protocol';
 import {
+  closedAfterEach,
   FakeAgent,
   FakeDirectory,
   bigBody,
   startReplica,
-  type TestReplica,
 } from '../agents/test-kit';
 import {
   DEVICE_ANSWER_MAX,
@@ -21,15 +21,7 @@ import {
   deviceRequest,
 } from './client';
 
-let replicas: TestReplica[] = [];
-let agents: FakeAgent[] = [];
-
-afterEach(async () => {
-  for (const a of agents) a.close();
-  await Promise.all(replicas.map((r) => r.close()));
-  replicas = [];
-  agents = [];
-});
+const { replicas, agents } = closedAfterEach();
 
 const USER = { id: 'acc1', name: 'alice' };
 

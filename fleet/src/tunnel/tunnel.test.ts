@@ -5,28 +5,20 @@
  */
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AGENT_STREAM_WINDOW } from '@kvm/protocol';
 import {
+  closedAfterEach,
   FakeAgent,
   FakeDirectory,
   bigBody,
   startReplica,
   waitFor,
-  type TestReplica,
 } from '../agents/test-kit';
 import { rewriteHtml } from './html';
 
-let replicas: TestReplica[] = [];
-let agents: FakeAgent[] = [];
-
-afterEach(async () => {
-  for (const a of agents) a.close();
-  await Promise.all(replicas.map((r) => r.close()));
-  replicas = [];
-  agents = [];
-});
+const { replicas, agents } = closedAfterEach();
 
 const ME = { 'x-test-user': 'acc1' };
 const MiB = 1 << 20;
