@@ -152,19 +152,7 @@ export class Groups {
         );
       }
       if (name !== null) await this.rename(c, 'user_groups', id, name);
-      if (add.length) {
-        await c.query(
-          `INSERT INTO user_group_members (group_id, account_id)
-           SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`,
-          [id, add],
-        );
-      }
-      if (remove.length) {
-        await c.query(
-          'DELETE FROM user_group_members WHERE group_id = $1 AND account_id = ANY($2::uuid[])',
-          [id, remove],
-        );
-      }
+      await changeMembers(c, USER_MEMBERS, id, add, remove);
       if (links) {
         await c.query('DELETE FROM group_links WHERE user_group_id = $1', [id]);
         await c.query(
@@ -189,19 +177,7 @@ export class Groups {
       await requireAll(c, add, `${DEVICES_IN} AND revoked_at IS NULL`, 'device');
       await requireAll(c, remove, DEVICES_IN, 'device');
       if (name !== null) await this.rename(c, 'device_groups', id, name);
-      if (add.length) {
-        await c.query(
-          `INSERT INTO device_group_members (group_id, device_id)
-           SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
-          [id, add],
-        );
-      }
-      if (remove.length) {
-        await c.query(
-          'DELETE FROM device_group_members WHERE group_id = $1 AND device_id = ANY($2::text[])',
-          [id, remove],
-        );
-      }
+      await changeMembers(c, DEVICE_MEMBERS, id, add, remove);
       return { name: name ?? g };
     });
   }
@@ -224,5 +200,45 @@ export class Groups {
       await c.query('ROLLBACK TO SAVEPOINT rename');
       throw new ConflictStateError(`A group named "${name}" exists already`);
     }
+  }
+}
+
+/** A group's member table: its name, the member's column and that column's SQL type. */
+interface MemberTable {
+  table: string;
+  column: string;
+  type: 'uuid' | 'text';
+}
+const USER_MEMBERS: MemberTable = {
+  table: 'user_group_members',
+  column: 'account_id',
+  type: 'uuid',
+};
+const DEVICE_MEMBERS: MemberTable = {
+  table: 'device_group_members',
+  column: 'device_id',
+  type: 'text',
+};
+
+/** Adds and removes members of group `id` (inside the caller's transaction). */
+async function changeMembers(
+  c: PoolClient,
+  m: MemberTable,
+  id: string,
+  add: string[],
+  remove: string[],
+): Promise<void> {
+  if (add.length) {
+    await c.query(
+      `INSERT INTO ${m.table} (group_id, ${m.column})
+       SELECT $1, unnest($2::${m.type}[]) ON CONFLICT DO NOTHING`,
+      [id, add],
+    );
+  }
+  if (remove.length) {
+    await c.query(
+      `DELETE FROM ${m.table} WHERE group_id = $1 AND ${m.column} = ANY($2::${m.type}[])`,
+      [id, remove],
+    );
   }
 }
