@@ -31,12 +31,18 @@ const QEMU_TARGET = [
   'x11proto-dev',
 ];
 /**
+ * The apps center's WireGuard app (docs/apps.md): wireguard-go (the userspace tunnel: no kernel
+ * module can be loaded here) and wireguard-tools' `wg`. Its tests' stand-in Internet router
+ * masquerades with nftables.
+ */
+const APPS = ['wireguard-go', 'wireguard-tools'];
+/**
  * Device administration on the developer targets (docs/system.md): iproute2 for the network
  * namespaces, dnsmasq-base as the LAN's DHCP and DNS server, udhcpc as the device's DHCP client,
  * tzdata for the time zones, hwdata for usb.ids (the device identity presets' vendors).
  */
 // edid-decode: the EDID presets' conformity test (server edid-service.test.ts).
-const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata', 'edid-decode'];
+const SYSTEM = ['iproute2', 'dnsmasq-base', 'udhcpc', 'tzdata', 'hwdata', 'edid-decode', ...APPS];
 /**
  * OCR of the remote screen (docs/api.md "OCR"): the tesseract command and its English data;
  * its tests draw known text with DejaVu Sans Mono (fonts-dejavu-core).
@@ -74,6 +80,7 @@ const PACKAGES = {
     ...OCR,
     ...AUDIO,
     'fonts-dejavu-core',
+    'nftables',
     ...DEVICE_VM,
     ...CLOUD,
   ],

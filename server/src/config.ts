@@ -474,6 +474,21 @@ const configSchema = z.strictObject({
       timeout_ms: z.number().int().min(1000).max(120_000).default(CLOUD_TIMEOUT_MS),
     })
     .prefault({}),
+  /**
+   * The apps center's private-network apps (docs/apps.md). Each app's own keys (its tools'
+   * paths) are in its block; what they share is here.
+   */
+  apps: z
+    .strictObject({
+      /**
+       * The most resident memory one app's processes may hold (MiB); over it for three samples
+       * in a row, the app is stopped and says why (docs/apps.md "Memory cap").
+       */
+      memory_limit_mb: z.number().int().min(16).max(4096).default(128),
+      /** How long one command of an app's tool may run before it is killed (a hung tool). */
+      command_timeout_ms: z.number().int().min(500).max(120_000).default(10_000),
+    })
+    .prefault({}),
 });
 
 export type ConfigInput = z.input<typeof configSchema>;

@@ -44,6 +44,9 @@ import { WifiService } from './services/system/wifi-service';
 import { TurnService } from './services/turn';
 import { UpgradeService } from './services/upgrade/upgrade-service';
 import { WolService } from './services/wol/wol-service';
+import { AppsService } from './services/apps/apps-service';
+import { APP_FACTORIES, appHost } from './services/apps/registry';
+import type { NetworkDriver } from './drivers/network/types';
 import { removeStaleTemps } from './storage/atomic';
 import { TerminalService } from './terminal/terminal-service';
 import { StateRegistry } from './ws/state-registry';
@@ -101,6 +104,8 @@ export interface AppContext {
   cameraInput: CameraInput | null;
   /** The cloud: binding to a fleet server, the agent socket and its tunnel (issue 25). */
   cloud: CloudService;
+  /** The apps center's private-network apps (issue 27, docs/apps.md). */
+  apps: AppsService;
   /** Restarts the device server in place (main.ts); tests get a no-op that logs. */
   requestRestart: () => void;
 }
@@ -236,6 +241,7 @@ export async function createContext(
     log,
   });
   lifecycle.onStop('cloud', () => cloud.dispose());
+  const apps = await appsService(config, drivers.system.network, log, lifecycle);
   return {
     config,
     version,
@@ -252,6 +258,7 @@ export async function createContext(
     camera,
     cameraInput,
     cloud,
+    apps,
     ...power,
     bundle,
     support: new SupportService({ dataDir: config.data_dir, url: config.support.url, bundle, log }),
@@ -317,6 +324,20 @@ async function inputServices(
     defaultName: config.hid.keymap,
   });
   return { hid, keymaps };
+}
+
+/** The apps center (issue 27): each app stops before the network it lives in. */
+async function appsService(
+  config: AppConfig,
+  network: NetworkDriver,
+  log: Logger,
+  lifecycle: Lifecycle,
+): Promise<AppsService> {
+  const host = appHost(config.data_dir, network, log);
+  const apps = new AppsService(APP_FACTORIES.map((make) => make(host, config.apps)));
+  lifecycle.onStop('apps', () => apps.dispose());
+  await apps.init();
+  return apps;
 }
 
 /** The device's own administration: identity, EDID, network, Wi-Fi, time (issue 11). */

@@ -9,6 +9,7 @@ import { janusFeatures, registerJanus } from '../janus/gateway';
 import { iceNetworkOf } from '../janus/peer-params';
 import type { GpioService } from '../services/gpio/gpio-service';
 import { rtcInputClient } from '../services/hid/hid-wiring';
+import { appsRoutes } from './apps';
 import { atxRoutes } from './atx';
 import { audioRoutes } from './audio';
 import { authRoutes } from './auth';
@@ -66,6 +67,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
     },
   },
   { name: 'info', register: (app, { ctx }) => infoRoutes(app, ctx) },
+  { name: 'apps', register: (app, { ctx }) => appsRoutes(app, ctx.apps) },
   { name: 'system', register: (app, { ctx }) => systemRoutes(app, ctx) },
   { name: 'system params', register: (app, { ctx }) => systemParamsRoutes(app, ctx.identity) },
   { name: 'time', register: (app, { ctx }) => timeRoutes(app, ctx.time) },

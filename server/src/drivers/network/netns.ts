@@ -178,7 +178,8 @@ export class NetnsNetwork implements NetworkDriver {
     await this.teardown();
   }
 
-  private async ensureUp(): Promise<void> {
+  /** Resolves once the namespaces are up (started now if they are not); the apps run inside. */
+  async ensureUp(): Promise<void> {
     if (this.unavailable) throw new SystemFeatureUnavailableError(this.unavailable);
     if (this.disposed) throw new NetworkApplyError('The network is stopped');
     this.up ??= this.start().catch((err: unknown) => {

@@ -1,0 +1,46 @@
+/**
+ * The apps center's drivers (issue 27, docs/apps.md): one per private-network app, each around
+ * its own tool (tailscale, netbird, zerotier-cli, wireguard-go + wg). What the apps center lists
+ * is common; each app's own calls are its service's (services/apps/<id>-service.ts).
+ */
+import type { AppId, AppSummary } from '@kvm/protocol/apps';
+import type { Logger } from '../../log';
+import type { CommandRunner } from '../../process/run';
+import type { Lifecycle } from '../types';
+
+/**
+ * Where an app's tools run. On the developer targets the device's network is a namespace
+ * (`namespace`: its name) and an app must live there, like the device's own traffic; on a board
+ * (`namespace: null`) it is this computer's own network.
+ */
+export interface AppHost {
+  namespace: string | null;
+  /** Why apps cannot run here at all (no root for the namespace); null when they can. */
+  unavailable(): string | null;
+  /** Resolves once `namespace` exists (the developer targets start it at first use). */
+  ready(): Promise<void>;
+  /** `<data>/apps`: each app keeps its state in `<dataDir>/<id>/` (0700). */
+  dataDir: string;
+  /** `<data>/run/apps`: sockets and pidfiles. */
+  runDir: string;
+  log: Logger;
+  /** One-shot commands (tests inject fakes serving recorded fixtures). */
+  runner: CommandRunner;
+}
+
+/** The argv that runs `file args` where the apps live: inside the namespace, or here. */
+export function hostArgv(
+  host: Pick<AppHost, 'namespace'>,
+  file: string,
+  args: readonly string[],
+): [string, string[]] {
+  return host.namespace === null
+    ? [file, [...args]]
+    : ['ip', ['netns', 'exec', host.namespace, file, ...args]];
+}
+
+export interface AppDriver extends Lifecycle {
+  readonly id: AppId;
+  /** What the apps center shows; never throws (a failing tool is `state: 'error'`). */
+  summary(): Promise<AppSummary>;
+}
