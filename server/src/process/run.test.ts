@@ -80,6 +80,24 @@ describe('runCommand', () => {
   });
 });
 
+describe('runCommand: output as it comes, and abort', () => {
+  it('hands stdout to onStdout before the command ends, and kills it on abort', async () => {
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const run = runCommand('sh', ['-c', 'echo "visit https://example.test/x"; sleep 30'], {
+      timeoutMs: 20_000,
+      signal: abort.signal,
+      onStdout: (chunk) => {
+        seen.push(chunk);
+        abort.abort();
+      },
+    });
+    const err = await failure(run);
+    expect(seen.join('')).toContain('https://example.test/x');
+    expect(err.stdout).toContain('https://example.test/x');
+  });
+});
+
 describe('runCommandBuffer', () => {
   it('resolves stdout as bytes', async () => {
     const r = await runCommandBuffer('cat', [], { input: new Uint8Array([0, 255, 10]) });

@@ -22,6 +22,13 @@ export interface RunOptions {
   input?: string | Uint8Array;
   /** Default SIGKILL: a command that overran gets no chance to linger. */
   killSignal?: NodeJS.Signals;
+  /**
+   * Each chunk of stdout as it comes (text), besides the whole at the end: for a command that
+   * prints something to act on before it finishes (a login URL, then waits for the login).
+   */
+  onStdout?: (chunk: string) => void;
+  /** Aborting kills the command (`killSignal`); it then rejects like any killed command. */
+  signal?: AbortSignal;
 }
 
 export interface CommandResult {
@@ -115,6 +122,7 @@ function run<E extends 'utf8' | 'buffer'>(
         killSignal: opts.killSignal ?? 'SIGKILL',
         maxBuffer: opts.maxBuffer ?? DEFAULT_MAX_BUFFER,
         env: opts.env ?? process.env,
+        ...(opts.signal ? { signal: opts.signal } : {}),
       },
       (err: ExecFileException | null, stdout: string | Buffer, stderrRaw: string | Buffer) => {
         const stderr = typeof stderrRaw === 'string' ? stderrRaw : stderrRaw.toString('utf8');
@@ -140,6 +148,12 @@ function run<E extends 'utf8' | 'buffer'>(
         );
       },
     );
+    if (opts.onStdout) {
+      const onStdout = opts.onStdout;
+      child.stdout?.on('data', (chunk: string | Buffer) =>
+        onStdout(typeof chunk === 'string' ? chunk : chunk.toString('utf8')),
+      );
+    }
     // EPIPE when the command exits before reading all its input: its exit status tells.
     child.stdin?.on('error', () => undefined);
     child.stdin?.end(opts.input);
