@@ -100,6 +100,10 @@ export interface ToolRunOptions {
   /** Values never to show in an error message or log (auth keys). */
   secrets?: readonly string[];
   input?: string;
+  /** Each chunk of stdout as it comes (a login URL printed before the command ends). */
+  onStdout?: (chunk: string) => void;
+  /** Aborting kills the command. */
+  signal?: AbortSignal;
 }
 
 /** The program name of a configured path (`/usr/sbin/tailscaled` -> `tailscaled`). */
@@ -176,6 +180,8 @@ export class CliTool {
       timeoutMs: opts.timeoutMs ?? this.opts.commandTimeoutMs,
       maxBuffer: MAX_OUTPUT,
       ...(opts.input !== undefined ? { input: opts.input } : {}),
+      ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
   }
 
