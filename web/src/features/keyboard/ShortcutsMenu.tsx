@@ -2,23 +2,8 @@ import { useState } from 'react';
 import { Button, Dropdown, Tooltip, type MenuProps } from 'antd';
 import { DeleteOutlined, PlusOutlined, ThunderboltOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
-import { BUILTIN_SHORTCUTS } from '@kvm/protocol/enums';
-import type { Shortcut } from '@kvm/protocol/settings';
-import { useMessage } from '../../components/notify';
-import { errorMessage } from '../../lib/api';
-import { hidSender } from '../input/input-session';
-import { saveConfig, useConfig } from '../config/config-store';
-import { virtualKeyInput } from './keyboard-session';
-import { displayLabel, shortcutLabel, withoutShortcut } from './shortcuts';
-
-const NO_SHORTCUTS: readonly Shortcut[] = [];
-
-/** Presses the keys in order and releases them in reverse (SPEC 3 shortcut). */
-export function sendShortcut(keys: readonly string[]): void {
-  // Modifiers latched on the virtual keyboard would turn Alt+Tab into Ctrl+Alt+Tab.
-  virtualKeyInput.releaseAll();
-  hidSender.tap(keys);
-}
+import { displayLabel, shortcutLabel } from './shortcuts';
+import { sendShortcut, useShortcutList } from './use-shortcut-list';
 
 /**
  * SPEC 2/3 toolbar shortcuts: the built-ins, then the user's own (each can be deleted), then
@@ -27,25 +12,14 @@ export function sendShortcut(keys: readonly string[]): void {
 export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
   const [menuOpen, setMenuOpen] = useState(false);
   const { t } = useTranslation();
-  const message = useMessage();
-  const saved = useConfig((s) => s.config?.shortcuts) ?? NO_SHORTCUTS;
-
-  const remove = async (index: number) => {
-    try {
-      await saveConfig({ shortcuts: withoutShortcut(saved, index) });
-      void message.success(t('shortcuts.deleted'));
-    } catch (err) {
-      // The shortcuts are kept per user on the device: SPEC 8 'sync failed'.
-      void message.error(errorMessage(err, t('common.syncFailed')));
-    }
-  };
+  const { builtin, saved, remove } = useShortcutList();
 
   const items: MenuProps['items'] = [
     {
       type: 'group',
       key: 'builtin',
       label: t('shortcuts.builtin'),
-      children: BUILTIN_SHORTCUTS.map((s, i) => ({
+      children: builtin.map((s, i) => ({
         key: `builtin-${i}`,
         label: <span data-testid={`shortcut-builtin-${i}`}>{s.label}</span>,
       })),
@@ -97,7 +71,7 @@ export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
       return;
     }
     const [group, index] = key.split('-');
-    const list = group === 'builtin' ? BUILTIN_SHORTCUTS : saved;
+    const list = group === 'builtin' ? builtin : saved;
     const shortcut = list[Number(index)];
     if (shortcut) sendShortcut(shortcut.keys);
   };

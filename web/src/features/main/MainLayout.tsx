@@ -14,14 +14,17 @@ import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
 
 const SettingsSidebar = lazy(() => import('../settings/SettingsSidebar'));
+const ToolboxPanel = lazy(() => import('../toolbox/ToolboxPanel'));
+const ExternalDevicesPanel = lazy(() => import('../external/ExternalDevicesPanel'));
 
 function LeftPanelContent({ section }: { section: LeftPanelSection }) {
   switch (section) {
     case 'settings':
       return <SettingsSidebar />;
-    // The toolbox and external-devices sections arrive with their issues; nothing opens them yet.
     case 'toolbox':
+      return <ToolboxPanel />;
     case 'externalDevices':
+      return <ExternalDevicesPanel />;
     case 'none':
       return null;
   }

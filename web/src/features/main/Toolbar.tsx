@@ -7,7 +7,9 @@ import {
   LogoutOutlined,
   QuestionCircleOutlined,
   SettingOutlined,
+  ToolOutlined,
   UpOutlined,
+  UsbOutlined,
 } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { ConfirmDialog } from '../../components/ConfirmDialog';
@@ -23,7 +25,10 @@ import { ToolButton } from '../../components/ToolButton';
 
 const HelpDialog = lazy(() => import('../help/HelpDialog'));
 
-/** SPEC 2 main screen toolbar: collapse/expand, fullscreen, settings, help, logout. */
+/**
+ * SPEC 2 main screen toolbar: collapse/expand, fullscreen, the left panel's sections (settings,
+ * toolbox, external devices), help, logout.
+ */
 export function Toolbar() {
   const { t } = useTranslation();
   const message = useMessage();
@@ -95,6 +100,20 @@ export function Toolbar() {
               onClick={() => toggleLeftPanel('settings')}
               testId="toolbar-settings"
               active={leftPanel === 'settings'}
+            />
+            <ToolButton
+              title={t('toolbox.title')}
+              icon={<ToolOutlined />}
+              onClick={() => toggleLeftPanel('toolbox')}
+              testId="toolbar-toolbox"
+              active={leftPanel === 'toolbox'}
+            />
+            <ToolButton
+              title={t('external.title')}
+              icon={<UsbOutlined />}
+              onClick={() => toggleLeftPanel('externalDevices')}
+              testId="toolbar-external"
+              active={leftPanel === 'externalDevices'}
             />
             <KeyboardTools />
             <DeviceTools />

@@ -1,11 +1,13 @@
 import { useEffect } from 'react';
 import { Tabs } from 'antd';
 import { useTranslation } from 'react-i18next';
+import { terminalTab } from './open-terminal';
 import { TerminalView } from './TerminalView';
 
 /**
  * SPEC 2 /webterm: the device's shell and the remote computer's serial console, each in its own
- * tab (xterm.js over ttyd's protocol). A lazy chunk of its own: xterm is large.
+ * tab (xterm.js over ttyd's protocol), opened on the serial one with `?tab=serial`. A lazy chunk of
+ * its own: xterm is large.
  */
 export default function TerminalPage() {
   const { t } = useTranslation();
@@ -22,7 +24,7 @@ export default function TerminalPage() {
       className="terminal-page"
     >
       <Tabs
-        defaultActiveKey="device"
+        defaultActiveKey={terminalTab(window.location.search)}
         style={{ flex: 1, minHeight: 0 }}
         className="terminal-tabs"
         items={[
