@@ -2,6 +2,7 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 import { Drawer, Spin } from 'antd';
 import {
   AimOutlined,
+  AppstoreOutlined,
   CloudOutlined,
   CodeOutlined,
   HddOutlined,
@@ -12,22 +13,23 @@ import type { I18nKey } from '../../i18n/keys';
 import { loadFingerbotExist, useFingerbot } from '../fingerbot/fingerbot-store';
 import { PowerMenu } from '../power/PowerMenu';
 import { ToolButton } from '../../components/ToolButton';
-import { withBase } from '../../lib/base';
-import { getEmbed } from '../../lib/embed';
+import { openTerminal } from '../terminal/open-terminal';
 
 // Most visits never open these: each panel is its own chunk (house-style: lazy-load).
 const StoragePanel = lazy(() => import('../storage/StoragePanel'));
 const WolPanel = lazy(() => import('../wol/WolPanel'));
 const FingerbotPanel = lazy(() => import('../fingerbot/FingerbotPanel'));
 const CloudPanel = lazy(() => import('../cloud/CloudPanel'));
+const AppsPanel = lazy(() => import('../apps/AppsPanel'));
 
-type Panel = 'storage' | 'wol' | 'fingerbot' | 'cloud';
+type Panel = 'storage' | 'wol' | 'fingerbot' | 'cloud' | 'apps';
 
 const PANEL_TITLE: Record<Panel, I18nKey> = {
   storage: 'storage.title',
   wol: 'wol.title',
   fingerbot: 'fingerbot.title',
   cloud: 'cloud.title',
+  apps: 'apps.title',
 };
 
 const DRAWER_WIDTH = 400;
@@ -42,6 +44,8 @@ function PanelContent({ panel }: { panel: Panel }) {
       return <FingerbotPanel />;
     case 'cloud':
       return <CloudPanel />;
+    case 'apps':
+      return <AppsPanel />;
   }
 }
 
@@ -93,13 +97,16 @@ export function DeviceTools() {
         active={shown === 'cloud'}
       />
       <ToolButton
+        title={t('apps.title')}
+        icon={<AppstoreOutlined />}
+        onClick={() => toggle('apps')}
+        testId="toolbar-apps"
+        active={shown === 'apps'}
+      />
+      <ToolButton
         title={t('terminal.title')}
         icon={<CodeOutlined />}
-        // SPEC 2: the terminal entry opens /webterm on the same origin (the host app's window
-        // when embedded).
-        onClick={() =>
-          getEmbed().openWindowUrl(new URL(withBase('/webterm'), window.location.href).href)
-        }
+        onClick={() => openTerminal()}
         testId="toolbar-terminal"
       />
       {fingerbot && (
