@@ -487,6 +487,24 @@ const configSchema = z.strictObject({
       memory_limit_mb: z.number().int().min(16).max(4096).default(128),
       /** How long one command of an app's tool may run before it is killed (a hung tool). */
       command_timeout_ms: z.number().int().min(500).max(120_000).default(10_000),
+      /** The NetBird app (docs/apps.md "NetBird"). */
+      netbird: z
+        .strictObject({
+          /** The `netbird` program (CLI and daemon): a name on PATH or a path. */
+          tool: z.string().min(1).default('netbird'),
+          /** How long a login may wait: a setup key's `netbird up`, or the user at an SSO page. */
+          login_timeout_s: z.number().int().min(10).max(1800).default(300),
+        })
+        .prefault({}),
+      /** The ZeroTier app (docs/apps.md "ZeroTier"). */
+      zerotier: z
+        .strictObject({
+          cli: z.string().min(1).default('zerotier-cli'),
+          daemon: z.string().min(1).default('zerotier-one'),
+          /** The daemon's port (UDP for the network, TCP on loopback for the CLI). */
+          port: z.number().int().min(1).max(65535).default(9993),
+        })
+        .prefault({}),
     })
     .prefault({}),
 });
