@@ -15,6 +15,23 @@ const SECRET_VALUE = new RegExp(
   `(\\b(?:${SECRET_KEYS})\\b"?\\s*[:=]\\s*)("(?:[^"\\\\]|\\\\.)*"|'[^']*'|[^\\s&,;}\\]"']+)`,
   'gi',
 );
+/**
+ * The private-network apps' secrets (docs/apps.md, docs/security.md): a WireGuard private or
+ * preshared key (`PrivateKey = …` as wg-quick writes it, `private_key=…` as wg's UAPI does, a key
+ * after `private key:`), a Tailscale auth key after `--auth-key`/`--authkey`/`TS_AUTHKEY=`, a
+ * NetBird setup key after `--setup-key`/`setup_key`/`NB_SETUP_KEY=`. The name may be glued to a
+ * prefix (`NB_SETUP_KEY`) or camel-cased (`setupKey`); after `:`/`=` any value goes, after a
+ * bare space only one that looks like a key (16+ key characters), so prose keeps its words.
+ */
+const APP_SECRET_NAME = '(?:private|preshared|pre-shared|setup|auth)[ _-]?keys?';
+const APP_SECRET = new RegExp(
+  `(${APP_SECRET_NAME}\\b(?:\\\\?["'])?\\s*[:=]\\s*)(?!(?:true|false|null)\\b)(\\\\"[^"\\\\]*\\\\"|"(?:[^"\\\\]|\\\\.)*"|'[^']*'|[^\\s&,;}\\]"'\\\\]+)` +
+    `|(${APP_SECRET_NAME}\\b["']?\\s+)([A-Za-z0-9+/=_.-]{16,})`,
+  'gi',
+);
+const APP_SECRET_KEY_NAME = new RegExp(`^(?:\\w*[_-])?${APP_SECRET_NAME}$`, 'i');
+/** A Tailscale key (`tskey-auth-…`, `tskey-client-…`, `tskey-api-…`) wherever it is written. */
+const TAILSCALE_KEY = /\btskey-[A-Za-z0-9_-]+/g;
 /** A hex run as long as a SHA-256 (session hashes, tokens) anywhere in a log line. */
 const LONG_HEX = /\b[0-9a-f]{32,}\b/gi;
 const IPV4 = /(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])/g;
@@ -53,6 +70,21 @@ export function maskText(text: string): string {
       const q = value.startsWith('"') ? '"' : value.startsWith("'") ? "'" : '';
       return `${key}${q}${MASK}${q}`;
     })
+    .replace(
+      APP_SECRET,
+      (_m, key: string | undefined, value: string | undefined, spaced: string | undefined) => {
+        if (key === undefined) return `${spaced ?? ''}${MASK}`;
+        const q = value?.startsWith('\\"')
+          ? '\\"'
+          : value?.startsWith('"')
+            ? '"'
+            : value?.startsWith("'")
+              ? "'"
+              : '';
+        return `${key}${q}${MASK}${q}`;
+      },
+    )
+    .replace(TAILSCALE_KEY, MASK)
     .replace(LONG_HEX, MASK)
     .replace(IPV4, (m, a: string, b: string, c: string) =>
       isIPv4(m) && !isPrivateIPv4(m) ? `${a}.${b}.${c}.x` : m,
@@ -68,6 +100,9 @@ export function maskText(text: string): string {
 export function maskValue(value: unknown, key = ''): unknown {
   if (new RegExp(`^(?:${SECRET_KEYS})$`, 'i').test(key) && value != null && value !== '')
     return MASK;
+  // An app's secret by its name (`privateKey`, `preshared_key`, `setupKey`, `NB_SETUP_KEY`);
+  // only text is a secret there: `has_preshared_key: true` says nothing.
+  if (APP_SECRET_KEY_NAME.test(key) && typeof value === 'string' && value !== '') return MASK;
   if (typeof value === 'string') return maskText(value);
   if (Array.isArray(value)) return value.map((v) => maskValue(v));
   if (value && typeof value === 'object')
