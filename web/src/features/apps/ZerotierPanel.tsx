@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
-import { Alert, Button, Checkbox, Input, List, Space, Tag, Typography } from 'antd';
+import { Alert, Button, Card, Checkbox, Input, Space, Tag, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import { APP_STATUS_POLL_MS, type AppSummary } from '@kvm/protocol/apps';
 import { withDetail } from '../../lib/api';
@@ -113,34 +113,33 @@ export function ZerotierPanel({ app }: { app: AppSummary }) {
         {error && (
           <Alert type="error" showIcon title={<span data-testid="zerotier-error">{error}</span>} />
         )}
-        <List
-          size="small"
-          dataSource={networks}
-          locale={{ emptyText: t('apps.zerotier.none') }}
-          renderItem={(network) => (
-            <List.Item
-              data-testid={`zerotier-network-${network.id}`}
-              actions={[
-                <UnbindButton
-                  key="leave"
-                  name={`${app.name} ${network.id}`}
-                  text={t('apps.zerotier.leave')}
-                  testId={`zerotier-leave-${network.id}`}
-                  onUnbind={() => zerotierLeave(network.id)}
-                />,
-              ]}
-            >
-              <Space orientation="vertical" size={0}>
-                <Typography.Text code>{network.id}</Typography.Text>
-                {network.name && <Typography.Text>{network.name}</Typography.Text>}
-                <NetworkStatus network={network} />
-                {network.addresses.length > 0 && (
-                  <Typography.Text type="secondary">{network.addresses.join(', ')}</Typography.Text>
-                )}
-              </Space>
-            </List.Item>
-          )}
-        />
+        {networks.length === 0 && (
+          <Typography.Text type="secondary" data-testid="zerotier-none">
+            {t('apps.zerotier.none')}
+          </Typography.Text>
+        )}
+        {networks.map((network) => (
+          <Card
+            key={network.id}
+            size="small"
+            data-testid={`zerotier-network-${network.id}`}
+            title={<Typography.Text code>{network.id}</Typography.Text>}
+            extra={<NetworkStatus network={network} />}
+          >
+            <Space orientation="vertical" size={4}>
+              {network.name && <Typography.Text>{network.name}</Typography.Text>}
+              {network.addresses.length > 0 && (
+                <Typography.Text type="secondary">{network.addresses.join(', ')}</Typography.Text>
+              )}
+              <UnbindButton
+                name={`${app.name} ${network.id}`}
+                text={t('apps.zerotier.leave')}
+                testId={`zerotier-leave-${network.id}`}
+                onUnbind={() => zerotierLeave(network.id)}
+              />
+            </Space>
+          </Card>
+        ))}
       </Space>
     </div>
   );
