@@ -12,6 +12,7 @@ import {
   renderWgSetconf,
   wgPublicView,
   wgRouteProblem,
+  wgPublicKey,
   wgRoutesCover,
   type WgConfig,
 } from './wireguard';
@@ -764,5 +765,51 @@ describe('planWgRoutes / wgRouteProblem: the local network stays', () => {
 
   it('a programming error in the local prefixes is a TypeError, not a configuration error', () => {
     expect(() => planWgRoutes(cfg('10.0.0.0/8'), ['lan0'])).toThrow(TypeError);
+  });
+});
+
+describe('wgPublicKey (X25519)', () => {
+  it.each([
+    // RFC 7748 section 6.1, Alice and Bob.
+    [
+      'dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=',
+      'hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=',
+    ],
+    [
+      'XasIfmJKikt54X+Lg4AO5m87sSkmGLb9HC+LJ/+I4Os=',
+      '3p7bfXt9wbTTW2HC7OQ1Nz+DQ8hbeGdNrfx+FG+IK08=',
+    ],
+    // `wg genkey` / `wg pubkey` (wireguard-tools 1.0.20210914, Debian), recorded here.
+    [PRIV, 'HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw='],
+    [
+      'OCksKRyO2fznWDS90l0c+oKNWWvWrq91UWA6O/Zg2ko=',
+      'jpVTcqN2CwafxCex1Re+1j6w5p/DZugKAQhnMjQx5CM=',
+    ],
+    [
+      'CEk21as65tc0wYu+kCybG8Xmo+qZuVdtMXNiORPxHU4=',
+      'Lm3nqHJavwOJWt8eCgpJfMuqicJ83UhJoEmn0Mr3tyg=',
+    ],
+    [
+      'yNwh3ZIDHb2JJcD5mY4Lc0lLUYuPaP0YQtecG9Lmfnk=',
+      'u/V2er8MG5JJzYcHX3EpI7gt43bCur0oZYvgSSO5CCE=',
+    ],
+  ])('%s -> %s', (priv, pub) => {
+    expect(wgPublicKey(priv)).toBe(pub);
+  });
+
+  it('is null for what is not a key', () => {
+    expect(wgPublicKey('nope')).toBeNull();
+    expect(wgPublicKey(`${'A'.repeat(43)}=`)).toBeNull();
+  });
+
+  it("a peer with the device's own public key is refused at its PublicKey line, without the key", () => {
+    const err = refusal(
+      `[Interface]\nPrivateKey = ${PRIV}\n[Peer]\nPublicKey = ${PUB1}\n[Peer]\nAllowedIPs = 10.1.0.0/16\nPublicKey = HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=\n`,
+    );
+    expect(err.message).toBe(
+      "line 7: this peer's PublicKey is the device's own (the one its PrivateKey gives): the [Peer] sections name the other ends",
+    );
+    expect(err.field).toBe('PublicKey');
+    expect(err.message).not.toContain('HIgo9xNz');
   });
 });

@@ -266,6 +266,104 @@ export function wgEndpointString(ep: WgEndpoint): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The public key of a private key (X25519, RFC 7748), so a configuration can be checked and its
+// public key shown before it is sent. Plain BigInt arithmetic: not constant-time, which is fine
+// for deriving a key once on the machine that holds it, not for a handshake.
+// ---------------------------------------------------------------------------------------------
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+function keyBytes(key: string): Uint8Array {
+  const out = new Uint8Array(32);
+  let acc = 0;
+  let bits = 0;
+  let o = 0;
+  for (const ch of key.slice(0, 43)) {
+    acc = (acc << 6) | B64.indexOf(ch);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 0xff;
+    }
+  }
+  return out;
+}
+
+function keyText(bytes: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = ((bytes[i] ?? 0) << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    const left = bytes.length - i;
+    out += B64[(n >> 18) & 63]! + B64[(n >> 12) & 63]!;
+    out += left > 1 ? B64[(n >> 6) & 63]! : '=';
+    out += left > 2 ? B64[n & 63]! : '=';
+  }
+  return out;
+}
+
+const P25519 = 2n ** 255n - 19n;
+
+function modP(a: bigint): bigint {
+  const r = a % P25519;
+  return r >= 0n ? r : r + P25519;
+}
+
+function powP(base: bigint, exp: bigint): bigint {
+  let r = 1n;
+  let b = modP(base);
+  for (let e = exp; e > 0n; e >>= 1n) {
+    if (e & 1n) r = (r * b) % P25519;
+    b = (b * b) % P25519;
+  }
+  return r;
+}
+
+/** X25519(scalar, 9): the Montgomery ladder of RFC 7748 section 5. */
+function x25519Base(scalarBytes: Uint8Array): Uint8Array {
+  const k = Uint8Array.from(scalarBytes);
+  k[0]! &= 248;
+  k[31]! &= 127;
+  k[31]! |= 64;
+  let scalar = 0n;
+  for (let i = 31; i >= 0; i--) scalar = (scalar << 8n) | BigInt(k[i]!);
+  const x1 = 9n;
+  let [x2, z2, x3, z3] = [1n, 0n, x1, 1n];
+  let swap = 0n;
+  for (let t = 254n; t >= 0n; t--) {
+    const kt = (scalar >> t) & 1n;
+    if (swap ^ kt) [x2, x3, z2, z3] = [x3, x2, z3, z2];
+    swap = kt;
+    const a = x2 + z2;
+    const aa = (a * a) % P25519;
+    const b = x2 - z2;
+    const bb = modP(b * b);
+    const e = modP(aa - bb);
+    const c = x3 + z3;
+    const d = x3 - z3;
+    const da = modP(d * a);
+    const cb = modP(c * b);
+    x3 = modP((da + cb) ** 2n);
+    z3 = modP(x1 * modP((da - cb) ** 2n));
+    x2 = (aa * bb) % P25519;
+    z2 = modP(e * (aa + 121665n * e));
+  }
+  if (swap) [x2, z2] = [x3, z3];
+  let u = modP(x2 * powP(z2, P25519 - 2n));
+  const out = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) {
+    out[i] = Number(u & 0xffn);
+    u >>= 8n;
+  }
+  return out;
+}
+
+/** The public key of a WireGuard private key (what `wg pubkey` prints); null if `privateKey` is not a key. */
+export function wgPublicKey(privateKey: string): string | null {
+  if (!isWgKey(privateKey)) return null;
+  return keyText(x25519Base(keyBytes(privateKey)));
+}
+
+// ---------------------------------------------------------------------------------------------
 // wg-quick(8) parsing
 // ---------------------------------------------------------------------------------------------
 
@@ -365,7 +463,7 @@ export function parseWgQuick(text: string): WgConfig {
   const lines = body.split('\n');
 
   let iface: (WgInterface & { line: number; hasKey: boolean }) | null = null;
-  const peers: (WgPeer & { line: number; hasKey: boolean })[] = [];
+  const peers: (WgPeer & { line: number; hasKey: boolean; keyLine: number })[] = [];
   const peerKeyLine = new Map<string, number>();
   const allowedLine = new Map<string, number>();
   let prefixes = 0;
@@ -420,6 +518,7 @@ export function parseWgQuick(text: string): WgConfig {
         peers.push({
           line: no,
           hasKey: false,
+          keyLine: no,
           publicKey: '',
           presharedKey: null,
           allowedIps: [],
@@ -544,6 +643,7 @@ export function parseWgQuick(text: string): WgConfig {
           peerKeyLine.set(value, no);
           peer.publicKey = value;
           peer.hasKey = true;
+          peer.keyLine = no;
           break;
         }
         case 'PresharedKey':
@@ -597,6 +697,14 @@ export function parseWgQuick(text: string): WgConfig {
   if (peers.length === 0) fail('no [Peer] section: the tunnel needs at least one peer', null);
   for (const p of peers)
     if (!p.hasKey) fail('this [Peer] section has no PublicKey', p.line, 'PublicKey');
+  const own = wgPublicKey(iface.privateKey);
+  for (const p of peers)
+    if (p.publicKey === own)
+      fail(
+        "this peer's PublicKey is the device's own (the one its PrivateKey gives): the [Peer] sections name the other ends",
+        p.keyLine,
+        'PublicKey',
+      );
 
   return {
     interface: {
