@@ -24,6 +24,7 @@ import { logRoutes } from './log';
 import { mediaRoutes } from './media';
 import { metricsRoutes, type RequestCounter } from './metrics';
 import { msdRoutes } from './msd';
+import { netbirdRoutes } from './netbird';
 import { networkRoutes } from './network';
 import { ocrRoutes } from './ocr';
 import { rebootRoutes } from './reboot';
@@ -42,6 +43,7 @@ import { upgradeRoutes } from './upgrade';
 import { ustreamerRoutes } from './ustreamer';
 import { wolRoutes } from './wol';
 import { wsRoutes } from './ws';
+import { zerotierRoutes } from './zerotier';
 
 /** What a plugin gets besides its scope: the context and the app-wide counters. */
 export interface RouteDeps {
@@ -68,6 +70,8 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   },
   { name: 'info', register: (app, { ctx }) => infoRoutes(app, ctx) },
   { name: 'apps', register: (app, { ctx }) => appsRoutes(app, ctx.apps) },
+  { name: 'netbird', register: (app, { ctx }) => netbirdRoutes(app, ctx.apps) },
+  { name: 'zerotier', register: (app, { ctx }) => zerotierRoutes(app, ctx.apps) },
   { name: 'system', register: (app, { ctx }) => systemRoutes(app, ctx) },
   { name: 'system params', register: (app, { ctx }) => systemParamsRoutes(app, ctx.identity) },
   { name: 'time', register: (app, { ctx }) => timeRoutes(app, ctx.time) },

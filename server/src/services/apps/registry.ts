@@ -4,7 +4,9 @@
  */
 import { join } from 'node:path';
 import type { AppConfig } from '../../config';
+import { NetbirdApp } from '../../drivers/apps/netbird';
 import type { AppDriver, AppHost } from '../../drivers/apps/types';
+import { ZerotierApp } from '../../drivers/apps/zerotier';
 import { NetnsNetwork } from '../../drivers/network/netns';
 import type { NetworkDriver } from '../../drivers/network/types';
 import type { Logger } from '../../log';
@@ -12,7 +14,10 @@ import { type CommandRunner, runCommand } from '../../process/run';
 
 export type AppFactory = (host: AppHost, config: AppConfig['apps']) => AppDriver;
 
-export const APP_FACTORIES: readonly AppFactory[] = [];
+export const APP_FACTORIES: readonly AppFactory[] = [
+  (host, c) => new NetbirdApp(host, c),
+  (host, c) => new ZerotierApp(host, c),
+];
 
 /**
  * Where the apps run: inside the developer targets' device namespace (started at first use),
