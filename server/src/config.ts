@@ -505,6 +505,13 @@ const configSchema = z.strictObject({
           port: z.number().int().min(1).max(65535).default(9993),
         })
         .prefault({}),
+      /** The WireGuard app's tools (docs/apps.md "The tunnel"): names on PATH or paths. */
+      wireguard: z
+        .strictObject({
+          wireguard_go: z.string().min(1).default('wireguard-go'),
+          wg: z.string().min(1).default('wg'),
+        })
+        .prefault({}),
     })
     .prefault({}),
 });

@@ -13,6 +13,7 @@ import { buildApp, createContext } from './app';
 import { CliError, mergeConfig, parseCli, USAGE } from './cli';
 import type { Logger } from './log';
 import { openFileLimit } from './fd-limit';
+import { NetnsNetwork } from './drivers/network/netns';
 import { edgeLimits } from './http/edge';
 import { createRedirectServer } from './http/redirect';
 import { buildConfig, ConfigError, readConfigFile, type AppConfig } from './config';
@@ -120,6 +121,13 @@ async function main(): Promise<void> {
     });
     app = await buildApp(ctx, { logger, https });
     await app.listen({ host, port });
+    // Developer targets: the console answers inside the device's namespace too (port 443, its
+    // LAN and tunnel addresses), handed to the server running now (platform/netns/console-bridge.ts).
+    const network = ctx.drivers.system.network;
+    if (network instanceof NetnsNetwork) {
+      const cap = edgeLimits(config.server).maxConnections ?? 1024;
+      void network.attachConsole((socket) => app.server.emit('connection', socket), cap);
+    }
     startProblems = [ctx.network.startProblem].filter((p): p is string => p !== null);
   };
   const restart = async (): Promise<void> => {

@@ -63,6 +63,8 @@ export interface SupervisorEvents {
   /** A chunk of the child's stdout, in `data` mode (binary output such as ffmpeg's). */
   data: [chunk: Buffer];
   state: [state: SupervisorState];
+  /** A message on the `ipc` channel (option `ipc`), with the handle it carried (a socket). */
+  message: [message: unknown, handle: unknown];
 }
 
 export interface BackoffOptions {
@@ -105,6 +107,12 @@ export interface SupervisorOptions {
    * run on demand (ffmpeg while somebody watches), where nobody is there to see a rejection.
    */
   retryFirstSpawn?: boolean;
+  /**
+   * A Node IPC channel to the child (a node script, also through `setpriv` and `ip netns
+   * exec`, which keep the descriptor): its messages and the handles they carry (sockets) come
+   * as `message` events.
+   */
+  ipc?: boolean;
 }
 
 /**
@@ -373,7 +381,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const child = spawn(cmd, argv, {
       cwd: this.opts.cwd,
       env: this.opts.env ?? process.env,
-      stdio: [this.opts.stdin ?? 'ignore', 'pipe', 'pipe'],
+      stdio: this.opts.ipc
+        ? [this.opts.stdin ?? 'ignore', 'pipe', 'pipe', 'ipc']
+        : [this.opts.stdin ?? 'ignore', 'pipe', 'pipe'],
       // Its own process group: a Ctrl-C on the terminal reaches the server, which stops the
       // child in order, and ensureStopped can signal the whole group.
       detached: true,
@@ -396,6 +406,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     // unhandled stream error would take this whole process down.
     child.stdin?.on('error', () => undefined);
     child.on('error', (err) => this.emit('output', `${err.message}`, 'stderr'));
+    if (this.opts.ipc) child.on('message', (m, handle) => this.emit('message', m, handle));
     child.once('exit', (code, signal) => this.onExit(child, pid, code, signal));
     this.setState('running');
     this.emit('started', pid);

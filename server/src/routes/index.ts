@@ -41,6 +41,7 @@ import { timeRoutes } from './time';
 import { twoFaRoutes } from './twofa';
 import { upgradeRoutes } from './upgrade';
 import { ustreamerRoutes } from './ustreamer';
+import { wireguardRoutes } from './wireguard';
 import { wolRoutes } from './wol';
 import { wsRoutes } from './ws';
 import { zerotierRoutes } from './zerotier';
@@ -72,6 +73,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   { name: 'apps', register: (app, { ctx }) => appsRoutes(app, ctx.apps) },
   { name: 'netbird', register: (app, { ctx }) => netbirdRoutes(app, ctx.apps) },
   { name: 'zerotier', register: (app, { ctx }) => zerotierRoutes(app, ctx.apps) },
+  { name: 'wireguard', register: (app, { ctx }) => wireguardRoutes(app, ctx.apps) },
   { name: 'system', register: (app, { ctx }) => systemRoutes(app, ctx) },
   { name: 'system params', register: (app, { ctx }) => systemParamsRoutes(app, ctx.identity) },
   { name: 'time', register: (app, { ctx }) => timeRoutes(app, ctx.time) },

@@ -4,6 +4,7 @@
  * is common; each app's own calls are its service's (services/apps/<id>-service.ts).
  */
 import type { AppId, AppSummary } from '@kvm/protocol/apps';
+import type { WgConfig, WgPublicConfig, WgStatus } from '@kvm/protocol/wireguard';
 import type { Logger } from '../../log';
 import type { CommandRunner } from '../../process/run';
 import type { Lifecycle } from '../types';
@@ -43,4 +44,29 @@ export interface AppDriver extends Lifecycle {
   readonly id: AppId;
   /** What the apps center shows; never throws (a failing tool is `state: 'error'`). */
   summary(): Promise<AppSummary>;
+}
+
+/** The WireGuard app's own calls (drivers/apps/wireguard.ts; services/apps/wireguard-service.ts). */
+export interface WireguardControl extends AppDriver {
+  readonly id: 'wireguard';
+  readonly configured: boolean;
+  readonly running: boolean;
+  /** Parses and checks a configuration's text (throws WgConfigError); changes nothing. */
+  parse(text: string): WgConfig;
+  /** Why the configuration would cut the device off its own LAN, or null. */
+  routeProblem(config: WgConfig): Promise<Error | null>;
+  setConfig(text: string, config: WgConfig): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  logout(): Promise<void>;
+  status(): Promise<WgStatus>;
+  publicConfig(): WgPublicConfig | null;
+}
+
+/** A step of starting or changing the WireGuard tunnel failed; what was done before it is undone. */
+export class WireguardTunnelError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WireguardTunnelError';
+  }
 }

@@ -31,6 +31,7 @@ import {
   udhcpcSupervisor,
 } from '../../platform/netns/daemons';
 import { LEASE_SCRIPT } from '../../platform/netns/lease-script';
+import { ConsoleBridge, type ConnectionSink } from '../../platform/netns/console-bridge';
 import {
   DEV_IFACE,
   LAN,
@@ -104,6 +105,9 @@ export class NetnsNetwork implements NetworkDriver {
   private dnsmasq: Supervisor | null = null;
   private udhcpc: Supervisor | null = null;
   private monitor: Supervisor | null = null;
+  /** The console inside the device's namespace (attachConsole; platform/netns/console-bridge.ts). */
+  private console: { sink: ConnectionSink; maxConnections: number } | null = null;
+  private bridge: ConsoleBridge | null = null;
   private readonly leaseWaiters = new Set<LeaseWaiter>();
   private readonly listeners = new Set<() => void>();
   private changeTimer: NodeJS.Timeout | null = null;
@@ -237,10 +241,43 @@ export class NetnsNetwork implements NetworkDriver {
       throw this.toApplyError(err);
     }
     this.log.info({ dev, lan, ms: Math.round(performance.now() - t0) }, 'netns network up');
+    await this.startBridge();
+  }
+
+  /**
+   * Serves the device's console inside its namespace too (port 443 on every address there):
+   * main.ts gives the sink (its current HTTPS server) once it listens. Started now if the
+   * namespaces are up, else when they come up; stopped before they go.
+   */
+  async attachConsole(sink: ConnectionSink, maxConnections: number): Promise<void> {
+    this.console = { sink, maxConnections };
+    if (this.up && !this.disposed) {
+      await this.up.catch(() => undefined);
+      await this.startBridge();
+    }
+  }
+
+  private async startBridge(): Promise<void> {
+    if (!this.console || this.bridge || this.disposed) return;
+    const bridge = new ConsoleBridge({
+      namespace: this.names.dev,
+      runDir: this.runDir,
+      sink: this.console.sink,
+      maxConnections: this.console.maxConnections,
+      log: this.log,
+    });
+    this.bridge = bridge;
+    // The console on the host does not depend on it: a failure is logged, not thrown.
+    await bridge
+      .start()
+      .catch((err: Error) => this.log.warn({ err: err.message }, 'netns: console bridge'));
   }
 
   /** Stops the daemons and deletes both namespaces and /etc/netns/<dev>. Idempotent. */
   private async teardown(): Promise<void> {
+    const bridge = this.bridge;
+    this.bridge = null;
+    await bridge?.stop();
     const sups = [this.udhcpc, this.dnsmasq, this.monitor];
     this.udhcpc = this.dnsmasq = this.monitor = null;
     await Promise.allSettled(sups.map((s) => s?.ensureStopped()));

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AppConfig } from '../../config';
 import { NetbirdApp } from '../../drivers/apps/netbird';
 import type { AppDriver, AppHost } from '../../drivers/apps/types';
+import { WireguardDriver } from '../../drivers/apps/wireguard';
 import { ZerotierApp } from '../../drivers/apps/zerotier';
 import { NetnsNetwork } from '../../drivers/network/netns';
 import type { NetworkDriver } from '../../drivers/network/types';
@@ -17,6 +18,13 @@ export type AppFactory = (host: AppHost, config: AppConfig['apps']) => AppDriver
 export const APP_FACTORIES: readonly AppFactory[] = [
   (host, c) => new NetbirdApp(host, c),
   (host, c) => new ZerotierApp(host, c),
+  (host, c) =>
+    new WireguardDriver(host, {
+      wireguardGo: c.wireguard.wireguard_go,
+      wg: c.wireguard.wg,
+      commandTimeoutMs: c.command_timeout_ms,
+      memoryLimitBytes: null,
+    }),
 ];
 
 /**

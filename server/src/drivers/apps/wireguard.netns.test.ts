@@ -1,0 +1,215 @@
+/**
+ * The WireGuard app on real namespaces (issue 27, item 3): the device's tunnel to a peer on a
+ * test "Internet" behind the LAN's NAT (platform/netns/wan-test-support.ts), the console
+ * reachable from the peer only through the tunnel (the console bridge), a hostile
+ * configuration that changes nothing, and nothing left behind.
+ */
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { buildApp, createContext } from '../../app';
+import { buildConfig } from '../../config';
+import { loadConfigDefaults } from '../../paths';
+import { runCommand } from '../../process/run';
+import { findExecutable } from '../../process/supervisor';
+import { loadOrCreateCertificate } from '../../services/tls';
+import { initAndLogin } from '../../test-helpers';
+import type { NetnsNetwork } from '../network/netns';
+import { listNamespaces, namespaceSkipReason } from '../../platform/netns/test-support';
+import { httpsFrom, startWanPeer, WAN, type WanPeer } from '../../platform/netns/wan-test-support';
+import { wgInterfaceName } from './wireguard';
+
+const skipReason =
+  namespaceSkipReason() ??
+  (['wireguard-go', 'wg', 'nft'].some((c) => !findExecutable(c))
+    ? 'wireguard-go, wg or nft missing'
+    : null);
+
+interface Rig {
+  app: FastifyInstance;
+  network: NetnsNetwork;
+  dataDir: string;
+  token: string;
+  peer: WanPeer | null;
+}
+
+let rig: Rig | null = null;
+
+afterEach(async () => {
+  const r = rig;
+  rig = null;
+  if (!r) return;
+  await r.peer?.close().catch(() => undefined);
+  await r.app.close().catch(() => undefined);
+  await rm(r.dataDir, { recursive: true, force: true });
+});
+
+async function startRig(): Promise<Rig> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'kvm-wg-'));
+  const config = buildConfig(
+    {
+      data_dir: dataDir,
+      target: 'testbed',
+      system: { network: 'netns' },
+      webrtc: { stun_url: null },
+    },
+    loadConfigDefaults(),
+  );
+  const ctx = await createContext(config, '0.0.0-test');
+  const https = await loadOrCreateCertificate(join(dataDir, 'tls'));
+  const app = await buildApp(ctx, { https });
+  rig = {
+    app,
+    network: ctx.drivers.system.network as NetnsNetwork,
+    dataDir,
+    token: '',
+    peer: null,
+  };
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  rig.token = await initAndLogin(app);
+  await rig.network.ensureUp();
+  await rig.network.attachConsole((socket) => app.server.emit('connection', socket), 64);
+  rig.peer = await startWanPeer(rig.network.names);
+  return rig;
+}
+
+async function deviceLanAddress(r: Rig): Promise<string> {
+  let ip = '';
+  await vi.waitFor(
+    async () => {
+      ip = (await r.network.status()).ip_address;
+      expect(ip).toMatch(/^192\.168\.8\./);
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+  return ip;
+}
+
+function call(r: Rig, method: 'GET' | 'POST', path: string, payload?: string, type = 'text/plain') {
+  return r.app.inject({
+    method,
+    url: `/api/wireguard/${path}`,
+    headers: { token: r.token, ...(payload !== undefined ? { 'content-type': type } : {}) },
+    ...(payload !== undefined ? { payload } : {}),
+  });
+}
+
+async function waitConnected(r: Rig): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const s = (await call(r, 'GET', 'status')).json().result;
+      expect(s.state).toBe('connected');
+    },
+    { timeout: 20_000, interval: 20 },
+  );
+}
+
+describe.skipIf(skipReason !== null)('WireGuard on real namespaces', () => {
+  it('reaches the console only through the tunnel; a hostile configuration changes nothing; stop cuts the peer off and leaves the LAN', async () => {
+    const r = await startRig();
+    const peer = r.peer!;
+    const lanIp = await deviceLanAddress(r);
+    const console = `https://${WAN.tunnelDevice}/api/auth/check`;
+
+    // Before the tunnel: the peer reaches neither the tunnel address nor the LAN.
+    expect((await httpsFrom(peer.namespace, console, {}, 1500)).status).toBeNull();
+
+    let res = await call(r, 'POST', 'config', peer.deviceConfig());
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.body).not.toContain('PrivateKey');
+    expect(res.json().result.config.public_key).toBe(peer.devicePublicKey);
+    res = await call(r, 'POST', 'start');
+    expect(res.json().result).toEqual({ success: true, running: true });
+    await waitConnected(r);
+
+    const status = (await call(r, 'GET', 'status')).json().result;
+    expect(status.interface).toBe(wgInterfaceName(join(r.dataDir, 'apps')));
+    expect(status.peers[0].public_key).toBe(peer.peerPublicKey);
+    expect(status.peers[0].latest_handshake).toBeGreaterThan(0);
+
+    // Through the tunnel: the device's console, with its sessions.
+    const anon = await httpsFrom(peer.namespace, console);
+    expect(anon.status, anon.error ?? '').toBe(401);
+    const authed = await httpsFrom(peer.namespace, console, { token: r.token });
+    expect(authed.status).toBe(200);
+    // The LAN address from the peer: no route.
+    const viaLan = await httpsFrom(peer.namespace, `https://${lanIp}/api/auth/check`, {}, 1500);
+    expect(viaLan.status).toBeNull();
+    // And the console on the LAN still answers the LAN.
+    expect((await httpsFrom(r.network.names.lan, `https://${lanIp}/api/auth/check`)).status).toBe(
+      401,
+    );
+
+    // Hostile configurations: refused, nothing saved, the tunnel as it was.
+    const saved = (await call(r, 'GET', 'config')).json().result.config;
+    for (const bad of [
+      peer.deviceConfig({ allowedIps: '192.168.8.0/24' }),
+      peer.deviceConfig().replace(/PublicKey = .*/, 'PublicKey = not-a-key'),
+      peer.deviceConfig().replace(/Endpoint = .*/, 'Endpoint = 198.51.100.2:99999'),
+      '[Interface]\nPrivateKey = $(reboot)\n',
+    ]) {
+      const refused = await call(r, 'POST', 'config', bad);
+      expect(refused.statusCode, bad).toBe(400);
+      expect(refused.body).not.toMatch(/PrivateKey = [A-Za-z0-9+/]{43}=/);
+    }
+    expect((await call(r, 'GET', 'config')).json().result.config).toEqual(saved);
+    expect((await httpsFrom(peer.namespace, console)).status).toBe(401);
+
+    // Stop: the peer is cut off, the LAN console stays.
+    res = await call(r, 'POST', 'stop');
+    expect(res.json().result).toEqual({ success: true, running: false });
+    expect((await httpsFrom(peer.namespace, console, {}, 1500)).status).toBeNull();
+    expect((await httpsFrom(r.network.names.lan, `https://${lanIp}/api/auth/check`)).status).toBe(
+      401,
+    );
+    const links = (await runCommand('ip', ['-n', r.network.names.dev, 'link', 'show'])).stdout;
+    expect(links).not.toContain(status.interface);
+  });
+
+  it('restarts a wireguard-go that dies and applies the configuration again; nothing is left after the server stops', async () => {
+    const r = await startRig();
+    const peer = r.peer!;
+    expect((await call(r, 'POST', 'config', peer.deviceConfig())).statusCode).toBe(200);
+    expect((await call(r, 'POST', 'start')).statusCode).toBe(200);
+    await waitConnected(r);
+    const ifname = wgInterfaceName(join(r.dataDir, 'apps'));
+    const pids = (await runCommand('ip', ['netns', 'pids', r.network.names.dev])).stdout;
+    let killed = false;
+    for (const pid of pids.split(/\s+/).filter(Boolean)) {
+      const cmd = await runCommand('cat', [`/proc/${pid}/cmdline`]).catch(() => ({ stdout: '' }));
+      if (cmd.stdout.startsWith('wireguard-go') && cmd.stdout.includes(ifname)) {
+        process.kill(Number(pid), 'SIGKILL');
+        killed = true;
+      }
+    }
+    expect(killed).toBe(true);
+    // Back with the configuration: the console through the tunnel again.
+    await vi.waitFor(
+      async () => {
+        const res = await httpsFrom(
+          peer.namespace,
+          `https://${WAN.tunnelDevice}/api/auth/check`,
+          {},
+          1000,
+        );
+        expect(res.status).toBe(401);
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+
+    const names = r.network.names;
+    await peer.close();
+    r.peer = null;
+    await r.app.close();
+    const left = await listNamespaces();
+    expect(left).not.toContain(names.dev);
+    expect(left).not.toContain(names.lan);
+    expect(left).not.toContain(`kvmwan-${names.dev.slice(7)}`);
+    const sockets = await readdir('/var/run/wireguard').catch(() => [] as string[]);
+    expect(sockets).not.toContain(`${ifname}.sock`);
+    expect(sockets).not.toContain(`wgp${names.dev.slice(7)}.sock`);
+    await expect(stat(join(r.dataDir, 'run', 'apps', `${ifname}.setconf`))).rejects.toThrow();
+  });
+});
