@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   WG_CONFIG_MAX_BYTES,
+  WG_DNS_MAX,
   WG_PEERS_MAX,
   WG_PREFIXES_MAX,
   WgConfigError,
@@ -496,6 +497,13 @@ describe('parseWgQuick: refusals (message, line, field; never a key)', () => {
     if (line !== null) expect(err.message.startsWith(`line ${line}: `)).toBe(true);
   });
 
+  it('names an unknown key only when it is a short word: digits, dashes or length make it possibly a secret', () => {
+    for (const name of ['tskey-auth-abc', 'abc123', 'A'.repeat(21), 'Private_Key'])
+      expect(refusal(base(`${name} = 1`)).message).toBe('line 4: an unknown key');
+    expect(refusal(base(`${'A'.repeat(21)} = 1`)).field).toBeNull();
+    expect(refusal(base('Fwmarks = 1')).message).toBe('line 4: unknown key Fwmarks in [Interface]');
+  });
+
   it('never echoes a mistyped key, wherever it is written', () => {
     const typo = `${PRIV.slice(0, 30)}!${PRIV.slice(31)}`;
     for (const text of [
@@ -553,6 +561,14 @@ describe('parseWgQuick: limits', () => {
       `line ${3 + WG_PEERS_MAX * 3}: more than ${WG_PEERS_MAX} peers (the device's limit)`,
     );
     expect(err.line).toBe(3 + WG_PEERS_MAX * 3);
+  });
+
+  it(`refuses more than ${WG_DNS_MAX} DNS entries`, () => {
+    const dns = (n: number): string =>
+      Array.from({ length: n }, (_, i) => `10.0.0.${i + 1}`).join(', ');
+    expect(parseWgQuick(base(`DNS = ${dns(WG_DNS_MAX)}`)).interface.dns).toHaveLength(WG_DNS_MAX);
+    const err = refusal(base(`DNS = ${dns(WG_DNS_MAX)}\nDNS = corp.example`));
+    expect(err.message).toBe(`line 5: more than ${WG_DNS_MAX} DNS servers and search domains`);
   });
 
   it(`refuses more than ${WG_PREFIXES_MAX} addresses and allowed IPs together`, () => {

@@ -14,6 +14,8 @@ export const WG_CONFIG_MAX_BYTES = 64 * 1024;
 export const WG_PEERS_MAX = 64;
 /** Addresses and allowed IPs, all peers together. */
 export const WG_PREFIXES_MAX = 256;
+/** DNS servers and search domains (kept and shown, never applied). */
+export const WG_DNS_MAX = 16;
 
 export interface WgEndpoint {
   /** An IPv4 or IPv6 address, or a DNS name (resolved by the device when the tunnel starts). */
@@ -419,7 +421,7 @@ function utf8Length(text: string): number {
  * A pasted key or a line of garbage before `=` is never echoed.
  */
 function safeName(name: string): string | null {
-  return /^[A-Za-z][A-Za-z0-9_-]{0,23}$/.test(name) ? name : null;
+  return /^[A-Za-z]{1,20}$/.test(name) ? name : null;
 }
 
 function splitList(value: string): string[] {
@@ -620,6 +622,8 @@ export function parseWgQuick(text: string): WgConfig {
         }
         case 'DNS':
           splitList(value).forEach((item, k) => {
+            if (iface!.dns.length >= WG_DNS_MAX)
+              fail(`more than ${WG_DNS_MAX} DNS servers and search domains`, no, field);
             const ip = parseIp(item);
             if (ip) iface!.dns.push(formatIp(ip.v, ip.n));
             else if (DNS_NAME_RE.test(item)) iface!.dns.push(item.toLowerCase());
