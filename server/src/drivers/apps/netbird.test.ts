@@ -58,7 +58,12 @@ function config(overrides: Record<string, unknown> = {}) {
 
 async function makeApp(
   handlers: Record<string, Handler>,
-  opts: { installed?: boolean; calls?: Call[]; cfg?: Record<string, unknown> } = {},
+  opts: {
+    installed?: boolean;
+    calls?: Call[];
+    cfg?: Record<string, unknown>;
+    rssBytes?: number;
+  } = {},
 ): Promise<NetbirdApp> {
   const daemon = await fakeDaemon();
   const host: AppHost = {
@@ -72,7 +77,7 @@ async function makeApp(
   };
   const app = new NetbirdApp(host, config({ netbird: { tool: daemon }, ...opts.cfg }), {
     findExecutable: (c) => (opts.installed === false ? null : c),
-    readRss: async () => 50 * 1024 * 1024,
+    readRss: async () => opts.rssBytes ?? 50 * 1024 * 1024,
   });
   apps.push(app);
   return app;
@@ -344,6 +349,19 @@ describe('NetbirdApp', () => {
     await app2.start();
     expect(await app2.logout()).toEqual({ success: true, err_msg: '' });
     expect(old.some((c) => c.args[2] === 'down')).toBe(true);
+  });
+
+  it('over its memory cap: the daemon is stopped and the app says why', async () => {
+    const app = await makeApp(
+      { status: answer(fixture('status-connected.json')) },
+      { rssBytes: 300 * 1024 * 1024 },
+    );
+    await app.start();
+    for (let i = 0; i < 3 && app.daemon.running; i++) await app.daemon.sample();
+    const s = await app.summary();
+    expect(s.state).toBe('error');
+    expect(s.detail).toBe('stopped: used 300 MiB, over the cap of 128 MiB');
+    expect(s.running).toBe(false);
   });
 
   it('options: routes refused, DNS left to NetBird', async () => {
