@@ -487,6 +487,13 @@ const configSchema = z.strictObject({
       memory_limit_mb: z.number().int().min(16).max(4096).default(128),
       /** How long one command of an app's tool may run before it is killed (a hung tool). */
       command_timeout_ms: z.number().int().min(500).max(120_000).default(10_000),
+      /** The Tailscale app (docs/apps.md "Tailscale"): its CLI and daemon, a name on PATH or a path. */
+      tailscale: z
+        .strictObject({
+          tailscale: z.string().min(1).max(4096).default('tailscale'),
+          tailscaled: z.string().min(1).max(4096).default('tailscaled'),
+        })
+        .prefault({}),
       /** The NetBird app (docs/apps.md "NetBird"). */
       netbird: z
         .strictObject({

@@ -37,6 +37,7 @@ import { switchRoutes } from './switch';
 import { systemParamsRoutes } from './system-params';
 import { systemRoutes } from './system';
 import { terminalRoutes } from './terminal';
+import { tailscaleRoutes } from './tailscale';
 import { timeRoutes } from './time';
 import { twoFaRoutes } from './twofa';
 import { upgradeRoutes } from './upgrade';
@@ -73,6 +74,7 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   { name: 'apps', register: (app, { ctx }) => appsRoutes(app, ctx.apps) },
   { name: 'netbird', register: (app, { ctx }) => netbirdRoutes(app, ctx.apps) },
   { name: 'zerotier', register: (app, { ctx }) => zerotierRoutes(app, ctx.apps) },
+  { name: 'tailscale', register: (app, { ctx }) => tailscaleRoutes(app, ctx.apps) },
   { name: 'wireguard', register: (app, { ctx }) => wireguardRoutes(app, ctx.apps) },
   { name: 'system', register: (app, { ctx }) => systemRoutes(app, ctx) },
   { name: 'system params', register: (app, { ctx }) => systemParamsRoutes(app, ctx.identity) },

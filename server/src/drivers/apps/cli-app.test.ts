@@ -121,9 +121,13 @@ describe('CliTool', () => {
         signal: 'SIGKILL',
       });
     });
-    await expect(t.run(['status', '--json'], { label: 'tailscale status' })).rejects.toThrow(
-      new AppToolError('tailscale status did not answer within 10 s'),
-    );
+    const err = await t
+      .run(['status', '--json'], { label: 'tailscale status' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppToolError);
+    expect((err as AppToolError).message).toBe('tailscale status did not answer within 10 s');
+    expect((err as AppToolError).kind).toBe('timeout');
+    expect((err as AppToolError).status).toBe(400);
   });
 
   it('garbage and a wrong shape are "printed something unreadable"', async () => {

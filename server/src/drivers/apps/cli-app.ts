@@ -39,8 +39,18 @@ const SAID_CHARS = 300;
 /** Output of one command past which it is cut off (a tool that floods). */
 const MAX_OUTPUT = 1024 * 1024;
 
+/** How a tool failed: hung (killed), printed garbage, exited non-zero, or could not start. */
+export type AppToolFailure = 'timeout' | 'unreadable' | 'failed' | 'spawn';
+
 /** The tool failed, hung or printed something unreadable (GL answers 400 for a failed command). */
-export class AppToolError extends BadRequestError {}
+export class AppToolError extends BadRequestError {
+  constructor(
+    message: string,
+    readonly kind: AppToolFailure = 'failed',
+  ) {
+    super(message);
+  }
+}
 
 /** The app's tool (or its daemon) is not on this device. */
 export class AppNotInstalledError extends BadRequestError {}
@@ -231,13 +241,16 @@ export function parseToolJson<S extends z.ZodType>(
   try {
     raw = JSON.parse(stdout);
   } catch {
-    throw new AppToolError(`${label} printed something unreadable (not JSON)`);
+    throw new AppToolError(`${label} printed something unreadable (not JSON)`, 'unreadable');
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
-    throw new AppToolError(`${label} printed something unreadable (unexpected JSON${where})`);
+    throw new AppToolError(
+      `${label} printed something unreadable (unexpected JSON${where})`,
+      'unreadable',
+    );
   }
   return parsed.data;
 }
@@ -249,10 +262,14 @@ export function toolError(
   timeoutMs: number,
   secrets: readonly string[] = [],
 ): AppToolError {
-  if (err instanceof AppToolError || err instanceof AppNotInstalledError) return err;
+  if (err instanceof AppToolError) return err;
+  if (err instanceof AppNotInstalledError) return new AppToolError(err.message, 'spawn');
   if (err instanceof CommandError) {
     if (err.timedOut) {
-      return new AppToolError(`${label} did not answer within ${formatDuration(timeoutMs)}`);
+      return new AppToolError(
+        `${label} did not answer within ${formatDuration(timeoutMs)}`,
+        'timeout',
+      );
     }
     const said = redact((err.stderr.trim() || err.stdout.trim()).slice(0, SAID_CHARS), secrets);
     if (said) return new AppToolError(`${label} failed: ${said}`);

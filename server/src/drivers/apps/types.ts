@@ -4,6 +4,18 @@
  * is common; each app's own calls are its service's (services/apps/<id>-service.ts).
  */
 import type { AppId, AppSummary } from '@kvm/protocol/apps';
+import type {
+  TailscaleConfig,
+  TailscaleConfigAnswer,
+  TailscaleLoginStatusAnswer,
+  TailscaleLoginUrlAnswer,
+  TailscaleLogoutAnswer,
+  TailscaleOptionsChange,
+  TailscaleRunningAnswer,
+  TailscaleSetConfigAnswer,
+  TailscaleStartStopAnswer,
+  TailscaleUpAnswer,
+} from '@kvm/protocol/tailscale';
 import type { WgConfig, WgPublicConfig, WgStatus } from '@kvm/protocol/wireguard';
 import type { Logger } from '../../log';
 import type { CommandRunner } from '../../process/run';
@@ -69,4 +81,27 @@ export class WireguardTunnelError extends Error {
     super(message);
     this.name = 'WireguardTunnelError';
   }
+}
+
+/** The Tailscale app's own calls (drivers/apps/tailscale.ts; routes/tailscale.ts), GL's shapes. */
+export interface TailscaleControl extends AppDriver {
+  readonly id: 'tailscale';
+  readonly settings: TailscaleConfig;
+  status(): TailscaleRunningAnswer;
+  start(): Promise<TailscaleStartStopAnswer>;
+  stop(): Promise<TailscaleStartStopAnswer>;
+  loginUrl(): Promise<TailscaleLoginUrlAnswer>;
+  loginStatus(): Promise<TailscaleLoginStatusAnswer>;
+  logout(): Promise<TailscaleLogoutAnswer>;
+  getConfig(): TailscaleConfigAnswer;
+  setConfig(change: TailscaleOptionsChange): Promise<TailscaleSetConfigAnswer>;
+  up(params: {
+    authKey?: string;
+    loginServer?: string;
+    options?: TailscaleOptionsChange;
+  }): Promise<TailscaleUpAnswer>;
+}
+
+export function isTailscaleControl(driver: AppDriver | undefined): driver is TailscaleControl {
+  return driver?.id === 'tailscale' && 'loginUrl' in driver;
 }

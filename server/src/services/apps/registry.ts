@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import type { AppConfig } from '../../config';
 import { NetbirdApp } from '../../drivers/apps/netbird';
+import { tailscaleFactory } from '../../drivers/apps/tailscale';
 import type { AppDriver, AppHost } from '../../drivers/apps/types';
 import { WireguardDriver } from '../../drivers/apps/wireguard';
 import { ZerotierApp } from '../../drivers/apps/zerotier';
@@ -16,6 +17,7 @@ import { type CommandRunner, runCommand } from '../../process/run';
 export type AppFactory = (host: AppHost, config: AppConfig['apps']) => AppDriver;
 
 export const APP_FACTORIES: readonly AppFactory[] = [
+  tailscaleFactory,
   (host, c) => new NetbirdApp(host, c),
   (host, c) => new ZerotierApp(host, c),
   (host, c) =>
