@@ -89,6 +89,16 @@ describe("log masking: the private-network apps' secrets", () => {
       `error: key ${TSKEY.slice(0, 30)}… expired`,
       'error: key xxxx… expired',
     ],
+    [
+      'a headscale key on its own',
+      'headscale: hskey-auth-8mQ2cXbT4sVw-Zk3pL9nR7yH2dF6gJ1aS5eU0iO',
+      'headscale: xxxx',
+    ],
+    [
+      "ZeroTier's local API token header",
+      'GET /status X-ZT1-Auth: 0123abcdwxyz4567efgh89ij',
+      'GET /status X-ZT1-Auth: xxxx',
+    ],
     ['TS_AUTHKEY in an environment', `TS_AUTHKEY=${TSKEY}`, 'TS_AUTHKEY=xxxx'],
     [
       'a NetBird setup key as a flag',

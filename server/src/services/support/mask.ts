@@ -10,7 +10,7 @@ export const MASK = 'xxxx';
 
 /** Key names whose values are secrets, in `k=v`, `k: v` and JSON `"k":"v"` forms. */
 const SECRET_KEYS =
-  'auth_token|access_token|refresh_token|token|password|passwd|passphrase|psk|secret|totp_secret|cookie|key|authorization|session|hash';
+  'auth_token|access_token|refresh_token|token|password|passwd|passphrase|psk|secret|totp_secret|cookie|key|authorization|session|hash|authtoken|x-zt1-auth';
 const SECRET_VALUE = new RegExp(
   `(\\b(?:${SECRET_KEYS})\\b"?\\s*[:=]\\s*)("(?:[^"\\\\]|\\\\.)*"|'[^']*'|[^\\s&,;}\\]"']+)`,
   'gi',
@@ -30,8 +30,11 @@ const APP_SECRET = new RegExp(
   'gi',
 );
 const APP_SECRET_KEY_NAME = new RegExp(`^(?:\\w*[_-])?${APP_SECRET_NAME}$`, 'i');
-/** A Tailscale key (`tskey-auth-…`, `tskey-client-…`, `tskey-api-…`) wherever it is written. */
-const TAILSCALE_KEY = /\btskey-[A-Za-z0-9_-]+/g;
+/**
+ * A Tailscale key (`tskey-auth-…`, `tskey-client-…`, `tskey-api-…`) or a headscale one
+ * (`hskey-auth-…`) wherever it is written.
+ */
+const TAILSCALE_KEY = /\b(?:ts|hs)key-[A-Za-z0-9_-]+/g;
 /** A hex run as long as a SHA-256 (session hashes, tokens) anywhere in a log line. */
 const LONG_HEX = /\b[0-9a-f]{32,}\b/gi;
 const IPV4 = /(?<![\d.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\d.])/g;
