@@ -29,3 +29,25 @@ export function click(el: Element | null | undefined): void {
   if (!(el instanceof HTMLElement)) throw new Error('no element');
   act(() => el.click());
 }
+
+/** Clicks inside an async act: antd menus and modals mount what the click opens in a microtask. */
+export async function pressAsync(el: Element | null | undefined): Promise<void> {
+  if (!(el instanceof HTMLElement)) throw new Error('no element');
+  await act(async () => el.click());
+}
+
+/**
+ * The element once it is there; lazy chunks take longer than a few ticks to import (seconds on a
+ * loaded machine), so this waits by time.
+ */
+export async function waitForSelector(selector: string, ms = 15_000): Promise<HTMLElement> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const el = document.querySelector<HTMLElement>(selector);
+    if (el) return el;
+    if (Date.now() > deadline) throw new Error(`${selector} never appeared`);
+    await act(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    });
+  }
+}

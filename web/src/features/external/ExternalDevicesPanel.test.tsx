@@ -4,27 +4,13 @@ import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
 import { noSwitchState, type SwitchState } from '@kvm/protocol/switch';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest, type Responder } from '../../test/fetch-stub';
+import { pressAsync as press, waitForSelector as waitFor } from '../../test/dom';
 import { flush, type Rendered, renderPanel } from '../../test/render';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import { applyFingerbot, resetFingerbotForTests } from '../fingerbot/fingerbot-store';
 import { resetAtxForTests, useAtx } from '../power/atx-store';
 import ExternalDevicesPanel from './ExternalDevicesPanel';
 import { switchView } from './switch-store';
-
-/** Async act: antd's modal mounts its buttons after the click. */
-async function press(el: Element | null | undefined) {
-  if (!(el instanceof HTMLElement)) throw new Error('no element');
-  await act(async () => el.click());
-}
-
-async function waitFor(selector: string): Promise<HTMLElement> {
-  for (let i = 0; i < 200; i += 1) {
-    const el = document.querySelector<HTMLElement>(selector);
-    if (el) return el;
-    await flush(1);
-  }
-  throw new Error(`${selector} never appeared`);
-}
 
 const ATX = {
   enabled: true,

@@ -5,6 +5,32 @@ import { useTranslation } from 'react-i18next';
 import { displayLabel, shortcutLabel } from './shortcuts';
 import { sendShortcut, useShortcutList } from './use-shortcut-list';
 
+/** The delete button of one of the user's shortcuts (this menu's item, the toolbox's row). */
+export function DeleteShortcutButton({
+  testId,
+  onDelete,
+}: {
+  testId: string;
+  onDelete: () => void;
+}) {
+  const { t } = useTranslation();
+  return (
+    <Button
+      size="small"
+      type="text"
+      danger
+      icon={<DeleteOutlined />}
+      aria-label={t('shortcuts.delete')}
+      data-testid={testId}
+      onClick={(e) => {
+        // Deleting is not choosing: the menu item must not send it.
+        e.stopPropagation();
+        onDelete();
+      }}
+    />
+  );
+}
+
 /**
  * SPEC 2/3 toolbar shortcuts: the built-ins, then the user's own (each can be deleted), then
  * "Add shortcut".
@@ -40,18 +66,9 @@ export function ShortcutsMenu({ onAdd }: { onAdd: () => void }) {
                   style={{ display: 'flex', alignItems: 'center', gap: 8 }}
                 >
                   <span style={{ flex: 1 }}>{displayLabel(s)}</span>
-                  <Button
-                    size="small"
-                    type="text"
-                    danger
-                    icon={<DeleteOutlined />}
-                    aria-label={t('shortcuts.delete')}
-                    data-testid={`shortcut-delete-${i}`}
-                    onClick={(e) => {
-                      // Deleting is not choosing: the menu item must not send it.
-                      e.stopPropagation();
-                      void remove(i);
-                    }}
+                  <DeleteShortcutButton
+                    testId={`shortcut-delete-${i}`}
+                    onDelete={() => void remove(i)}
                   />
                 </span>
               ),

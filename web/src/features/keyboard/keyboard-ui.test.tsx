@@ -6,8 +6,8 @@ import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
+import { recordKeys } from '../../test/keys';
 import { NotifyProvider } from '../../components/notify';
-import { hidSender } from '../input/input-session';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import AddShortcutDialog from './AddShortcutDialog';
 import { virtualKeyInput } from './keyboard-session';
@@ -30,16 +30,6 @@ const FR: KeymapLayout = {
 
 function setConfig(patch: Partial<UserConfig>) {
   useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
-
-/** Every key event the console's HidSender is asked for, as `code:down` / `code:up`. */
-function recordKeys(): string[] {
-  const events: string[] = [];
-  vi.spyOn(hidSender, 'key').mockImplementation((code, pressed) => {
-    events.push(`${code}:${pressed ? 'down' : 'up'}`);
-    return true;
-  });
-  return events;
 }
 
 function pointer(el: HTMLElement | null, type: 'pointerdown' | 'pointerup') {

@@ -1,27 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act } from 'react';
 import { MemoryRouter, Route, Routes } from 'react-router';
 import { envelope, stubFetch } from '../../test/fetch-stub';
-import { flush, type Rendered, renderPanel } from '../../test/render';
+import { pressAsync as press, waitForSelector as waitFor } from '../../test/dom';
+import { type Rendered, renderPanel } from '../../test/render';
 import { useLayout } from './layout-store';
 import MainLayout from './MainLayout';
-
-async function press(el: Element | null | undefined) {
-  if (!(el instanceof HTMLElement)) throw new Error('no element');
-  await act(async () => el.click());
-}
-
-/** The sections are lazy chunks: their first import takes longer than a few ticks. */
-async function waitFor(selector: string): Promise<HTMLElement> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const el = document.querySelector<HTMLElement>(selector);
-    if (el) return el;
-    await flush(1);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${selector} never appeared`);
-}
 
 let view: Rendered | undefined;
 

@@ -2,23 +2,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch } from '../../test/fetch-stub';
+import { pressAsync as click, waitForSelector as waitFor } from '../../test/dom';
 import { flush, type Rendered, renderPanel } from '../../test/render';
 import { applyAtx, resetAtxForTests } from './atx-store';
 import { PowerMenu } from './PowerMenu';
-
-async function click(el: Element | null | undefined) {
-  if (!(el instanceof HTMLElement)) throw new Error('no element');
-  await act(async () => el.click());
-}
-
-async function waitFor(selector: string): Promise<HTMLElement> {
-  for (let i = 0; i < 200; i += 1) {
-    const el = document.querySelector<HTMLElement>(selector);
-    if (el) return el;
-    await flush(1);
-  }
-  throw new Error(`${selector} never appeared`);
-}
 
 const PROBLEM = 'reset button (gpiochip0 line 27) is held by another process';
 

@@ -1,8 +1,9 @@
 import { lazy, Suspense, useState } from 'react';
 import { Button, Flex, Typography } from 'antd';
-import { DeleteOutlined, PlusOutlined } from '@ant-design/icons';
+import { PlusOutlined } from '@ant-design/icons';
 import { useTranslation } from 'react-i18next';
 import { displayLabel, shortcutLabel } from '../keyboard/shortcuts';
+import { DeleteShortcutButton } from '../keyboard/ShortcutsMenu';
 import { sendShortcut, useShortcutList } from '../keyboard/use-shortcut-list';
 
 const AddShortcutDialog = lazy(() => import('../keyboard/AddShortcutDialog'));
@@ -53,14 +54,9 @@ export function ShortcutsGroup() {
                 {displayLabel(s)}
               </span>
             </Button>
-            <Button
-              size="small"
-              type="text"
-              danger
-              icon={<DeleteOutlined />}
-              aria-label={t('shortcuts.delete')}
-              onClick={() => void remove(i)}
-              data-testid={`toolbox-shortcut-delete-${i}`}
+            <DeleteShortcutButton
+              testId={`toolbox-shortcut-delete-${i}`}
+              onDelete={() => void remove(i)}
             />
           </Flex>
         ))}

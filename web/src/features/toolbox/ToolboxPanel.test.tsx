@@ -1,12 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { act } from 'react';
 import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, type Rendered, renderPanel } from '../../test/render';
-import { click, typeInto } from '../../test/dom';
+import { click, pressAsync, typeInto } from '../../test/dom';
+import { recordKeys } from '../../test/keys';
 import { resetConfigForTests, useConfig } from '../config/config-store';
-import { hidSender } from '../input/input-session';
 import { virtualKeyInput } from '../keyboard/keyboard-session';
 import { resetWolForTests } from '../wol/wol';
 import ToolboxPanel from './ToolboxPanel';
@@ -15,16 +14,6 @@ const PC = { name: 'Office PC', mac: 'AA:BB:CC:DD:EE:FF' };
 
 function setConfig(patch: Partial<UserConfig>) {
   useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
-
-/** Every key event the console's HidSender is asked for, as `code:down` / `code:up`. */
-function recordKeys(): string[] {
-  const events: string[] = [];
-  vi.spyOn(hidSender, 'key').mockImplementation((code, pressed) => {
-    events.push(`${code}:${pressed ? 'down' : 'up'}`);
-    return true;
-  });
-  return events;
 }
 
 let view: Rendered | undefined;
@@ -133,7 +122,7 @@ describe('ToolboxPanel', () => {
     const v = await open();
     expect(v.byTestId('toolbox-wol')?.querySelector('[data-testid="wol-panel"]')).not.toBeNull();
     expect(v.byTestId(`wol-row-${PC.mac}`)?.textContent).toContain(PC.name);
-    await act(async () => v.byTestId(`wol-wake-${PC.mac}`)?.click());
+    await pressAsync(v.byTestId(`wol-wake-${PC.mac}`));
     await flush();
     const wake = requests.find((r) => r.path === '/api/wol/wake');
     expect(wake?.method).toBe('POST');
