@@ -33,19 +33,20 @@ export function netbirdManagementUrlProblem(url: string): string | null {
   if (url.length > NETBIRD_URL_MAX) return `must be at most ${NETBIRD_URL_MAX} characters`;
   if (!url.startsWith('https://'))
     return 'must start with https:// (or be empty for NetBird’s own server)';
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'is not a URL';
-  }
-  if (!parsed.hostname) return 'has no host';
-  if (parsed.username || parsed.password) return 'must not hold a user name or password';
-  if (parsed.search || parsed.hash || url.includes('?') || url.includes('#')) {
-    return 'must not hold a query or fragment';
-  }
   // eslint-disable-next-line no-control-regex
   if (/[\s\u0000-\u001f\u007f]/.test(url)) return 'must not hold spaces or control characters';
+  if (url.includes('?') || url.includes('#')) return 'must not hold a query or fragment';
+  const [, authority = '', path = ''] = /^https:\/\/([^/]*)(.*)$/.exec(url) ?? [];
+  if (authority.includes('@')) return 'must not hold a user name or password';
+  const host =
+    /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::(\d{1,5}))?$/.exec(
+      authority,
+    );
+  if (!host) return 'has no valid host';
+  if (host[2] !== undefined && (Number(host[2]) < 1 || Number(host[2]) > 65535)) {
+    return 'has a port out of range';
+  }
+  if (!/^(\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/.test(path)) return 'has an invalid path';
   return null;
 }
 
