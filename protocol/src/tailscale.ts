@@ -132,10 +132,11 @@ export function checkTailscaleAuthKey(key: string, customServer: boolean): Check
   if (key.length > TAILSCALE_AUTH_KEY_MAX) {
     return { ok: false, error: `is longer than ${TAILSCALE_AUTH_KEY_MAX} characters` };
   }
-  if (!/^[A-Za-z0-9_-]+$/.test(key)) {
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(key)) {
     return {
       ok: false,
-      error: 'may hold only letters, digits, - and _ (no spaces or control characters)',
+      error:
+        'may hold only letters, digits, - and _, not starting with - (no spaces or control characters)',
     };
   }
   if (!customServer && !/^tskey-[a-z]+-[A-Za-z0-9_-]{8,}$/.test(key)) {
@@ -170,27 +171,31 @@ export function checkTailscaleLoginServer(text: string): Check<string> {
   if (/[\s\u0000-\u001f\u007f]/.test(v)) {
     return { ok: false, error: 'must not contain spaces or control characters' };
   }
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    return { ok: false, error: 'is not a URL (https://headscale.example.com)' };
-  }
-  if (url.username || url.password) {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(.*)$/.exec(v);
+  if (!m) return { ok: false, error: 'is not a URL (https://headscale.example.com)' };
+  const [, schemeRaw = '', authority = '', path = '', rest = ''] = m;
+  const scheme = schemeRaw.toLowerCase();
+  if (authority.includes('@')) {
     return { ok: false, error: 'must not contain a user name or password' };
   }
-  if (url.search || url.hash) return { ok: false, error: 'must not contain a query or fragment' };
-  if (url.protocol === 'http:') {
-    if (!isLoopbackOrPrivateHost(url.hostname)) {
+  if (rest !== '') return { ok: false, error: 'must not contain a query or fragment' };
+  const hp = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(authority);
+  if (!hp || (hp[2] !== undefined && (Number(hp[2]) < 1 || Number(hp[2]) > 65535))) {
+    return { ok: false, error: 'is not a URL (https://headscale.example.com)' };
+  }
+  const hostname = (hp[1] ?? '').toLowerCase();
+  if (scheme === 'http') {
+    if (!isLoopbackOrPrivateHost(hostname)) {
       return {
         ok: false,
         error: 'must use https:// (http:// only to a loopback or private address)',
       };
     }
-  } else if (url.protocol !== 'https:') {
+  } else if (scheme !== 'https') {
     return { ok: false, error: 'must be an https:// URL' };
   }
-  return { ok: true, value: url.toString().replace(/\/+$/, '') };
+  const port = hp[2] !== undefined ? `:${hp[2]}` : '';
+  return { ok: true, value: `${scheme}://${hostname}${port}${path}`.replace(/\/+$/, '') };
 }
 
 /** An exit node to use: an IPv4/IPv6 address or a node name (DNS label characters); "" for none. */
