@@ -3,6 +3,7 @@ import { act } from 'react';
 import { createRequire } from 'node:module';
 import { APP_STATES, APP_STATUS_POLL_MS, type AppState, type AppSummary } from '@kvm/protocol/apps';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
+import { TAILSCALE_DEFAULT_CONFIG } from '@kvm/protocol/tailscale';
 import type { WgStatus } from '@kvm/protocol/wireguard';
 import en from '../../i18n/en.json';
 import { click, typeInto } from '../../test/dom';
@@ -265,7 +266,8 @@ describe('AppsPanel: Tailscale', () => {
 
   it('the login URL is a link and a QR code, polled until bound; the browser key is kept then dropped', async () => {
     let backend = 'NeedsLogin';
-    routes['/api/tailscale/config'] = () => envelope(200, { config: { login_server: '' } });
+    routes['/api/tailscale/config'] = () =>
+      envelope(200, { success: true, config: { ...TAILSCALE_DEFAULT_CONFIG } });
     routes['/api/tailscale/login_url'] = () => envelope(200, { url: URL_, state: 'NeedsLogin' });
     routes['/api/tailscale/login_status'] = () => envelope(200, { status: backend });
     const v = await open([app('tailscale', { running: true, state: 'needs_login' })]);
@@ -328,7 +330,10 @@ describe('AppsPanel: Tailscale', () => {
 
   it('binds with an auth key and a headscale server; the device’s refusal is shown', async () => {
     routes['/api/tailscale/config'] = () =>
-      envelope(200, { config: { login_server: 'https://hs.example.net' } });
+      envelope(200, {
+        success: true,
+        config: { ...TAILSCALE_DEFAULT_CONFIG, login_server: 'https://hs.example.net' },
+      });
     routes['/api/tailscale/up'] = () =>
       envelope(400, { error: 'ValidatorError', error_msg: 'The auth key is invalid' });
     const v = await open([app('tailscale', { running: true, state: 'needs_login' })]);
@@ -368,20 +373,84 @@ describe('AppsPanel: Tailscale', () => {
   });
 });
 
+describe('AppsPanel: NetBird', () => {
+  it('SSO: saves a changed management URL, then shows the login URL as a link and a QR code', async () => {
+    routes['/api/netbird/config'] = (req) =>
+      req.method === 'GET'
+        ? envelope(200, {
+            enable: true,
+            management_url: '',
+            disable_dns: true,
+            accept_routes: true,
+          })
+        : envelope(200, { success: true });
+    routes['/api/netbird/login'] = () =>
+      envelope(200, {
+        success: true,
+        err_msg: '',
+        login_url: 'https://nb.example.net/device?user_code=ABCD-EFGH',
+        login_type: 'oauth',
+      });
+    const v = await open([app('netbird', { running: true, state: 'needs_login' })]);
+    await openApp('netbird');
+    typeInto(v.byTestId('netbird-management-url'), 'http://nb.example.net');
+    await press('netbird-sso');
+    expect(text('netbird-error')).toContain('https://');
+    expect(count('/api/netbird/login')).toBe(0);
+    typeInto(v.byTestId('netbird-management-url'), 'https://nb.example.net');
+    await press('netbird-sso');
+    await waitFor(() => v.byTestId('netbird-login-qr') !== null, 'the QR code');
+    const set = requests.find((r) => r.path === '/api/netbird/config' && r.method === 'POST');
+    expect(set?.query.get('management_url')).toBe('https://nb.example.net');
+    expect(requests.find((r) => r.path === '/api/netbird/login')?.body).toBeUndefined();
+  });
+
+  it('a setup key GL refuses with success: false shows its message; the key is dropped', async () => {
+    routes['/api/netbird/config'] = () =>
+      envelope(200, { enable: true, management_url: '', disable_dns: true, accept_routes: true });
+    routes['/api/netbird/login'] = () =>
+      envelope(200, {
+        success: false,
+        err_msg: 'invalid setup key',
+        login_url: '',
+        login_type: '',
+      });
+    const v = await open([app('netbird', { running: true, state: 'needs_login' })]);
+    await openApp('netbird');
+    typeInto(v.byTestId('netbird-setup-key'), 'A1B2C3D4-E5F6');
+    await press('netbird-up');
+    await waitFor(() => v.byTestId('netbird-error') !== null, 'the error');
+    expect(text('netbird-error')).toBe(`${en.apps.actionFailed}: invalid setup key`);
+    expect(JSON.parse(requests.find((r) => r.path === '/api/netbird/login')?.body ?? '{}')).toEqual(
+      {
+        setup_key: 'A1B2C3D4-E5F6',
+      },
+    );
+    const field = v.byTestId('netbird-setup-key');
+    const input = field instanceof HTMLInputElement ? field : field?.querySelector('input');
+    expect(input?.value).toBe('');
+  });
+});
+
 describe('AppsPanel: ZeroTier', () => {
   it('refuses a bad network id without a call, and shows “waiting for authorisation”', async () => {
     const networks = [
       {
-        id: '8056c2e21c000001',
+        nwid: '8056c2e21c000001',
         name: 'lab',
         status: 'ACCESS_DENIED',
-        addresses: [],
+        dev: 'ztabc',
+        ips: [],
+        allow_managed: true,
         allow_default: false,
         allow_global: false,
+        allow_dns: false,
       },
     ];
-    routes['/api/zerotier/networks'] = () => envelope(200, { networks });
-    routes['/api/zerotier/join'] = () => envelope(200, {});
+    routes['/api/zerotier/status'] = () => envelope(200, { networks });
+    routes['/api/zerotier/join'] = () =>
+      envelope(200, { success: true, message: '', join_output: '200 join OK', attempts: 1 });
+    routes['/api/zerotier/set'] = () => envelope(200, { network: networks[0] });
     const v = await open([app('zerotier', { running: true, state: 'needs_login' })]);
     await openApp('zerotier');
     await waitFor(() => v.byTestId('zerotier-status-8056c2e21c000001') !== null, 'the network');
@@ -393,14 +462,14 @@ describe('AppsPanel: ZeroTier', () => {
     typeInto(v.byTestId('zerotier-network-id'), 'ABCDEF0123456789');
     click(v.byTestId('zerotier-allow-global'));
     await press('zerotier-join');
-    await waitFor(() => count('/api/zerotier/join') === 1, 'the join');
-    expect(JSON.parse(requests.find((r) => r.path === '/api/zerotier/join')?.body ?? '{}')).toEqual(
-      {
-        network_id: 'abcdef0123456789',
-        allow_default: false,
-        allow_global: true,
-      },
+    await waitFor(() => count('/api/zerotier/set') === 1, 'the join and its settings');
+    expect(requests.find((r) => r.path === '/api/zerotier/join')?.query.get('nwid')).toBe(
+      'abcdef0123456789',
     );
+    const set = requests.find((r) => r.path === '/api/zerotier/set');
+    expect(set?.query.get('nwid')).toBe('abcdef0123456789');
+    expect(set?.query.get('allow_global')).toBe('1');
+    expect(set?.query.get('allow_default')).toBe('0');
   });
 });
 
@@ -421,12 +490,14 @@ describe('AppsPanel: WireGuard', () => {
         addresses: ['10.77.0.2/24'],
       });
       return envelope(200, {
-        public_key: PUBLIC_KEY,
-        addresses: ['10.77.0.2/24'],
-        listen_port: null,
-        mtu: null,
-        dns: [],
-        peers: [],
+        config: {
+          public_key: PUBLIC_KEY,
+          addresses: ['10.77.0.2/24'],
+          listen_port: null,
+          mtu: null,
+          dns: [],
+          peers: [],
+        },
       });
     };
   });

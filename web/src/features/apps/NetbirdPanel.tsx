@@ -1,34 +1,64 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Alert, Button, Divider, Input, Space, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import type { AppSummary } from '@kvm/protocol/apps';
+import { netbirdManagementUrlProblem } from '@kvm/protocol/netbird';
 import { withDetail } from '../../lib/api';
-import { netbirdDown, netbirdLoginUrl, netbirdLogout, netbirdUp } from './apps-api';
+import { netbirdConfig, netbirdLogin, netbirdLogout, setNetbirdManagementUrl } from './apps-api';
 import { loadApps } from './apps-store';
 import { LoginLink } from './LoginLink';
 import { UnbindButton } from './UnbindButton';
 
 /**
- * NetBird (`/api/netbird/*`): up with a setup key and a management URL (self-hosted NetBird), or
- * the SSO login URL (a link and a QR code) when the device gives one; down; unbind (logout).
+ * NetBird (`/api/netbird/*`): the management server (self-hosted NetBird; saved before a login
+ * when changed), login with a setup key or by SSO (the login URL as a link and a QR code); the
+ * run switch is `start`/`stop`; unbind is `logout`.
  */
 export function NetbirdPanel({ app }: { app: AppSummary }) {
   const { t } = useTranslation();
-  const [setupKey, setSetupKey] = useState('');
+  const [savedUrl, setSavedUrl] = useState<string | null>(null);
   const [management, setManagement] = useState('');
+  const [setupKey, setSetupKey] = useState('');
   const [loginUrl, setLoginUrl] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
-  const run = async (action: () => Promise<void>) => {
+  useEffect(() => {
+    netbirdConfig().then(
+      (config) => {
+        setSavedUrl(config.management_url);
+        setManagement(config.management_url);
+      },
+      () => undefined,
+    );
+  }, []);
+
+  const login = async (key: string | null) => {
+    const url = management.trim();
+    const problem = netbirdManagementUrlProblem(url);
+    if (problem) {
+      setError(`${t('apps.netbird.managementUrl')}: ${problem}`);
+      return;
+    }
+    if (key !== null && !key.trim()) {
+      setError(t('apps.netbird.setupKeyRequired'));
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
-      await action();
+      if (url !== savedUrl) {
+        await setNetbirdManagementUrl(url);
+        setSavedUrl(url);
+      }
+      const answer = await netbirdLogin(key);
+      setLoginUrl(answer.login_url || null);
       await loadApps().catch(() => undefined);
     } catch (err) {
       setError(withDetail(t('apps.actionFailed'), err));
     } finally {
+      // The key leaves the page with the call, whatever the answer.
+      setSetupKey('');
       setBusy(false);
     }
   };
@@ -57,29 +87,12 @@ export function NetbirdPanel({ app }: { app: AppSummary }) {
             <Button
               type="primary"
               loading={busy}
-              onClick={() => {
-                if (!setupKey.trim()) {
-                  setError(t('apps.netbird.setupKeyRequired'));
-                  return;
-                }
-                void run(async () => {
-                  await netbirdUp(setupKey, management);
-                  setSetupKey('');
-                });
-              }}
+              onClick={() => void login(setupKey)}
               data-testid="netbird-up"
             >
               {t('apps.bind')}
             </Button>
-            <Button
-              loading={busy}
-              onClick={() =>
-                void run(async () => {
-                  setLoginUrl((await netbirdLoginUrl(management)).url || null);
-                })
-              }
-              data-testid="netbird-sso"
-            >
+            <Button loading={busy} onClick={() => void login(null)} data-testid="netbird-sso">
               {t('apps.netbird.sso')}
             </Button>
           </Space>
@@ -92,12 +105,7 @@ export function NetbirdPanel({ app }: { app: AppSummary }) {
       {bound && (
         <>
           <Divider style={{ margin: '12px 0' }} />
-          <Space wrap>
-            <Button loading={busy} onClick={() => void run(netbirdDown)} data-testid="netbird-down">
-              {t('apps.netbird.down')}
-            </Button>
-            <UnbindButton name={app.name} testId="netbird-unbind" onUnbind={netbirdLogout} />
-          </Space>
+          <UnbindButton name={app.name} testId="netbird-unbind" onUnbind={netbirdLogout} />
         </>
       )}
     </div>

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { Alert, Button, Checkbox, Divider, Input, Space, Spin, Tabs, Typography } from 'antd';
 import { useTranslation } from 'react-i18next';
 import type { AppSummary } from '@kvm/protocol/apps';
+import { TAILSCALE_DEFAULT_CONFIG, type TailscaleConfig } from '@kvm/protocol/tailscale';
 import { useMessage } from '../../components/notify';
 import { withDetail } from '../../lib/api';
 import {
@@ -9,7 +10,7 @@ import {
   tailscaleConfig,
   tailscaleLogout,
   tailscaleUp,
-  type TailscaleConfig,
+  type TailscaleOptions,
 } from './apps-api';
 import {
   loadApps,
@@ -22,28 +23,24 @@ import {
 import { LoginLink } from './LoginLink';
 import { UnbindButton } from './UnbindButton';
 
-const EMPTY_CONFIG: TailscaleConfig = {
-  exit_node: '',
-  advertise_routes: '',
-  accept_routes: false,
-  accept_dns: false,
-  login_server: '',
-};
-
 function BindSection({ config }: { config: TailscaleConfig }) {
   const { t } = useTranslation();
   const loginUrl = useApps((s) => s.loginUrl);
   const polling = useApps((s) => s.bindPolling);
   const login = useApps((s) => s.login);
+  // null: the device's (its configuration may arrive after the panel opened).
+  const [typed, setServer] = useState<string | null>(null);
+  const server = typed ?? config.login_server;
   const [authKey, setAuthKey] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const serverChanged = server.trim() !== config.login_server;
 
   const getUrl = async () => {
     setBusy(true);
     setError(null);
     try {
-      const url = await requestLoginUrl();
+      const url = await requestLoginUrl(serverChanged ? server.trim() : null);
       if (!url) setError(t('apps.tailscale.noUrlYet'));
     } catch (err) {
       setError(withDetail(t('apps.tailscale.loginFailed'), err));
@@ -60,18 +57,26 @@ function BindSection({ config }: { config: TailscaleConfig }) {
     setBusy(true);
     setError(null);
     try {
-      await tailscaleUp(authKey, config.login_server);
-      setAuthKey('');
+      await tailscaleUp(authKey, server);
       await loadApps().catch(() => undefined);
     } catch (err) {
       setError(withDetail(t('apps.tailscale.loginFailed'), err));
     } finally {
+      // The key leaves the page with the call, whatever the answer.
+      setAuthKey('');
       setBusy(false);
     }
   };
 
   return (
     <div data-testid="tailscale-bind">
+      <Typography.Text>{t('apps.tailscale.login_server')}</Typography.Text>
+      <Input
+        value={server}
+        placeholder="https://headscale.example.com"
+        onChange={(e) => setServer(e.target.value)}
+        data-testid="tailscale-login_server"
+      />
       <Tabs
         items={[
           {
@@ -140,30 +145,31 @@ function BindSection({ config }: { config: TailscaleConfig }) {
   );
 }
 
-function OptionsSection({
-  config,
-  onSaved,
-}: {
-  config: TailscaleConfig;
-  onSaved: (config: TailscaleConfig) => void;
-}) {
+function optionsOf(config: TailscaleConfig): TailscaleOptions {
+  return {
+    exit_node: config.exit_node,
+    use_exit_node: config.use_exit_node,
+    advertise_routes: config.advertise_routes.join(', '),
+    accept_routes: config.accept_routes,
+    accept_dns: config.accept_dns,
+  };
+}
+
+function OptionsSection({ config }: { config: TailscaleConfig }) {
   const { t } = useTranslation();
   const message = useMessage();
   // Mounted again (its key) when the device's configuration arrives.
-  const [draft, setDraft] = useState(config);
+  const [draft, setDraft] = useState(() => optionsOf(config));
   const [busy, setBusy] = useState(false);
 
   const save = async () => {
     setBusy(true);
     try {
-      const next = {
+      await setTailscaleConfig({
         ...draft,
-        exit_node: draft.exit_node.trim(),
+        use_exit_node: draft.use_exit_node.trim(),
         advertise_routes: draft.advertise_routes.trim(),
-        login_server: draft.login_server.trim(),
-      };
-      await setTailscaleConfig(next);
-      onSaved(next);
+      });
       void message.success(t('apps.saved'));
       await loadApps().catch(() => undefined);
     } catch (err) {
@@ -173,7 +179,7 @@ function OptionsSection({
     }
   };
 
-  const field = (key: 'exit_node' | 'advertise_routes' | 'login_server', placeholder: string) => (
+  const text = (key: 'use_exit_node' | 'advertise_routes', placeholder: string) => (
     <div>
       <Typography.Text>{t(`apps.tailscale.${key}`)}</Typography.Text>
       <Input
@@ -184,26 +190,23 @@ function OptionsSection({
       />
     </div>
   );
+  const check = (key: 'exit_node' | 'accept_routes' | 'accept_dns') => (
+    <Checkbox
+      checked={draft[key]}
+      onChange={(e) => setDraft({ ...draft, [key]: e.target.checked })}
+      data-testid={`tailscale-${key}`}
+    >
+      {t(`apps.tailscale.${key}`)}
+    </Checkbox>
+  );
 
   return (
     <Space orientation="vertical" style={{ width: '100%' }} data-testid="tailscale-options">
-      {field('login_server', 'https://headscale.example.com')}
-      {field('exit_node', '100.64.0.1')}
-      {field('advertise_routes', '192.168.8.0/24')}
-      <Checkbox
-        checked={draft.accept_routes}
-        onChange={(e) => setDraft({ ...draft, accept_routes: e.target.checked })}
-        data-testid="tailscale-accept_routes"
-      >
-        {t('apps.tailscale.accept_routes')}
-      </Checkbox>
-      <Checkbox
-        checked={draft.accept_dns}
-        onChange={(e) => setDraft({ ...draft, accept_dns: e.target.checked })}
-        data-testid="tailscale-accept_dns"
-      >
-        {t('apps.tailscale.accept_dns')}
-      </Checkbox>
+      {text('use_exit_node', '100.64.0.1')}
+      {text('advertise_routes', '192.168.8.0/24')}
+      {check('exit_node')}
+      {check('accept_routes')}
+      {check('accept_dns')}
       <Button loading={busy} onClick={() => void save()} data-testid="tailscale-options-save">
         {t('apps.save')}
       </Button>
@@ -217,12 +220,10 @@ function OptionsSection({
  * control server (headscale); exit node, routes, DNS; unbind after a confirmation.
  */
 export function TailscalePanel({ app }: { app: AppSummary }) {
-  const [config, setConfig] = useState<TailscaleConfig>(EMPTY_CONFIG);
+  const [config, setConfig] = useState<TailscaleConfig>(TAILSCALE_DEFAULT_CONFIG);
 
   useEffect(() => {
-    tailscaleConfig()
-      .then((c) => setConfig({ ...EMPTY_CONFIG, ...c }))
-      .catch(() => undefined);
+    tailscaleConfig().then(setConfig, () => undefined);
     void resumeBindPolling();
     return () => pauseBindPolling();
   }, []);
@@ -233,12 +234,13 @@ export function TailscalePanel({ app }: { app: AppSummary }) {
     await tailscaleLogout();
     stopBindPolling();
   };
+  const configKey = JSON.stringify(config);
 
   return (
     <div data-testid="tailscale-panel">
       {app.running && !bound && <BindSection config={config} />}
       <Divider style={{ margin: '12px 0' }} />
-      <OptionsSection key={JSON.stringify(config)} config={config} onSaved={setConfig} />
+      <OptionsSection key={configKey} config={config} />
       {bound && (
         <>
           <Divider style={{ margin: '12px 0' }} />

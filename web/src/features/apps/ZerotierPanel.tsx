@@ -3,13 +3,8 @@ import { Alert, Button, Card, Checkbox, Input, Space, Tag, Typography } from 'an
 import { useTranslation } from 'react-i18next';
 import { APP_STATUS_POLL_MS, type AppSummary } from '@kvm/protocol/apps';
 import { withDetail } from '../../lib/api';
-import {
-  zerotierJoin,
-  zerotierLeave,
-  zerotierNetworks,
-  ZT_NETWORK_ID,
-  type ZerotierNetwork,
-} from './apps-api';
+import { normalizeNwid, type ZerotierNetwork } from '@kvm/protocol/zerotier';
+import { zerotierJoin, zerotierLeave, zerotierNetworks, zerotierSet } from './apps-api';
 import { loadApps } from './apps-store';
 import { usePoll } from './app-text';
 import { UnbindButton } from './UnbindButton';
@@ -27,7 +22,7 @@ function NetworkStatus({ network }: { network: ZerotierNetwork }) {
             ? ['error', t('apps.zerotier.status.notFound')]
             : ['error', network.status];
   return (
-    <Tag color={color} data-testid={`zerotier-status-${network.id}`} data-status={network.status}>
+    <Tag color={color} data-testid={`zerotier-status-${network.nwid}`} data-status={network.status}>
       {text}
     </Tag>
   );
@@ -57,8 +52,8 @@ export function ZerotierPanel({ app }: { app: AppSummary }) {
   usePoll(refresh, APP_STATUS_POLL_MS, app.running);
 
   const join = async () => {
-    const id = networkId.trim().toLowerCase();
-    if (!ZT_NETWORK_ID.test(id)) {
+    const id = normalizeNwid(networkId.trim());
+    if (id === null) {
       setError(t('apps.zerotier.badId'));
       return;
     }
@@ -73,6 +68,16 @@ export function ZerotierPanel({ app }: { app: AppSummary }) {
       setError(withDetail(t('apps.actionFailed'), err));
     } finally {
       setBusy(false);
+    }
+  };
+
+  const change = async (nwid: string, settings: Parameters<typeof zerotierSet>[1]) => {
+    setError(null);
+    try {
+      await zerotierSet(nwid, settings);
+      await refresh();
+    } catch (err) {
+      setError(withDetail(t('apps.actionFailed'), err));
     }
   };
 
@@ -120,22 +125,36 @@ export function ZerotierPanel({ app }: { app: AppSummary }) {
         )}
         {networks.map((network) => (
           <Card
-            key={network.id}
+            key={network.nwid}
             size="small"
-            data-testid={`zerotier-network-${network.id}`}
-            title={<Typography.Text code>{network.id}</Typography.Text>}
+            data-testid={`zerotier-network-${network.nwid}`}
+            title={<Typography.Text code>{network.nwid}</Typography.Text>}
             extra={<NetworkStatus network={network} />}
           >
             <Space orientation="vertical" size={4}>
               {network.name && <Typography.Text>{network.name}</Typography.Text>}
-              {network.addresses.length > 0 && (
-                <Typography.Text type="secondary">{network.addresses.join(', ')}</Typography.Text>
+              {network.ips.length > 0 && (
+                <Typography.Text type="secondary">{network.ips.join(', ')}</Typography.Text>
               )}
+              <Checkbox
+                checked={network.allow_default}
+                onChange={(e) => void change(network.nwid, { allow_default: e.target.checked })}
+                data-testid={`zerotier-allow-default-${network.nwid}`}
+              >
+                {t('apps.zerotier.allowDefault')}
+              </Checkbox>
+              <Checkbox
+                checked={network.allow_global}
+                onChange={(e) => void change(network.nwid, { allow_global: e.target.checked })}
+                data-testid={`zerotier-allow-global-${network.nwid}`}
+              >
+                {t('apps.zerotier.allowGlobal')}
+              </Checkbox>
               <UnbindButton
-                name={`${app.name} ${network.id}`}
+                name={`${app.name} ${network.nwid}`}
                 text={t('apps.zerotier.leave')}
-                testId={`zerotier-leave-${network.id}`}
-                onUnbind={() => zerotierLeave(network.id)}
+                testId={`zerotier-leave-${network.nwid}`}
+                onUnbind={() => zerotierLeave(network.nwid)}
               />
             </Space>
           </Card>

@@ -9,13 +9,14 @@
 import { create } from 'zustand';
 import { APP_STATUS_POLL_MS, type AppId, type AppSummary } from '@kvm/protocol/apps';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
+import type { TailscaleLoginStatusAnswer } from '@kvm/protocol/tailscale';
 import { readStorage, removeStorage, writeStorage } from '../../lib/storage';
 import {
   listApps,
   tailscaleBound,
   tailscaleLoginStatus,
   tailscaleLoginUrl,
-  type TailscaleLoginStatus,
+  tailscaleUp,
 } from './apps-api';
 import { VisiblePoller } from './poller';
 
@@ -29,7 +30,7 @@ export interface AppsStoreState {
   /** Tailscale's login URL being waited for. */
   loginUrl: string | null;
   /** Tailscale's last login status. */
-  login: TailscaleLoginStatus | null;
+  login: TailscaleLoginStatusAnswer | null;
   /** The Tailscale panel polls login_status for a binding. */
   bindPolling: boolean;
 }
@@ -83,10 +84,16 @@ function startPoller(until: number): void {
   useApps.setState({ bindPolling: true });
 }
 
-/** Asks the device for a login URL, shows it and waits for the binding. */
-export async function requestLoginUrl(now: number = Date.now()): Promise<string> {
-  const answer = await tailscaleLoginUrl();
-  const url = answer.url;
+/**
+ * Asks the device for a login URL (through `up` when a control server is given, so a headscale
+ * URL is used from this login on; else GL's `login_url`), shows it and waits for the binding.
+ */
+export async function requestLoginUrl(
+  loginServer: string | null = null,
+  now: number = Date.now(),
+): Promise<string> {
+  let url = loginServer === null ? '' : (await tailscaleUp('', loginServer)).url;
+  if (!url) url = (await tailscaleLoginUrl()).url;
   useApps.setState({ loginUrl: url || null });
   const until = now + TAILSCALE_BIND_WAIT_MS;
   writeStorage(STORAGE_KEYS.tailscaleBindStatusPolling, String(until));
