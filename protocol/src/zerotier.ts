@@ -11,6 +11,19 @@ export function normalizeNwid(value: string): string | null {
   return ZEROTIER_NWID_RE.test(value) ? value.toLowerCase() : null;
 }
 
+/**
+ * A moon's world id (`zerotier-cli orbit <world id> <seed>`): the 10-hex address of its first
+ * root, or the 16-hex form `listmoons` prints; in lower case, or null.
+ */
+export function normalizeWorldId(value: string): string | null {
+  return /^([0-9a-fA-F]{10}|[0-9a-fA-F]{16})$/.test(value) ? value.toLowerCase() : null;
+}
+
+/** A ZeroTier address (a moon's seed root): 10 hex digits, lower case, or null. */
+export function normalizeZtAddress(value: string): string | null {
+  return /^[0-9a-fA-F]{10}$/.test(value) ? value.toLowerCase() : null;
+}
+
 /** The controller's ZeroTier address: the network id's first 10 digits. */
 export function controllerOf(nwid: string): string {
   return nwid.slice(0, 10);

@@ -54,6 +54,8 @@ esac`,
   *"-j listnetworks"*) cat ${FIX}/zerotier/listnetworks-ok.json ;;
   *" join "*) cat ${FIX}/zerotier/join-ok.txt ;;
   *" leave "*) cat ${FIX}/zerotier/leave-ok.txt ;;
+  *" orbit "*) cat ${FIX}/zerotier/orbit-ok.txt ;;
+  *" deorbit "*) cat ${FIX}/zerotier/deorbit-ok.txt ;;
   *) echo "unknown"; exit 1 ;;
 esac`,
   );
@@ -144,6 +146,12 @@ describe('/api/netbird and /api/zerotier: session and bad input', () => {
     expect(res.statusCode).toBe(400);
     res = await call('POST', '/api/zerotier/set?nwid=8056c2e21c000001&allow_default=perhaps');
     expect(res.json().result.error_msg).toContain("'allow_default'");
+    res = await call('POST', '/api/zerotier/orbit?world_id=deadbeef0&seed=deadbeef00');
+    expect(res.json().result.error_msg).toContain("'world_id'");
+    res = await call('POST', '/api/zerotier/orbit?world_id=deadbeef00&seed=-deadbeef0');
+    expect(res.json().result.error_msg).toContain("'seed'");
+    res = await call('POST', '/api/zerotier/deorbit');
+    expect(res.statusCode).toBe(400);
   });
 });
 
@@ -250,6 +258,10 @@ describe("GL's shapes with stand-in tools printing the recorded outputs", () => 
       join_output: '200 join OK',
       attempts: 1,
     });
+    res = await call('POST', '/api/zerotier/orbit?world_id=DEADBEEF00&seed=deadbeef00');
+    expect(res.json().result).toEqual({ success: true, output: '200 orbit OK' });
+    res = await call('POST', '/api/zerotier/deorbit?world_id=deadbeef00');
+    expect(res.json().result).toEqual({ success: true, output: '200 deorbit OK' });
     res = await call('POST', '/api/zerotier/leave?nwid=48d6023c46856feb');
     expect(res.json().result).toEqual({ success: true, output: '200 leave OK' });
     res = await call('POST', '/api/zerotier/stop');

@@ -7,6 +7,8 @@
 import type { FastifyInstance } from 'fastify';
 import {
   normalizeNwid,
+  normalizeWorldId,
+  normalizeZtAddress,
   type ZerotierJoinAnswer,
   type ZerotierNetwork,
   type ZerotierRunAnswer,
@@ -27,6 +29,8 @@ export interface ZerotierControl extends AppDriver {
   join(nwid: string): Promise<ZerotierJoinAnswer>;
   leave(nwid: string): Promise<{ success: boolean; output: string }>;
   set(nwid: string, settings: Partial<Record<ZerotierSetting, boolean>>): Promise<ZerotierNetwork>;
+  orbit(worldId: string, seed: string): Promise<{ success: boolean; output: string }>;
+  deorbit(worldId: string): Promise<{ success: boolean; output: string }>;
 }
 
 function zerotierOf(apps: AppsService): ZerotierControl {
@@ -62,6 +66,25 @@ export function zerotierRoutes(app: FastifyInstance, apps: AppsService): void {
   app.post('/api/zerotier/leave', async (request) =>
     zerotierOf(apps).leave(nwidOf('nwid', queryOf(request)['nwid'])),
   );
+  app.post('/api/zerotier/orbit', async (request) => {
+    const q = queryOf(request);
+    const world = str('world_id', q['world_id']);
+    const worldId =
+      normalizeWorldId(world.trim()) ??
+      fail('world_id', world, 'moon world id (10 or 16 hex digits)');
+    const seedRaw = str('seed', q['seed']);
+    const seed =
+      normalizeZtAddress(seedRaw.trim()) ??
+      fail('seed', seedRaw, 'ZeroTier address (10 hex digits)');
+    return zerotierOf(apps).orbit(worldId, seed);
+  });
+  app.post('/api/zerotier/deorbit', async (request) => {
+    const world = str('world_id', queryOf(request)['world_id']);
+    const worldId =
+      normalizeWorldId(world.trim()) ??
+      fail('world_id', world, 'moon world id (10 or 16 hex digits)');
+    return zerotierOf(apps).deorbit(worldId);
+  });
   app.post('/api/zerotier/set', async (request) => {
     const q = queryOf(request);
     const nwid = nwidOf('nwid', q['nwid']);

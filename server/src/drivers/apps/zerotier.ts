@@ -442,6 +442,33 @@ export class ZerotierApp implements AppDriver {
     });
   }
 
+  /**
+   * Ours: `zerotier-cli orbit <world id> <seed>`: this device also uses a moon (roots of a
+   * self-hosted ZeroTier); ZeroTier keeps it in its home (`moons.d`) across restarts.
+   */
+  async orbit(worldId: string, seed: string): Promise<{ success: boolean; output: string }> {
+    return this.ops.run(async () => {
+      await this.tool.requireInstalled();
+      this.requireRunning();
+      const { stdout } = await this.tool.run(['orbit', worldId, seed], {
+        label: 'zerotier-cli orbit',
+      });
+      return { success: true, output: stdout.trim() };
+    });
+  }
+
+  /** Ours: `zerotier-cli deorbit <world id>`. */
+  async deorbit(worldId: string): Promise<{ success: boolean; output: string }> {
+    return this.ops.run(async () => {
+      await this.tool.requireInstalled();
+      this.requireRunning();
+      const { stdout } = await this.tool.run(['deorbit', worldId], {
+        label: 'zerotier-cli deorbit',
+      });
+      return { success: true, output: stdout.trim() };
+    });
+  }
+
   /** Ours: `zerotier-cli set <nwid> <setting>=<0|1>` for each given setting; the network after. */
   async set(
     nwid: string,
