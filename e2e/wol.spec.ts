@@ -126,4 +126,44 @@ describe('Wake-on-LAN', () => {
     });
     expect(devices).toEqual([{ name: 'Office PC', mac: 'AA:BB:CC:DD:EE:0F' }]);
   }, 60_000);
+
+  it('the left panel opens the toolbox and the external devices (issue 27, SPEC 2)', async () => {
+    // The drawer's wake-on-LAN panel goes first (its mask covers the toolbar), so the page
+    // holds one device list.
+    await page.locator('.ant-drawer-close').click();
+    await byTestId(page, 'wol-panel').waitFor({ state: 'detached' });
+
+    await byTestId(page, 'toolbar-toolbox').click();
+    await byTestId(page, 'toolbox-panel').waitFor({ state: 'visible' });
+    const panel = byTestId(page, 'left-panel');
+    expect(await panel.evaluate((el) => el.getBoundingClientRect().width)).toBe(320);
+    for (const group of ['toolbox-clipboard', 'toolbox-shortcuts', 'toolbox-terminal']) {
+      await byTestId(page, group).waitFor({ state: 'visible' });
+    }
+    // Its wake-on-LAN group is the WolPanel, on the device's own list.
+    await page
+      .locator('[data-testid="toolbox-wol"] [data-testid="wol-panel"]')
+      .waitFor({ state: 'visible' });
+    // The clipboard types through the device (testbed HID) like the toolbar's paste.
+    await byTestId(page, 'toolbox-paste-text').fill('abc');
+    await byTestId(page, 'toolbox-paste-send').click();
+    await byTestId(page, 'toolbox-paste-result').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await byTestId(page, 'toolbox-paste-result').innerText()).toContain(
+      '3 characters typed',
+    );
+    // A group folds from the keyboard.
+    await byTestId(page, 'toolbox-terminal-toggle').focus();
+    await page.keyboard.press('Enter');
+    await byTestId(page, 'toolbox-terminal-device').waitFor({ state: 'hidden' });
+
+    // The testbed has no ATX board, no fingerbot and no KVM switch: each group says so.
+    await byTestId(page, 'toolbar-external').click();
+    await byTestId(page, 'external-panel').waitFor({ state: 'visible' });
+    expect(await byTestId(page, 'toolbox-panel').count()).toBe(0);
+    for (const none of ['external-atx-none', 'external-fingerbot-none', 'external-switch-none']) {
+      await byTestId(page, none).waitFor({ state: 'visible', timeout: 15_000 });
+    }
+    await byTestId(page, 'toolbar-external').click();
+    await panel.waitFor({ state: 'detached' });
+  }, 60_000);
 });
