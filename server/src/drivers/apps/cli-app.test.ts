@@ -250,6 +250,31 @@ describe('AppDaemon', () => {
     expect(d.running).toBe(false);
   });
 
+  it('a real daemon whose child holds more than the cap is stopped (children count)', async () => {
+    // sh itself holds ~1 MiB; the node child it starts holds 40+ MiB: only the tree is over 24 MiB
+    const node = process.execPath;
+    const d = new AppDaemon({
+      id: 'netbird',
+      host: host(async () => ({ stdout: '', stderr: '' })),
+      program: '/bin/sh',
+      args: [
+        '-c',
+        `"${node}" -e "globalThis.b = Buffer.alloc(32 << 20, 1); setInterval(() => {}, 1000)" & wait`,
+      ],
+      memoryLimitMb: 24,
+      sampleMs: 50,
+    });
+    try {
+      await d.start();
+      await expect.poll(() => d.capError, { timeout: 20_000, interval: 50 }).not.toBeNull();
+      expect(d.capError).toMatch(/^stopped: used \d+ MiB, over the cap of 24 MiB$/);
+      expect(Number(/used (\d+) MiB/.exec(d.capError as string)?.[1])).toBeGreaterThan(24);
+      expect(d.running).toBe(false);
+    } finally {
+      await d.dispose();
+    }
+  });
+
   it('a missing daemon is AppNotInstalledError', async () => {
     const d = new AppDaemon({
       id: 'tailscale',
