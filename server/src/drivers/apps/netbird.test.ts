@@ -36,11 +36,11 @@ function fail(stderr: string, code = 1): CommandError {
 function fakeRunner(handlers: Record<string, Handler>, calls: Call[] = []): CommandRunner {
   return async (file, args, opts) => {
     calls.push({ file, args, opts });
-    // args: --daemon-addr <addr> <command> ...
-    const command = args[2] ?? '';
+    // args: --daemon-addr=<addr> <command> ...
+    const command = args[1] ?? '';
     const h = handlers[command];
     if (!h) throw fail(`unknown command "${command}" for "netbird"`);
-    return { stdout: await h(args.slice(2), opts), stderr: '' };
+    return { stdout: await h(args.slice(1), opts), stderr: '' };
   };
 }
 
@@ -188,8 +188,7 @@ describe('NetbirdApp', () => {
     await app.summary();
     const status = calls.find((c) => c.args.includes('status'));
     expect(status?.args).toEqual([
-      '--daemon-addr',
-      `unix://${join(dir, 'run', 'netbird.sock')}`,
+      `--daemon-addr=unix://${join(dir, 'run', 'netbird.sock')}`,
       'status',
       '--json',
     ]);
@@ -249,7 +248,7 @@ describe('NetbirdApp', () => {
       login_type: 'setup_key',
     });
     const up = calls.find((c) => c.args.includes('up'));
-    expect(up?.args.slice(2)).toEqual([
+    expect(up?.args.slice(1)).toEqual([
       'up',
       '--disable-dns',
       '--management-url=https://netbird.example.lan',
@@ -342,13 +341,13 @@ describe('NetbirdApp', () => {
     const app = await makeApp({ logout: answer(fixture('logout.txt')) }, { calls });
     await app.start();
     expect(await app.logout()).toEqual({ success: true, err_msg: '' });
-    expect(calls.some((c) => c.args[2] === 'logout')).toBe(true);
+    expect(calls.some((c) => c.args[1] === 'logout')).toBe(true);
 
     const old: Call[] = [];
     const app2 = await makeApp({ down: answer('') }, { calls: old });
     await app2.start();
     expect(await app2.logout()).toEqual({ success: true, err_msg: '' });
-    expect(old.some((c) => c.args[2] === 'down')).toBe(true);
+    expect(old.some((c) => c.args[1] === 'down')).toBe(true);
   });
 
   it('over its memory cap: the daemon is stopped and the app says why', async () => {

@@ -236,7 +236,8 @@ export class NetbirdApp implements AppDriver {
       id: 'netbird',
       host,
       tool: config.netbird.tool,
-      globalArgs: ['--daemon-addr', this.daemonAddr],
+      // one argv entry: cobra then needs no knowledge of the flag to find the command after it
+      globalArgs: [`--daemon-addr=${this.daemonAddr}`],
       versionArgs: ['version'],
       commandTimeoutMs: config.command_timeout_ms,
       ...(opts.findExecutable ? { findExecutable: opts.findExecutable } : {}),
@@ -455,7 +456,7 @@ export class NetbirdApp implements AppDriver {
    * it times out, or `cancelLogin` ends it.
    */
   private ssoLogin(path: string, args: string[]): Promise<string | null> {
-    const [file, argv] = hostArgv(this.host, path, ['--daemon-addr', this.daemonAddr, ...args]);
+    const [file, argv] = hostArgv(this.host, path, [`--daemon-addr=${this.daemonAddr}`, ...args]);
     const abort = new AbortController();
     const waitMs = this.config.command_timeout_ms;
     let output = '';
