@@ -15,10 +15,16 @@ import { loadConfigDefaults } from '../../paths';
 import { runCommand } from '../../process/run';
 import { findExecutable } from '../../process/supervisor';
 import { loadOrCreateCertificate } from '../../services/tls';
-import { initAndLogin } from '../../test-helpers';
+import { initAndLogin, login, PASSWORD } from '../../test-helpers';
 import type { NetnsNetwork } from '../network/netns';
 import { listNamespaces, namespaceSkipReason } from '../../platform/netns/test-support';
-import { httpsFrom, startWanPeer, WAN, type WanPeer } from '../../platform/netns/wan-test-support';
+import {
+  httpsFrom,
+  startWanPeer,
+  WAN,
+  type WanKeys,
+  type WanPeer,
+} from '../../platform/netns/wan-test-support';
 import { wgInterfaceName } from './wireguard';
 
 const skipReason =
@@ -46,8 +52,8 @@ afterEach(async () => {
   await rm(r.dataDir, { recursive: true, force: true });
 });
 
-async function startRig(): Promise<Rig> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'kvm-wg-'));
+async function startRig(existing?: string, keys?: WanKeys): Promise<Rig> {
+  const dataDir = existing ?? (await mkdtemp(join(tmpdir(), 'kvm-wg-')));
   const config = buildConfig(
     {
       data_dir: dataDir,
@@ -68,10 +74,10 @@ async function startRig(): Promise<Rig> {
     peer: null,
   };
   await app.listen({ host: '127.0.0.1', port: 0 });
-  rig.token = await initAndLogin(app);
+  rig.token = existing ? await login(app, PASSWORD) : await initAndLogin(app);
   await rig.network.ensureUp();
   await rig.network.attachConsole((socket) => app.server.emit('connection', socket), 64);
-  rig.peer = await startWanPeer(rig.network.names);
+  rig.peer = await startWanPeer(rig.network.names, keys);
   return rig;
 }
 
@@ -166,7 +172,7 @@ describe.skipIf(skipReason !== null)('WireGuard on real namespaces', () => {
     );
     const links = (await runCommand('ip', ['-n', r.network.names.dev, 'link', 'show'])).stdout;
     expect(links).not.toContain(status.interface);
-  });
+  }, 90_000);
 
   it('restarts a wireguard-go that dies and applies the configuration again; nothing is left after the server stops', async () => {
     const r = await startRig();
@@ -211,5 +217,43 @@ describe.skipIf(skipReason !== null)('WireGuard on real namespaces', () => {
     expect(sockets).not.toContain(`${ifname}.sock`);
     expect(sockets).not.toContain(`wgp${names.dev.slice(7)}.sock`);
     await expect(stat(join(r.dataDir, 'run', 'apps', `${ifname}.setconf`))).rejects.toThrow();
-  });
+  }, 90_000);
+
+  it('a change that fails at a step puts the running tunnel back; the tunnel comes back after a server restart', async () => {
+    const r = await startRig();
+    const peer = r.peer!;
+    expect((await call(r, 'POST', 'config', peer.deviceConfig())).statusCode).toBe(200);
+    expect((await call(r, 'POST', 'start')).statusCode).toBe(200);
+    await waitConnected(r);
+    const saved = (await call(r, 'GET', 'config')).json().result.config;
+    // A name nobody resolves: parsed and checked fine, but `wg setconf` fails on it.
+    const unresolvable = peer
+      .deviceConfig()
+      .replace(/Endpoint = .*/, 'Endpoint = no-such-peer.lan:51820');
+    const res = await call(r, 'POST', 'config', unresolvable);
+    expect(res.statusCode, res.body).toBe(500);
+    expect(res.json().result.error).toBe('WireguardTunnelFailedError');
+    expect(res.json().result.error_msg).toContain('wg setconf');
+    expect((await call(r, 'GET', 'config')).json().result.config).toEqual(saved);
+    await waitConnected(r);
+    const console = `https://${WAN.tunnelDevice}/api/auth/check`;
+    await vi.waitFor(
+      async () => expect((await httpsFrom(peer.namespace, console, {}, 1000)).status).toBe(401),
+      { timeout: 15_000, interval: 100 },
+    );
+
+    // A restart (the app rebuilt over the same data folder): the tunnel comes back by itself.
+    const dataDir = r.dataDir;
+    await peer.close();
+    r.peer = null;
+    await r.app.close();
+    rig = null;
+    const again = await startRig(dataDir, peer.keys);
+    await waitConnected(again);
+    await vi.waitFor(
+      async () =>
+        expect((await httpsFrom(again.peer!.namespace, console, {}, 1000)).status).toBe(401),
+      { timeout: 15_000, interval: 100 },
+    );
+  }, 90_000);
 });

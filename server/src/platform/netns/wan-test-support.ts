@@ -44,7 +44,14 @@ export interface WanPeer {
   deviceConfig: (extra?: { keepalive?: number | null; allowedIps?: string }) => string;
   /** The peer's own, as wg-quick text (for a reader, never applied by the device). */
   peerConfig: string;
+  /** Both key pairs: a peer made again with them (after a server restart) is the same peer. */
+  keys: WanKeys;
   close(): Promise<void>;
+}
+
+export interface WanKeys {
+  device: { priv: string; pub: string };
+  peer: { priv: string; pub: string };
 }
 
 const hashOf = (names: NetnsNames): string => names.dev.replace(/^kvmdev-/, '');
@@ -82,7 +89,7 @@ async function deleteNamespace(ns: string): Promise<void> {
  * Builds the peer namespace beside the running LAN namespace of `names` (the device network
  * must be up) and starts the WireGuard peer.
  */
-export async function startWanPeer(names: NetnsNames): Promise<WanPeer> {
+export async function startWanPeer(names: NetnsNames, keys?: WanKeys): Promise<WanPeer> {
   const h = hashOf(names);
   const ns = `kvmwan-${h}`;
   const ifname = `wgp${h}`;
@@ -127,8 +134,8 @@ export async function startWanPeer(names: NetnsNames): Promise<WanPeer> {
 `;
     await run(['ip', 'netns', 'exec', names.lan, 'nft', '-f', '-'], nat);
 
-    const device = await genkey();
-    const peer = await genkey();
+    const device = keys?.device ?? (await genkey());
+    const peer = keys?.peer ?? (await genkey());
     peerProc = spawn('ip', ['netns', 'exec', ns, 'wireguard-go', '-f', ifname], {
       env: { ...process.env, WG_PROCESS_FOREGROUND: '1' },
       stdio: 'ignore',
@@ -200,6 +207,7 @@ export async function startWanPeer(names: NetnsNames): Promise<WanPeer> {
       devicePublicKey: device.pub,
       deviceConfig,
       peerConfig,
+      keys: { device, peer },
       close,
     };
   } catch (err) {
