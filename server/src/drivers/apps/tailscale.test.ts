@@ -103,11 +103,16 @@ type FakeDaemon = ReturnType<typeof fakeDaemon>;
 
 function makeApp(
   runner: CommandRunner,
-  opts: { installed?: boolean; daemon?: FakeDaemon; timeoutMs?: number } = {},
+  opts: {
+    installed?: boolean;
+    daemon?: FakeDaemon;
+    timeoutMs?: number;
+    unavailable?: string | null;
+  } = {},
 ) {
   const host: AppHost = {
     namespace: 'kvmdev-test',
-    unavailable: () => null,
+    unavailable: () => opts.unavailable ?? null,
     ready: async () => undefined,
     dataDir: join(dir, 'apps'),
     runDir: join(dir, 'run'),
@@ -528,6 +533,33 @@ describe('TailscaleApp', () => {
     const { app } = makeApp(runner);
     await app.start();
     expect(await app.logout()).toEqual({ success: true, output: '', status: 'NeedsLogin' });
+  });
+
+  it('the server start does not wait for tailscaled to answer; the summary says starting', async () => {
+    const { runner } = fakeTool({ status: 'status-running.json' });
+    const first = makeApp(runner);
+    await first.app.start();
+    await first.app.dispose();
+    // tailscaled now never answers: init still returns at once
+    const hung = fakeTool({ status: () => new Promise(() => undefined) });
+    const { app, daemon } = makeApp(hung.runner);
+    await app.init();
+    expect(daemon.starts).toBe(1);
+    expect(daemon.running).toBe(true);
+    await app.dispose();
+  });
+
+  it('kept on but no namespace for the apps (no root): the summary says why', async () => {
+    const { runner } = fakeTool({ status: 'status-running.json' });
+    await makeApp(runner).app.start();
+    const { app, daemon } = makeApp(runner, { unavailable: 'Network namespaces need root' });
+    await app.init();
+    expect(daemon.starts).toBe(0);
+    expect(await app.summary()).toMatchObject({
+      state: 'error',
+      detail: 'Network namespaces need root',
+    });
+    await expect(app.start()).rejects.toThrow('Network namespaces need root');
   });
 
   it('memory cap stop shows in the summary as an error', async () => {

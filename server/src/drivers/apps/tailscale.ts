@@ -220,7 +220,8 @@ export class TailscaleApp implements TailscaleControl {
     if (!this.config.enable || this.host.unavailable() !== null) return;
     if (!(await this.tool.probe()).installed) return;
     try {
-      await this.startDaemon();
+      // the server's start does not wait for tailscaled to answer (the summary says `starting`)
+      await this.startDaemon({ wait: false });
     } catch (err) {
       this.host.log.warn({ app: 'tailscale', err: String(err) }, 'tailscale did not come back on');
     }
@@ -262,6 +263,10 @@ export class TailscaleApp implements TailscaleControl {
       };
     }
     if (this.daemon.capError) return { ...base, state: 'error', detail: this.daemon.capError };
+    const unavailable = this.host.unavailable();
+    if (!this.daemon.wanted && this.config.enable && unavailable !== null) {
+      return { ...base, state: 'error', detail: unavailable };
+    }
     if (!this.daemon.wanted) return base;
     if (!this.daemon.running) {
       const said = (this.daemon.recentOutput().slice(-1)[0] ?? '').slice(0, 200);
@@ -301,10 +306,15 @@ export class TailscaleApp implements TailscaleControl {
     return { running: this.daemon.running };
   }
 
-  private async startDaemon(): Promise<void> {
+  /** Starts tailscaled; once it answers, its auto-update is turned off (awaited unless `wait: false`). */
+  private async startDaemon(opts: { wait: boolean } = { wait: true }): Promise<void> {
     await this.daemon.start();
     this.startedAt = this.now();
-    if (await this.waitAnswering()) await this.noAutoUpdate();
+    const settle = (async () => {
+      if (await this.waitAnswering()) await this.noAutoUpdate();
+    })();
+    if (opts.wait) await settle;
+    else void settle.catch(() => undefined);
   }
 
   /**
