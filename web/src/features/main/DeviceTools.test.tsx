@@ -48,6 +48,24 @@ beforeEach(() => {
     '/api/fingerbot/exist': () => envelope(200, { exist: false }),
     '/api/msd': () => envelope(200, { enabled: false, online: false }),
     '/api/wol/devices': () => envelope(200, { devices: [] }),
+    '/api/apps': () =>
+      envelope(200, {
+        apps: [
+          {
+            id: 'wireguard',
+            name: 'WireGuard',
+            installed: true,
+            version: null,
+            running: false,
+            state: 'stopped',
+            detail: null,
+            addresses: [],
+            control_url: null,
+            rss_bytes: null,
+            memory_limit_bytes: null,
+          },
+        ],
+      }),
     '/api/cloud/status': () =>
       envelope(200, {
         enabled: false,
@@ -118,6 +136,14 @@ describe('DeviceTools', () => {
     expect(await waitFor('[data-testid="cloud-state"]')).not.toBeNull();
     expect(document.querySelector('.ant-drawer-title')?.textContent).toBe(en.cloud.title);
     expect(requests.some((r) => r.path === '/api/cloud/status')).toBe(true);
+  });
+
+  it('opens the apps center in a drawer (SPEC 2)', async () => {
+    const v = await open();
+    await click(v.byTestId('toolbar-apps'));
+    expect(await waitFor('[data-testid="app-card-wireguard"]')).not.toBeNull();
+    expect(document.querySelector('[data-testid="app-card-coming-soon"]')).not.toBeNull();
+    expect(document.querySelector('.ant-drawer-title')?.textContent).toBe(en.apps.title);
   });
 
   it('presses reset after the confirmation; a refusal says "reboot failed"', async () => {
