@@ -291,7 +291,11 @@ describe('NetbirdApp', () => {
     });
     const info = await app.info();
     expect(info.login_url).toBe('https://login.netbird.io/activate?user_code=QWER-TYUI');
-    expect(info.state).toBe('needs_login');
+    expect(info).toMatchObject({
+      state: 'needs_login',
+      success: false,
+      err_msg: 'netbird not logged in',
+    });
     expect(info.detail).toContain('QWER-TYUI');
     // the user logged in: the command ends, the page is gone
     (finish as unknown as () => void)();

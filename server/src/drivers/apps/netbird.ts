@@ -366,8 +366,14 @@ export class NetbirdApp implements AppDriver {
       running: v.running,
       netbird_ip: v.netbirdIp,
       connected: v.connected,
-      success: v.state !== 'error',
-      err_msg: v.state === 'error' ? (v.detail ?? '') : '',
+      // GL: not logged in is `success: false` "netbird not logged in"; a failing tool too (GL: 503)
+      success: v.state !== 'error' && v.state !== 'needs_login',
+      err_msg:
+        v.state === 'error'
+          ? (v.detail ?? '')
+          : v.state === 'needs_login'
+            ? 'netbird not logged in'
+            : '',
       installed: v.installed,
       version: v.daemonVersion ?? v.version,
       state: v.state,
