@@ -120,6 +120,32 @@ describe('Supervisor', () => {
     expect(exits).toEqual(['SIGKILL']);
   });
 
+  it('carries messages and the sockets they hold over an ipc channel, through setpriv', async () => {
+    // The child listens on loopback and sends each accepted socket to the parent (the console bridge's way).
+    const js = `const net = require('node:net');
+const srv = net.createServer({ pauseOnConnect: true }, (c) => process.send({ type: 'conn' }, c));
+srv.listen(0, '127.0.0.1', () => process.send({ type: 'listening', port: srv.address().port }));
+process.on('disconnect', () => process.exit(0));`;
+    const s = supervise({ name: 'ipc', command: process.execPath, args: ['-e', js], ipc: true });
+    const messages: { type: string; port?: number }[] = [];
+    const handles: unknown[] = [];
+    s.on('message', (m, h) => {
+      messages.push(m as { type: string; port?: number });
+      if (h) handles.push(h);
+    });
+    await s.ensureStarted();
+    const port = await until('listening', () => messages.find((m) => m.type === 'listening')?.port);
+    const { connect, Socket } = await import('node:net');
+    const client = connect(port, '127.0.0.1');
+    const got = await until('a socket', () => handles[0]);
+    expect(got).toBeInstanceOf(Socket);
+    // the parent owns it now: it answers on it
+    const reply = new Promise<string>((resolve) => client.once('data', (d) => resolve(String(d))));
+    (got as InstanceType<typeof Socket>).end('from the parent');
+    expect(await reply).toBe('from the parent');
+    client.destroy();
+  });
+
   it('rejects a missing command at once', async () => {
     const s = supervise({ name: 'nothing', command: 'no-such-command-kvm' });
     await expect(s.ensureStarted()).rejects.toThrow(/not found/);
