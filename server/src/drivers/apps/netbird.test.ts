@@ -305,6 +305,27 @@ describe('NetbirdApp', () => {
     expect((await app.info()).login_url).toBe('');
   });
 
+  it('a waiting SSO login is killed by a stop (and by a new login)', async () => {
+    let aborted = 0;
+    const app = await makeApp({
+      up: (_args, opts) =>
+        new Promise<string>((_resolve, reject) => {
+          opts?.onStdout?.(fixture('up-sso.txt'));
+          opts?.signal?.addEventListener('abort', () => {
+            aborted++;
+            reject(fail('killed'));
+          });
+        }),
+    });
+    await app.start();
+    await app.login(null);
+    await app.login(null);
+    expect(aborted).toBe(1);
+    await app.stop();
+    expect(aborted).toBe(2);
+    expect((await app.info()).login_url).toBe('');
+  });
+
   it('login without a key that prints no URL in time: an error, the command killed', async () => {
     let aborted = false;
     const app = await makeApp(
