@@ -142,6 +142,8 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  // A failed visibility test must not leave the tab hidden for the next ones.
+  Object.defineProperty(document, 'hidden', { value: false, configurable: true });
   view?.unmount();
   view = undefined;
   resetAppsForTests();
