@@ -430,6 +430,28 @@ describe('TailscaleApp', () => {
     );
   });
 
+  it('up that hangs on an unreachable control server says so, naming the server', async () => {
+    const { runner } = fakeTool({
+      status: 'status-login-unreachable.json',
+      up: async () => {
+        throw new CommandError('tailscale', ['up'], { timedOut: true, timeoutMs: 10_000 });
+      },
+    });
+    const { app } = makeApp(runner);
+    await app.start();
+    const err = await app
+      .up({ authKey: 'hskey-auth-AbCdEf123456', loginServer: 'https://hs.example.com' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppToolError);
+    expect((err as Error).message).toMatch(
+      /^The control server https:\/\/hs\.example\.com cannot be reached: Unable to connect to the Tailscale coordination server/,
+    );
+    expect(await app.summary()).toMatchObject({
+      state: 'unreachable',
+      control_url: 'https://hs.example.com',
+    });
+  });
+
   it('one operation at a time: a second call while a login waits is 409', async () => {
     let release!: () => void;
     const { runner } = fakeTool({

@@ -474,10 +474,12 @@ export class TailscaleApp implements TailscaleControl {
       await mkdir(this.host.runDir, { recursive: true, mode: 0o700 });
       await writeFile(keyFile, params.authKey, { mode: 0o600 });
       try {
-        const r = await this.tool.run(this.upArgs(`--auth-key=file:${keyFile}`), {
-          label: 'tailscale up',
-          secrets: [params.authKey],
-        });
+        const r = await this.tool
+          .run(this.upArgs(`--auth-key=file:${keyFile}`), {
+            label: 'tailscale up',
+            secrets: [params.authKey],
+          })
+          .catch((err: unknown) => this.explainUpTimeout(err));
         const st = await this.readStatus();
         return {
           success: st.BackendState === 'Running' || st.BackendState === 'Starting',
@@ -489,6 +491,24 @@ export class TailscaleApp implements TailscaleControl {
         await rm(keyFile, { force: true });
       }
     });
+  }
+
+  /**
+   * A `tailscale up` that did not end in time most often waits for a control server it cannot
+   * reach: when the status says so, that is the error (with the server and tailscaled's words).
+   */
+  private async explainUpTimeout(err: unknown): Promise<never> {
+    if (err instanceof AppToolError && err.kind === 'timeout') {
+      const st = await this.readStatus().catch(() => null);
+      const state = st ? tailscaleState(st) : null;
+      if (state?.state === 'unreachable') {
+        throw new AppToolError(
+          `The control server ${this.controlUrl} cannot be reached: ${state.detail ?? ''}`.trim(),
+          'timeout',
+        );
+      }
+    }
+    throw err;
   }
 
   /** `tailscale up --reset` with every kept option (the CLI refuses an `up` that leaves one out). */
