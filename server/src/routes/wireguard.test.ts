@@ -164,6 +164,7 @@ describe('/api/wireguard', () => {
       const listed = await app.inject({ url: '/api/apps', headers: { token } });
       const wg = listed.json().result.apps.find((a: { id: string }) => a.id === 'wireguard');
       expect(wg).toMatchObject({ state: 'stopped', addresses: ['10.77.0.2'], running: false });
+      if (findExecutable('wireguard-go')) expect(wg.version).toMatch(/^\d+\.\d+\.\d+/);
 
       expect((await send('POST', 'logout')).json().result).toEqual({
         success: true,

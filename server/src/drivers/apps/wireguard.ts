@@ -137,6 +137,8 @@ export class WireguardDriver implements WireguardControl {
   /** `ip route` argument lists this driver added (removed on stop). */
   private addedRoutes: string[][] = [];
   private disposed = false;
+  /** `wireguard-go --version`'s version, once read. */
+  private version: string | null = null;
 
   constructor(
     private readonly host: AppHost,
@@ -368,7 +370,7 @@ export class WireguardDriver implements WireguardControl {
       id: this.id,
       name: APP_NAMES.wireguard,
       installed: s.installed,
-      version: null,
+      version: s.installed ? await this.toolVersion() : null,
       running: s.running,
       state: s.state,
       detail: s.detail,
@@ -377,6 +379,21 @@ export class WireguardDriver implements WireguardControl {
       rss_bytes: s.running ? await this.rssBytes() : null,
       memory_limit_bytes: this.opts.memoryLimitBytes,
     };
+  }
+
+  /** `wireguard-go v0.0.20220316` → `0.0.20220316`, read once (null when it does not say). */
+  private async toolVersion(): Promise<string | null> {
+    if (this.version !== null) return this.version;
+    try {
+      const { stdout } = await this.host.runner(this.opts.wireguardGo, ['--version'], {
+        timeoutMs: this.opts.commandTimeoutMs,
+        maxBuffer: 64 * 1024,
+      });
+      this.version = /wireguard-go v?(\S+)/.exec(stdout)?.[1]?.slice(0, 40) ?? null;
+    } catch {
+      return null;
+    }
+    return this.version;
   }
 
   /** wireguard-go's resident memory, from /proc. */
