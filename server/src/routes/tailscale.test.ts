@@ -221,6 +221,8 @@ describe('/api/tailscale with a stand-in tool serving the fixtures', () => {
     expect(argv).toContain('set --auto-update=false');
     expect(argv).not.toMatch(/ update( |$)/m);
     expect(argv).toContain('--accept-routes=true');
+    // on a board's own network tailscaled may take over DNS (not inside a developer namespace)
+    expect(argv).toContain('--accept-dns=true');
 
     res = await call('GET', '/api/tailscale/login_status');
     expect(res.json().result).toEqual({

@@ -328,7 +328,8 @@ describe('TailscaleApp', () => {
       '--reset',
       '--login-server=https://controlplane.tailscale.com',
       '--accept-routes=false',
-      '--accept-dns=true',
+      // inside the developer targets' namespace tailscaled never takes over DNS (docs/apps.md)
+      '--accept-dns=false',
       '--advertise-exit-node=false',
       '--advertise-routes=',
       '--exit-node=',

@@ -428,7 +428,7 @@ export class TailscaleApp implements TailscaleControl {
         args.push(`--advertise-routes=${next.advertise_routes.join(',')}`);
       }
       if (change.accept_routes !== undefined) args.push(`--accept-routes=${next.accept_routes}`);
-      if (change.accept_dns !== undefined) args.push(`--accept-dns=${next.accept_dns}`);
+      if (change.accept_dns !== undefined) args.push(`--accept-dns=${this.dnsArg(next)}`);
       let output = '';
       let status = 'NoState';
       if (this.daemon.running) {
@@ -494,6 +494,15 @@ export class TailscaleApp implements TailscaleControl {
   }
 
   /**
+   * Whether tailscaled may take over DNS. Not inside the developer targets' namespace: there
+   * /etc/resolv.conf is `ip netns exec`'s bind mount of /etc/netns/<ns>/resolv.conf (the netns
+   * driver's file), and tailscaled's backup of it would be written into this computer's /etc.
+   */
+  private dnsArg(c: TailscaleConfig): boolean {
+    return this.host.namespace === null && c.accept_dns;
+  }
+
+  /**
    * A `tailscale up` that did not end in time most often waits for a control server it cannot
    * reach: when the status says so, that is the error (with the server and tailscaled's words).
    */
@@ -519,7 +528,7 @@ export class TailscaleApp implements TailscaleControl {
       '--reset',
       `--login-server=${this.controlUrl}`,
       `--accept-routes=${c.accept_routes}`,
-      `--accept-dns=${c.accept_dns}`,
+      `--accept-dns=${this.dnsArg(c)}`,
       `--advertise-exit-node=${c.exit_node}`,
       `--advertise-routes=${c.advertise_routes.join(',')}`,
       `--exit-node=${c.use_exit_node}`,
