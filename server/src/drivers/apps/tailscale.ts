@@ -308,6 +308,7 @@ export class TailscaleApp implements TailscaleControl {
 
   /** Starts tailscaled; once it answers, its auto-update is turned off (awaited unless `wait: false`). */
   private async startDaemon(opts: { wait: boolean } = { wait: true }): Promise<void> {
+    await mkdir(join(this.host.dataDir, 'tailscale', 'state'), { recursive: true, mode: 0o700 });
     await this.daemon.start();
     this.startedAt = this.now();
     const settle = (async () => {
