@@ -45,7 +45,7 @@ import { TurnService } from './services/turn';
 import { UpgradeService } from './services/upgrade/upgrade-service';
 import { WolService } from './services/wol/wol-service';
 import { AppsService } from './services/apps/apps-service';
-import { APP_FACTORIES, appHost } from './services/apps/registry';
+import { APP_FACTORIES, appHost } from './drivers/apps/registry';
 import type { NetworkDriver } from './drivers/network/types';
 import { removeStaleTemps } from './storage/atomic';
 import { TerminalService } from './terminal/terminal-service';

@@ -4,13 +4,13 @@
  */
 import { join } from 'node:path';
 import type { AppConfig } from '../../config';
-import { NetbirdApp } from '../../drivers/apps/netbird';
-import { tailscaleFactory } from '../../drivers/apps/tailscale';
-import type { AppDriver, AppHost } from '../../drivers/apps/types';
-import { WireguardDriver } from '../../drivers/apps/wireguard';
-import { ZerotierApp } from '../../drivers/apps/zerotier';
-import { NetnsNetwork } from '../../drivers/network/netns';
-import type { NetworkDriver } from '../../drivers/network/types';
+import { NetbirdApp } from './netbird';
+import { tailscaleFactory } from './tailscale';
+import type { AppDriver, AppHost } from './types';
+import { WireguardDriver } from './wireguard';
+import { ZerotierApp } from './zerotier';
+import { NetnsNetwork } from '../network/netns';
+import type { NetworkDriver } from '../network/types';
 import type { Logger } from '../../log';
 import { type CommandRunner, runCommand } from '../../process/run';
 
@@ -25,7 +25,7 @@ export const APP_FACTORIES: readonly AppFactory[] = [
       wireguardGo: c.wireguard.wireguard_go,
       wg: c.wireguard.wg,
       commandTimeoutMs: c.command_timeout_ms,
-      memoryLimitBytes: null,
+      memoryLimitBytes: c.memory_limit_mb * 1024 * 1024,
     }),
 ];
 
