@@ -16,7 +16,7 @@ import { runCommand } from '../../process/run';
 import { findExecutable } from '../../process/supervisor';
 import { loadOrCreateCertificate } from '../../services/tls';
 import { initAndLogin, login, PASSWORD } from '../../test-helpers';
-import type { NetnsNetwork } from '../network/netns';
+import { NetnsNetwork } from '../network/netns';
 import { listNamespaces, namespaceSkipReason } from '../../platform/netns/test-support';
 import {
   httpsFrom,
@@ -25,7 +25,9 @@ import {
   type WanKeys,
   type WanPeer,
 } from '../../platform/netns/wan-test-support';
-import { wgInterfaceName } from './wireguard';
+import { SILENT_LOGGER } from '../../log';
+import { appHost } from './registry';
+import { wgInterfaceName, WireguardDriver } from './wireguard';
 
 const skipReason =
   namespaceSkipReason() ??
@@ -256,4 +258,42 @@ describe.skipIf(skipReason !== null)('WireGuard on real namespaces', () => {
       { timeout: 15_000, interval: 100 },
     );
   }, 90_000);
+
+  it('stops a wireguard-go over its memory cap and says why', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'kvm-wg-cap-'));
+    const network = new NetnsNetwork({ dataDir, root: dataDir, log: SILENT_LOGGER, eager: false });
+    const driver = new WireguardDriver(appHost(dataDir, network, SILENT_LOGGER), {
+      wireguardGo: 'wireguard-go',
+      wg: 'wg',
+      commandTimeoutMs: 10_000,
+      // wireguard-go holds a few MiB: always over this
+      memoryLimitBytes: 1024 * 1024,
+      memorySampleMs: 50,
+    });
+    try {
+      await network.init();
+      await driver.init();
+      const priv = (await runCommand('wg', ['genkey'])).stdout.trim();
+      const other = (await runCommand('wg', ['genkey'])).stdout.trim();
+      const pub = (await runCommand('wg', ['pubkey'], { input: `${other}\n` })).stdout.trim();
+      const text = `[Interface]\nPrivateKey = ${priv}\nAddress = 10.77.0.2/24\n\n[Peer]\nPublicKey = ${pub}\nEndpoint = 198.51.100.2:51820\nAllowedIPs = 10.77.0.1/32\n`;
+      await driver.setConfig(text, driver.parse(text));
+      await driver.start();
+      expect(driver.running).toBe(true);
+      await vi.waitFor(
+        async () => {
+          const s = await driver.status();
+          expect(s.state).toBe('error');
+          expect(s.detail).toMatch(/over the cap of 1 MiB/);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      expect(driver.running).toBe(false);
+      expect(driver.pid).toBeNull();
+    } finally {
+      await driver.dispose();
+      await network.dispose();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

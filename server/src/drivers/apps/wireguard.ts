@@ -50,6 +50,9 @@ export const WG_SOCKET_DIR = '/var/run/wireguard';
 export const WG_DEFAULT_MTU = 1420;
 /** How long wireguard-go may take to make its interface and socket. */
 const SOCKET_WAIT_MS = 10_000;
+/** wireguard-go's memory is sampled this often while the tunnel is up; over the cap 3 times in a row, it stops. */
+const MEMORY_SAMPLE_MS = 5_000;
+const CAP_SAMPLES = 3;
 
 export interface WireguardOptions {
   /** Paths or names of the tools (config `apps.wireguard`). */
@@ -58,6 +61,8 @@ export interface WireguardOptions {
   /** Each `wg`/`ip` command is killed after this (a hung tool). */
   commandTimeoutMs: number;
   memoryLimitBytes: number | null;
+  /** How often the memory is sampled (tests); default MEMORY_SAMPLE_MS. */
+  memorySampleMs?: number;
 }
 
 /** The tunnel's interface name on this computer: `wgk` + 8 hex digits of the data folder's hash. */
@@ -137,6 +142,8 @@ export class WireguardDriver implements WireguardControl {
   /** `ip route` argument lists this driver added (removed on stop). */
   private addedRoutes: string[][] = [];
   private disposed = false;
+  private memoryTimer: NodeJS.Timeout | null = null;
+  private overCap = 0;
   /** `wireguard-go --version`'s version, once read. */
   private version: string | null = null;
 
@@ -428,6 +435,7 @@ export class WireguardDriver implements WireguardControl {
       await this.configure(config);
       this.up = true;
       this.lastError = null;
+      this.watchMemory();
       this.host.log.info(
         { interface: this.ifname, ms: Math.round(performance.now() - t0) },
         'wireguard: tunnel up',
@@ -462,7 +470,14 @@ export class WireguardDriver implements WireguardControl {
       name: `wireguard-go ${ifname}`,
       command,
       args,
-      env: { ...process.env, WG_PROCESS_FOREGROUND: '1' },
+      env: {
+        ...process.env,
+        WG_PROCESS_FOREGROUND: '1',
+        // Go's soft limit below the cap: the collector works harder before the cap stops it
+        ...(this.opts.memoryLimitBytes
+          ? { GOMEMLIMIT: `${Math.floor((this.opts.memoryLimitBytes * 0.8) / 1048576)}MiB` }
+          : {}),
+      },
       pidfile: this.paths.pid,
       isStale: (argv) => argv.includes(ifname),
       backoff: { initialMs: 500, maxMs: 10_000 },
@@ -608,6 +623,9 @@ export class WireguardDriver implements WireguardControl {
   private async bringDown(): Promise<void> {
     const wasUp = this.up;
     this.up = false;
+    if (this.memoryTimer) clearInterval(this.memoryTimer);
+    this.memoryTimer = null;
+    this.overCap = 0;
     for (const args of this.addedRoutes.reverse()) {
       // the interface's own routes go with it; a host route to an endpoint does not
       await this.runIp([args[0] ?? '-4', 'route', 'del', ...args.slice(3)]).catch(() => undefined);
@@ -624,6 +642,31 @@ export class WireguardDriver implements WireguardControl {
   private async removeLeftovers(): Promise<void> {
     await this.runIp(['link', 'del', 'dev', this.ifname]).catch(() => undefined);
     await rm(this.paths.socket, { force: true }).catch(() => undefined);
+  }
+
+  /** The memory cap (`apps.memory_limit_mb`): over it CAP_SAMPLES times in a row, the tunnel stops and says why. */
+  private watchMemory(): void {
+    const limit = this.opts.memoryLimitBytes;
+    if (!limit || this.memoryTimer) return;
+    this.memoryTimer = setInterval(() => {
+      void this.rssBytes().then((rss) => {
+        if (rss === null || !this.up) return;
+        this.overCap = rss > limit ? this.overCap + 1 : 0;
+        if (this.overCap < CAP_SAMPLES) return;
+        const why = `stopped: wireguard-go used ${Math.round(rss / 1048576)} MiB, over the cap of ${Math.round(limit / 1048576)} MiB`;
+        this.host.log.warn(
+          { rss_bytes: rss, limit_bytes: limit },
+          'wireguard: over its memory cap',
+        );
+        void this.queue
+          .run(() => this.bringDown())
+          .then(() => {
+            this.lastError = why;
+          })
+          .catch(() => undefined);
+      });
+    }, this.opts.memorySampleMs ?? MEMORY_SAMPLE_MS);
+    this.memoryTimer.unref();
   }
 
   // --- helpers ------------------------------------------------------------------------------
