@@ -34,11 +34,15 @@ function supervise(opts: ConstructorParameters<typeof Supervisor>[0]): Superviso
   return s;
 }
 
-async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => T | Promise<T>,
+  timeoutMs = 5000,
+): Promise<NonNullable<T>> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await fn();
-    if (value) return value;
+    if (value) return value as NonNullable<T>;
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -134,7 +138,12 @@ process.on('disconnect', () => process.exit(0));`;
       if (h) handles.push(h);
     });
     await s.ensureStarted();
-    const port = await until('listening', () => messages.find((m) => m.type === 'listening')?.port);
+    // a node start on a loaded machine: seconds
+    const port = await until(
+      'listening',
+      () => messages.find((m) => m.type === 'listening')?.port,
+      30_000,
+    );
     const { connect, Socket } = await import('node:net');
     const client = connect(port, '127.0.0.1');
     const got = await until('a socket', () => handles[0]);
