@@ -1,10 +1,11 @@
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fixturesOf, writeScript } from '../drivers/apps/apps-test-kit';
 import type { NetbirdApp } from '../drivers/apps/netbird';
 import type { ZerotierApp } from '../drivers/apps/zerotier';
-import { AppPerTest } from '../test-helpers';
+import { AppPerTest, jsonCaller } from '../test-helpers';
 import type { NetbirdControl } from './netbird';
 import type { ZerotierControl } from './zerotier';
 
@@ -14,7 +15,8 @@ const zerotierFits = (a: ZerotierApp): ZerotierControl => a;
 void netbirdFits;
 void zerotierFits;
 
-const FIX = resolve(__dirname, '../drivers/apps/fixtures');
+const NB = fixturesOf('netbird');
+const ZT = fixturesOf('zerotier');
 const apps = new AppPerTest();
 let tools: string;
 beforeEach(async () => {
@@ -25,12 +27,7 @@ afterEach(async () => {
   await rm(tools, { recursive: true, force: true });
 });
 
-async function script(name: string, body: string): Promise<string> {
-  const path = join(tools, name);
-  await writeFile(path, `#!/bin/sh\n${body}\n`);
-  await chmod(path, 0o755);
-  return path;
-}
+const script = (name: string, body: string): Promise<string> => writeScript(tools, name, body);
 
 /** Stand-ins for the tools that print the recorded outputs (neither tool is installable here). */
 async function fakeTools() {
@@ -38,10 +35,10 @@ async function fakeTools() {
     'netbird',
     `case "$*" in
   *"service run"*) exec sleep 600 ;;
-  *version*) cat ${FIX}/netbird/version.txt ;;
-  *"status --json"*) cat ${FIX}/netbird/status-connected.json ;;
-  *" up"*) cat ${FIX}/netbird/up-connected.txt ;;
-  *logout*) cat ${FIX}/netbird/logout.txt ;;
+  *version*) cat ${NB}/version.txt ;;
+  *"status --json"*) cat ${NB}/status-connected.json ;;
+  *" up"*) cat ${NB}/up-connected.txt ;;
+  *logout*) cat ${NB}/logout.txt ;;
   *) echo "unknown command" >&2; exit 1 ;;
 esac`,
   );
@@ -49,13 +46,13 @@ esac`,
   const zerotierCli = await script(
     'zerotier-cli',
     `case "$*" in
-  *" -v"*) cat ${FIX}/zerotier/version.txt ;;
-  *"-j info"*) cat ${FIX}/zerotier/info-online.json ;;
-  *"-j listnetworks"*) cat ${FIX}/zerotier/listnetworks-ok.json ;;
-  *" join "*) cat ${FIX}/zerotier/join-ok.txt ;;
-  *" leave "*) cat ${FIX}/zerotier/leave-ok.txt ;;
-  *" orbit "*) cat ${FIX}/zerotier/orbit-ok.txt ;;
-  *" deorbit "*) cat ${FIX}/zerotier/deorbit-ok.txt ;;
+  *" -v"*) cat ${ZT}/version.txt ;;
+  *"-j info"*) cat ${ZT}/info-online.json ;;
+  *"-j listnetworks"*) cat ${ZT}/listnetworks-ok.json ;;
+  *" join "*) cat ${ZT}/join-ok.txt ;;
+  *" leave "*) cat ${ZT}/leave-ok.txt ;;
+  *" orbit "*) cat ${ZT}/orbit-ok.txt ;;
+  *" deorbit "*) cat ${ZT}/deorbit-ok.txt ;;
   *) echo "unknown"; exit 1 ;;
 esac`,
   );
@@ -73,14 +70,7 @@ async function start(installed: boolean) {
         }
       : { netbird: { tool: join(tools, 'no-netbird') }, zerotier: { cli: join(tools, 'no-zt') } },
   });
-  const call = (method: 'GET' | 'POST', url: string, body?: unknown) =>
-    app.inject({
-      method,
-      url,
-      headers: { token, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
-    });
-  return { app, call };
+  return { app, call: jsonCaller(app, token) };
 }
 
 describe('/api/netbird and /api/zerotier: session and bad input', () => {

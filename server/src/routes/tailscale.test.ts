@@ -1,10 +1,11 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AppPerTest, login, PASSWORD } from '../test-helpers';
+import { fixturesOf, writeScript } from '../drivers/apps/apps-test-kit';
+import { AppPerTest, jsonCaller, login, PASSWORD } from '../test-helpers';
 
-const FIX = resolve(__dirname, '../drivers/apps/fixtures/tailscale');
+const FIX = fixturesOf('tailscale');
 const apps = new AppPerTest();
 let tools: string;
 beforeEach(async () => {
@@ -15,12 +16,7 @@ afterEach(async () => {
   await rm(tools, { recursive: true, force: true });
 });
 
-async function script(name: string, body: string): Promise<string> {
-  const path = join(tools, name);
-  await writeFile(path, `#!/bin/sh\n${body}\n`);
-  await chmod(path, 0o755);
-  return path;
-}
+const script = (name: string, body: string): Promise<string> => writeScript(tools, name, body);
 
 /**
  * A stand-in `tailscale` printing the recorded outputs (Tailscale is not installable here): it
@@ -59,14 +55,7 @@ async function start(installed: boolean) {
     : { tailscale: join(tools, 'no-tailscale'), tailscaled: join(tools, 'no-tailscaled') };
   overrides = { system: { network: 'disabled' }, apps: { tailscale: t } };
   const { app, token } = await apps.start(overrides);
-  const call = (method: 'GET' | 'POST', url: string, body?: unknown) =>
-    app.inject({
-      method,
-      url,
-      headers: { token, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
-    });
-  return { app, call };
+  return { app, call: jsonCaller(app, token) };
 }
 
 const ROUTES = [

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SILENT_LOGGER } from '../../log';
 import { CommandError, type CommandRunner } from '../../process/run';
 import {
   AppBusyError,
@@ -15,6 +14,7 @@ import {
   OneAtATime,
   treeRss,
 } from './cli-app';
+import { testHost } from './apps-test-kit';
 import type { AppHost } from './types';
 
 let dir: string;
@@ -26,15 +26,7 @@ afterEach(async () => {
 });
 
 function host(runner: CommandRunner, namespace: string | null = null): AppHost {
-  return {
-    namespace,
-    unavailable: () => null,
-    ready: async () => undefined,
-    dataDir: join(dir, 'apps'),
-    runDir: join(dir, 'run'),
-    log: SILENT_LOGGER,
-    runner,
-  };
+  return testHost(dir, runner, { namespace });
 }
 
 const installed = (c: string): string => `/usr/bin/${c.slice(c.lastIndexOf('/') + 1)}`;

@@ -1,18 +1,15 @@
-import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../config';
-import { SILENT_LOGGER } from '../../log';
 import { loadConfigDefaults } from '../../paths';
 import { CommandError, type CommandRunner, type RunOptions } from '../../process/run';
 import { AppToolError } from './cli-app';
 import { loginUrlOf, NetbirdApp, netbirdView, parseNetbirdStatus } from './netbird';
-import type { AppHost } from './types';
+import { answer, fakeDaemon, fixtureReader, testHost } from './apps-test-kit';
 
-const FIX = join(__dirname, 'fixtures', 'netbird');
-const fixture = (name: string): string => readFileSync(join(FIX, name), 'utf8');
+const fixture = fixtureReader('netbird');
 
 let dir: string;
 let apps: NetbirdApp[] = [];
@@ -44,13 +41,6 @@ function fakeRunner(handlers: Record<string, Handler>, calls: Call[] = []): Comm
   };
 }
 
-async function fakeDaemon(): Promise<string> {
-  const path = join(dir, 'netbird');
-  await writeFile(path, '#!/bin/sh\nexec sleep 600\n');
-  await chmod(path, 0o755);
-  return path;
-}
-
 function config(overrides: Record<string, unknown> = {}) {
   return buildConfig({ data_dir: dir, target: 'testbed', apps: overrides }, loadConfigDefaults())
     .apps;
@@ -65,16 +55,11 @@ async function makeApp(
     rssBytes?: number;
   } = {},
 ): Promise<NetbirdApp> {
-  const daemon = await fakeDaemon();
-  const host: AppHost = {
-    namespace: null,
-    unavailable: () => null,
-    ready: async () => undefined,
-    dataDir: join(dir, 'apps'),
-    runDir: join(dir, 'run'),
-    log: SILENT_LOGGER,
-    runner: fakeRunner({ version: async () => fixture('version.txt'), ...handlers }, opts.calls),
-  };
+  const daemon = await fakeDaemon(dir, 'netbird');
+  const host = testHost(
+    dir,
+    fakeRunner({ version: async () => fixture('version.txt'), ...handlers }, opts.calls),
+  );
   const app = new NetbirdApp(host, config({ netbird: { tool: daemon }, ...opts.cfg }), {
     findExecutable: (c) => (opts.installed === false ? null : c),
     readRss: async () => opts.rssBytes ?? 50 * 1024 * 1024,
@@ -82,11 +67,6 @@ async function makeApp(
   apps.push(app);
   return app;
 }
-
-const answer =
-  (text: string): Handler =>
-  async () =>
-    text;
 
 describe('parseNetbirdStatus / netbirdView (recorded outputs)', () => {
   it('connected: addresses without prefix, the management URL, peers', () => {

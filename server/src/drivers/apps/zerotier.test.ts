@@ -1,17 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../config';
-import { SILENT_LOGGER } from '../../log';
 import { loadConfigDefaults } from '../../paths';
 import { CommandError, type CommandRunner } from '../../process/run';
-import type { AppHost } from './types';
+import { answer, fakeDaemon, fixtureReader, testHost } from './apps-test-kit';
 import { ZerotierApp, zerotierInfoSchema, zerotierNetworksSchema, zerotierView } from './zerotier';
 
-const FIX = join(__dirname, 'fixtures', 'zerotier');
-const fixture = (name: string): string => readFileSync(join(FIX, name), 'utf8');
+const fixture = fixtureReader('zerotier');
 const info = (name: string) => zerotierInfoSchema.parse(JSON.parse(fixture(name)));
 const nets = (name: string) => zerotierNetworksSchema.parse(JSON.parse(fixture(name)));
 
@@ -37,9 +34,7 @@ async function makeApp(
   handlers: Record<string, Handler>,
   opts: { installed?: boolean; calls?: string[][]; cfg?: Record<string, unknown> } = {},
 ): Promise<ZerotierApp> {
-  const daemon = join(dir, 'zerotier-one');
-  await writeFile(daemon, '#!/bin/sh\nexec sleep 600\n');
-  await chmod(daemon, 0o755);
+  const daemon = await fakeDaemon(dir, 'zerotier-one');
   const runner: CommandRunner = async (_file, args) => {
     // args: -D<home> [-j] <command> ...
     const rest = args.slice(1);
@@ -49,15 +44,7 @@ async function makeApp(
     if (!h) throw failOut('unknown command');
     return { stdout: await h(rest), stderr: '' };
   };
-  const host: AppHost = {
-    namespace: null,
-    unavailable: () => null,
-    ready: async () => undefined,
-    dataDir: join(dir, 'apps'),
-    runDir: join(dir, 'run'),
-    log: SILENT_LOGGER,
-    runner,
-  };
+  const host = testHost(dir, runner);
   const apps_ = buildConfig(
     {
       data_dir: dir,
@@ -74,11 +61,6 @@ async function makeApp(
   apps.push(app);
   return app;
 }
-
-const answer =
-  (text: string): Handler =>
-  async () =>
-    text;
 
 describe('zerotierView (recorded outputs)', () => {
   it('OK with addresses: connected, addresses without prefix', () => {
