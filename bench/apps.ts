@@ -26,7 +26,7 @@ import { loadConfigDefaults } from '../server/src/paths';
 import { loadOrCreateCertificate } from '../server/src/services/tls';
 import { initAndLogin } from '../server/src/test-helpers';
 import { startWanPeer, WAN, type WanPeer } from '../server/src/platform/netns/wan-test-support';
-import { median, note, percentile, round, sized } from './lib';
+import { median, note, percentile, round, shortMark, sized } from './lib';
 
 const RTT_SAMPLES = sized(200, 40);
 const IDLE_S = sized(10, 4);
@@ -164,6 +164,7 @@ async function main(): Promise<void> {
 
     process.stdout.write(
       `${JSON.stringify({
+        ...shortMark(),
         wireguard_handshake_ms: round(handshakeMs),
         wireguard_start_ms: round(startMs),
         wireguard_console_rtt_ms: round(median(times), 2),

@@ -166,6 +166,27 @@ describe('benchmarks in short mode', () => {
     expect([json['audio_latency_unattributed'], json['mic_latency_unattributed']]).toEqual([0, 0]);
   }, 100_000);
 
+  it('apps', async () => {
+    // a real WireGuard tunnel from a peer namespace behind the LAN's NAT to the device, and an
+    // authenticated API call through it (root: the namespaces)
+    const json = await runShort('apps', 120_000);
+    const { cli_apps_idle, cli_apps_idle_reason, ...measured } = json;
+    // the CLI apps cannot be installed here: null, and the JSON says why
+    expect(cli_apps_idle).toBeNull();
+    expect(String(cli_apps_idle_reason)).toMatch(/not installable/);
+    expectMeasured(measured, [
+      'wireguard_handshake_ms',
+      'wireguard_start_ms',
+      'wireguard_console_rtt_ms',
+      'wireguard_console_rtt_p95_ms',
+      'wireguard_console_rtt_samples',
+      'apps_idle_cpu_percent',
+      'apps_idle_rss_mb',
+    ]);
+    expect(json['wireguard_handshake_ms']).toBeGreaterThan(0);
+    expect(json['apps_idle_rss_mb']).toBeGreaterThan(0);
+  }, 130_000);
+
   it('cloud', async () => {
     // PostgreSQL, NATS, coturn, two fleet replicas, 50 agents; a testbed device bound to them
     // and its video glass to glass through coturn (the bench throws unless it is relayed); then
