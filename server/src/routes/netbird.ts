@@ -14,8 +14,9 @@ import {
   type NetbirdRunAnswer,
 } from '@kvm/protocol/netbird';
 import type { AppDriver } from '../drivers/apps/types';
-import { NotFoundError, ValidatorError } from '../errors';
+import { ValidatorError } from '../errors';
 import type { AppsService } from '../services/apps/apps-service';
+import { appOf } from './apps';
 import { bool, queryOf, str } from '../validators';
 
 /** What the NetBird app (drivers/apps/netbird.ts, made by the registry for id `netbird`) offers. */
@@ -29,11 +30,8 @@ export interface NetbirdControl extends AppDriver {
   setConfig(change: Partial<Omit<NetbirdConfig, 'enable'>>): Promise<NetbirdConfig>;
 }
 
-function netbirdOf(apps: AppsService): NetbirdControl {
-  const app = apps.get('netbird');
-  if (!app) throw new NotFoundError('The NetBird app is not on this device');
-  return app as NetbirdControl;
-}
+const netbirdOf = (apps: AppsService): NetbirdControl =>
+  appOf<NetbirdControl>(apps, 'netbird', 'NetBird');
 
 /** GL takes `setup_key` from the query, else from a JSON body; absent is the SSO login. */
 export function setupKeyOf(query: Record<string, unknown>, body: unknown): string | null {

@@ -16,8 +16,9 @@ import {
   type ZerotierStatus,
 } from '@kvm/protocol/zerotier';
 import type { AppDriver } from '../drivers/apps/types';
-import { NotFoundError, ValidatorError } from '../errors';
+import { ValidatorError } from '../errors';
 import type { AppsService } from '../services/apps/apps-service';
+import { appOf } from './apps';
 import { bool, fail, queryOf, str } from '../validators';
 
 /** What the ZeroTier app (drivers/apps/zerotier.ts, made by the registry for id `zerotier`) offers. */
@@ -33,11 +34,8 @@ export interface ZerotierControl extends AppDriver {
   deorbit(worldId: string): Promise<{ success: boolean; output: string }>;
 }
 
-function zerotierOf(apps: AppsService): ZerotierControl {
-  const app = apps.get('zerotier');
-  if (!app) throw new NotFoundError('The ZeroTier app is not on this device');
-  return app as ZerotierControl;
-}
+const zerotierOf = (apps: AppsService): ZerotierControl =>
+  appOf<ZerotierControl>(apps, 'zerotier', 'ZeroTier');
 
 /** A network id argument: exactly 16 hex digits, kept in lower case. */
 export function nwidOf(name: string, raw: unknown): string {

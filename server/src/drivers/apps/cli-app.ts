@@ -83,6 +83,21 @@ export interface ToolProbe {
   missing: string | null;
 }
 
+/**
+ * Why an app cannot run before its tool is asked anything: its tool (or a program it requires) is
+ * not installed, or its memory cap stopped it (`capError`); null when neither.
+ */
+export function notRunnable(
+  probe: ToolProbe,
+  capError: string | null,
+): { state: 'not_installed' | 'error'; detail: string } | null {
+  if (!probe.installed) {
+    return { state: 'not_installed', detail: `${probe.missing} is not installed on this device` };
+  }
+  if (capError) return { state: 'error', detail: capError };
+  return null;
+}
+
 export interface CliToolOptions {
   id: AppId;
   host: AppHost;

@@ -30,6 +30,7 @@ import {
   CliTool,
   OneAtATime,
   formatDuration,
+  notRunnable,
   toolError,
 } from './cli-app';
 import { hostArgv, type AppDriver, type AppHost } from './types';
@@ -304,17 +305,8 @@ export class NetbirdApp implements AppDriver {
   > {
     const probe = await this.tool.probe();
     const base = { installed: probe.installed, version: probe.version, running: false };
-    if (!probe.installed) {
-      return {
-        ...base,
-        ...EMPTY_VIEW,
-        state: 'not_installed',
-        detail: `${probe.missing} is not installed on this device`,
-      };
-    }
-    if (this.daemon.capError) {
-      return { ...base, ...EMPTY_VIEW, state: 'error', detail: this.daemon.capError };
-    }
+    const blocked = notRunnable(probe, this.daemon.capError);
+    if (blocked) return { ...base, ...EMPTY_VIEW, ...blocked };
     if (!this.daemon.wanted) return { ...base, ...EMPTY_VIEW, state: 'stopped', detail: null };
     const running = this.daemon.running;
     const young = this.now() - this.startedAt < STARTING_GRACE_MS;

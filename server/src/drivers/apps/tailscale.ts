@@ -34,6 +34,7 @@ import {
   AppStore,
   AppToolError,
   CliTool,
+  notRunnable,
   OneAtATime,
   redact,
   toolError,
@@ -255,14 +256,8 @@ export class TailscaleApp implements TailscaleControl {
       rss_bytes: this.daemon.rssBytes,
       memory_limit_bytes: this.daemon.limitBytes,
     };
-    if (!probe.installed) {
-      return {
-        ...base,
-        state: 'not_installed',
-        detail: `${probe.missing} is not installed on this device`,
-      };
-    }
-    if (this.daemon.capError) return { ...base, state: 'error', detail: this.daemon.capError };
+    const blocked = notRunnable(probe, this.daemon.capError);
+    if (blocked) return { ...base, ...blocked };
     const unavailable = this.host.unavailable();
     if (!this.daemon.wanted && this.config.enable && unavailable !== null) {
       return { ...base, state: 'error', detail: unavailable };

@@ -23,7 +23,15 @@ import {
 } from '@kvm/protocol/zerotier';
 import type { AppConfig } from '../../config';
 import { atomicWriteFile } from '../../storage/atomic';
-import { AppDaemon, AppStore, AppToolError, CliTool, OneAtATime, parseToolJson } from './cli-app';
+import {
+  AppDaemon,
+  AppStore,
+  AppToolError,
+  CliTool,
+  notRunnable,
+  OneAtATime,
+  parseToolJson,
+} from './cli-app';
 import type { AppDriver, AppHost } from './types';
 
 /** A daemon that does not answer this long after its start is `starting`, later `error`. */
@@ -267,14 +275,8 @@ export class ZerotierApp implements AppDriver {
     const probe = await this.tool.probe();
     const empty = { online: false, address: '', addresses: [], networks: [] };
     const base = { installed: probe.installed, version: probe.version, running: false, ...empty };
-    if (!probe.installed) {
-      return {
-        ...base,
-        state: 'not_installed',
-        detail: `${probe.missing} is not installed on this device`,
-      };
-    }
-    if (this.daemon.capError) return { ...base, state: 'error', detail: this.daemon.capError };
+    const blocked = notRunnable(probe, this.daemon.capError);
+    if (blocked) return { ...base, ...blocked };
     if (!this.daemon.wanted) return { ...base, state: 'stopped', detail: null };
     const young = this.now() - this.startedAt < STARTING_GRACE_MS;
     if (!this.daemon.running) {
