@@ -32,10 +32,10 @@ const QEMU_TARGET = [
 ];
 /**
  * The apps center's WireGuard app (docs/apps.md): wireguard-go (the userspace tunnel: no kernel
- * module can be loaded here) and wireguard-tools' `wg`. Its tests' stand-in Internet router
- * masquerades with nftables.
+ * module can be loaded here), wireguard-tools' `wg`, and nftables for a full tunnel's reply
+ * policy (its tests' stand-in Internet router masquerades with it too).
  */
-const APPS = ['wireguard-go', 'wireguard-tools'];
+const APPS = ['wireguard-go', 'wireguard-tools', 'nftables'];
 /**
  * Device administration on the developer targets (docs/system.md): iproute2 for the network
  * namespaces, dnsmasq-base as the LAN's DHCP and DNS server, udhcpc as the device's DHCP client,
@@ -80,7 +80,6 @@ const PACKAGES = {
     ...OCR,
     ...AUDIO,
     'fonts-dejavu-core',
-    'nftables',
     ...DEVICE_VM,
     ...CLOUD,
   ],

@@ -9,13 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { buildApp, createContext } from '../../app';
-import { buildConfig } from '../../config';
-import { loadConfigDefaults } from '../../paths';
 import { runCommand } from '../../process/run';
 import { findExecutable } from '../../process/supervisor';
-import { loadOrCreateCertificate } from '../../services/tls';
-import { initAndLogin, login, PASSWORD } from '../../test-helpers';
+import { buildNetnsApp, initAndLogin, login, PASSWORD } from '../../test-helpers';
 import { NetnsNetwork } from '../network/netns';
 import { listNamespaces, namespaceSkipReason } from '../../platform/netns/test-support';
 import {
@@ -56,21 +52,10 @@ afterEach(async () => {
 
 async function startRig(existing?: string, keys?: WanKeys): Promise<Rig> {
   const dataDir = existing ?? (await mkdtemp(join(tmpdir(), 'kvm-wg-')));
-  const config = buildConfig(
-    {
-      data_dir: dataDir,
-      target: 'testbed',
-      system: { network: 'netns' },
-      webrtc: { stun_url: null },
-    },
-    loadConfigDefaults(),
-  );
-  const ctx = await createContext(config, '0.0.0-test');
-  const https = await loadOrCreateCertificate(join(dataDir, 'tls'));
-  const app = await buildApp(ctx, { https });
+  const { app, network } = await buildNetnsApp(dataDir);
   rig = {
     app,
-    network: ctx.drivers.system.network as NetnsNetwork,
+    network,
     dataDir,
     token: '',
     peer: null,
@@ -296,4 +281,57 @@ describe.skipIf(skipReason !== null)('WireGuard on real namespaces', () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('a full tunnel (AllowedIPs 0.0.0.0/0) keeps the answers to a console client beyond the LAN gateway', async () => {
+    const r = await startRig();
+    const peer = r.peer!;
+    const lanIp = await deviceLanAddress(r);
+    const full = peer.deviceConfig({ allowedIps: '0.0.0.0/0' });
+    expect((await call(r, 'POST', 'config', full)).statusCode).toBe(200);
+    expect((await call(r, 'POST', 'start')).statusCode).toBe(200);
+    await waitConnected(r);
+    const check = `https://${lanIp}/api/auth/check`;
+    // Through the tunnel, as before.
+    const viaTunnel = `https://${WAN.tunnelDevice}/api/auth/check`;
+    expect((await httpsFrom(peer.namespace, viaTunnel)).status).toBe(401);
+    // A client on another network, routed by the LAN's gateway (the router's own WAN address):
+    // without the reply policy its answers would go into the tunnel (0.0.0.0/1, 128.0.0.0/1).
+    const routed = await httpsFromAddress(r.network.names.lan, WAN.router, check);
+    expect(routed.status, routed.error ?? '').toBe(401);
+    // The LAN itself, of course.
+    expect((await httpsFrom(r.network.names.lan, check)).status).toBe(401);
+    // Stop: the policy goes with the tunnel.
+    expect((await call(r, 'POST', 'stop')).statusCode).toBe(200);
+    const rules = (await runCommand('ip', ['-n', r.network.names.dev, 'rule', 'show'])).stdout;
+    expect(rules).not.toContain('0x4b57');
+    const nft = await runCommand('ip', [
+      'netns',
+      'exec',
+      r.network.names.dev,
+      'nft',
+      'list',
+      'tables',
+    ]);
+    expect(nft.stdout).not.toContain('kvm_wg_replies');
+  }, 90_000);
 });
+
+/** An HTTPS request from inside `ns`, from its address `local`: the status, or the error code. */
+async function httpsFromAddress(
+  ns: string,
+  local: string,
+  url: string,
+): Promise<{ status: number | null; error: string | null }> {
+  const js = `const req = require('node:https').get(${JSON.stringify(url)}, { localAddress: ${JSON.stringify(local)}, rejectUnauthorized: false, timeout: 5000 }, (res) => {
+  res.resume(); res.on('end', () => { console.log(JSON.stringify({ status: res.statusCode, error: null })); });
+});
+req.on('timeout', () => { console.log(JSON.stringify({ status: null, error: 'ETIMEDOUT' })); req.destroy(); });
+req.on('error', (e) => { console.log(JSON.stringify({ status: null, error: e.code || e.message })); });`;
+  const out = await runCommand('ip', ['netns', 'exec', ns, process.execPath, '-e', js], {
+    timeoutMs: 20_000,
+  });
+  return JSON.parse(out.stdout.trim().split('\n')[0] ?? '{}') as {
+    status: number | null;
+    error: string | null;
+  };
+}

@@ -126,6 +126,17 @@ interface WgState {
   enabled: boolean;
 }
 
+/**
+ * The split default's reply policy (docs/apps.md "The tunnel"): a connection that did not come
+ * in through the tunnel is marked, and its packets are routed by the device's own routes (the
+ * main table without its /1 halves and default, then a table holding only the gateway it had),
+ * so a console client beyond the LAN's gateway keeps its answers while a peer takes 0.0.0.0/0.
+ */
+const REPLY_MARK = '0x4b57';
+const REPLY_TABLE = '19287';
+const REPLY_RULES = { main: '10100', gateway: '10101' } as const;
+const REPLY_NFT_TABLE = 'kvm_wg_replies';
+
 export class WireguardDriver implements WireguardControl {
   readonly id = 'wireguard' as const;
   readonly ifname: string;
@@ -566,11 +577,85 @@ export class WireguardDriver implements WireguardControl {
         if (await this.tryRoute(args)) this.addedRoutes.push(args);
       }
     }
+    // before the halves: no moment where an answer to a client beyond the LAN goes into the tunnel
+    const split = [...(plan.splitDefault4 ? ['-4'] : []), ...(plan.splitDefault6 ? ['-6'] : [])];
+    if (split.length > 0) await this.keepRepliesOffTunnel(split as ('-4' | '-6')[]);
     for (const prefix of plan.routes) {
       const family = prefix.includes(':') ? '-6' : '-4';
       const args = [family, 'route', 'add', prefix, 'dev', this.ifname];
       if (await this.tryRoute(args)) this.addedRoutes.push(args);
     }
+  }
+
+  /**
+   * The reply policy (REPLY_MARK): nftables marks every connection that arrives on another
+   * interface than the tunnel and copies the mark onto its outgoing packets; `ip rule` sends
+   * marked packets to the main table with routes of prefix length 0 and 1 ignored (the LAN's
+   * own routes answer), then to REPLY_TABLE, which holds the default route the device had.
+   * Without nft the tunnel still comes up, and the log says what it means.
+   */
+  private async keepRepliesOffTunnel(families: ('-4' | '-6')[]): Promise<void> {
+    // a re-apply (a restarted wireguard-go) starts from nothing: no rule or nft rule twice
+    await this.removeReplyPolicy();
+    const ruleset = [
+      `table inet ${REPLY_NFT_TABLE} {`,
+      '  chain pre {',
+      '    type filter hook prerouting priority mangle; policy accept;',
+      `    iifname != "${this.ifname}" ct state new ct mark set ${REPLY_MARK}`,
+      '  }',
+      '  chain out {',
+      '    type route hook output priority mangle; policy accept;',
+      `    ct mark ${REPLY_MARK} meta mark set ${REPLY_MARK}`,
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    try {
+      const [file, argv] = hostArgv(this.host, 'nft', ['-f', '-']);
+      await this.host.runner(file, argv, { input: ruleset, timeoutMs: this.opts.commandTimeoutMs });
+    } catch (err) {
+      this.host.log.warn(
+        { err: this.reason(err) },
+        'wireguard: no reply policy (nft): clients beyond the LAN get their answers through the tunnel',
+      );
+      return;
+    }
+    for (const family of families) {
+      // prettier-ignore
+      await this.ip('reply policy', [
+        family, 'rule', 'add', 'priority', REPLY_RULES.main, 'fwmark', REPLY_MARK,
+        'lookup', 'main', 'suppress_prefixlength', '1',
+      ]);
+      // prettier-ignore
+      await this.ip('reply policy', [
+        family, 'rule', 'add', 'priority', REPLY_RULES.gateway, 'fwmark', REPLY_MARK,
+        'lookup', REPLY_TABLE,
+      ]);
+      const { stdout } = await this.runIp([family, '-j', 'route', 'show', 'default']);
+      const routes = JSON.parse(stdout || '[]') as { gateway?: string; dev?: string }[];
+      const gw = routes.find((r) => r.dev && r.dev !== this.ifname);
+      if (gw?.dev) {
+        // prettier-ignore
+        await this.ip('reply policy', [
+          family, 'route', 'add', 'default', ...(gw.gateway ? ['via', gw.gateway] : []),
+          'dev', gw.dev, 'table', REPLY_TABLE,
+        ]);
+      }
+    }
+  }
+
+  /** Removes the reply policy (idempotent: also what a crashed server left). */
+  private async removeReplyPolicy(): Promise<void> {
+    for (const family of ['-4', '-6']) {
+      for (const priority of Object.values(REPLY_RULES)) {
+        await this.runIp([family, 'rule', 'del', 'priority', priority]).catch(() => undefined);
+      }
+      await this.runIp([family, 'route', 'flush', 'table', REPLY_TABLE]).catch(() => undefined);
+    }
+    const [file, argv] = hostArgv(this.host, 'nft', ['delete', 'table', 'inet', REPLY_NFT_TABLE]);
+    await this.host
+      .runner(file, argv, { timeoutMs: this.opts.commandTimeoutMs })
+      .catch(() => undefined);
   }
 
   /** The networks connected where the tunnel runs (every interface but `lo` and the tunnel). */
@@ -640,6 +725,7 @@ export class WireguardDriver implements WireguardControl {
 
   /** What a crashed server (or a dead wireguard-go) left: the link and the UAPI socket. */
   private async removeLeftovers(): Promise<void> {
+    await this.removeReplyPolicy();
     await this.runIp(['link', 'del', 'dev', this.ifname]).catch(() => undefined);
     await rm(this.paths.socket, { force: true }).catch(() => undefined);
   }
