@@ -19,12 +19,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildApp, createContext } from '../server/src/app';
-import { buildConfig } from '../server/src/config';
-import type { NetnsNetwork } from '../server/src/drivers/network/netns';
-import { loadConfigDefaults } from '../server/src/paths';
-import { loadOrCreateCertificate } from '../server/src/services/tls';
-import { initAndLogin } from '../server/src/test-helpers';
+import { buildNetnsApp, initAndLogin } from '../server/src/test-helpers';
 import { startWanPeer, WAN, type WanPeer } from '../server/src/platform/netns/wan-test-support';
 import { median, note, percentile, round, shortMark, sized } from './lib';
 
@@ -92,22 +87,11 @@ one(0);`;
 
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kvm-bench-apps-'));
-  const config = buildConfig(
-    {
-      data_dir: dataDir,
-      target: 'testbed',
-      system: { network: 'netns' },
-      webrtc: { stun_url: null },
-    },
-    loadConfigDefaults(),
-  );
-  const ctx = await createContext(config, '0.0.0-bench');
-  const app = await buildApp(ctx, { https: await loadOrCreateCertificate(join(dataDir, 'tls')) });
+  const { app, network } = await buildNetnsApp(dataDir, '0.0.0-bench');
   let peer: WanPeer | null = null;
   try {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const token = await initAndLogin(app);
-    const network = ctx.drivers.system.network as NetnsNetwork;
     await network.ensureUp();
     await network.attachConsole((s) => app.server.emit('connection', s), 256);
     peer = await startWanPeer(network.names);

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, createContext } from './app';
 import { buildConfig } from './config';
+import type { NetnsNetwork } from './drivers/network/netns';
 import { loadConfigDefaults } from './paths';
+import { loadOrCreateCertificate } from './services/tls';
 
 export const PASSWORD = 'correct horse';
 
@@ -31,6 +33,29 @@ export async function buildTestApp(
   );
   const ctx = await createContext(config, '0.0.0-test');
   return buildApp(ctx);
+}
+
+/**
+ * An app over `dataDir` on HTTPS with the device network in namespaces (`system.network: netns`),
+ * not yet listening: the namespace tests' and the apps bench's.
+ */
+export async function buildNetnsApp(
+  dataDir: string,
+  version = '0.0.0-test',
+): Promise<{ app: FastifyInstance; network: NetnsNetwork }> {
+  const config = buildConfig(
+    {
+      data_dir: dataDir,
+      target: 'testbed',
+      system: { network: 'netns' },
+      webrtc: { stun_url: null },
+    },
+    loadConfigDefaults(),
+  );
+  const ctx = await createContext(config, version);
+  const https = await loadOrCreateCertificate(join(dataDir, 'tls'));
+  const app = await buildApp(ctx, { https });
+  return { app, network: ctx.drivers.system.network as NetnsNetwork };
 }
 
 export async function newApp(

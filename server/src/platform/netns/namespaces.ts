@@ -48,9 +48,17 @@ export async function removeNamespaces(
   run: (file: string, args: readonly string[]) => Promise<CommandResult>,
   names: Pick<NetnsNames, 'dev' | 'lan'>,
 ): Promise<void> {
+  await deleteNamespaces(run, [names.dev, names.lan]);
+}
+
+/** Deletes each of `namespaces` that exists, killing whatever runs inside first. Idempotent. */
+export async function deleteNamespaces(
+  run: (file: string, args: readonly string[]) => Promise<CommandResult>,
+  namespaces: readonly string[],
+): Promise<void> {
   const { stdout } = await run('ip', ['netns', 'list']);
   const listed = new Set(stdout.split('\n').map((l) => l.trim().split(/\s+/)[0]));
-  for (const ns of [names.dev, names.lan]) {
+  for (const ns of namespaces) {
     if (!listed.has(ns)) continue;
     const pids = (await run('ip', ['netns', 'pids', ns])).stdout
       .split(/\s+/)

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCommand } from '../../process/run';
 import { waitForExit } from '../../process/supervisor';
-import type { NetnsNames } from './namespaces';
+import { deleteNamespaces, type NetnsNames } from './namespaces';
 
 export const WAN = {
   router: '198.51.100.1',
@@ -66,24 +66,13 @@ async function genkey(): Promise<{ priv: string; pub: string }> {
   return { priv, pub };
 }
 
-/** Every process inside `ns` killed, then the namespace deleted; quiet when it is not there. */
-async function deleteNamespace(ns: string): Promise<void> {
-  const list = await run(['ip', 'netns', 'list']).catch(() => '');
-  if (!list.split('\n').some((l) => l.trim().split(/\s+/)[0] === ns)) return;
-  const pids = (await run(['ip', 'netns', 'pids', ns]).catch(() => ''))
-    .split(/\s+/)
-    .map(Number)
-    .filter((p) => Number.isInteger(p) && p > 1 && p !== process.pid);
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-  for (const pid of pids) await waitForExit(pid, 3000);
-  await run(['ip', 'netns', 'del', ns]).catch(() => undefined);
-}
+/** Every process inside `ns` killed, then the namespace deleted; quiet when it is not there (or a step fails). */
+const deleteNamespace = (ns: string): Promise<void> =>
+  deleteNamespaces(
+    (file, args) =>
+      runCommand(file, args, { timeoutMs: 10_000 }).catch(() => ({ stdout: '', stderr: '' })),
+    [ns],
+  );
 
 /**
  * Builds the peer namespace beside the running LAN namespace of `names` (the device network
