@@ -8,12 +8,14 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { netnsNames } from '../server/src/drivers/network/netns';
 import { startWanPeer, type WanPeer } from '../server/src/platform/netns/wan-test-support';
 import type { Browser } from './fixtures/browser';
 import { byTestId, loginViaUi, startConsole, stopConsole } from './fixtures/console';
+import { poll, removeLeftNamespaces, waitForDeviceLease } from './fixtures/netns';
 import type { ServerProcess } from './fixtures/server';
 
 const run = promisify(execFile);
@@ -27,14 +29,6 @@ let names: ReturnType<typeof netnsNames> | null = null;
 /** The configuration POSTs the page sent. */
 const configPosts: string[] = [];
 
-async function poll(what: string, pred: () => Promise<boolean> | boolean, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 beforeAll(async () => {
   ({ server, browser, page } = await startConsole());
   names = netnsNames(server.dataDir);
@@ -45,15 +39,7 @@ beforeAll(async () => {
   });
   await loginViaUi(page, server);
   if (asRoot) {
-    // The testbed starts its namespaces at first use: ask for the network, wait for the lease.
-    await poll('the device lease', async () => {
-      const ip = await page.evaluate(async () => {
-        const res = await fetch('/api/system/get_network_config');
-        const body = (await res.json()) as { result?: { config?: { ip_address?: string } } };
-        return body.result?.config?.ip_address ?? '';
-      });
-      return /^192\.168\.8\./.test(ip);
-    });
+    await waitForDeviceLease(page);
     peer = await startWanPeer(names);
   }
   await byTestId(page, 'toolbar-apps').click();
@@ -64,13 +50,7 @@ afterAll(async () => {
   await peer?.close();
   await stopConsole(browser, server);
   if (asRoot && names) {
-    const { stdout } = await run('ip', ['netns', 'list'], { timeout: 5_000 });
-    const left = stdout
-      .split('\n')
-      .map((l) => l.split(' ')[0] ?? '')
-      .filter((n) => n === names!.dev || n === names!.lan);
-    for (const ns of left) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
-    expect(left).toEqual([]);
+    expect(await removeLeftNamespaces(names)).toEqual([]);
   }
 }, 60_000);
 
@@ -112,6 +92,27 @@ describe('Apps center', () => {
     await byTestId(page, 'wireguard-error').waitFor({ state: 'visible' });
     expect(await byTestId(page, 'wireguard-error').textContent()).toMatch(/^Line 4: /);
     expect(configPosts).toEqual([]);
+  }, 60_000);
+
+  it('WireGuard: a QR picture is decoded in the browser into the editor, and nothing is sent', async () => {
+    // the mobile apps' export: a PNG of the wg-quick text, decoded by the page (canvas + jsqr)
+    const text =
+      '[Interface]\nPrivateKey = AM9s/VyRv9m+dzTfHVWtHFL9lDStCxoPzwEa8KmbSU8=\n' +
+      'Address = 10.77.0.2/24\n\n[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\n' +
+      'AllowedIPs = 10.77.0.1/32\nEndpoint = 198.51.100.2:51820\n';
+    const png = await QRCode.toBuffer(text, { type: 'png', margin: 4, scale: 6 });
+    await byTestId(page, 'wireguard-config').fill('');
+    await byTestId(page, 'wireguard-qr-file').setInputFiles({
+      name: 'tunnel.png',
+      mimeType: 'image/png',
+      buffer: png,
+    });
+    await poll(
+      'the decoded configuration in the editor',
+      async () => (await byTestId(page, 'wireguard-config').inputValue()) === text,
+    );
+    expect(configPosts).toEqual([]);
+    await byTestId(page, 'wireguard-config').fill('');
   }, 60_000);
 
   it.skipIf(!asRoot)(
