@@ -6,8 +6,6 @@
  * LAN's router) brings the device into the tunnel: the console shows a handshake and transfer
  * counters, polled. The tunnel part needs root (network namespaces).
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -18,7 +16,6 @@ import { byTestId, loginViaUi, startConsole, stopConsole } from './fixtures/cons
 import { poll, removeLeftNamespaces, waitForDeviceLease } from './fixtures/netns';
 import type { ServerProcess } from './fixtures/server';
 
-const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
 
 let server: ServerProcess;

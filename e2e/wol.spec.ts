@@ -5,17 +5,16 @@
  * every address of this computer, on the same port, must see nothing. Without root (no
  * namespaces) the console's wake answers that it cannot send, and still nothing reaches the host.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { netnsNames } from '../server/src/drivers/network/netns';
 import type { Browser } from './fixtures/browser';
 import { byTestId, expectText, loginViaUi, startConsole, stopConsole } from './fixtures/console';
+import { poll, removeLeftNamespaces, waitForDeviceLease } from './fixtures/netns';
 import type { ServerProcess } from './fixtures/server';
 
-const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
 
 let server: ServerProcess;
@@ -34,14 +33,6 @@ s.on('message', (m, r) => console.log(r.address + ' ' + m.toString('hex')));
 s.bind(Number(process.argv[1]), '0.0.0.0', () => console.log('listening'));
 setTimeout(() => process.exit(0), 60000);`;
 
-async function poll(what: string, pred: () => Promise<boolean> | boolean, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 beforeAll(async () => {
   hostNic = createSocket('udp4');
   hostNic.on('message', (msg) => hostPackets.push(msg));
@@ -51,15 +42,7 @@ beforeAll(async () => {
   names = netnsNames(server.dataDir);
   await loginViaUi(page, server);
   if (asRoot) {
-    // The testbed starts its namespaces at first use: ask for the network, wait for the lease.
-    await poll('the device lease', async () => {
-      const ip = await page.evaluate(async () => {
-        const res = await fetch('/api/system/get_network_config');
-        const body = (await res.json()) as { result?: { config?: { ip_address?: string } } };
-        return body.result?.config?.ip_address ?? '';
-      });
-      return /^192\.168\.8\./.test(ip);
-    });
+    await waitForDeviceLease(page);
     lanListener = spawn(
       'ip',
       ['netns', 'exec', names.lan, process.execPath, '-e', LISTEN_JS, String(port)],
@@ -79,13 +62,7 @@ afterAll(async () => {
   await stopConsole(browser, server);
   // The server removes its namespaces when it stops; one that did not must not stay behind.
   if (asRoot && names) {
-    const { stdout } = await run('ip', ['netns', 'list'], { timeout: 5_000 });
-    const left = stdout
-      .split('\n')
-      .map((l) => l.split(' ')[0] ?? '')
-      .filter((n) => n === names!.dev || n === names!.lan);
-    for (const ns of left) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
-    expect(left).toEqual([]);
+    expect(await removeLeftNamespaces(names)).toEqual([]);
   }
 });
 
