@@ -4,7 +4,7 @@ import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { NetworkError } from '../../lib/api';
-import { envelope, stubFetch } from '../../test/fetch-stub';
+import { stubFetch } from '../../test/fetch-stub';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import {
   adoptServerMicOn,
@@ -22,6 +22,7 @@ import {
   type AudioStoreState,
 } from './audio-store';
 import { enableMicrophone, type MicEnableDeps } from './mic-enable';
+import { echoSetConfig } from '../../test/config';
 
 function deviceState(patch: Partial<AudioState> = {}, mic: Partial<AudioState['mic']> = {}) {
   return {
@@ -231,8 +232,7 @@ describe('audio store', () => {
 
   it('shows the muted-panel tip once and stores got_muted_panel_tip', async () => {
     const { requests } = stubFetch({
-      '/api/system/set_config': (req) =>
-        envelope(200, { config: JSON.parse(req.body ?? '{}') as unknown }),
+      '/api/system/set_config': echoSetConfig,
     });
     useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS }, status: 'ready' });
     useAudio.setState({ device: deviceState(), mode: 'webrtc', receiving: true });

@@ -15,6 +15,7 @@ import {
   writePressTime,
 } from './fingerbot-store';
 import FingerbotPanel from './FingerbotPanel';
+import { echoSetConfig } from '../../test/config';
 
 let view: Rendered | undefined;
 let requests: RecordedRequest[];
@@ -28,8 +29,7 @@ beforeEach(() => {
     '/api/fingerbot/battery': () => envelope(200, { battery: 87 }),
     '/api/fingerbot/local_version': () => envelope(200, { version: '1.0.3' }),
     '/api/fingerbot/click': () => envelope(200, { result: 'success' }),
-    '/api/system/set_config': (req) =>
-      envelope(200, { config: JSON.parse(req.body ?? '{}') as unknown }),
+    '/api/system/set_config': echoSetConfig,
   }));
 });
 

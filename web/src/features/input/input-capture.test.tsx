@@ -2,16 +2,17 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import { decodeHidFrame, type HidEvent } from '@kvm/protocol/hid/codec';
 import type { HidState } from '@kvm/protocol/hid/state';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
+import { USER_CONFIG_DEFAULTS } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { HidSender } from '../../lib/input/hid-sender';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { render, type Rendered } from '../../test/render';
-import { resetConfigForTests, useConfig } from '../config/config-store';
+import { resetConfigForTests } from '../config/config-store';
 import { CaptureIndicator } from './CaptureIndicator';
 import { KeyboardStatus, MouseStatus } from './HidStatus';
 import { attachInputCapture, mouseSettingsOf, screenPointMapper } from './input-capture';
 import { applyHid, resetInputSessionForTests, useCapture, useHid } from './input-session';
+import { setConfig } from '../../test/config';
 
 const HID: HidState = {
   enabled: true,
@@ -30,10 +31,6 @@ const HID: HidState = {
   },
   jiggler: { enabled: false, active: false, interval: 60, schedule: [] },
 };
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
 
 /** A sender whose frames are decoded back into events (the event socket is the route). */
 function recordingSender() {

@@ -1,14 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import type { KeymapLayout } from '@kvm/protocol/hid/state';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
+import type { UserConfig } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
 import { click, typeInto } from '../../test/dom';
 import { recordKeys } from '../../test/keys';
 import { NotifyProvider } from '../../components/notify';
-import { resetConfigForTests, useConfig } from '../config/config-store';
+import { resetConfigForTests } from '../config/config-store';
 import AddShortcutDialog from './AddShortcutDialog';
 import { virtualKeyInput } from './keyboard-session';
 import PasteDialog from './PasteDialog';
@@ -19,6 +19,7 @@ import {
   setKeyboardMode,
   useVirtualKeyboard,
 } from './virtual-keyboard-store';
+import { echoSetConfig, setConfig } from '../../test/config';
 
 const FR: KeymapLayout = {
   name: 'fr',
@@ -27,10 +28,6 @@ const FR: KeymapLayout = {
     Digit2: { base: 'é', shift: '2', altgr: '~', shiftAltgr: null },
   },
 };
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
 
 function pointer(el: HTMLElement | null, type: 'pointerdown' | 'pointerup') {
   if (!el) throw new Error('no element');
@@ -65,8 +62,7 @@ beforeEach(() => {
   setConfig({ keymap: 'fr' });
   ({ requests } = stubFetch({
     '/api/hid/keymap': () => envelope(200, FR),
-    '/api/system/set_config': (req) =>
-      envelope(200, { config: JSON.parse(req.body ?? '{}') as unknown }),
+    '/api/system/set_config': echoSetConfig,
     '/api/hid/print': () => envelope(200, { typed: 4, unmapped: ['€', '\u200b'] }),
   }));
 });

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, render, type Rendered, renderPanel } from '../../test/render';
@@ -9,10 +8,7 @@ import { resetInputSessionForTests } from '../input/input-session';
 import { resetConfigForTests, useConfig } from '../config/config-store';
 import { KeyboardGroup } from './KeyboardGroup';
 import { MouseGroup } from './MouseGroup';
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
+import { setConfig } from '../../test/config';
 
 /** Clicks the radio input inside (or at) the element with the test id. */
 function clickRadio(view: Rendered, testId: string) {

@@ -1,17 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
-import { resetConfigForTests, useConfig } from '../config/config-store';
+import { resetConfigForTests } from '../config/config-store';
 import { resetStreamerForTests } from '../video/streamer-store';
 import { VideoGroup } from './VideoGroup';
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
+import { setConfig } from '../../test/config';
 
 describe('VideoGroup', () => {
   let view: Rendered | undefined;

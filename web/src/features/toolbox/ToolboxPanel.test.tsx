@@ -1,20 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
+import type { UserConfig } from '@kvm/protocol/settings';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, type Rendered, renderPanel } from '../../test/render';
 import { click, pressAsync, typeInto } from '../../test/dom';
 import { recordKeys } from '../../test/keys';
-import { resetConfigForTests, useConfig } from '../config/config-store';
+import { resetConfigForTests } from '../config/config-store';
 import { virtualKeyInput } from '../keyboard/keyboard-session';
 import { resetWolForTests } from '../wol/wol';
 import ToolboxPanel from './ToolboxPanel';
+import { echoSetConfig, setConfig } from '../../test/config';
 
 const PC = { name: 'Office PC', mac: 'AA:BB:CC:DD:EE:FF' };
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
 
 let view: Rendered | undefined;
 let requests: RecordedRequest[];
@@ -26,8 +23,7 @@ beforeEach(() => {
   setConfig({ keymap: 'de' });
   ({ requests } = stubFetch({
     '/api/hid/print': () => envelope(200, { typed: 3, unmapped: [] }),
-    '/api/system/set_config': (req) =>
-      envelope(200, { config: JSON.parse(req.body ?? '{}') as unknown }),
+    '/api/system/set_config': echoSetConfig,
     '/api/wol/devices': () => envelope(200, { devices: [PC] }),
     '/api/wol/wake': () => envelope(200, {}),
   }));

@@ -1,17 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { USER_CONFIG_DEFAULTS, type UserConfig } from '@kvm/protocol/settings';
 import { NotifyProvider } from '../../components/notify';
 import en from '../../i18n/en.json';
 import { envelope, stubFetch } from '../../test/fetch-stub';
 import { flush, render, type Rendered } from '../../test/render';
-import { resetConfigForTests, useConfig } from '../config/config-store';
+import { resetConfigForTests } from '../config/config-store';
 import { resetStreamerForTests } from './streamer-store';
 import { VideoView } from './VideoView';
 import { videoController } from './video-session';
-
-function setConfig(patch: Partial<UserConfig>) {
-  useConfig.setState({ config: { ...USER_CONFIG_DEFAULTS, ...patch }, status: 'ready' });
-}
+import { setConfig } from '../../test/config';
 
 /** Polls until `check` holds, for up to 10 s (a loaded machine takes a while for a first import). */
 async function waitFor(check: () => boolean, what: string) {
