@@ -6,6 +6,7 @@ import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { TAILSCALE_DEFAULT_CONFIG } from '@kvm/protocol/tailscale';
 import type { WgStatus } from '@kvm/protocol/wireguard';
 import en from '../../i18n/en.json';
+import { appSummary } from '../../test/apps';
 import { click, typeInto } from '../../test/dom';
 import { envelope, stubFetch, type RecordedRequest, type Responder } from '../../test/fetch-stub';
 import { flush, renderPanel, type Rendered } from '../../test/render';
@@ -30,28 +31,7 @@ Endpoint = 192.0.2.10:51820
 PersistentKeepalive = 25
 `;
 
-function app(id: AppSummary['id'], patch: Partial<AppSummary> = {}): AppSummary {
-  const name = {
-    tailscale: 'Tailscale',
-    netbird: 'NetBird',
-    zerotier: 'ZeroTier',
-    wireguard: 'WireGuard',
-  }[id];
-  return {
-    id,
-    name,
-    installed: true,
-    version: '1.0.0',
-    running: false,
-    state: 'stopped',
-    detail: null,
-    addresses: [],
-    control_url: null,
-    rss_bytes: null,
-    memory_limit_bytes: null,
-    ...patch,
-  };
-}
+const app = appSummary;
 
 const NOT_INSTALLED = (id: AppSummary['id'], program: string) =>
   app(id, {

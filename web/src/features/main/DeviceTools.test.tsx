@@ -1,30 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { act } from 'react';
 import en from '../../i18n/en.json';
+import { appSummary } from '../../test/apps';
+// async act: antd's menu registers its items in a microtask after the click (nextSlice)
+import { pressAsync as click, waitForSelector as waitFor } from '../../test/dom';
 import { envelope, stubFetch, type RecordedRequest } from '../../test/fetch-stub';
 import { flush, type Rendered, renderPanel } from '../../test/render';
 import { applyFingerbot, resetFingerbotForTests } from '../fingerbot/fingerbot-store';
 import { applyAtx, resetAtxForTests, useAtx } from '../power/atx-store';
 import { resetMsdForTests } from '../storage/msd-store';
 import { DeviceTools } from './DeviceTools';
-
-/** Async act: antd's menu registers its items in a microtask after the click (nextSlice). */
-async function click(el: Element | null | undefined) {
-  if (!(el instanceof HTMLElement)) throw new Error('no element');
-  await act(async () => el.click());
-}
-
-/** Lazy panels take longer than a few ticks to import (seconds on a loaded machine). */
-async function waitFor(selector: string): Promise<HTMLElement> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const el = document.querySelector<HTMLElement>(selector);
-    if (el) return el;
-    await flush(1);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${selector} never appeared`);
-}
 
 const ATX_ON = {
   enabled: true,
@@ -50,21 +35,7 @@ beforeEach(() => {
     '/api/wol/devices': () => envelope(200, { devices: [] }),
     '/api/apps': () =>
       envelope(200, {
-        apps: [
-          {
-            id: 'wireguard',
-            name: 'WireGuard',
-            installed: true,
-            version: null,
-            running: false,
-            state: 'stopped',
-            detail: null,
-            addresses: [],
-            control_url: null,
-            rss_bytes: null,
-            memory_limit_bytes: null,
-          },
-        ],
+        apps: [appSummary('wireguard', { version: null })],
       }),
     '/api/cloud/status': () =>
       envelope(200, {
