@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fixturesOf, writeScript } from '../drivers/apps/apps-test-kit';
+import { fixturesOf, RECORDED, writeScript } from '../drivers/apps/apps-test-kit';
 import type { NetbirdApp } from '../drivers/apps/netbird';
 import type { ZerotierApp } from '../drivers/apps/zerotier';
 import { AppPerTest, jsonCaller } from '../test-helpers';
@@ -189,15 +189,7 @@ describe("GL's shapes with stand-in tools printing the recorded outputs", () => 
     let res = await call('POST', '/api/netbird/start');
     expect(res.json().result).toEqual({ success: true, err_msg: '', running: true });
     res = await call('GET', '/api/netbird/get_info');
-    expect(res.json().result).toMatchObject({
-      running: true,
-      netbird_ip: '100.92.7.23/16',
-      connected: true,
-      success: true,
-      err_msg: '',
-      state: 'connected',
-      version: '0.36.5',
-    });
+    expect(res.json().result).toMatchObject({ ...RECORDED.netbirdInfo, version: '0.36.5' });
     res = await call('POST', '/api/netbird/config?management_url=https://192.168.8.20:33073');
     expect(res.json().result).toMatchObject({
       success: true,
@@ -230,17 +222,7 @@ describe("GL's shapes with stand-in tools printing the recorded outputs", () => 
     let res = await call('POST', '/api/zerotier/start');
     expect(res.json().result).toEqual({ success: true, output: '', process_running: true });
     res = await call('GET', '/api/zerotier/status');
-    expect(res.json().result).toMatchObject({
-      enabled: true,
-      process_running: true,
-      nwid: '48d6023c46856feb',
-      name: 'kvm-net',
-      status: 'OK',
-      dev: 'ztosiiou5n',
-      ips: ['10.147.17.5/24', 'fd48:d602:3c46:856f:eb99:93a5:8298:793a/88'],
-      state: 'connected',
-      address: 'a58298793a',
-    });
+    expect(res.json().result).toMatchObject(RECORDED.zerotierStatus);
     res = await call('POST', '/api/zerotier/set_token?token=8056C2E21C000001');
     expect(res.json().result).toEqual({
       success: true,

@@ -49,3 +49,28 @@ export const fakeDaemon = (dir: string, name: string): Promise<string> =>
 
 /** A fake runner's handler answering always `text`. */
 export const answer = (text: string) => async (): Promise<string> => text;
+
+/** What the recorded outputs say once answered (the driver and route tests expect the same). */
+export const RECORDED = {
+  /** ZeroTier's `status` over info-online.json and listnetworks-ok.json, the service running. */
+  zerotierStatus: {
+    enabled: true,
+    process_running: true,
+    nwid: '48d6023c46856feb',
+    name: 'kvm-net',
+    status: 'OK',
+    dev: 'ztosiiou5n',
+    ips: ['10.147.17.5/24', 'fd48:d602:3c46:856f:eb99:93a5:8298:793a/88'],
+    state: 'connected',
+    address: 'a58298793a',
+  },
+  /** NetBird's `get_info` over status-connected.json, the daemon running. */
+  netbirdInfo: {
+    running: true,
+    netbird_ip: '100.92.7.23/16',
+    connected: true,
+    success: true,
+    err_msg: '',
+    state: 'connected',
+  },
+} as const;

@@ -7,7 +7,7 @@ import { loadConfigDefaults } from '../../paths';
 import { CommandError, type CommandRunner, type RunOptions } from '../../process/run';
 import { AppToolError } from './cli-app';
 import { loginUrlOf, NetbirdApp, netbirdView, parseNetbirdStatus } from './netbird';
-import { answer, fakeDaemon, fixtureReader, testHost } from './apps-test-kit';
+import { answer, fakeDaemon, fixtureReader, RECORDED, testHost } from './apps-test-kit';
 
 const fixture = fixtureReader('netbird');
 
@@ -147,14 +147,7 @@ describe('NetbirdApp', () => {
       control_url: 'https://api.netbird.io:443',
       version: '0.36.5',
     });
-    expect(await app.info()).toMatchObject({
-      running: true,
-      netbird_ip: '100.92.7.23/16',
-      connected: true,
-      success: true,
-      err_msg: '',
-      state: 'connected',
-    });
+    expect(await app.info()).toMatchObject(RECORDED.netbirdInfo);
     // the choice is kept: init after a restart starts it again
     expect((await app.getConfig()).enable).toBe(true);
     expect(await app.stop()).toEqual({ success: true, err_msg: '', running: false });
