@@ -11,3 +11,13 @@ export function recordKeys(): string[] {
   });
   return events;
 }
+
+/** Ctrl+Alt+Del as the HidSender sees it: the keys down in order, up in reverse. */
+export const CTRL_ALT_DEL: readonly string[] = [
+  'ControlLeft:down',
+  'AltLeft:down',
+  'Delete:down',
+  'Delete:up',
+  'AltLeft:up',
+  'ControlLeft:up',
+];
