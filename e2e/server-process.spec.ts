@@ -3,12 +3,15 @@
  * HTTP redirecting to it, logs in a file, config errors that name the key, clean SIGTERM.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { NETNS_ETC, netnsNames } from '../server/src/drivers/network/netns';
+import { removeNamespaces } from '../server/src/platform/netns/namespaces';
+import { runCommand } from '../server/src/process/run';
 import { freePort, REPO_ROOT } from './fixtures/server';
 
 const MAIN = join(REPO_ROOT, 'server/dist/main.js');
@@ -19,6 +22,11 @@ const LAUNCHER = join(REPO_ROOT, 'server/dist/launcher.js');
  * still running is killed after it (checked by its command line, so a reused pid is left alone).
  */
 const started = new Set<number>();
+/**
+ * Every data folder a test here made. A server killed here (SIGKILL, exit 70) cannot remove the
+ * network namespaces it started, and the next start that would is never made: they go here.
+ */
+const dataDirs = new Set<string>();
 afterEach(async () => {
   for (const pid of started) {
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
@@ -30,7 +38,19 @@ afterEach(async () => {
     }
   }
   started.clear();
+  for (const dir of dataDirs) {
+    const names = netnsNames(dir);
+    await removeNamespaces(runCommand, names).catch(() => undefined);
+    await rm(join(NETNS_ETC, names.dev), { recursive: true, force: true });
+  }
+  dataDirs.clear();
 });
+
+async function tempData(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  dataDirs.add(dir);
+  return dir;
+}
 
 function startServer(args: string[], script = MAIN, env: NodeJS.ProcessEnv = process.env) {
   const child = spawn(process.execPath, [script, ...args], {
@@ -80,7 +100,7 @@ function httpsGet(
 
 describe('server process', () => {
   it('serves HTTPS with a certificate made once and kept, and redirects HTTP to it', async () => {
-    const data = await mkdtemp(join(tmpdir(), 'kvm-proc-'));
+    const data = await tempData('kvm-proc-');
     const port = await freePort();
     const redirect = await freePort();
     const args = [
@@ -146,7 +166,7 @@ describe('server process', () => {
   });
 
   it('refuses a bad config file and a bad option with the key named, exit 2', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kvm-cfg-'));
+    const dir = await tempData('kvm-cfg-');
     const file = join(dir, 'config.yaml');
     await writeFile(file, 'server:\n  listen: nowhere\nauth:\n  sesion_expire_s: 5\n');
     let r = spawnSync(process.execPath, [MAIN, '--config', file, '--data', dir], {
@@ -181,7 +201,7 @@ function plainGet(port: number, path: string): Promise<number> {
 
 describe('crash and restart (issue 9, item 1)', () => {
   it('the launcher starts the server again after it is killed, and stops with it', async () => {
-    const data = await mkdtemp(join(tmpdir(), 'kvm-launch-'));
+    const data = await tempData('kvm-launch-');
     const port = await freePort();
     const args = [
       '--data',
@@ -220,7 +240,7 @@ describe('crash and restart (issue 9, item 1)', () => {
   });
 
   it('a launcher killed with SIGKILL takes its server down with it (no orphan on the port)', async () => {
-    const data = await mkdtemp(join(tmpdir(), 'kvm-launch-'));
+    const data = await tempData('kvm-launch-');
     const port = await freePort();
     const args = ['--data', data, '--listen', `127.0.0.1:${port}`, '--no-tls'];
     const srv = startServer([...args, '--target', 'testbed'], LAUNCHER);
@@ -242,7 +262,7 @@ describe('crash and restart (issue 9, item 1)', () => {
   });
 
   it('an uncaught exception is logged as fatal and the server exits non-zero (70)', async () => {
-    const data = await mkdtemp(join(tmpdir(), 'kvm-crash-'));
+    const data = await tempData('kvm-crash-');
     const port = await freePort();
     // a bug somewhere after start: a timer that throws
     const fault = join(data, 'fault.mjs');
