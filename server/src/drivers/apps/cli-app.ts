@@ -377,15 +377,75 @@ export async function treeRss(pid: number): Promise<number | null> {
   if (own === null) return null;
   let total = own;
   const seen = new Set([pid]);
-  const todo = await childrenOf(pid);
-  while (todo.length > 0 && seen.size < 256) {
-    const next = todo.pop() as number;
+  const toVisit = await childrenOf(pid);
+  while (toVisit.length > 0 && seen.size < 256) {
+    const next = toVisit.pop() as number;
     if (seen.has(next)) continue;
     seen.add(next);
     total += (await vmRss(next)) ?? 0;
-    todo.push(...(await childrenOf(next)));
+    toVisit.push(...(await childrenOf(next)));
   }
   return total;
+}
+
+/** "used N MiB, over the cap of M MiB" (whole MiB). */
+export function overCapText(rss: number, limitBytes: number): string {
+  const mib = (n: number): number => Math.round(n / (1024 * 1024));
+  return `used ${mib(rss)} MiB, over the cap of ${mib(limitBytes)} MiB`;
+}
+
+export interface MemoryCapOptions {
+  limitBytes: number;
+  /** How often `read()` is sampled; default MEMORY_SAMPLE_MS. */
+  sampleMs?: number;
+  /** The resident bytes of what is capped now; null when it is not running. */
+  read: () => Promise<number | null>;
+  /** Called once, after sampling stopped, when CAP_SAMPLES samples in a row were over the cap. */
+  onOver: (rss: number) => void | Promise<void>;
+}
+
+/**
+ * The memory cap of an app's processes (`apps.memory_limit_mb`; docs/apps.md "Memory cap"):
+ * sampled every few seconds while started, over the cap CAP_SAMPLES times in a row (one spike is
+ * not a leak) and `onOver` stops the app. Shared by the CLI apps' daemons and WireGuard.
+ */
+export class MemoryCap {
+  private timer: NodeJS.Timeout | null = null;
+  private overCount = 0;
+  private last: number | null = null;
+
+  constructor(private readonly opts: MemoryCapOptions) {}
+
+  /** The last sample; null before one, after a stop, or when nothing ran. */
+  get lastRss(): number | null {
+    return this.last;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.overCount = 0;
+    this.timer = setInterval(() => void this.sample(), this.opts.sampleMs ?? MEMORY_SAMPLE_MS);
+    this.timer.unref();
+    void this.sample();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.overCount = 0;
+    this.last = null;
+  }
+
+  /** One sample now (the timer's step; tests call it directly). */
+  async sample(): Promise<void> {
+    const rss = await this.opts.read();
+    this.last = rss;
+    if (rss === null) return;
+    this.overCount = rss > this.opts.limitBytes ? this.overCount + 1 : 0;
+    if (this.overCount < CAP_SAMPLES) return;
+    this.stop();
+    await this.opts.onOver(rss);
+  }
 }
 
 export interface AppDaemonOptions {
@@ -411,16 +471,29 @@ export interface AppDaemonOptions {
  */
 export class AppDaemon {
   private supervisor: Supervisor | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private overCount = 0;
-  private lastRss: number | null = null;
   private _capError: string | null = null;
-  private readonly readRss: (pid: number) => Promise<number | null>;
+  private readonly cap: MemoryCap;
   private readonly name: string;
 
   constructor(private readonly opts: AppDaemonOptions) {
-    this.readRss = opts.readRss ?? treeRss;
+    const readRss = opts.readRss ?? treeRss;
     this.name = programName(opts.program);
+    this.cap = new MemoryCap({
+      limitBytes: this.limitBytes,
+      ...(opts.sampleMs !== undefined ? { sampleMs: opts.sampleMs } : {}),
+      read: async () => {
+        const pid = this.pid;
+        return pid === null || !this.running ? null : readRss(pid);
+      },
+      onOver: async (rss) => {
+        this._capError = `stopped: ${overCapText(rss, this.limitBytes)}`;
+        this.opts.host.log.warn(
+          { app: this.opts.id, rss_bytes: rss, limit_bytes: this.limitBytes },
+          'app daemon over its memory cap: stopped',
+        );
+        await this.stop();
+      },
+    });
   }
 
   get limitBytes(): number {
@@ -444,7 +517,7 @@ export class AppDaemon {
 
   /** The last sample of its resident memory; null when not running. */
   get rssBytes(): number | null {
-    return this.running ? this.lastRss : null;
+    return this.running ? this.cap.lastRss : null;
   }
 
   /** "stopped: used N MiB, over the cap of M MiB" after the cap stopped it; null otherwise. */
@@ -467,7 +540,6 @@ export class AppDaemon {
     await mkdir(join(this.opts.host.dataDir, this.opts.id), { recursive: true, mode: 0o700 });
     await mkdir(this.opts.host.runDir, { recursive: true, mode: 0o700 });
     this._capError = null;
-    this.overCount = 0;
     if (!this.supervisor) {
       const [command, args] = hostArgv(this.opts.host, path, this.opts.args);
       const env: NodeJS.ProcessEnv = { ...process.env, ...this.opts.env };
@@ -486,52 +558,21 @@ export class AppDaemon {
       );
     }
     await this.supervisor.ensureStarted();
-    this.startSampling();
+    this.cap.start();
   }
 
   async stop(): Promise<void> {
-    this.stopSampling();
-    this.lastRss = null;
+    this.cap.stop();
     await this.supervisor?.ensureStopped();
   }
 
   /** Takes one memory sample now (the timer's step; tests call it directly). */
-  async sample(): Promise<void> {
-    const pid = this.pid;
-    if (pid === null || !this.running) {
-      this.lastRss = null;
-      return;
-    }
-    const rss = await this.readRss(pid);
-    this.lastRss = rss;
-    if (rss === null) return;
-    this.overCount = rss > this.limitBytes ? this.overCount + 1 : 0;
-    if (this.overCount >= CAP_SAMPLES) {
-      const mib = (n: number): number => Math.round(n / (1024 * 1024));
-      this._capError = `stopped: used ${mib(rss)} MiB, over the cap of ${this.opts.memoryLimitMb} MiB`;
-      this.opts.host.log.warn(
-        { app: this.opts.id, rss_bytes: rss, limit_bytes: this.limitBytes },
-        'app daemon over its memory cap: stopped',
-      );
-      await this.stop();
-    }
-  }
-
-  private startSampling(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.sample(), this.opts.sampleMs ?? MEMORY_SAMPLE_MS);
-    this.timer.unref();
-    void this.sample();
-  }
-
-  private stopSampling(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.overCount = 0;
+  sample(): Promise<void> {
+    return this.cap.sample();
   }
 
   async dispose(): Promise<void> {
-    this.stopSampling();
+    this.cap.stop();
     await this.supervisor?.ensureStopped();
   }
 }

@@ -39,6 +39,7 @@ import { findExecutable, Supervisor } from '../../process/supervisor';
 import { atomicWriteFile } from '../../storage/atomic';
 import { SerialQueue } from '../../sync/serial-queue';
 import { type AppHost, hostArgv, type WireguardControl, WireguardTunnelError } from './types';
+import { MemoryCap, overCapText, treeRss } from './cli-app';
 
 export { WireguardTunnelError } from './types';
 
@@ -51,8 +52,6 @@ export const WG_DEFAULT_MTU = 1420;
 /** How long wireguard-go may take to make its interface and socket. */
 const SOCKET_WAIT_MS = 10_000;
 /** wireguard-go's memory is sampled this often while the tunnel is up; over the cap 3 times in a row, it stops. */
-const MEMORY_SAMPLE_MS = 5_000;
-const CAP_SAMPLES = 3;
 
 export interface WireguardOptions {
   /** Paths or names of the tools (config `apps.wireguard`). */
@@ -153,8 +152,8 @@ export class WireguardDriver implements WireguardControl {
   /** `ip route` argument lists this driver added (removed on stop). */
   private addedRoutes: string[][] = [];
   private disposed = false;
-  private memoryTimer: NodeJS.Timeout | null = null;
-  private overCap = 0;
+  /** wireguard-go's memory cap (null without one). */
+  private memoryCap: MemoryCap | null = null;
   /** `wireguard-go --version`'s version, once read. */
   private version: string | null = null;
 
@@ -417,13 +416,7 @@ export class WireguardDriver implements WireguardControl {
   /** wireguard-go's resident memory, from /proc. */
   async rssBytes(): Promise<number | null> {
     const pid = this.sup?.pid;
-    if (!pid) return null;
-    try {
-      const m = /VmRSS:\s+(\d+)\s+kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'));
-      return m ? Number(m[1]) * 1024 : null;
-    } catch {
-      return null;
-    }
+    return pid ? treeRss(pid) : null;
   }
 
   // --- the tunnel ---------------------------------------------------------------------------
@@ -465,12 +458,15 @@ export class WireguardDriver implements WireguardControl {
 
   /** Keys, addresses, link up, routes: on a fresh interface (a start, or a restarted wireguard-go). */
   private async configure(config: WgConfig): Promise<void> {
-    await this.setconf(config);
     for (const cidr of config.interface.addresses) {
       await this.ip('address', ['addr', 'add', cidr, 'dev', this.ifname]);
     }
     const mtu = String(config.interface.mtu ?? WG_DEFAULT_MTU);
     await this.ip('link up', ['link', 'set', 'dev', this.ifname, 'mtu', mtu, 'up']);
+    // Keys and peers once the link is up: wireguard-go then sends a peer with a keepalive its
+    // first packet at once, so the handshake (and a NAT's mapping) comes now, not a keepalive
+    // interval later (a restarted wireguard-go behind NAT was unreachable until then).
+    await this.setconf(config);
     await this.addRoutes(config);
   }
 
@@ -708,9 +704,7 @@ export class WireguardDriver implements WireguardControl {
   private async bringDown(): Promise<void> {
     const wasUp = this.up;
     this.up = false;
-    if (this.memoryTimer) clearInterval(this.memoryTimer);
-    this.memoryTimer = null;
-    this.overCap = 0;
+    this.memoryCap?.stop();
     for (const args of this.addedRoutes.reverse()) {
       // the interface's own routes go with it; a host route to an endpoint does not
       await this.runIp([args[0] ?? '-4', 'route', 'del', ...args.slice(3)]).catch(() => undefined);
@@ -730,16 +724,16 @@ export class WireguardDriver implements WireguardControl {
     await rm(this.paths.socket, { force: true }).catch(() => undefined);
   }
 
-  /** The memory cap (`apps.memory_limit_mb`): over it CAP_SAMPLES times in a row, the tunnel stops and says why. */
+  /** The memory cap (`apps.memory_limit_mb`, cli-app.ts MemoryCap): over it, the tunnel stops and says why. */
   private watchMemory(): void {
     const limit = this.opts.memoryLimitBytes;
-    if (!limit || this.memoryTimer) return;
-    this.memoryTimer = setInterval(() => {
-      void this.rssBytes().then((rss) => {
-        if (rss === null || !this.up) return;
-        this.overCap = rss > limit ? this.overCap + 1 : 0;
-        if (this.overCap < CAP_SAMPLES) return;
-        const why = `stopped: wireguard-go used ${Math.round(rss / 1048576)} MiB, over the cap of ${Math.round(limit / 1048576)} MiB`;
+    if (!limit) return;
+    this.memoryCap ??= new MemoryCap({
+      limitBytes: limit,
+      ...(this.opts.memorySampleMs !== undefined ? { sampleMs: this.opts.memorySampleMs } : {}),
+      read: async () => (this.up ? this.rssBytes() : null),
+      onOver: (rss) => {
+        const why = `stopped: wireguard-go ${overCapText(rss, limit)}`;
         this.host.log.warn(
           { rss_bytes: rss, limit_bytes: limit },
           'wireguard: over its memory cap',
@@ -750,9 +744,9 @@ export class WireguardDriver implements WireguardControl {
             this.lastError = why;
           })
           .catch(() => undefined);
-      });
-    }, this.opts.memorySampleMs ?? MEMORY_SAMPLE_MS);
-    this.memoryTimer.unref();
+      },
+    });
+    this.memoryCap.start();
   }
 
   // --- helpers ------------------------------------------------------------------------------
