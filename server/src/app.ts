@@ -13,6 +13,7 @@ import { ROUTE_PLUGINS } from './routes/index';
 import { localTargetOf } from './services/cloud/cloud-service';
 import { GpioService } from './services/gpio/gpio-service';
 import { attachHidInput } from './services/hid/hid-wiring';
+import { attachClock } from './ws/clock';
 import { EventHub } from './ws/event-hub';
 
 export { createContext } from './context';
@@ -63,6 +64,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   ctx.lifecycle.onStop('gpio', () => gpio.dispose());
   ctx.registry.register(gpio.provider());
   attachHidInput(events, ctx.hid);
+  attachClock(events);
   // the cloud's tunnel reaches this server on loopback, trusting its own certificate
   ctx.cloud.attachLocal(() => localTargetOf(app.server, opts.https?.cert ?? null));
   events.on('streamClients', (count) => ctx.video.setWarmers(count));

@@ -4,6 +4,7 @@
  * Offer shape (docs/webrtc.md): BUNDLE of
  *   m=video, mid `v`, sendonly, H264/90000 payload type 96, packetization-mode=1, rtcp-fb nack,
  *     nack pli, ccm fir, goog-remb (left out when the handle watches without video);
+ *     H265/90000 payload type 100 listed first when the viewer's browser takes H.265 (codecs.ts);
  *   m=audio, mid `a`, Opus/48000/2 payload type 111, minptime=10;useinbandfec=1: `sendonly`,
  *     or `sendrecv` when the browser's microphone is wanted (left out when not listening);
  *   m=video, mid `c`, recvonly, VP8/90000 payload type 98: the browser's camera, with `camera`
@@ -56,6 +57,12 @@ import {
   type IceNetworkConfig,
   type IceServerConfig,
 } from './peer-params';
+import { H265_PAYLOAD_TYPE, answeredVideoCodec, h265Fmtp, type VideoCodec } from './codecs';
+import {
+  ABS_CAPTURE_TIME_EXT_ID,
+  ABS_CAPTURE_TIME_URI,
+  withAbsCaptureTime,
+} from './rtp-extensions';
 
 export interface PeerOptions {
   iceServers: readonly IceServerConfig[];
@@ -69,6 +76,8 @@ export interface PeerOptions {
   camera?: boolean;
   /** profile-level-id offered in the fmtp line. */
   profileLevelId: string;
+  /** The video section's codecs, preferred first (codecs.ts); default H.264 alone. */
+  videoCodecs?: readonly VideoCodec[];
   /** `webrtc.port_range` and `webrtc.nat_1to1_ips` (none: any port, own addresses). */
   ice?: IceNetworkConfig;
   log: Logger;
@@ -128,6 +137,10 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   private readonly disposers: (() => void)[] = [];
   /** The browser accepted the playout-delay extension in its answer. */
   private playoutDelay = false;
+  /** What the browser's answer chose for the video section (codecs.ts). */
+  private negotiatedVideo: VideoCodec = 'h264';
+  /** The browser accepted abs-capture-time in its answer. */
+  private absCaptureTime = false;
 
   private constructor(
     private readonly opts: PeerOptions,
@@ -154,6 +167,9 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     const portRange = opts.ice?.portRange ?? null;
     const iceServers = toWeriftIceServers(opts.iceServers);
     const h264 = opts.video ? h264Codec(opts.profileLevelId) : null;
+    const h265 = opts.video && opts.videoCodecs?.includes('h265') ? h265Codec() : null;
+    // the offer's order is the preference (RFC 3264): H.265 first when it is offered at all
+    const videoCodecs = [h265, h264].filter((c): c is RTCRtpCodecParameters => c !== null);
     const vp8 = opts.camera ? vp8Codec() : null;
     const pc = new RTCPeerConnection({
       iceServers,
@@ -163,7 +179,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
         // Fresh objects per connection: werift writes payload types into them.
         // the camera's VP8 is here too: werift negotiates an answer against these; each
         // section offers only its own (the transceivers' codecs below)
-        video: [h264, vp8].filter((c): c is RTCRtpCodecParameters => c !== null),
+        video: [...videoCodecs, vp8].filter((c): c is RTCRtpCodecParameters => c !== null),
         audio: opts.audio ? [opusCodec()] : [],
       },
       // playout-delay min=max=0 (webrtc.org extension, as ustreamer sends it): Chromium then
@@ -174,6 +190,11 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
               new RTCRtpHeaderExtensionParameters({
                 id: PLAYOUT_DELAY_EXT_ID,
                 uri: PLAYOUT_DELAY_URI,
+              }),
+              // the frame's capture time, for the console's latency readout (rtp-extensions.ts)
+              new RTCRtpHeaderExtensionParameters({
+                id: ABS_CAPTURE_TIME_EXT_ID,
+                uri: ABS_CAPTURE_TIME_URI,
               }),
             ]
           : [],
@@ -188,7 +209,7 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
           direction: 'sendonly',
         });
         video.mid = VIDEO_MID;
-        if (h264) video.codecs = [h264];
+        video.codecs = videoCodecs;
       }
       if (opts.audio) {
         audio = pc.addTransceiver(new MediaStreamTrack({ kind: 'audio' }), {
@@ -245,6 +266,11 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     return true;
   }
 
+  /** The video codec the browser's answer chose (H.264 before the answer). */
+  get videoCodec(): VideoCodec {
+    return this.negotiatedVideo;
+  }
+
   get hasAnswer(): boolean {
     return this.answered;
   }
@@ -256,6 +282,8 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     await this.pc.setRemoteDescription({ type: 'answer', sdp });
     this.answered = true;
     this.playoutDelay = sdp.includes(PLAYOUT_DELAY_URI);
+    this.negotiatedVideo = answeredVideoCodec(sdp);
+    this.absCaptureTime = sdp.includes(ABS_CAPTURE_TIME_URI);
     if (this.state === 'new') this.state = 'connecting';
     for (const c of this.pendingCandidates.splice(0)) this.addCandidateNow(c);
   }
@@ -280,10 +308,21 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     else this.addCandidateNow(init);
   }
 
-  /** Sends one serialized RTP packet on the video section (no-op until DTLS is up). */
-  sendRtp(packet: Buffer): void {
+  /**
+   * Sends one serialized RTP packet on the video section (no-op until DTLS is up).
+   * `capturedAt`: the frame's capture time (performance.now() ms) on its first packet, sent as
+   * abs-capture-time when the browser took it.
+   */
+  sendRtp(packet: Buffer, capturedAt?: number): void {
     if (this.state === 'closed' || !this.video) return;
     if (this.playoutDelay) packet = withPlayoutDelay(packet, PLAYOUT_DELAY_EXT_ID);
+    if (this.absCaptureTime && capturedAt !== undefined) {
+      packet = withAbsCaptureTime(
+        packet,
+        ABS_CAPTURE_TIME_EXT_ID,
+        performance.timeOrigin + capturedAt,
+      );
+    }
     this.video.sender.sendRtp(packet).catch((err: unknown) => {
       this.opts.log.debug({ err: String(err) }, 'janus: RTP send failed');
     });
@@ -443,6 +482,21 @@ function opusCodec(): RTCRtpCodecParameters {
     channels: 2,
     payloadType: OPUS_PAYLOAD_TYPE,
     parameters: 'minptime=10;useinbandfec=1',
+  });
+}
+
+function h265Codec(): RTCRtpCodecParameters {
+  return new RTCRtpCodecParameters({
+    mimeType: 'video/H265',
+    clockRate: 90_000,
+    payloadType: H265_PAYLOAD_TYPE,
+    rtcpFeedback: [
+      { type: 'nack' },
+      { type: 'nack', parameter: 'pli' },
+      { type: 'ccm', parameter: 'fir' },
+      { type: 'goog-remb' },
+    ],
+    parameters: h265Fmtp(),
   });
 }
 

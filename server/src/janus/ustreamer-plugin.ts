@@ -279,7 +279,7 @@ export class UstreamerPlugin implements JanusPlugin {
     const { key, watchAt } = viewer;
     viewer.peer = peer;
     const forwarder = video
-      ? new VideoForwarder(this.deps.feed, (pkt) => peer.sendRtp(pkt), peer.videoSsrc)
+      ? new VideoForwarder(this.deps.feed, (pkt, at) => peer.sendRtp(pkt, at), peer.videoSsrc)
       : null;
     viewer.forwarder = forwarder;
     peer.on('mediaReady', () => {

@@ -19,6 +19,8 @@
  */
 import type { AccessUnit, VideoFeed } from '../media/types';
 import { H264Packetizer } from '../media/h264-packetizer';
+import { H265Packetizer } from '../media/h265-packetizer';
+import { H265_PAYLOAD_TYPE, type VideoCodec } from './codecs';
 import { H264_PAYLOAD_TYPE } from './peer-params';
 
 export interface VideoForwarderOptions {
@@ -33,6 +35,8 @@ export interface VideoForwarderOptions {
   /** Queued packets above which the whole queue is sent at once. */
   maxQueuedPackets?: number;
   now?: () => number;
+  /** What the feed's units are and how they are payloaded (RFC 6184 / RFC 7798); H.264. */
+  codec?: VideoCodec;
 }
 
 export interface VideoForwarderStats {
@@ -47,7 +51,7 @@ export interface VideoForwarderStats {
 }
 
 export class VideoForwarder {
-  private readonly packetizer: H264Packetizer;
+  private packetizer: H264Packetizer | H265Packetizer;
   private unsubscribe: (() => void) | null = null;
   private active = false;
   private ready = false;
@@ -70,6 +74,8 @@ export class VideoForwarder {
   /** Packets waiting for a later turn, oldest first, from `queueHead` on. */
   private queue: Buffer[] = [];
   private queueHead = 0;
+  /** The capture time of each queued first packet of a frame. */
+  private readonly captureOf = new Map<Buffer, number>();
   /** Packets this turn may still send; reset by `nextTurn`. */
   private budget: number;
   private turn: NodeJS.Immediate | null = null;
@@ -77,16 +83,20 @@ export class VideoForwarder {
   private readonly maxQueuedPackets: number;
 
   constructor(
-    private readonly feed: VideoFeed,
-    private readonly send: (packet: Buffer) => void,
+    private feed: VideoFeed,
+    /** `capturedAt` (performance.now() ms) comes with the first packet of each frame. */
+    private readonly send: (packet: Buffer, capturedAt?: number) => void,
     ssrc: number,
     opts: VideoForwarderOptions = {},
   ) {
-    this.packetizer = new H264Packetizer({
-      payloadType: H264_PAYLOAD_TYPE,
+    const packetizing = {
       ssrc,
       ...(opts.maxPayload !== undefined ? { maxPayload: opts.maxPayload } : {}),
-    });
+    };
+    this.packetizer =
+      opts.codec === 'h265'
+        ? new H265Packetizer({ payloadType: H265_PAYLOAD_TYPE, ...packetizing })
+        : new H264Packetizer({ payloadType: H264_PAYLOAD_TYPE, ...packetizing });
     this.maxPendingBytes = opts.maxPendingBytes ?? 8 * 1024 * 1024;
     this.keyInterval = opts.keyFrameRequestIntervalMs ?? 500;
     this.now = opts.now ?? (() => performance.now());
@@ -94,6 +104,20 @@ export class VideoForwarder {
     this.packetsPerTurn = Math.max(1, opts.packetsPerTurn ?? 16);
     this.maxQueuedPackets = opts.maxQueuedPackets ?? 512;
     this.budget = this.packetsPerTurn;
+  }
+
+  /**
+   * The browser's answer chose another codec than the constructor's (codecs.ts): its feed and
+   * payloading from now on. Only before `start()`, when nothing was packetized yet.
+   */
+  setCodec(codec: VideoCodec, feed: VideoFeed): void {
+    if (this.active) throw new Error('the codec is chosen before the forwarder starts');
+    const { payloadType: _, ssrc, maxPayload } = this.packetizer;
+    this.feed = feed;
+    this.packetizer =
+      codec === 'h265'
+        ? new H265Packetizer({ payloadType: H265_PAYLOAD_TYPE, ssrc, maxPayload })
+        : new H264Packetizer({ payloadType: H264_PAYLOAD_TYPE, ssrc, maxPayload });
   }
 
   get running(): boolean {
@@ -138,6 +162,7 @@ export class VideoForwarder {
     this.turn = null;
     this.queue = [];
     this.queueHead = 0;
+    this.captureOf.clear();
     this.budget = this.packetsPerTurn;
   }
 
@@ -177,6 +202,8 @@ export class VideoForwarder {
       this.stats.firstKeyFrameMs = this.now() - this.startedAt;
     }
     const packets = this.packetizer.packetizeAnnexB(unit.data, unit.pts90k);
+    // the frame's capture time rides on its first packet (abs-capture-time, peer.ts)
+    if (packets[0]) this.captureOf.set(packets[0], unit.capturedAt);
     for (const packet of packets) this.queue.push(packet);
     this.stats.unitsSent += 1;
     if (unit.key) this.stats.keyUnitsSent += 1;
@@ -192,7 +219,9 @@ export class VideoForwarder {
       const packet = this.queue[this.queueHead]!;
       this.queueHead += 1;
       this.budget -= 1;
-      this.send(packet);
+      const capturedAt = this.captureOf.get(packet);
+      if (capturedAt !== undefined) this.captureOf.delete(packet);
+      this.send(packet, capturedAt);
     }
     this.stats.packetsSent += n;
     if (this.queueHead === this.queue.length) {

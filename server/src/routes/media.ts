@@ -3,6 +3,8 @@
  * server hello `{event_type:"media", event:{video:{h264:{profile_level_id}}}}`, client
  * `{event_type:"start", event:{type:"video", format:"h264"}}`, then binary
  * `[0x01][key 0|1][Annex B access unit]`; ping 0x00 -> 0xFF; 0x01 asks for a key frame.
+ * Our addition: a start with `capture_time: true` gets `[0x02][key][float64 BE capture time,
+ * device epoch ms][access unit]` instead (the console's latency readout, docs/webrtc.md).
  * A client always starts on a key frame. A client that falls behind (more than 32 frames, or
  * `maxBufferedBytes` unsent) has its queue flushed and waits for the next key frame; one whose
  * buffer stays over that bound for `stallMs` is closed with 1013 (MEDIA_SOCKET_LIMITS,
@@ -62,6 +64,8 @@ export function mediaRoutes(
       // has just joined and waits for its first key frame.
       let lagged = false;
       let queued = 0;
+      // the client's start asked for op 0x02 frames (the capture time in the header)
+      let captureTime = false;
 
       const send = (unit: AccessUnit): void => {
         if (!guard.open) return;
@@ -81,7 +85,7 @@ export function mediaRoutes(
           if (keyRequests.take()) feed.requestKeyFrame();
           return;
         }
-        const head = Buffer.from([0x01, unit.key ? 1 : 0]);
+        const head = captureTime ? timedHead(unit) : Buffer.from([0x01, unit.key ? 1 : 0]);
         const sent = guard.send(pure ? unit.data : Buffer.concat([head, unit.data]), {
           cb: () => {
             queued -= 1;
@@ -123,6 +127,7 @@ export function mediaRoutes(
         if (!isRecord(frame) || frame['event_type'] !== 'start') return;
         const event = frame['event'];
         if (isRecord(event) && event['type'] === 'video' && !unsubscribe) {
+          captureTime = event['capture_time'] === true;
           // GL ignores a second start; so do we
           unsubscribe = feed.subscribe(send);
         }
@@ -133,6 +138,15 @@ export function mediaRoutes(
       });
     },
   });
+}
+
+/** `[0x02][key 0|1][capture time: float64 BE, device epoch ms]`, the head of a timed frame. */
+function timedHead(unit: AccessUnit): Buffer {
+  const head = Buffer.allocUnsafe(10);
+  head[0] = 0x02;
+  head[1] = unit.key ? 1 : 0;
+  head.writeDoubleBE(performance.timeOrigin + unit.capturedAt, 2);
+  return head;
 }
 
 /** The `video` query: '' (regular mode) or a format of MEDIA_PURE_VIDEO_FORMATS, else 400. */
