@@ -18,8 +18,8 @@
  * - A failing step undoes every step before it; the device's LAN is never touched.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
-import { isIP } from 'node:net';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { connect, isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { APP_NAMES, type AppState, type AppSummary } from '@kvm/protocol/apps';
 import {
@@ -51,6 +51,9 @@ export const WG_SOCKET_DIR = '/var/run/wireguard';
 export const WG_DEFAULT_MTU = 1420;
 /** How long wireguard-go may take to make its interface and socket. */
 const SOCKET_WAIT_MS = 10_000;
+/** Tries at configuring a restarted wireguard-go, and the pause between them. */
+const REAPPLY_ATTEMPTS = 5;
+const REAPPLY_PAUSE_MS = 1000;
 /** wireguard-go's memory is sampled this often while the tunnel is up; over the cap 3 times in a row, it stops. */
 
 export interface WireguardOptions {
@@ -502,10 +505,22 @@ export class WireguardDriver implements WireguardControl {
       if (!this.up || this.sup !== sup) return;
       void this.queue
         .run(async () => {
-          if (!this.up || this.sup !== sup || !this.config) return;
-          this.addedRoutes = [];
-          await this.waitForSocket();
-          await this.configure(this.config);
+          // A loaded machine may take a while to make the new interface; a step that fails on
+          // it is tried again while this wireguard-go is the one running.
+          for (let attempt = 1; ; attempt++) {
+            if (!this.up || this.sup !== sup || !this.config) return;
+            try {
+              this.addedRoutes = [];
+              await this.waitForSocket();
+              await this.configure(this.config);
+              break;
+            } catch (err) {
+              if (attempt >= REAPPLY_ATTEMPTS || sup.state !== 'running') throw err;
+              this.host.log.info({ err: this.reason(err), attempt }, 'wireguard: re-apply again');
+              await new Promise((r) => setTimeout(r, REAPPLY_PAUSE_MS));
+            }
+          }
+          this.lastError = null;
           this.host.log.info({}, 'wireguard: configuration applied again after a restart');
         })
         .catch((err: Error) => {
@@ -521,11 +536,9 @@ export class WireguardDriver implements WireguardControl {
   private async waitForSocket(): Promise<void> {
     const deadline = performance.now() + SOCKET_WAIT_MS;
     for (;;) {
-      const ok = await stat(this.paths.socket).then(
-        (s) => s.isSocket(),
-        () => false,
-      );
-      if (ok) return;
+      // Listening, not only there: a wireguard-go killed with SIGKILL leaves its socket file,
+      // and the new one makes its interface before it replaces that file.
+      if (await acceptsConnection(this.paths.socket)) return;
       if (this.sup?.state !== 'running' && this.sup?.state !== 'starting') {
         const said = this.sup?.recentOutput().slice(-2).join(' | ');
         throw new WireguardTunnelError(`wireguard-go exited${said ? `: ${said}` : ''}`);
@@ -806,4 +819,18 @@ export function endpointAddress(endpoint: string | null): string | null {
   const m = /^\[(.+)\]:\d+$/.exec(endpoint) ?? /^([^:]+):\d+$/.exec(endpoint);
   const host = m?.[1] ?? null;
   return host && isIP(host) ? host : null;
+}
+
+/** Whether a unix socket has a listener (a stale socket file refuses the connection). */
+function acceptsConnection(path: string): Promise<boolean> {
+  return new Promise((answer) => {
+    const socket = connect(path);
+    const done = (ok: boolean) => {
+      socket.destroy();
+      answer(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.setTimeout(1000, () => done(false));
+  });
 }
