@@ -39,6 +39,7 @@ import {
   type UstreamerEventData,
 } from './protocol';
 import { VideoForwarder } from './video-forwarder';
+import { browserVideoCodecs, offeredVideoCodecs } from './codecs';
 import { loadPeerModule } from './webrtc';
 
 /** The sound both ways as the plugin needs it (services/audio/audio-service.ts). */
@@ -55,6 +56,11 @@ export interface JanusAudio {
 
 export interface UstreamerPluginDeps {
   feed: VideoFeed;
+  /**
+   * The same picture in H.265 (media/hevc-feed.ts), for viewers whose browser takes it
+   * (codecs.ts); none: H.264 only.
+   */
+  h265Feed?: VideoFeed | null;
   /** ICE servers for the server's side; `[]` offline and in tests. Read at each `watch`. */
   iceServers: () => readonly IceServerConfig[];
   /** `webrtc.port_range` and `webrtc.nat_1to1_ips` (none: any port, own addresses). */
@@ -260,6 +266,8 @@ export class UstreamerPlugin implements JanusPlugin {
         mic,
         camera,
         profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
+        // the browser's receive codecs (our console sends them): H.265 first where it decodes it
+        videoCodecs: offeredVideoCodecs(browserVideoCodecs(params['codecs']), !!this.deps.h265Feed),
         ...(this.deps.ice ? { ice: this.deps.ice } : {}),
         log: this.deps.log,
       });
@@ -338,6 +346,8 @@ export class UstreamerPlugin implements JanusPlugin {
         return pushError(handle, [JanusErrorCode.jsepInvalidSdp, 'Invalid answer SDP']);
       }
       if (this.viewers.get(handle) !== viewer) return;
+      const h265 = this.deps.h265Feed;
+      if (peer.videoCodec === 'h265' && h265) viewer.forwarder?.setCodec('h265', h265);
       viewer.forwarder?.start();
     }
     pushStatus(handle, 'started');

@@ -89,14 +89,7 @@ export class VideoForwarder {
     ssrc: number,
     opts: VideoForwarderOptions = {},
   ) {
-    const packetizing = {
-      ssrc,
-      ...(opts.maxPayload !== undefined ? { maxPayload: opts.maxPayload } : {}),
-    };
-    this.packetizer =
-      opts.codec === 'h265'
-        ? new H265Packetizer({ payloadType: H265_PAYLOAD_TYPE, ...packetizing })
-        : new H264Packetizer({ payloadType: H264_PAYLOAD_TYPE, ...packetizing });
+    this.packetizer = packetizerFor(opts.codec ?? 'h264', ssrc, opts.maxPayload);
     this.maxPendingBytes = opts.maxPendingBytes ?? 8 * 1024 * 1024;
     this.keyInterval = opts.keyFrameRequestIntervalMs ?? 500;
     this.now = opts.now ?? (() => performance.now());
@@ -112,12 +105,8 @@ export class VideoForwarder {
    */
   setCodec(codec: VideoCodec, feed: VideoFeed): void {
     if (this.active) throw new Error('the codec is chosen before the forwarder starts');
-    const { payloadType: _, ssrc, maxPayload } = this.packetizer;
     this.feed = feed;
-    this.packetizer =
-      codec === 'h265'
-        ? new H265Packetizer({ payloadType: H265_PAYLOAD_TYPE, ssrc, maxPayload })
-        : new H264Packetizer({ payloadType: H264_PAYLOAD_TYPE, ssrc, maxPayload });
+    this.packetizer = packetizerFor(codec, this.packetizer.ssrc, this.packetizer.maxPayload);
   }
 
   get running(): boolean {
@@ -242,4 +231,16 @@ export class VideoForwarder {
     this.budget = this.packetsPerTurn;
     if (this.active && this.queue.length > this.queueHead) this.pump();
   };
+}
+
+/** RFC 6184 (packetization-mode 1) or RFC 7798 payloading on the offer's payload type. */
+function packetizerFor(
+  codec: VideoCodec,
+  ssrc: number,
+  maxPayload: number | undefined,
+): H264Packetizer | H265Packetizer {
+  const opts = { ssrc, ...(maxPayload !== undefined ? { maxPayload } : {}) };
+  return codec === 'h265'
+    ? new H265Packetizer({ payloadType: H265_PAYLOAD_TYPE, ...opts })
+    : new H264Packetizer({ payloadType: H264_PAYLOAD_TYPE, ...opts });
 }
