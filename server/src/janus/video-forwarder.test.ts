@@ -4,12 +4,23 @@ import { FakeFeed, fakeDeltaUnit, fakeKeyUnit } from './test-support';
 
 /** Forwarder over a fake feed, recording the RTP timestamps of what it sends. */
 function setup(
-  opts: { maxPendingBytes?: number; packetsPerTurn?: number; maxQueuedPackets?: number } = {},
+  opts: {
+    maxPendingBytes?: number;
+    packetsPerTurn?: number;
+    maxQueuedPackets?: number;
+    turnMs?: number;
+  } = {},
+  /** ms each send takes on the fake clock */
+  sendMs = 0,
 ) {
   const feed = new FakeFeed();
   const sent: Buffer[] = [];
   let clock = 0;
-  const fwd = new VideoForwarder(feed, (p) => sent.push(p), 1234, {
+  const send = (p: Buffer): void => {
+    sent.push(p);
+    clock += sendMs;
+  };
+  const fwd = new VideoForwarder(feed, send, 1234, {
     now: () => clock,
     keyFrameRequestIntervalMs: 500,
     ...opts,
@@ -126,6 +137,29 @@ describe('VideoForwarder', () => {
     expect(seqs.every((s, i) => i === 0 || s === ((seqs[i - 1]! + 1) & 0xffff))).toBe(true);
     const markers = sent.filter((p) => p[1]! & 0x80).map((p) => p.readUInt32BE(4) / 3000);
     expect(markers).toEqual([1, 2]);
+  });
+
+  it('ends a turn when its time is spent, whatever its packet budget left', async () => {
+    // 0.3 ms a packet, 0.5 ms a turn: two packets a turn (the second crosses the limit)
+    const { feed, fwd, sent } = setup({ packetsPerTurn: 16, turnMs: 0.5 }, 0.3);
+    fwd.start();
+    fwd.setReady();
+    feed.push(fakeKeyUnit(1, 12_000)); // STAP-A + 11 FU-A
+    expect(sent.length).toBe(2);
+    feed.push(fakeDeltaUnit(2)); // the same turn: its time is spent, it waits
+    expect(sent.length).toBe(2);
+    const perTurn: number[] = [];
+    let last = sent.length;
+    const watch = (): void => {
+      perTurn.push(sent.length - last);
+      last = sent.length;
+      if (fwd.stats.packetsSent < 13) setImmediate(watch);
+    };
+    setImmediate(watch);
+    await vi.waitFor(() => expect(fwd.stats.packetsSent).toBe(13));
+    expect(Math.max(...perTurn)).toBeLessThanOrEqual(2);
+    const seqs = sent.map((p) => p.readUInt16BE(2));
+    expect(seqs.every((s, i) => i === 0 || s === ((seqs[i - 1]! + 1) & 0xffff))).toBe(true);
   });
 
   it('sends a backlog over the bound at once, and nothing queued after stop', async () => {

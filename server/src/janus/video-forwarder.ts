@@ -14,8 +14,11 @@
  * order) on the next turns (setImmediate, after the loop has read its sockets). Each packet
  * costs werift's SRTP and a UDP send (~30-60 us here), so a key frame sent in one loop held
  * the data channel's input messages and the event socket behind it for milliseconds (input
- * bench, issue 10). A backlog over `maxQueuedPackets` (a loop too busy to keep up) goes out at
- * once, as before: memory and video delay stay bounded.
+ * bench, issue 10). A turn also ends after `turnMs` of sending (issue 28): on a slower or busier
+ * machine 16 packets take several times as long, and an input message waits behind all of them
+ * (werift's part is timed; the UDP sends it defers run right after the turn). A backlog over
+ * `maxQueuedPackets` (a loop too busy to keep up) goes out at once, as before: memory and video
+ * delay stay bounded.
  */
 import type { AccessUnit, VideoFeed } from '../media/types';
 import { H264Packetizer } from '../media/h264-packetizer';
@@ -32,6 +35,8 @@ export interface VideoForwarderOptions {
   maxPayload?: number;
   /** Packets sent per event-loop turn before yielding (see the file comment). */
   packetsPerTurn?: number;
+  /** ms of sending (by `now`) after which a turn yields, whatever its packet budget left. */
+  turnMs?: number;
   /** Queued packets above which the whole queue is sent at once. */
   maxQueuedPackets?: number;
   now?: () => number;
@@ -80,6 +85,9 @@ export class VideoForwarder {
   private budget: number;
   private turn: NodeJS.Immediate | null = null;
   private readonly packetsPerTurn: number;
+  private readonly turnMs: number;
+  /** ms this turn has spent sending; reset by `nextTurn`. */
+  private turnSpentMs = 0;
   private readonly maxQueuedPackets: number;
 
   constructor(
@@ -95,6 +103,8 @@ export class VideoForwarder {
     this.now = opts.now ?? (() => performance.now());
     // 16 x 1200 bytes: about 1 ms of werift's send path on the 2-core test machine
     this.packetsPerTurn = Math.max(1, opts.packetsPerTurn ?? 16);
+    // half of the 2 ms input budget (issue 28); one packet always goes per turn
+    this.turnMs = opts.turnMs ?? 0.5;
     this.maxQueuedPackets = opts.maxQueuedPackets ?? 512;
     this.budget = this.packetsPerTurn;
   }
@@ -153,6 +163,7 @@ export class VideoForwarder {
     this.queueHead = 0;
     this.captureOf.clear();
     this.budget = this.packetsPerTurn;
+    this.turnSpentMs = 0;
   }
 
   private onUnit(unit: AccessUnit): void {
@@ -203,16 +214,26 @@ export class VideoForwarder {
   private pump(): void {
     const queued = this.queue.length - this.queueHead;
     // too far behind to yield: all at once (see maxQueuedPackets)
-    const n = queued > this.maxQueuedPackets ? queued : Math.min(queued, this.budget);
-    for (let i = 0; i < n; i += 1) {
+    const flush = queued > this.maxQueuedPackets;
+    const n = flush ? queued : Math.min(queued, this.budget);
+    const t0 = this.now();
+    let sent = 0;
+    while (sent < n) {
       const packet = this.queue[this.queueHead]!;
       this.queueHead += 1;
       this.budget -= 1;
+      sent += 1;
       const capturedAt = this.captureOf.get(packet);
       if (capturedAt !== undefined) this.captureOf.delete(packet);
       this.send(packet, capturedAt);
+      // the turn's time is spent: the rest waits for the next turn (see turnMs)
+      if (!flush && this.turnSpentMs + this.now() - t0 >= this.turnMs) {
+        this.budget = 0;
+        break;
+      }
     }
-    this.stats.packetsSent += n;
+    this.turnSpentMs += this.now() - t0;
+    this.stats.packetsSent += sent;
     if (this.queueHead === this.queue.length) {
       this.queue = [];
       this.queueHead = 0;
@@ -229,6 +250,7 @@ export class VideoForwarder {
   private readonly nextTurn = (): void => {
     this.turn = null;
     this.budget = this.packetsPerTurn;
+    this.turnSpentMs = 0;
     if (this.active && this.queue.length > this.queueHead) this.pump();
   };
 }
