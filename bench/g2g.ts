@@ -353,16 +353,24 @@ export function workerProbe(marker: {
 /**
  * A page with the harness opening the console at `url`. `token`: the device's local session,
  * put in localStorage as the console keeps it; without one the browser context is already
- * signed in (the fleet's cookie).
+ * signed in (the fleet's cookie). `extra`: one more init script for the page and one for the
+ * direct H.264 worker (bench/ttff-probe.ts).
  */
-export async function openConsole(browser: Browser, url: string, token?: string): Promise<Page> {
+export async function openConsole(
+  browser: Browser,
+  url: string,
+  token?: string,
+  extra?: { page: () => void; worker: () => void },
+): Promise<Page> {
   const page = await browser.context.newPage();
   const marker = { ...MARKER, bits: MARKER_BITS };
   await page.addInitScript(harness, marker);
+  const workerExtra = extra ? `\n(${extra.worker.toString()})();` : '';
   await page.addInitScript(
     directWorkerPrelude,
-    `(${workerProbe.toString()})(${JSON.stringify(marker)});`,
+    `(${workerProbe.toString()})(${JSON.stringify(marker)});${workerExtra}`,
   );
+  if (extra) await page.addInitScript(extra.page);
   if (token !== undefined)
     await page.addInitScript((t: string) => localStorage.setItem('auth_token', t), token);
   await page.goto(url);

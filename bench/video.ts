@@ -25,7 +25,10 @@
  * - ttff_*_ms: navigation start to the first presented frame with the encoder running (warm),
  *   median of 5 loads. ttff_cold_ms: the same after the encoder has stopped (no viewer for
  *   longer than the hub's linger; the streamer state says `h264.online: false` and no ffmpeg
- *   runs), WebRTC, median of 3.
+ *   runs), WebRTC, median of 3. ttff_*_parts: the steps of the load whose time is that median
+ *   (the lower middle one of an even count), each in ms since navigation start, in time order
+ *   (bench/ttff-probe.ts says what each is); cold adds the server's encoder_spawn,
+ *   encoder_running and encoder_first_unit. `--ttff` measures only the ttff fields.
  * - g2g_*: testbed change drawn (this process's clock) to the frame showing it presented (the
  *   page's clock); both epoch ms, the page's corrected by the measured offset between the two
  *   (clock_offset_ms, at most clock_offset_bound_ms off). 1280x720 at 60 fps, 120 changes at
@@ -72,6 +75,15 @@ import {
 } from './g2g';
 import { QemuVideoTarget, qemuFields, type QemuG2g } from './video-qemu';
 import { median, note, round, shortMark, sized, initAndLogin } from './lib';
+import {
+  pageOrigin,
+  readParts,
+  sortParts,
+  ttffProbe,
+  ttffWorkerProbe,
+  type Parts,
+} from './ttff-probe';
+import type { H264Encoder } from '../server/src/media/encoder';
 
 const PASSWORD = 'benchpass';
 const TTFF_LOADS = sized(5, 2);
@@ -80,6 +92,10 @@ const STEADY_MS = sized(60_000, 5_000);
 const CPU_ROUNDS = sized(3, 1);
 const CPU_WINDOW_MS = sized(10_000, 2_000);
 const CPU_SETTLE_MS = sized(3_000, 1_000);
+/** `--ttff`: the time-to-first-frame fields only. */
+const ONLY_TTFF = process.argv.includes('--ttff');
+/** Ends the run after the ttff fields (`--ttff`). */
+class TtffOnly extends Error {}
 
 interface Ctx {
   app: FastifyInstance;
@@ -118,17 +134,59 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
   return measureG2g(page, ctx.testbed.picture, mode, mode);
 }
 
-async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<number> {
+interface Ttff {
+  ms: number;
+  parts: Parts;
+}
+
+/** The median of the loads' times, with the parts of the load that has it (lower middle). */
+function medianLoad(loads: Ttff[], label: string): Ttff {
+  for (const l of loads) note(`ttff ${label} ${round(l.ms)} ms: ${JSON.stringify(l.parts)}`);
+  const sorted = [...loads].sort((a, b) => a.ms - b.ms);
+  return {
+    ms: median(loads.map((l) => l.ms)),
+    parts: sorted[Math.floor((sorted.length - 1) / 2)]!.parts,
+  };
+}
+
+function openProbed(browser: Browser, ctx: Ctx): Promise<Page> {
+  return openPage(browser, `${ctx.base}/`, ctx.token, { page: ttffProbe, worker: ttffWorkerProbe });
+}
+
+async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<Ttff> {
   await setMode(ctx, mode);
-  const times: number[] = [];
+  const loads: Ttff[] = [];
   for (let i = 0; i < TTFF_LOADS; i += 1) {
-    const page = await openConsole(browser, ctx);
-    times.push(await firstFrame(page));
+    const page = await openProbed(browser, ctx);
+    const ms = await firstFrame(page);
+    // the steps that finish after the first frame (a late event) still count where they fell
+    await new Promise((r) => setTimeout(r, 200));
+    loads.push({ ms, parts: await readParts(page, ms) });
     await page.close();
     await new Promise((r) => setTimeout(r, 300));
   }
-  note(`ttff ${mode}: ${times.map((t) => round(t)).join(', ')}`);
-  return median(times);
+  return medianLoad(loads, mode);
+}
+
+/**
+ * The server's side of a cold start (epoch ms, this process's clock): when the hub created its
+ * encoder, when ffmpeg ran, when the first unit came. Wraps the hub's private startEncoder.
+ */
+function encoderTimes(ctx: Ctx): { times: Record<string, number>; off: () => void } {
+  const times: Record<string, number> = {};
+  const epoch = () => performance.timeOrigin + performance.now();
+  const hub = ctx.app.ctx.video as unknown as {
+    startEncoder: (...a: unknown[]) => void;
+    encoder: H264Encoder | null;
+  };
+  const original = hub.startEncoder;
+  hub.startEncoder = function (this: typeof hub, ...a: unknown[]) {
+    times['encoder_spawn'] ??= epoch();
+    original.apply(this, a);
+    this.encoder?.once('started', () => (times['encoder_running'] ??= epoch()));
+    this.encoder?.once('unit', () => (times['encoder_first_unit'] ??= epoch()));
+  };
+  return { times, off: () => (hub.startEncoder = original) };
 }
 
 /** Waits until the encoder is stopped, as the streamer state and the process table say. */
@@ -149,17 +207,29 @@ async function encoderStopped(ctx: Ctx): Promise<number> {
 }
 
 /** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
-async function ttffCold(browser: Browser, ctx: Ctx): Promise<number> {
+async function ttffCold(browser: Browser, ctx: Ctx): Promise<Ttff> {
   await setMode(ctx, 'webrtc');
-  const times: number[] = [];
+  const loads: Ttff[] = [];
   for (let i = 0; i < COLD_LOADS; i += 1) {
     const waited = await encoderStopped(ctx);
-    const page = await openConsole(browser, ctx);
-    times.push(await firstFrame(page, 30_000));
-    await page.close();
-    note(`ttff cold: encoder stopped after ${round(waited / 1000)} s; ${round(times.at(-1)!)} ms`);
+    const server = encoderTimes(ctx);
+    try {
+      const page = await openProbed(browser, ctx);
+      const ms = await firstFrame(page, 30_000);
+      await new Promise((r) => setTimeout(r, 200));
+      const origin = await pageOrigin(page);
+      const parts = await readParts(page, ms);
+      for (const [k, t] of Object.entries(server.times)) parts[k] = t - origin;
+      loads.push({ ms, parts: sortParts(parts) });
+      await page.close();
+    } finally {
+      server.off();
+    }
+    note(
+      `ttff cold: encoder stopped after ${round(waited / 1000)} s; ${round(loads.at(-1)!.ms)} ms`,
+    );
   }
-  return median(times);
+  return medianLoad(loads, 'cold');
 }
 
 interface Steady {
@@ -336,6 +406,19 @@ try {
   const ttffCold_ = await ttffCold(browser, ctx);
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
+  const ttffFields = {
+    ttff_webrtc_ms: round(ttffWebrtc.ms),
+    ttff_direct_ms: round(ttffDirect.ms),
+    ttff_cold_ms: round(ttffCold_.ms),
+    ttff_webrtc_parts: ttffWebrtc.parts,
+    ttff_direct_parts: ttffDirect.parts,
+    ttff_cold_parts: ttffCold_.parts,
+  };
+  if (ONLY_TTFF) {
+    process.stdout.write(`${JSON.stringify({ ...shortMark(), ttff_only: true, ...ttffFields })}\n`);
+    // the rest of the try block is skipped: the finally below still closes everything
+    throw new TtffOnly();
+  }
   const g2gWebrtc = await glassToGlass(browser, ctx, 'webrtc');
   const g2gDirect = await glassToGlass(browser, ctx, 'direct_h264');
   const s = await steady(browser, ctx);
@@ -360,9 +443,7 @@ try {
   process.stdout.write(
     `${JSON.stringify({
       ...shortMark(),
-      ttff_webrtc_ms: round(ttffWebrtc),
-      ttff_direct_ms: round(ttffDirect),
-      ttff_cold_ms: round(ttffCold_),
+      ...ttffFields,
       g2g_webrtc_p50_ms: round(g2gWebrtc.p50),
       g2g_webrtc_p95_ms: round(g2gWebrtc.p95),
       g2g_webrtc_samples: g2gWebrtc.samples,
@@ -384,6 +465,8 @@ try {
       cpu_pct_per_extra_viewer: round(perViewer),
     })}\n`,
   );
+} catch (err) {
+  if (!(err instanceof TtffOnly)) throw err;
 } finally {
   await browser?.close();
   await app.close();
