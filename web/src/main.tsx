@@ -1,6 +1,7 @@
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { AppRoot } from './app/App';
+import { prestartConsole } from './app/prestart';
 import { checkInit } from './features/session/session-actions';
 import { usePreferences } from './features/preferences/preferences-store';
 import { initI18n } from './i18n';
@@ -12,6 +13,8 @@ initI18n(usePreferences.getState().language);
 getEmbed().listen();
 // SPEC 2: the init check starts before the first render; the guard waits for it.
 void checkInit();
+// Issue 28: on the console's routes the video starts as soon as the login is known good.
+prestartConsole();
 
 const container = document.getElementById('root');
 if (!container) throw new Error('#root is missing from index.html');

@@ -8,9 +8,14 @@ import { RouteGuard } from './RouteGuard';
 const LoginPage = lazy(() => import('../features/auth/LoginPage'));
 const InitPage = lazy(() => import('../features/auth/InitPage'));
 const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
-const ProtectedShell = lazy(() => import('../features/connection/ProtectedShell'));
-const MainLayout = lazy(() => import('../features/main/MainLayout'));
-const MainPage = lazy(() => import('../features/main/MainPage'));
+const loadShell = () => import('../features/connection/ProtectedShell');
+const loadMainLayout = () => import('../features/main/MainLayout');
+const loadMainPage = () => import('../features/main/MainPage');
+const ProtectedShell = lazy(loadShell);
+const MainLayout = lazy(loadMainLayout);
+const MainPage = lazy(loadMainPage);
+// app/prestart.ts: the console's three chunks at once, not each after the one above rendered
+registerPreload('console', () => Promise.all([loadShell(), loadMainLayout(), loadMainPage()]));
 const loadUpgradingPage = () => import('../features/upgrading/UpgradingPage');
 const UpgradingPage = lazy(loadUpgradingPage);
 registerPreload('upgrading', loadUpgradingPage);

@@ -10,7 +10,7 @@ import { api } from '../../lib/api';
 import type { JanusAuthAnswer } from '../../lib/janus-stream';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { useConfig } from '../config/config-store';
+import { loadConfig, useConfig } from '../config/config-store';
 import { setInputChannelSource } from '../input/input-session';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
 import {
@@ -67,6 +67,20 @@ heartbeat.onReconnected(() => {
   void loadStreamer();
   videoController.reconnected();
 });
+
+/**
+ * Starts the video client of the `video_mode` setting before the main page's code has loaded
+ * and rendered (app/prestart.ts calls it once the login is known good on the console's route):
+ * the Janus handshake, ICE and DTLS then run while React renders, not after it (issue 28 item
+ * 2; docs/webrtc.md "First frame"). VideoView's start() with the same mode changes nothing;
+ * its unmount stops the client as before. The setting as useRequestedVideoMode reads it.
+ */
+export async function prestartVideo(): Promise<void> {
+  const config = await loadConfig().catch(() => null);
+  if (videoController.getSnapshot().requestedMode) return;
+  const stored = readStorage(STORAGE_KEYS.videoMode);
+  videoController.start(config?.video_mode ?? (isVideoMode(stored) ? stored : 'webrtc'));
+}
 
 export function useVideo(): VideoSnapshot {
   return useSyncExternalStore(videoController.subscribe, videoController.getSnapshot);
