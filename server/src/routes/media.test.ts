@@ -138,6 +138,32 @@ describe("kvmd 4.2xx /api/media/ws?video=h264 (the 'pure' mode of scripts)", () 
     ws.close();
   });
 
+  it('puts the capture time in [0x02][key][float64] heads when the start asks for it', async () => {
+    const { feed, url } = await fakeServer();
+    const ws = new WebSocket(url);
+    const texts: string[] = [];
+    const binary: Buffer[] = [];
+    ws.on('message', (data, isBinary) =>
+      isBinary ? binary.push(data as Buffer) : texts.push(String(data)),
+    );
+    await expect.poll(() => texts.length).toBe(1);
+    ws.send(
+      JSON.stringify({
+        event_type: 'start',
+        event: { type: 'video', format: 'h264', capture_time: true },
+      }),
+    );
+    await expect.poll(() => feed.viewers.size).toBe(1);
+    feed.push(unit(7, true, 3));
+    await expect.poll(() => binary.length).toBe(1);
+    const frame = binary[0]!;
+    expect([...frame.subarray(0, 2)]).toEqual([0x02, 0x01]);
+    // capturedAt 7 (performance.now() ms) on the epoch clock
+    expect(frame.readDoubleBE(2)).toBeCloseTo(performance.timeOrigin + 7, 3);
+    expect([...frame.subarray(10)]).toEqual([7, 7, 7]);
+    ws.close();
+  });
+
   it('refuses another format with 400 before the upgrade, and serves GET /api/media', async () => {
     app = await newApp();
     const token = await initAndLogin(app);

@@ -76,6 +76,15 @@ describe('/api/ws', () => {
     await c.until(() => c.binary.length > 0);
     expect([...c.binary[0]!]).toEqual([0xff]);
 
+    // the latency readout's clock (ws/clock.ts): the device's epoch and monotonic ms
+    const before = performance.timeOrigin + performance.now();
+    c.ws.send(JSON.stringify({ event_type: 'clock', event: { id: 3 } }));
+    await c.until(() => c.frames.some((f) => f.event_type === 'clock'));
+    const clock = c.frames.find((f) => f.event_type === 'clock')!.event as Record<string, number>;
+    expect(clock['id']).toBe(3);
+    expect(clock['server_ms']).toBeGreaterThanOrEqual(before);
+    expect(clock['server_ms']! - clock['mono_ms']!).toBeCloseTo(performance.timeOrigin, 3);
+
     // garbage is ignored, the socket stays up
     c.ws.send('not json');
     c.ws.send(JSON.stringify({ event_type: 'ping', event: 'x' }));

@@ -7,6 +7,8 @@
 export interface VideoFrameLike {
   readonly displayWidth: number;
   readonly displayHeight: number;
+  /** microseconds: the chunk's (WebCodecs carries it through) */
+  readonly timestamp?: number;
   close(): void;
 }
 

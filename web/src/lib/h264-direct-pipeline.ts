@@ -63,7 +63,9 @@ export type PipelineEvent =
   | { type: 'resize'; width: number; height: number }
   | { type: 'info'; info: StreamInfo }
   /** `ask` answers the report asked for with that number (see flushCounters) */
-  | { type: 'counters'; counters: DirectCounters; ask?: number };
+  | { type: 'counters'; counters: DirectCounters; ask?: number }
+  /** a frame drawn: its capture time (device epoch ms) and when it was drawn (epoch ms here) */
+  | { type: 'latency'; capturedAt: number; shownAt: number };
 
 export interface PipelineOptions {
   emit: (event: PipelineEvent) => void;
@@ -72,7 +74,7 @@ export interface PipelineOptions {
   /** ms, monotonic. */
   now?: () => number;
   /** Without it, each frame is drawn as it is decoded. */
-  requestFrame?: ((callback: () => void) => number) | null;
+  requestFrame?: ((callback: (time?: number) => void) => number) | null;
   cancelFrame?: (id: number) => void;
 }
 
@@ -81,7 +83,7 @@ const NO_INFO: StreamInfo = { bitrateKbps: 0, fps: 0, connection: null };
 /** The animation-frame scheduler of this global scope (Window or DedicatedWorkerGlobalScope). */
 export function globalAnimationFrame(): Pick<PipelineOptions, 'requestFrame' | 'cancelFrame'> {
   const scope = globalThis as {
-    requestAnimationFrame?: (cb: () => void) => number;
+    requestAnimationFrame?: (cb: (time: number) => void) => number;
     cancelAnimationFrame?: (id: number) => void;
   };
   if (typeof scope.requestAnimationFrame !== 'function') return { requestFrame: null };
@@ -112,6 +114,8 @@ export class DirectPipeline {
   /** Names the current decoder: callbacks of a closed one are void. */
   private decoderToken = 0;
   private lastTimestamp = 0;
+  /** Chunk timestamp (us) -> capture time (device epoch ms) of the frames in the decoder. */
+  private readonly captureOf = new Map<number, number>();
   private lastKeyRequest = -Infinity;
   private size = { width: 0, height: 0 };
   private bytesSinceInfo = 0;
@@ -131,7 +135,7 @@ export class DirectPipeline {
       requestFrame: options.requestFrame === undefined ? null : options.requestFrame,
       cancelFrame: options.cancelFrame,
       running: () => this.connected,
-      drawn: (presented) => this.drawn(presented),
+      drawn: (presented, timestamp, time) => this.drawn(presented, timestamp, time),
     });
   }
 
@@ -263,7 +267,7 @@ export class DirectPipeline {
     this.bytesSinceInfo += data.byteLength;
     // SPEC: binary frames follow the start; one before it has no codec to go with.
     if (!this.started) this.drop('before_start');
-    else this.decode(frame.key, frame.data);
+    else this.decode(frame.key, frame.data, frame.capturedAt);
     if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();
   }
 
@@ -279,7 +283,11 @@ export class DirectPipeline {
     const id = event?.video?.h264?.profile_level_id;
     this.profileLevelId = typeof id === 'string' ? id : undefined;
     this.socket?.send(
-      JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }),
+      // capture_time: frames come as op 0x02 with their capture time (the latency readout)
+      JSON.stringify({
+        event_type: 'start',
+        event: { type: 'video', format: 'h264', capture_time: true },
+      }),
     );
     this.started = true;
     this.options.emit({ type: 'hello', conn: this.conn });
@@ -312,7 +320,7 @@ export class DirectPipeline {
     return true;
   }
 
-  private decode(key: boolean, data: Uint8Array): void {
+  private decode(key: boolean, data: Uint8Array, capturedAt?: number): void {
     if (!this.decoder || this.decoder.state === 'closed') {
       this.closeDecoder();
       const token = this.decoderToken;
@@ -357,6 +365,11 @@ export class DirectPipeline {
     try {
       decoder.decode({ type: key ? 'key' : 'delta', timestamp: this.lastTimestamp, data });
       this.inDecoder += 1;
+      if (capturedAt !== undefined) {
+        this.captureOf.set(this.lastTimestamp, capturedAt);
+        // frames the decoder never gave back are forgotten (the oldest first)
+        if (this.captureOf.size > 64) this.captureOf.delete(this.captureOf.keys().next().value!);
+      }
     } catch {
       this.drop('decoder');
       this.decoderFailed(this.decoderToken);
@@ -416,9 +429,16 @@ export class DirectPipeline {
   // --- presentation and info -------------------------------------------------------------
 
   /** The presenter drew the waiting frame or failed to (h264-direct-presenter.ts). */
-  private drawn(presented: boolean): void {
+  private drawn(presented: boolean, timestamp?: number, time?: number): void {
+    const capturedAt = timestamp === undefined ? undefined : this.captureOf.get(timestamp);
+    if (timestamp !== undefined) this.captureOf.delete(timestamp);
     if (presented) this.count.presented += 1;
     else this.drop('not_shown');
+    if (presented && capturedAt !== undefined) {
+      // the animation frame's time, as the page's requestVideoFrameCallback dates WebRTC frames
+      const shownAt = performance.timeOrigin + (time ?? performance.now());
+      this.options.emit({ type: 'latency', capturedAt, shownAt });
+    }
     this.countersChanged = true;
     if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();
   }

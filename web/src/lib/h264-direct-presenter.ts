@@ -17,12 +17,15 @@ export interface CanvasLike {
 
 export interface PresenterOptions {
   /** Without it, each frame is drawn as it is offered. */
-  requestFrame: ((callback: () => void) => number) | null;
+  requestFrame: ((callback: (time?: number) => void) => number) | null;
   cancelFrame?: (id: number) => void;
   /** Animation frames are asked for while this says so. */
   running: () => boolean;
-  /** A waiting frame was drawn (true) or failed to draw (false); either way it is closed. */
-  drawn: (presented: boolean) => void;
+  /**
+   * A waiting frame was drawn (true) or failed to draw (false); either way it is closed.
+   * `timestamp`: the frame's (us); `time`: the animation frame's time, when drawn in one.
+   */
+  drawn: (presented: boolean, timestamp?: number, time?: number) => void;
 }
 
 export class FramePresenter {
@@ -70,10 +73,10 @@ export class FramePresenter {
   schedule(): void {
     const requestFrame = this.options.requestFrame;
     if (this.frameRequest !== null || !requestFrame || !this.options.running()) return;
-    this.frameRequest = requestFrame(() => {
+    this.frameRequest = requestFrame((time) => {
       this.frameRequest = null;
       if (!this.options.running()) return;
-      this.draw();
+      this.draw(time);
       this.schedule();
     });
   }
@@ -85,12 +88,13 @@ export class FramePresenter {
   }
 
   /** Draws the waiting frame, if there is one and a canvas, and closes it. */
-  draw(): void {
+  draw(time?: number): void {
     const frame = this.pending;
     const canvas = this.canvas;
     if (!frame || !canvas) return;
     this.pending = null;
     let presented = false;
+    const timestamp = frame.timestamp;
     try {
       if (canvas.width !== frame.displayWidth) canvas.width = frame.displayWidth;
       if (canvas.height !== frame.displayHeight) canvas.height = frame.displayHeight;
@@ -101,6 +105,6 @@ export class FramePresenter {
     } finally {
       frame.close();
     }
-    this.options.drawn(presented);
+    this.options.drawn(presented, timestamp, time);
   }
 }

@@ -9,6 +9,19 @@ describe('parseMediaFrame', () => {
     expect(delta).toMatchObject({ kind: 'video', key: false });
   });
 
+  it('reads the capture time of [0x02][key][float64 BE][access unit]', () => {
+    const bytes = new Uint8Array(13);
+    bytes.set([2, 1]);
+    new DataView(bytes.buffer).setFloat64(2, 1_764_408_000_123.25);
+    bytes.set([0, 0, 1], 10);
+    expect(parseMediaFrame(bytes)).toEqual({
+      kind: 'video',
+      key: true,
+      data: new Uint8Array([0, 0, 1]),
+      capturedAt: 1_764_408_000_123.25,
+    });
+  });
+
   it('knows the pong and ignores the rest', () => {
     expect(parseMediaFrame(new Uint8Array([0xff]))).toEqual({ kind: 'pong' });
     expect(parseMediaFrame(new Uint8Array([0xff, 0]))).toBeNull();

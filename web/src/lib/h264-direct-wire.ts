@@ -2,6 +2,8 @@
  * The media socket's wire (wire-protocol.md 4): the server's media hello names the H.264
  * profile-level-id, binary frames `[0x01][key 0|1][Annex B access unit]` follow; the client pings
  * with 0x00 (answer 0xFF) and asks for a key frame with 0x01. h264-direct-pipeline.ts speaks it.
+ * Our addition: a start with `capture_time: true` gets `[0x02][key 0|1][float64 BE: the frame's
+ * capture time, device epoch ms][access unit]` (the latency readout).
  */
 
 export const MEDIA_PING_MS = 1_000;
@@ -11,11 +13,13 @@ export const MEDIA_MAX_MISSED_PONGS = 5;
 export const DEFAULT_PROFILE_LEVEL_ID = '42E01F';
 
 export const MEDIA_OP_VIDEO = 0x01;
+export const MEDIA_OP_TIMED_VIDEO = 0x02;
 export const MEDIA_PING = 0x00;
 export const MEDIA_PONG = 0xff;
 export const MEDIA_KEY_REQUEST = 0x01;
 
-export type MediaFrame = { kind: 'video'; key: boolean; data: Uint8Array } | { kind: 'pong' };
+export type MediaFrame =
+  { kind: 'video'; key: boolean; data: Uint8Array; capturedAt?: number } | { kind: 'pong' };
 
 /** One binary message of the media socket; null for anything not understood (ignored). */
 export function parseMediaFrame(message: ArrayBuffer | Uint8Array): MediaFrame | null {
@@ -23,6 +27,10 @@ export function parseMediaFrame(message: ArrayBuffer | Uint8Array): MediaFrame |
   if (bytes.length === 1 && bytes[0] === MEDIA_PONG) return { kind: 'pong' };
   if (bytes.length >= 3 && bytes[0] === MEDIA_OP_VIDEO) {
     return { kind: 'video', key: bytes[1] !== 0, data: bytes.subarray(2) };
+  }
+  if (bytes.length >= 11 && bytes[0] === MEDIA_OP_TIMED_VIDEO) {
+    const capturedAt = new DataView(bytes.buffer, bytes.byteOffset + 2, 8).getFloat64(0);
+    return { kind: 'video', key: bytes[1] !== 0, data: bytes.subarray(10), capturedAt };
   }
   return null;
 }

@@ -23,7 +23,7 @@ describe('H264DirectStream', () => {
     expect(socket.binaryType).toBe('arraybuffer');
     hello(socket);
     expect(socket.sentFrames()).toEqual([
-      { event_type: 'start', event: { type: 'video', format: 'h264' } },
+      { event_type: 'start', event: { type: 'video', format: 'h264', capture_time: true } },
     ]);
     expect(stream.getState()).toBe('watching');
 

@@ -72,6 +72,8 @@ export function mediaSocketUrl(
 export interface H264DirectEvents extends StreamClientEvents {
   /** The decoded picture size changed. */
   resize: { width: number; height: number };
+  /** A frame was drawn: its capture time (device epoch ms) and when (epoch ms, this browser). */
+  latency: { capturedAt: number; shownAt: number };
 }
 
 /** A <canvas> whose drawing can move to a worker (HTMLCanvasElement; tests pass a fake). */
@@ -97,7 +99,7 @@ export interface H264DirectOptions {
   isSupported?: () => boolean;
   /** ms, monotonic. */
   now?: () => number;
-  requestFrame?: (callback: () => void) => number;
+  requestFrame?: (callback: (time?: number) => void) => number;
   cancelFrame?: (id: number) => void;
   /**
    * The worker the pipeline runs in; null: the main thread. By default the page's shared one
@@ -403,6 +405,9 @@ export class H264DirectStream implements StreamClient {
       case 'info':
         this.info = event.info;
         this.emitter.emit('info', this.info);
+        break;
+      case 'latency':
+        this.emitter.emit('latency', { capturedAt: event.capturedAt, shownAt: event.shownAt });
         break;
       case 'worker_failed':
         // Say so rather than wait in `connecting` for ever: the console shows its notice.

@@ -6,6 +6,7 @@ import { CameraStatus, MicControl, VolumeControl } from '../audio/AudioControls'
 import { RemoteAudio } from '../audio/RemoteAudio';
 import { KeyboardStatus, MouseStatus } from '../input/HidStatus';
 import { CaptureStatus } from '../video/CaptureStatus';
+import { LatencyStatus } from '../video/LatencyStatus';
 import type { StreamStatus } from '../video/stream-status';
 import { useStreamStatus, useVideo } from '../video/video-session';
 
@@ -64,6 +65,7 @@ export function StatusBar() {
         {t('status.stream')}: {t(STREAM_STATUS_TEXT[streamStatus])}
       </span>
       {state === 'active' && <StreamInfoText info={info} />}
+      {state === 'active' && <LatencyStatus />}
       <CaptureStatus />
       <MouseStatus />
       <KeyboardStatus />

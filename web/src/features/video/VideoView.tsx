@@ -14,6 +14,7 @@ import { setStreamWanted } from '../connection/connection';
 import { useInputCapture } from '../input/input-capture';
 import { useConfig } from '../config/config-store';
 import { computeGeometry, rotationTransform, type Size } from '../../lib/geometry';
+import { latencyReadout, startClockSync, watchWebRtcLatency } from './latency-readout';
 import { loadStreamer } from './streamer-store';
 import { useRequestedVideoMode, useVideo, videoController } from './video-session';
 
@@ -119,6 +120,15 @@ export function VideoView() {
     };
   }, [mode, track]);
 
+  // The latency readout (latency-readout.ts): the device's clock while a video runs, and
+  // every presented frame dated against it.
+  useEffect(() => (mode ? startClockSync() : undefined), [mode]);
+  useEffect(() => {
+    const element = videoRef.current;
+    if (!element || mode !== 'webrtc' || !track) return;
+    return watchWebRtcLatency(element);
+  }, [mode, track]);
+
   // Direct: frames are drawn on the canvas; its size follows the decoded pictures.
   useEffect(() => {
     const canvas = canvasRef.current;
@@ -127,8 +137,13 @@ export function VideoView() {
     const size = direct.getSize();
     setDirectSize(size.width > 0 ? size : null);
     const off = direct.on('resize', (s) => setDirectSize(s));
+    const offLatency = direct.on('latency', (f) =>
+      latencyReadout.note('direct_h264', f.capturedAt, f.shownAt),
+    );
     return () => {
       off();
+      offLatency();
+      latencyReadout.reset();
       direct.attachCanvas(null);
     };
   }, [direct]);
