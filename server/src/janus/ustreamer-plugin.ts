@@ -60,7 +60,7 @@ export interface UstreamerPluginDeps {
    * The same picture in H.265 (media/hevc-feed.ts), for viewers whose browser takes it
    * (codecs.ts); none: H.264 only.
    */
-  h265Feed?: VideoFeed | null;
+  h265Feed?: (VideoFeed & { available?: () => Promise<boolean> }) | null;
   /** ICE servers for the server's side; `[]` offline and in tests. Read at each `watch`. */
   iceServers: () => readonly IceServerConfig[];
   /** `webrtc.port_range` and `webrtc.nat_1to1_ips` (none: any port, own addresses). */
@@ -258,6 +258,7 @@ export class UstreamerPlugin implements JanusPlugin {
     this.viewers.set(handle, viewer);
     let peer: JanusPeer;
     try {
+      const browserCodecs = browserVideoCodecs(params['codecs']);
       const { JanusPeer } = await loadPeerModule();
       peer = await JanusPeer.create({
         iceServers: this.deps.iceServers(),
@@ -267,7 +268,7 @@ export class UstreamerPlugin implements JanusPlugin {
         camera,
         profileLevelId: offeredProfileLevelId(this.deps.feed.profileLevelId),
         // the browser's receive codecs (our console sends them): H.265 first where it decodes it
-        videoCodecs: offeredVideoCodecs(browserVideoCodecs(params['codecs']), !!this.deps.h265Feed),
+        videoCodecs: offeredVideoCodecs(browserCodecs, await this.canH265(browserCodecs)),
         ...(this.deps.ice ? { ice: this.deps.ice } : {}),
         log: this.deps.log,
       });
@@ -392,6 +393,13 @@ export class UstreamerPlugin implements JanusPlugin {
       this.deps.log.warn({ err: String(err) }, 'janus: cannot listen to the sound');
       return () => undefined;
     }
+  }
+
+  /** The device encodes H.265 and the browser lists it (ffmpeg probed once, on first need). */
+  private async canH265(browser: readonly string[]): Promise<boolean> {
+    const feed = this.deps.h265Feed;
+    if (!feed || !browser.includes('h265')) return false;
+    return feed.available ? feed.available().catch(() => false) : true;
   }
 
   private watchBucket(socket: PluginSocket): TokenBucket {

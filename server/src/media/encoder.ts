@@ -15,6 +15,8 @@ import type { VideoProcessing } from '@kvm/protocol';
 import type { FfmpegInput, PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/supervisor';
 import { FlvReader } from './flv-reader';
+import { x265OutputArgs } from './hevc-encoder';
+import { NutReader } from './hevc-nut-reader';
 import type { AccessUnit } from './types';
 
 interface EncodingSettings {
@@ -25,6 +27,8 @@ interface EncodingSettings {
   /** Frames between key frames; 0 = only the first. */
   gop: number;
   processing: VideoProcessing;
+  /** Output codec: H.264 (FLV out) unless 'h265' (libx265, NUT out: hevc-encoder.ts). */
+  codec?: 'h264' | 'h265';
 }
 
 /** Raw frames of `format` on stdin. */
@@ -124,9 +128,10 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
     ? sourceInputArgs(s.input, s.fps)
     : { args: rawInputArgs(s.format, s.width, s.height, s.fps), filters: [] };
   const filters = [...input.filters, ...pad];
+  const head = [...input.args, ...(filters.length > 0 ? ['-vf', filters.join(',')] : [])];
+  if (s.codec === 'h265') return [...head, ...x265OutputArgs(s)];
   return [
-    ...input.args,
-    ...(filters.length > 0 ? ['-vf', filters.join(',')] : []),
+    ...head,
     '-c:v',
     'libx264',
     '-preset',
@@ -201,7 +206,7 @@ export class H264Encoder extends EventEmitter<{
   fault: [reason: string];
 }> {
   private readonly supervisor: Supervisor;
-  private reader: FlvReader | null = null;
+  private reader: FlvReader | NutReader | null = null;
   /** Frames in ffmpeg, oldest first: capture time for the unit, write time for the stall check. */
   private inFlight: Array<{ capturedAt: number; writtenAt: number; bytes: number }> = [];
   private inFlightBytes = 0;
@@ -235,7 +240,8 @@ export class H264Encoder extends EventEmitter<{
       this.inFlight = [];
       this.inFlightBytes = 0;
       this.lastOutputAt = performance.now();
-      this.reader = new FlvReader((u) => this.onFlvUnit(u.data, u.key));
+      const onUnit = (u: { data: Buffer; key: boolean }): void => this.onFlvUnit(u.data, u.key);
+      this.reader = settings.codec === 'h265' ? new NutReader(onUnit) : new FlvReader(onUnit);
       this.emit('started', pid);
     });
     this.supervisor.on('data', (chunk) => {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context';
 import { janusFeatures, registerJanus } from '../janus/gateway';
 import { iceNetworkOf } from '../janus/peer-params';
+import { HevcFeed } from '../media/hevc-feed';
 import type { GpioService } from '../services/gpio/gpio-service';
 import { rtcInputClient } from '../services/hid/hid-wiring';
 import { appsRoutes } from './apps';
@@ -156,8 +157,12 @@ export const ROUTE_PLUGINS: readonly RoutePlugin[] = [
   {
     name: 'webrtc',
     register: (app, { ctx }) => {
+      // the same picture in H.265 for browsers that take it (janus/codecs.ts); idle until then
+      const h265Feed = new HevcFeed(ctx.video, app.log, { ffmpeg: ctx.config.video.ffmpeg });
+      app.addHook('onClose', () => h265Feed.dispose());
       registerJanus(app, {
         feed: ctx.video,
+        h265Feed,
         // The device's own peer gathers host candidates and TURN relays only: a STUN round
         // trip holds werift's offer for 5 s when the STUN server is unreachable (an offline
         // device), and the browser's STUN (features.ice.url) already finds the public side.
