@@ -51,6 +51,7 @@ import {
   type JanusCredentials,
 } from './janus-stream-signalling';
 import { JanusStreamStats } from './janus-stream-stats';
+import { receiveVideoCodecs, type WatchVideoCodec } from './video-codecs';
 import type {
   JanusJsep,
   JanusRuntime,
@@ -420,6 +421,8 @@ export class JanusStream implements StreamClient {
         // The browser's camera, for the gadget target's USB webcam (issue 24): the server offers
         // its section only where the webcam can take it.
         camera,
+        // what this browser decodes over WebRTC: H.265 where it can (docs/webrtc.md "H.265")
+        ...withCodecs(receiveVideoCodecs()),
       },
     });
     this.setState('watching');
@@ -625,4 +628,9 @@ export class JanusStream implements StreamClient {
     this.state = state;
     this.emitter.emit('state', state);
   }
+}
+
+/** `codecs` for the watch params, left out when the browser cannot say. */
+function withCodecs(codecs: WatchVideoCodec[] | null): { codecs?: WatchVideoCodec[] } {
+  return codecs ? { codecs } : {};
 }
