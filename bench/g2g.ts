@@ -407,11 +407,56 @@ export interface G2g {
   outliers: number;
   missed: number;
   clock: { offset: number; bound: number };
+  /** the console's latency readout against this harness, null without a testbed frame clock */
+  readout: ReadoutError | null;
+}
+
+/**
+ * The console's latency readout (web/src/features/video/latency-readout.ts) against this
+ * harness, for the frames both dated: |readout - harness| where the harness's figure is the
+ * same span, the capture of the frame that first carries the change (the first unit the
+ * encoder gave out captured after the change; without the feed, the testbed's next frame: this
+ * process's clock) to its presentation (the page's clock, corrected by the offset
+ * this harness measured itself). The readout dates the same presentation (the same callback or
+ * animation frame: matched on its time) with the capture time the stream carried and its own
+ * clock estimate (the event socket's clock exchange). p50/p95 over the matched changes.
+ */
+export interface ReadoutError {
+  p50: number;
+  p95: number;
+  /** every |readout - harness| (ms), for pooled percentiles */
+  errors: number[];
+  /** changes the harness measured that the readout had no figure for */
+  unmatched: number;
+  /** median change drawn -> captured in a frame (the source's frame wait, not in the readout) */
+  sourceWaitMs: number;
+  /** median readout - harness, signed (a bias of the clock estimate shows here) */
+  signedMedian: number;
+  /**
+   * readout - harness where |.| > 5 ms, signed. Negative: the readout dated a frame captured
+   * later than the first one the encoder gave out after the change, i.e. that one was dropped
+   * on the way (overtaken in the decoder queue, not composited) and a later frame showed the
+   * change first: the harness cannot see which frame was presented, the readout can.
+   */
+  tail: number[];
+  /** median Chromium's own capture-to-callback figure (rVFC captureTime) minus the readout's */
+  browserMinusReadoutMs: number | null;
+}
+
+/** A readout frame as the page keeps it (LatencyFrame in latency-readout.ts). */
+interface ReadoutFrame {
+  mode: 'webrtc' | 'direct_h264';
+  shownAt: number;
+  capturedAt: number;
+  latencyMs: number;
+  browserMs?: number;
 }
 
 /** The testbed picture's change marker, drawn into its next frame. */
 export interface MarkedPicture {
   markChange(now: number): number;
+  /** the testbed draws each frame's number as it captures the frame (its frame clock) */
+  drawFrameNumber?(n: number): void;
 }
 
 /**
@@ -424,6 +469,7 @@ export async function glassToGlass(
   picture: MarkedPicture,
   label: string,
   mode: 'webrtc' | 'direct_h264',
+  feed?: { subscribe(onUnit: (unit: { capturedAt: number }) => void): () => void },
 ): Promise<G2g> {
   await new Promise((r) => setTimeout(r, 1500));
   const clock = await pageClock(page);
@@ -433,6 +479,19 @@ export async function glassToGlass(
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const load0 = loadavg()[0]!;
+  // the capture times (epoch ms, this process) of the frames the encoder gave out, else of
+  // every frame the testbed made: the first one after a change carries it
+  const frameTimes: number[] = [];
+  const drawFrameNumber = feed ? undefined : picture.drawFrameNumber;
+  const unsubscribe = feed?.subscribe((unit) =>
+    frameTimes.push(performance.timeOrigin + unit.capturedAt),
+  );
+  if (drawFrameNumber) {
+    picture.drawFrameNumber = (n: number) => {
+      frameTimes.push(performance.timeOrigin + performance.now());
+      drawFrameNumber.call(picture, n);
+    };
+  }
   for (let i = 0; i < CHANGES; i += 1) {
     const now = performance.now();
     const n = picture.markChange(now);
@@ -441,8 +500,17 @@ export async function glassToGlass(
   }
   await new Promise((r) => setTimeout(r, 500));
   loop.disable();
+  if (drawFrameNumber) picture.drawFrameNumber = drawFrameNumber;
+  unsubscribe?.();
+  frameTimes.sort((a, b) => a - b); // the GOP a subscriber gets first is older
   const after = await pageClock(page);
   const r = await rec(page);
+  const readoutFrames = await page.evaluate(
+    () =>
+      (window as unknown as { __kvmLatency?: { frames: ReadoutFrame[] } }).__kvmLatency?.frames ??
+      [],
+  );
+  const drawnAll = new Map(drawn);
   await page.close();
   const lat: number[] = [];
   const outliers: number[] = [];
@@ -473,6 +541,22 @@ export async function glassToGlass(
         ? `; page: ${r.chunks} chunks decoded into ${r.decoded} frames, ${r.presented} drawn`
         : ''),
   );
+  const readout =
+    feed || drawFrameNumber
+      ? readoutError(r.seen, drawnAll, frameTimes, readoutFrames, mode, clock.offset)
+      : null;
+  if (readout) {
+    note(
+      `g2g ${label} readout: |readout - harness| p50 ${round(readout.p50, 2)} p95 ` +
+        `${round(readout.p95, 2)} ms over ${readout.errors.length} changes, ${readout.unmatched} ` +
+        `without a readout; change -> frame capture median ${round(readout.sourceWaitMs, 1)} ms ` +
+        `(not in the readout); readout - harness median ${round(readout.signedMedian, 2)} ms, ` +
+        `over 5 ms: [${readout.tail.map((e) => round(e)).join(', ')}]` +
+        (readout.browserMinusReadoutMs !== null
+          ? `; Chromium's captureTime figure - readout: median ${round(readout.browserMinusReadoutMs, 1)} ms`
+          : ''),
+    );
+  }
   return {
     p50: percentile(lat, 50),
     p95: percentile(lat, 95),
@@ -480,5 +564,51 @@ export async function glassToGlass(
     outliers: outliers.length,
     missed: drawn.size,
     clock,
+    readout,
+  };
+}
+
+/** See ReadoutError. */
+function readoutError(
+  seen: readonly Seen[],
+  drawn: ReadonlyMap<number, number>,
+  frameTimes: readonly number[],
+  frames: readonly ReadoutFrame[],
+  mode: 'webrtc' | 'direct_h264',
+  pageOffset: number,
+): ReadoutError {
+  const errors: number[] = [];
+  const signed: number[] = [];
+  const waits: number[] = [];
+  const browser: number[] = [];
+  let unmatched = 0;
+  const used = new Set<number>();
+  for (const { v, t } of seen) {
+    const at = drawn.get(v);
+    if (at === undefined || used.has(v)) continue;
+    used.add(v);
+    // the first frame the testbed captured after the change was drawn carries it
+    const captured = frameTimes.find((f) => f >= at);
+    if (captured === undefined) continue;
+    waits.push(captured - at);
+    const frame = frames.find((f) => f.mode === mode && Math.abs(f.shownAt - t) < 0.5);
+    if (!frame) {
+      unmatched += 1;
+      continue;
+    }
+    const harness = t - pageOffset - captured;
+    errors.push(Math.abs(frame.latencyMs - harness));
+    signed.push(frame.latencyMs - harness);
+    if (frame.browserMs !== undefined) browser.push(frame.browserMs - frame.latencyMs);
+  }
+  return {
+    p50: percentile(errors, 50),
+    p95: percentile(errors, 95),
+    errors,
+    unmatched,
+    sourceWaitMs: median(waits),
+    signedMedian: median(signed),
+    tail: signed.filter((e) => Math.abs(e) > 5),
+    browserMinusReadoutMs: browser.length ? median(browser) : null,
   };
 }

@@ -50,6 +50,16 @@
  *   viewers (werift peers in a child process, see cpuPerViewer), the difference over the 3
  *   extra viewers, in % of a core, preset 2 at 30 fps with the noise band on; median of three
  *   alternations.
+ * - latency_readout_error_{webrtc,direct}_ms: the console's latency readout (the figure its
+ *   status bar shows for each presented frame, latency-readout.ts) against the g2g harness's own
+ *   measurement of the same frames: p50 of |readout - harness| over the g2g changes both dated,
+ *   the harness's span being the capture of the first frame the encoder gave out after the
+ *   change to its presentation (g2g.ts ReadoutError). latency_readout_error_ms: p50 over both
+ *   modes' changes together, latency_readout_error_p95_ms their p95, latency_readout_samples
+ *   how many. The p95 also counts changes whose first encoded frame never reached the screen
+ *   (dropped or overtaken on the way, see the notes' signed tail): there the readout dates the
+ *   later frame that was presented and the harness, which cannot tell frames apart, the first
+ *   one. `--g2g` measures only these and g2g_*.
  * - g2g_qemu_*: a change of the QEMU guest's screen (a key to the guest's shell) to the frame
  *   presented, WebRTC, on the qemu target's own server process: see video-qemu.ts.
  */
@@ -74,7 +84,7 @@ import {
   type Seen,
 } from './g2g';
 import { QemuVideoTarget, qemuFields, type QemuG2g } from './video-qemu';
-import { median, note, round, shortMark, sized, initAndLogin } from './lib';
+import { median, note, percentile, round, shortMark, sized, initAndLogin } from './lib';
 import {
   pageOrigin,
   readParts,
@@ -94,6 +104,8 @@ const CPU_WINDOW_MS = sized(10_000, 2_000);
 const CPU_SETTLE_MS = sized(3_000, 1_000);
 /** `--ttff`: the time-to-first-frame fields only. */
 const ONLY_TTFF = process.argv.includes('--ttff');
+/** `--g2g`: the testbed's glass-to-glass and latency readout fields only. */
+const ONLY_G2G = process.argv.includes('--g2g');
 /** Ends the run after the ttff fields (`--ttff`). */
 class TtffOnly extends Error {}
 
@@ -131,7 +143,7 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
   await setMode(ctx, mode);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
-  return measureG2g(page, ctx.testbed.picture, mode, mode);
+  return measureG2g(page, ctx.testbed.picture, mode, mode, ctx.app.ctx.video);
 }
 
 interface Ttff {
@@ -392,6 +404,30 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const addr = app.server.address();
 const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
 let browser: Browser | null = null;
+/** The testbed's g2g fields and the latency readout's error (g2g.ts ReadoutError), p95. */
+function g2gFields(webrtc: G2g, direct: G2g): Record<string, number | null> {
+  const p = (errors: number[] | undefined, q: number): number | null =>
+    errors?.length ? round(percentile(errors, q), 2) : null;
+  const all = [...(webrtc.readout?.errors ?? []), ...(direct.readout?.errors ?? [])];
+  return {
+    g2g_webrtc_p50_ms: round(webrtc.p50),
+    g2g_webrtc_p95_ms: round(webrtc.p95),
+    g2g_webrtc_samples: webrtc.samples,
+    g2g_webrtc_outliers: webrtc.outliers,
+    g2g_webrtc_missed: webrtc.missed,
+    g2g_direct_p50_ms: round(direct.p50),
+    g2g_direct_p95_ms: round(direct.p95),
+    g2g_direct_samples: direct.samples,
+    g2g_direct_outliers: direct.outliers,
+    g2g_direct_missed: direct.missed,
+    latency_readout_error_webrtc_ms: p(webrtc.readout?.errors, 50),
+    latency_readout_error_direct_ms: p(direct.readout?.errors, 50),
+    latency_readout_error_ms: p(all, 50),
+    latency_readout_error_p95_ms: p(all, 95),
+    latency_readout_samples: all.length,
+  };
+}
+
 try {
   const token = await initAndLogin(base, PASSWORD);
   const testbed = app.ctx.drivers.testbed;
@@ -403,6 +439,14 @@ try {
     ctx,
     'h264_bitrate=5000&h264_gop=60&desired_fps=60&video_processing=low_latency_first',
   );
+  if (ONLY_G2G) {
+    const webrtc = await glassToGlass(browser, ctx, 'webrtc');
+    const direct = await glassToGlass(browser, ctx, 'direct_h264');
+    process.stdout.write(
+      `${JSON.stringify({ ...shortMark(), g2g_only: true, ...g2gFields(webrtc, direct) })}\n`,
+    );
+    throw new TtffOnly(); // skips the rest; the finally below still closes everything
+  }
   const ttffCold_ = await ttffCold(browser, ctx);
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
@@ -444,16 +488,7 @@ try {
     `${JSON.stringify({
       ...shortMark(),
       ...ttffFields,
-      g2g_webrtc_p50_ms: round(g2gWebrtc.p50),
-      g2g_webrtc_p95_ms: round(g2gWebrtc.p95),
-      g2g_webrtc_samples: g2gWebrtc.samples,
-      g2g_webrtc_outliers: g2gWebrtc.outliers,
-      g2g_webrtc_missed: g2gWebrtc.missed,
-      g2g_direct_p50_ms: round(g2gDirect.p50),
-      g2g_direct_p95_ms: round(g2gDirect.p95),
-      g2g_direct_samples: g2gDirect.samples,
-      g2g_direct_outliers: g2gDirect.outliers,
-      g2g_direct_missed: g2gDirect.missed,
+      ...g2gFields(g2gWebrtc, g2gDirect),
       ...qemuFields(g2gQemu),
       clock_offset_ms: round(clock.offset, 2),
       clock_offset_bound_ms: round(clock.bound, 2),

@@ -34,7 +34,7 @@ export const CLOCK_FAST_COUNT = 6;
 /** ...then one per this many ms (clock drift between two machines is a few ppm). */
 export const CLOCK_SLOW_MS = 5_000;
 /** Frames kept for the bench. */
-export const FRAMES_KEPT = 512;
+export const FRAMES_KEPT = 4096;
 /** How often the shown figure changes (a figure that changes per frame cannot be read). */
 export const DISPLAY_EVERY_MS = 500;
 /** RTP timestamps wrap after 2^32 ticks of 90 kHz: this many ms. */
