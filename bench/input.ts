@@ -27,11 +27,13 @@
  * `--only latency` measures the two latencies alone (no QEMU paste, no release-after-drop).
  * KVM_BENCH_WEB_DIR serves a console built elsewhere (e.g. to compare two builds).
  * KVM_BENCH_SERVER_PROF=<dir> writes a CPU profile of the server process there.
+ * KVM_BENCH_INPUT_DUMP=<prefix> writes each event's times (epoch ms: the page's event, its send,
+ * the driver's call) to <prefix>-<mode>.json, to see whether a tail is one stall or many.
  */
 // The server child runs with the young-generation setting the product's main.ts applies first.
 import '../server/src/young-generation';
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
@@ -49,6 +51,7 @@ const GAP_MS = Number(process.env.KVM_BENCH_INPUT_GAP_MS ?? 5);
 const onlyAt = process.argv.indexOf('--only');
 const LATENCY_ONLY = onlyAt >= 0 && process.argv[onlyAt + 1] === 'latency';
 const WEB_DIR = process.env.KVM_BENCH_WEB_DIR;
+const DUMP = process.env.KVM_BENCH_INPUT_DUMP;
 /** This process is the bench's server (see ServerChild). */
 const SERVER_CHILD = process.argv.includes('--server-child');
 
@@ -367,6 +370,10 @@ async function latency(
     );
   } else {
     note(`${mode}: ${sendTimes.length} sends seen in the page, no breakdown`);
+  }
+  if (DUMP) {
+    const events = { browserTimes, sendTimes, driverTimes };
+    await writeFile(`${DUMP}-${mode}.json`, JSON.stringify(events));
   }
   const wanted = mode === 'webrtc' ? 'rtc' : 'ws';
   note(

@@ -22,6 +22,10 @@
  *   (werift's ICE is UDP only).
  * - candidates must follow the answer: they are queued until it is applied, and
  *   addIceCandidate is never awaited.
+ * - its UDP sockets keep the kernel's default receive buffer, which a stalled loop overflows
+ *   (input packets lost, then SCTP retransmission timeouts): enlarged (ice-sockets.ts).
+ * - its SCTP sends a SACK for every DATA chunk, one DTLS record and UDP send per input message:
+ *   delayed SACKs as RFC 4960 6.2 allows (sctp-sack.ts).
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -57,6 +61,8 @@ import {
   type IceNetworkConfig,
   type IceServerConfig,
 } from './peer-params';
+import { enlargeIceReceiveBuffers } from './ice-sockets';
+import { delaySacks } from './sctp-sack';
 import { H265_PAYLOAD_TYPE, answeredVideoCodec, h265Fmtp, type VideoCodec } from './codecs';
 import {
   ABS_CAPTURE_TIME_EXT_ID,
@@ -232,6 +238,9 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       await pc.setLocalDescription(offer);
       const sdp = pc.localDescription?.sdp;
       if (!sdp) throw new Error('werift produced no local description');
+      // the sockets are bound now: room for a stalled loop's input packets (ice-sockets.ts)
+      const buffers = enlargeIceReceiveBuffers(pc);
+      if (buffers.length === 0) opts.log.debug({}, 'janus: no werift ICE socket found to enlarge');
       // werift logs a bind it could not make and gathers no candidate for that address: with
       // none left, no browser could reach this peer
       if (portRange && hostCandidatePorts(sdp).length === 0) {
@@ -281,6 +290,10 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     if (this.answered) throw new Error('answer already applied');
     await this.pc.setRemoteDescription({ type: 'answer', sdp });
     this.answered = true;
+    // the association of the answer's (bundled) transport: delayed SACKs (sctp-sack.ts)
+    if (!delaySacks(this.pc.sctpTransport?.sctp)) {
+      this.opts.log.debug({}, 'janus: werift SCTP not as checked, SACKs left immediate');
+    }
     this.playoutDelay = sdp.includes(PLAYOUT_DELAY_URI);
     this.negotiatedVideo = answeredVideoCodec(sdp);
     this.absCaptureTime = sdp.includes(ABS_CAPTURE_TIME_URI);
