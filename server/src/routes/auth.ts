@@ -71,8 +71,9 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get('/api/auth/check', { config: { public: true } }, async (request) => {
     const result = await authenticate(request, auth, trustProxy);
     // A browser's console is loading (issue 28 item 2): its encoder starts now, not a second
-    // later when the page asks for video. Browsers send Sec-Fetch-Mode; scripts mostly do not.
-    if (request.headers['sec-fetch-mode'] !== undefined) ctx.video.prewarm();
+    // later when the page asks for video, once this answer is out (capture's start is not its
+    // wait). Browsers send Sec-Fetch-Mode; scripts mostly do not.
+    if (request.headers['sec-fetch-mode'] !== undefined) setImmediate(() => ctx.video.prewarm());
     return { user: result.user ?? ADMIN_USER };
   });
 }

@@ -76,9 +76,14 @@ heartbeat.onReconnected(() => {
  * its unmount stops the client as before. The setting as useRequestedVideoMode reads it.
  */
 export async function prestartVideo(): Promise<void> {
+  const stored = readStorage(STORAGE_KEYS.videoMode);
+  // janus.js loads and initialises beside the config request (its runtime is loaded once per
+  // page: the client's own load then finds it), unless this browser last used direct H.264.
+  if (stored !== 'direct_h264') {
+    void import('../../lib/janus-loader').then((m) => m.loadJanusRuntime()).catch(() => undefined);
+  }
   const config = await loadConfig().catch(() => null);
   if (videoController.getSnapshot().requestedMode) return;
-  const stored = readStorage(STORAGE_KEYS.videoMode);
   videoController.start(config?.video_mode ?? (isVideoMode(stored) ? stored : 'webrtc'));
 }
 
