@@ -1,7 +1,8 @@
 /**
  * Live video end to end on the QEMU target: the guest's screen in the console, checked by
  * pixels, over WebRTC and direct H.264; a quality change keeps the picture; two viewers at
- * once; the picture comes back by itself after the server restarts.
+ * once; the picture comes back by itself after the server restarts; the status bar's latency
+ * readout shows a figure in both modes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -76,6 +77,22 @@ async function expectGuestScreen(
   return last;
 }
 
+/** The status bar's latency readout (latency-readout.ts) shows a figure for this mode. */
+async function expectLatencyReadout(p: Page, mode: 'webrtc' | 'direct_h264'): Promise<void> {
+  const readout = byTestId(p, 'status-latency');
+  await expect
+    .poll(async () => ((await readout.count()) ? readout.getAttribute('data-mode') : null), {
+      timeout: 15_000,
+      interval: 300,
+    })
+    .toBe(mode);
+  const ms = Number(await readout.getAttribute('data-latency-ms'));
+  // capture to display on this machine: more than nothing, far less than a second
+  expect(ms).toBeGreaterThanOrEqual(0);
+  expect(ms).toBeLessThan(2000);
+  expect(await readout.textContent()).toMatch(/^Latency \d+ ms \(capture to display\)$/);
+}
+
 async function expectLive(p: Page): Promise<void> {
   const before = await frames(p);
   await expect
@@ -92,6 +109,7 @@ describe('video', () => {
     await expect
       .poll(async () => byTestId(page, 'status-stream').textContent(), { timeout: 10_000 })
       .toMatch(/active/i);
+    await expectLatencyReadout(page, 'webrtc');
   });
 
   it('keeps the picture through a quality change', async () => {
@@ -123,6 +141,7 @@ describe('video', () => {
     await byTestId(page, 'video-direct').waitFor({ state: 'attached', timeout: 15_000 });
     await expectGuestScreen(page, 'video-direct');
     await expectLive(page);
+    await expectLatencyReadout(page, 'direct_h264');
     await byTestId(page, 'video-mode-webrtc').click();
     await byTestId(page, 'video-webrtc').waitFor({ state: 'attached', timeout: 15_000 });
     await expectGuestScreen(page, 'video-webrtc');
