@@ -34,11 +34,13 @@
  * print each sample with the pause before it; KVM_BENCH_QEMU_PAUSE_MS=<ms> makes every pause
  * that long, to see it.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { Browser } from '../e2e/fixtures/browser';
 import { ServerProcess } from '../e2e/fixtures/server';
+import { RfbClient } from '../server/src/platform/qemu/rfb';
 import {
   clockOffset,
   epochNow,
@@ -64,6 +66,12 @@ const KEY_SPACE = 57;
 const LED_SCROLLL = 2;
 /** KVM_BENCH_QEMU_PAUSE_MS fixes the pause before each change (see the header). */
 const PAUSE_MS = Number(process.env['KVM_BENCH_QEMU_PAUSE_MS'] ?? NaN);
+/**
+ * KVM_BENCH_QEMU_RENICE=<nice>: the second half of the changes runs with every thread of the
+ * server process at this nice value (the first half as it starts), an A/B in one run of what the
+ * server's CPU share costs on a busy machine; the notes give each half's percentiles.
+ */
+const RENICE = process.env['KVM_BENCH_QEMU_RENICE'];
 
 /**
  * Typed into the guest's shell: each key read flips the screen between a grey and a black
@@ -91,6 +99,14 @@ interface Transition {
   t: number;
   lit: boolean;
   frac: number;
+  /** epoch ms, the page's clock: when the frame's last packet came in (rVFC receiveTime) */
+  received?: number;
+  /** epoch ms, the server's capture time as Chromium maps it to the page's clock (rVFC captureTime, from abs-capture-time) */
+  captured?: number;
+  /** epoch ms, the page's clock: when the frame was handed to the compositor (rVFC) */
+  presented?: number;
+  /** the frame's RTP timestamp (rVFC), which names the server's frame (stage trace) */
+  rtp?: number;
 }
 
 interface Probe {
@@ -110,7 +126,16 @@ function probe(): void {
   canvas.height = H;
   const ctx = canvas.getContext('2d', { willReadFrequently: true })!;
   const watch = (video: HTMLVideoElement): void => {
-    const onFrame = (now: number, meta: { mediaTime: number }): void => {
+    const onFrame = (
+      now: number,
+      meta: {
+        mediaTime: number;
+        receiveTime?: number;
+        captureTime?: number;
+        rtpTimestamp?: number;
+        presentationTime: number;
+      },
+    ): void => {
       video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
       // only the frame this callback describes (see g2g.ts's harness)
       const frame = new VideoFrame(video);
@@ -129,7 +154,15 @@ function probe(): void {
       const state = frac > 0.5;
       if (state === rec.lit) return;
       rec.lit = state;
-      rec.transitions.push({ t: performance.timeOrigin + now, lit: state, frac });
+      rec.transitions.push({
+        t: performance.timeOrigin + now,
+        lit: state,
+        frac,
+        ...(meta.captureTime ? { captured: performance.timeOrigin + meta.captureTime } : {}),
+        ...(meta.receiveTime ? { received: performance.timeOrigin + meta.receiveTime } : {}),
+        presented: performance.timeOrigin + meta.presentationTime,
+        ...(meta.rtpTimestamp !== undefined ? { rtp: meta.rtpTimestamp } : {}),
+      });
     };
     video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
   };
@@ -142,6 +175,72 @@ function probe(): void {
       }
     }
   }).observe(document, { childList: true, subtree: true });
+}
+
+/**
+ * The bench's own VNC client on the VM's vnc.sock, beside the server's (QEMU serves both the
+ * same screen): when QEMU's VNC server delivered each change, this process's epoch ms. One
+ * incremental request always outstanding, as the server's RFB client keeps one.
+ */
+class VncProbe {
+  readonly transitions: Transition[] = [];
+  private lit: boolean | null = null;
+
+  private constructor(private readonly rfb: RfbClient) {
+    rfb.on('update', (arrivedAt) => {
+      rfb.requestUpdate(true);
+      const frac = litFraction(rfb.framebuffer, rfb.width, rfb.height);
+      const state = frac > 0.5;
+      if (state === this.lit) return;
+      this.lit = state;
+      this.transitions.push({ t: performance.timeOrigin + arrivedAt, lit: state, frac });
+    });
+    rfb.requestUpdate(false);
+  }
+
+  static async open(path: string): Promise<VncProbe> {
+    return new VncProbe(await RfbClient.connect(path));
+  }
+
+  close(): void {
+    this.rfb.close();
+  }
+}
+
+/** A server frame's stage times (epoch ms), by the RTP timestamp made from its capture time. */
+interface ServerStages {
+  captured: number;
+  frame?: number;
+  'encoder-in'?: number;
+  piped?: number;
+  unit?: number;
+}
+
+/** The stage trace lines of the server's output (stage-trace.ts), by RTP timestamp. */
+function serverStages(log: string): Map<number, ServerStages> {
+  const out = new Map<number, ServerStages>();
+  for (const m of log.matchAll(/^video-stage (\S+) (\S+) (\S+) (\S+)$/gm)) {
+    const rtp = Math.round(Number(m[2]) * 90) >>> 0;
+    const entry = out.get(rtp) ?? { captured: Number(m[3]) };
+    const stage = m[1] as 'frame' | 'encoder-in' | 'piped' | 'unit';
+    entry[stage] ??= Number(m[4]);
+    out.set(rtp, entry);
+  }
+  return out;
+}
+
+/** The share of a 32x24 grid of a `bgr0` screen's pixels whose red is over 85 (as probe()). */
+function litFraction(fb: Buffer, width: number, height: number): number {
+  const W = 32;
+  const H = 24;
+  let lit = 0;
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      const px = Math.floor(((y + 0.5) * height) / H) * width + Math.floor(((x + 0.5) * width) / W);
+      if ((fb[px * 4 + 2] ?? 0) > 85) lit += 1;
+    }
+  }
+  return lit / (W * H);
 }
 
 function probeOf(page: Page): Promise<Probe> {
@@ -157,6 +256,8 @@ export class QemuVideoTarget {
 
   /** Starts the server (QEMU boots meanwhile); `ready()` waits for the guest. */
   static async start(): Promise<QemuVideoTarget> {
+    // the server's stage times of each frame (server/src/media/stage-trace.ts)
+    process.env['KVM_VIDEO_TRACE'] = '1';
     const server = await ServerProcess.start({ target: 'qemu' });
     try {
       const token = await initAndLogin(server.url, PASSWORD);
@@ -240,10 +341,12 @@ export class QemuVideoTarget {
     const clock = await clockOffset(() =>
       page.evaluate(() => performance.timeOrigin + performance.now()),
     );
+    const vnc = await VncProbe.open(join(this.server.dataDir, 'run', 'vnc.sock'));
     const mark = (await this.serial()).length;
     const flips: Array<{ t0: number; request: number; pause: number; lit: boolean }> = [];
     let lit = false;
     for (let k = 0; k < FLIPS; k += 1) {
+      if (RENICE !== undefined && k === Math.floor(FLIPS / 2)) await this.renice(Number(RENICE));
       const pause = Number.isFinite(PAUSE_MS) ? PAUSE_MS : 500 + Math.random() * 500;
       await new Promise((r) => setTimeout(r, pause));
       lit = !lit;
@@ -259,6 +362,7 @@ export class QemuVideoTarget {
       }
     }
     await new Promise((r) => setTimeout(r, 500));
+    vnc.close();
     const after = await clockOffset(() =>
       page.evaluate(() => performance.timeOrigin + performance.now()),
     );
@@ -266,9 +370,16 @@ export class QemuVideoTarget {
     const lat: number[] = [];
     let outliers = 0;
     let missed = 0;
+    const stages = serverStages(this.server.log);
     const lines: string[] = [];
+    const vncLat: number[] = [];
+    const halves: number[][] = [[], []];
+    const rxLat: number[] = [];
     for (const [k, f] of flips.entries()) {
       const next = flips[k + 1]?.t0 ?? Infinity;
+      const atVnc = vnc.transitions.find((x) => x.lit === f.lit && x.t >= f.t0 && x.t < next);
+      const vncMs = atVnc ? atVnc.t - f.t0 : NaN;
+      if (atVnc) vncLat.push(vncMs);
       const shown = p.transitions.find(
         (x) =>
           x.lit === f.lit && x.t - clock.offset >= f.t0 - clock.bound && x.t - clock.offset < next,
@@ -281,7 +392,18 @@ export class QemuVideoTarget {
       const l = shown.t - clock.offset - f.t0;
       if (l < 0 || l > OUTLIER_MS) outliers += 1;
       lat.push(Math.max(0, l));
-      lines.push(`${round(l)} (pause ${round(f.pause)})`);
+      halves[k < Math.floor(FLIPS / 2) ? 0 : 1]!.push(l);
+      const rx = shown.received !== undefined ? shown.received - clock.offset - f.t0 : NaN;
+      const st = shown.rtp !== undefined ? stages.get(shown.rtp) : undefined;
+      const at = (epoch: number | undefined): number => (epoch ?? NaN) - f.t0;
+      const pres = shown.presented !== undefined ? shown.presented - clock.offset - f.t0 : NaN;
+      if (Number.isFinite(rx)) rxLat.push(rx);
+      lines.push(
+        `${round(l)} (vnc ${round(vncMs)}, rfb ${round(at(st?.captured))}, ` +
+          `frame ${round(at(st?.frame))}, enc ${round(at(st?.['encoder-in']))}, ` +
+          `piped ${round(at(st?.piped))}, ` +
+          `unit ${round(at(st?.unit))}, rx ${round(rx)}, pres ${round(pres)}, pause ${round(f.pause)})`,
+      );
     }
     // the guest's part, both its kernel's evdev times (the input logger's lines) on the keyboard
     // that got the key: the key press, and the Scroll Lock LED that the fill's write sets right
@@ -310,6 +432,15 @@ export class QemuVideoTarget {
     note(
       `g2g qemu: ${lat.length} of ${flips.length} changes presented: ${lines.join(', ')} ms; ` +
         `send_key request ${round(median(flips.map((f) => f.request)), 2)} ms median; ` +
+        `key sent -> change in the bench's own VNC client p50 ${round(percentile(vncLat, 50))} ` +
+        `p95 ${round(percentile(vncLat, 95))} ms (${vncLat.length} seen); ` +
+        `key sent -> frame received by the page p50 ${round(percentile(rxLat, 50))} ` +
+        `p95 ${round(percentile(rxLat, 95))} ms; ` +
+        (RENICE !== undefined
+          ? `first half p50 ${round(percentile(halves[0]!, 50))} p95 ${round(percentile(halves[0]!, 95))} ms, ` +
+            `second (server at nice ${RENICE}) p50 ${round(percentile(halves[1]!, 50))} ` +
+            `p95 ${round(percentile(halves[1]!, 95))} ms; `
+          : '') +
         `guest key press -> LED set after the fill ${guest.map((g) => round(g)).join(', ')} ms ` +
         `(${guest.length} of ${presses.length} key presses); page ${p.frames} frames; ` +
         `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
@@ -324,6 +455,15 @@ export class QemuVideoTarget {
       guestP50: guest.length ? median(guest) : NaN,
       clock,
     };
+  }
+
+  /** Sets every thread of the server process to `nice` (KVM_BENCH_QEMU_RENICE). */
+  private async renice(nice: number): Promise<void> {
+    const pid = this.server.pid;
+    if (pid === undefined) return;
+    const tids = await readdir(`/proc/${pid}/task`);
+    for (const tid of tids) setPriority(Number(tid), nice);
+    note(`g2g qemu: server's ${tids.length} threads at nice ${nice} from change ${FLIPS / 2 + 1}`);
   }
 
   async dispose(): Promise<void> {

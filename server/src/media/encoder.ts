@@ -11,12 +11,14 @@
  * `stallMs`) or writes something that is not FLV is killed and restarted with backoff.
  */
 import { EventEmitter } from 'node:events';
+import { setPriority } from 'node:os';
 import type { VideoProcessing } from '@kvm/protocol';
 import type { FfmpegInput, PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/supervisor';
 import { FlvReader } from './flv-reader';
 import { x265OutputArgs } from './hevc-encoder';
 import { NutReader } from './hevc-nut-reader';
+import { traceStage } from '../process/stage-trace';
 import type { AccessUnit } from './types';
 
 interface EncodingSettings {
@@ -191,6 +193,15 @@ export const ENCODER_BACKOFF: Required<BackoffOptions> = {
   maxMs: 10_000,
   healthyMs: 10_000,
 };
+/**
+ * ffmpeg's nice value: the frame a viewer waits for waits on ffmpeg's CPU share, and on a busy
+ * machine (a QEMU guest's vCPU, other work) a share of nice 0 stretched one frame's 10-20 ms of
+ * encoding to 100-1700 ms (bench video-qemu's stage times, docs/webrtc.md). Set at spawn, so
+ * the encoder's threads, made later, inherit it; left as it is where the server may not raise
+ * a priority (no CAP_SYS_NICE).
+ */
+export const ENCODER_NICE = -10;
+
 /** Far above any frame's encoding time (ms even at 1080p), far below a viewer giving up. */
 export const ENCODER_STALL_MS = 5_000;
 
@@ -237,6 +248,11 @@ export class H264Encoder extends EventEmitter<{
       keepLines: 20,
     });
     this.supervisor.on('started', (pid) => {
+      try {
+        setPriority(pid, ENCODER_NICE);
+      } catch {
+        // not permitted: the default priority
+      }
       this.inFlight = [];
       this.inFlightBytes = 0;
       this.lastOutputAt = performance.now();
@@ -310,7 +326,11 @@ export class H264Encoder extends EventEmitter<{
     this.inFlightBytes += bytes;
     this.written += 1;
     // the pipe holds the buffer until the callback (called on failure too): then it is free
-    stdin.write(frame.data, frame.release);
+    traceStage('encoder-in', frame.capturedAt);
+    stdin.write(frame.data, () => {
+      traceStage('piped', frame.capturedAt);
+      frame.release?.();
+    });
     return 'written';
   }
 
@@ -331,6 +351,7 @@ export class H264Encoder extends EventEmitter<{
     this.lastOutputAt = now;
     // an input source's frames were never here: a unit is dated when it comes out
     const capturedAt = done?.capturedAt ?? now;
+    traceStage('unit', capturedAt);
     this.emit('unit', {
       data,
       key,
