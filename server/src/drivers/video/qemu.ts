@@ -12,6 +12,7 @@ import type { RawFrame, VideoSource, VideoSourceState } from './types';
 import type { QemuMachine } from '../../platform/qemu/machine';
 import { RfbClient } from '../../platform/qemu/rfb';
 import type { Logger } from '../../log';
+import { traceStage } from '../../process/stage-trace';
 
 export interface QemuVideoOptions {
   log?: Logger;
@@ -28,6 +29,17 @@ const WAKE_FOLLOW_UP_MS = [40, 80, 160];
 
 /** A still screen still gets a frame this often (VideoSource contract). */
 const IDLE_FRAME_MS = 1000;
+
+/**
+ * Frames handed on and not yet released (RawFrame.release: written into the encoder's pipe, or
+ * dropped; the JPEG path keeps its newest until the next) above which no new frame goes out:
+ * the screen's newest state waits here instead, so a change queues behind at most this many
+ * whole screens. On a busy machine each 3 MB screen took 100-500 ms into ffmpeg's 64 KiB pipe
+ * and the change queued behind the cursor's blinks (bench video-qemu's stage times).
+ */
+const MAX_UNRELEASED = 2;
+/** A frame not released after this is counted as gone (a consumer that never releases). */
+const RELEASE_WAIT_MS = 250;
 
 export class QemuVideo implements VideoSource {
   readonly name = 'qemu';
@@ -46,6 +58,8 @@ export class QemuVideo implements VideoSource {
   private pendingSince: number | null = null;
   private deliverTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
+  /** Delivery times of the frames not yet released (MAX_UNRELEASED). */
+  private unreleased = new Set<{ at: number }>();
   private readonly unsubscribe: Array<() => void> = [];
 
   constructor(
@@ -129,6 +143,7 @@ export class QemuVideo implements VideoSource {
   async stopCapture(): Promise<void> {
     this.onFrame = null;
     this.pendingSince = null;
+    this.unreleased.clear();
     if (this.deliverTimer) clearTimeout(this.deliverTimer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.deliverTimer = null;
@@ -218,10 +233,34 @@ export class QemuVideo implements VideoSource {
   private onUpdate(arrivedAt: number): void {
     if (!this.onFrame) return;
     this.pendingSince ??= arrivedAt;
-    if (this.deliverTimer) return;
-    const wait = this.lastDeliveredAt + this.intervalMs - performance.now();
+    this.schedule();
+  }
+
+  /** Delivers the pending update now or when the pace and the release gate allow. */
+  private schedule(): void {
+    if (this.deliverTimer || this.pendingSince === null) return;
+    const now = performance.now();
+    const wait = Math.max(this.lastDeliveredAt + this.intervalMs, this.gateOpensAt(now)) - now;
     if (wait <= 0) this.deliver();
     else this.deliverTimer = setTimeout(() => this.deliver(), wait);
+  }
+
+  /** When a frame may go out past the release gate (<= now: at once). */
+  private gateOpensAt(now: number): number {
+    let oldest = Infinity;
+    for (const f of this.unreleased) {
+      if (now - f.at >= RELEASE_WAIT_MS) this.unreleased.delete(f);
+      else oldest = Math.min(oldest, f.at);
+    }
+    return this.unreleased.size < MAX_UNRELEASED ? 0 : oldest + RELEASE_WAIT_MS;
+  }
+
+  /** A frame was released: a pending update held by the gate may go now. */
+  private released(f: { at: number }): void {
+    if (!this.unreleased.delete(f) || this.pendingSince === null) return;
+    if (this.deliverTimer) clearTimeout(this.deliverTimer);
+    this.deliverTimer = null;
+    this.schedule();
   }
 
   private deliver(): void {
@@ -237,6 +276,9 @@ export class QemuVideo implements VideoSource {
       return;
     }
     this.lastDeliveredAt = now;
+    traceStage('frame', capturedAt);
+    const held = { at: now };
+    this.unreleased.add(held);
     onFrame({
       width: rfb.width,
       height: rfb.height,
@@ -244,6 +286,7 @@ export class QemuVideo implements VideoSource {
       // A copy: the framebuffer changes under the encoder's feet otherwise.
       data: Buffer.from(rfb.framebuffer),
       capturedAt,
+      release: () => this.released(held),
     });
     this.armIdle();
   }
@@ -255,7 +298,8 @@ export class QemuVideo implements VideoSource {
     if (!this.onFrame) return;
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      if (this.pendingSince === null) this.deliver();
+      // a repeat only when nothing waits and the consumers keep up (else the next one will do)
+      if (this.pendingSince === null && this.gateOpensAt(performance.now()) === 0) this.deliver();
       else this.armIdle();
     }, IDLE_FRAME_MS);
   }
