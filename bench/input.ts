@@ -27,6 +27,9 @@
  * `--only latency` measures the two latencies alone (no QEMU paste, no release-after-drop).
  * KVM_BENCH_WEB_DIR serves a console built elsewhere (e.g. to compare two builds).
  * KVM_BENCH_SERVER_PROF=<dir> writes a CPU profile of the server process there.
+ * A note gives the machine's UDP receive-buffer drops (/proc/net/snmp Udp RcvbufErrors, all
+ * sockets of this network namespace) while each mode typed: data channel packets a stalled
+ * server could not take in time, whose SCTP recovery makes a tail of its own.
  * KVM_BENCH_INPUT_DUMP=<prefix> writes each event's times (epoch ms: the page's event, its send,
  * the driver's call) to <prefix>-<mode>.json, to see whether a tail is one stall or many.
  */
@@ -316,6 +319,15 @@ async function runServerChild(): Promise<void> {
   process.send!({ base: s.base, token: s.token });
 }
 
+/** Udp RcvbufErrors of this network namespace (null where /proc has no such line). */
+async function udpReceiveBufferErrors(): Promise<number | null> {
+  const snmp = await readFile('/proc/net/snmp', 'utf8').catch(() => '');
+  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Udp: '));
+  const at = names?.split(' ').indexOf('RcvbufErrors') ?? -1;
+  const value = at > 0 ? Number(values?.split(' ')[at]) : NaN;
+  return Number.isFinite(value) ? value : null;
+}
+
 function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
@@ -336,6 +348,7 @@ async function latency(
   const readLongTasks = (): Promise<LongTasks> =>
     page.evaluate(() => ({ ...(window as unknown as { __longTasks: LongTasks }).__longTasks }));
   const tasksBefore = await readLongTasks();
+  const dropsBefore = await udpReceiveBufferErrors();
   // Paced, drift-free: one event every GAP_MS (see the header).
   const typingStart = performance.now();
   for (let i = 0; i < EVENTS; i += 1) {
@@ -351,6 +364,10 @@ async function latency(
     n: EVENTS,
   });
   const tasksAfter = await readLongTasks();
+  const dropsAfter = await udpReceiveBufferErrors();
+  if (dropsBefore !== null && dropsAfter !== null) {
+    note(`${mode}: ${dropsAfter - dropsBefore} UDP datagrams dropped (receive buffers full)`);
+  }
   const longTasks = tasksAfter.count - tasksBefore.count;
   note(
     `${mode}: ${longTasks} long tasks in the page while typing, ${round(tasksAfter.totalMs - tasksBefore.totalMs)} ms in all, longest (whole page life) ${round(tasksAfter.maxMs)} ms`,
