@@ -29,6 +29,16 @@
  *   softirq after the clear, which can run late; one stamped with the next key is left out),
  *   while the framebuffer's flush to the VGA memory comes after it.
  *
+ * - stage times, in the notes for each change (ms after the key was sent): `vnc`, when the
+ *   bench's own RFB client on the VM's vnc.sock (QEMU serves it the same screen as the server's
+ *   client) saw the new colour; `rfb`, `frame`, `enc`, `piped`, `unit`, the server's times of the
+ *   frame that carried it (KVM_VIDEO_TRACE=1, set here, makes the server print them:
+ *   server/src/process/stage-trace.ts; matched by the presented frame's RTP timestamp): its RFB
+ *   arrival, handed on by the video source, written to the encoder, its last byte in ffmpeg's
+ *   pipe, its access unit out; `rx` and `pres`, the page's rVFC receiveTime (the frame's last
+ *   packet in) and presentationTime. KVM_BENCH_QEMU_RENICE=<nice> runs the second half of the
+ *   changes with the server's threads at that nice value and prints each half's percentiles.
+ *
  * QEMU's VNC server slows its refresh while the screen is still (30 ms, +50 ms after every
  * refresh without a change, up to 3 s), so a change after a longer pause waits longer: the notes
  * print each sample with the pause before it; KVM_BENCH_QEMU_PAUSE_MS=<ms> makes every pause
