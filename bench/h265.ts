@@ -19,7 +19,7 @@
  * - H.265: its CRF is bisected over 0..51 (integers) for the highest (fewest bits) whose SSIM is
  *   at least `h264_ssim`; `h265_kbps` and `h265_ssim` are measured on that encode as above, so
  *   `h265_ssim` >= `h264_ssim`, never interpolated; `h265_crf` is that CRF. `h265_matched` is
- *   false when even CRF 0 does not reach the SSIM (then CRF 0's figures are given).
+ *   1, or 0 when even CRF 0 does not reach the SSIM (then CRF 0's figures are given).
  * - `h265_bitrate_ratio` = h265_kbps / h264_kbps at anchor CRF 23; the `_crf30` fields are the
  *   same at anchor 30.
  * - `h264_encode_fps` / `h265_encode_fps`: frames / wall time of the anchor's H.264 encode and
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
   try {
     const raw = join(dir, 'frames.yuv');
     await frames(raw);
-    const figures: Record<string, number | boolean> = {};
+    const figures: Record<string, number> = {};
     for (const anchor of ANCHORS) {
       const suffix = anchor === 23 ? '' : `_crf${anchor}`;
       const h264 = await encode(dir, raw, 'h264', anchor);
@@ -165,7 +165,7 @@ async function main(): Promise<void> {
         [`h264_ssim${suffix}`]: h264.ssim,
         [`h265_ssim${suffix}`]: h265.ssim,
         [`h265_crf${suffix}`]: h265.crf,
-        [`h265_matched${suffix}`]: h265.matched,
+        [`h265_matched${suffix}`]: h265.matched ? 1 : 0,
         [`h264_encode_fps${suffix}`]: round(h264.fps),
         [`h265_encode_fps${suffix}`]: round(h265.fps),
       });

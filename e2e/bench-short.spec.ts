@@ -217,4 +217,18 @@ describe('benchmarks in short mode', () => {
     expect(json['wall_bytes_per_device_per_min']).toBeGreaterThan(0);
     expect(json['rollout_100_devices_s']).toBeGreaterThan(0);
   }, 410_000);
+  it('h265', async () => {
+    // the testbed's frames through the product's H.264 and H.265 command lines, x265's CRF
+    // bisected to H.264's SSIM (ffmpeg only, no server)
+    const json = await runShort('h265', 120_000);
+    expectMeasured(json, [
+      'h265_bitrate_ratio',
+      'h264_kbps',
+      'h265_kbps',
+      'h264_ssim',
+      'h265_ssim',
+    ]);
+    expect(json['h264_kbps']).toBeGreaterThan(0);
+    expect(json['h265_ssim']).toBeGreaterThanOrEqual(json['h264_ssim'] as number);
+  }, 130_000);
 });
