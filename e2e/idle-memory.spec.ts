@@ -6,11 +6,12 @@
  * `npm run bench -- server` prints as idle_rss_no_socket_mb and idle_rss_mb.
  *
  * Each bound is the figure measured when this test was written plus a margin, so the test fails
- * when idle memory grows again by more than one machine's noise: on the 2-core machine the bench
- * saw 72.3-73.1 MB before the socket and 78.6-92.9 MB with it (three starts, load 12-16). The
+ * when idle memory grows again by more than one machine's noise: on the 2-core machine (load
+ * 12-18) the bench and this test saw 70.8-73.4 MB before the socket and 75-93 MB with it. The
  * same build varies from start to start (malloc's heap after the parse; with the socket, the
- * frame buffers in flight: 14 MB between starts), so each bound is the worst start plus 7 MB,
- * about 10 %. The goal is 60 MB: lower the bounds with the figures when a change brings them down.
+ * frame buffers in flight: up to 14 MB between starts), so each bound is the worst start plus
+ * about 7 MB (10 %). The goal is 60 MB: lower the bounds with the figures when a change brings
+ * them down.
  */
 import { readFile } from 'node:fs/promises';
 import WebSocket from 'ws';
