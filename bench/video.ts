@@ -106,11 +106,6 @@ const CPU_SETTLE_MS = sized(3_000, 1_000);
 const ONLY_TTFF = process.argv.includes('--ttff');
 /** `--g2g`: the testbed's glass-to-glass and latency readout fields only. */
 const ONLY_G2G = process.argv.includes('--g2g');
-/**
- * KVM_BENCH_TTFF_PREWARM_AB=1: the cold loads once more with the hub's prewarm() off (the
- * encoder then starts at the page's stream request): `ttff_cold_no_prewarm_ms` and its parts.
- */
-const PREWARM_AB = process.env['KVM_BENCH_TTFF_PREWARM_AB'] === '1';
 /** Ends the run after the ttff fields (`--ttff`). */
 class TtffOnly extends Error {}
 
@@ -228,16 +223,12 @@ async function encoderStopped(ctx: Ctx): Promise<number> {
 }
 
 /** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
-async function ttffCold(browser: Browser, ctx: Ctx, prewarm = true): Promise<Ttff> {
+async function ttffCold(browser: Browser, ctx: Ctx): Promise<Ttff> {
   await setMode(ctx, 'webrtc');
   const loads: Ttff[] = [];
-  const hub = ctx.app.ctx.video;
-  const ownPrewarm = Object.getOwnPropertyDescriptor(hub, 'prewarm');
   for (let i = 0; i < COLD_LOADS; i += 1) {
     const waited = await encoderStopped(ctx);
     const server = encoderTimes(ctx);
-    // without: the session check starts nothing, the page's stream request does (as before)
-    if (!prewarm) hub.prewarm = () => undefined;
     try {
       const page = await openProbed(browser, ctx);
       const ms = await firstFrame(page, 30_000);
@@ -249,14 +240,12 @@ async function ttffCold(browser: Browser, ctx: Ctx, prewarm = true): Promise<Ttf
       await page.close();
     } finally {
       server.off();
-      if (!ownPrewarm) delete (hub as { prewarm?: unknown }).prewarm;
     }
     note(
-      `ttff cold${prewarm ? '' : ' (no prewarm)'}: encoder stopped after ` +
-        `${round(waited / 1000)} s; ${round(loads.at(-1)!.ms)} ms`,
+      `ttff cold: encoder stopped after ${round(waited / 1000)} s; ${round(loads.at(-1)!.ms)} ms`,
     );
   }
-  return medianLoad(loads, prewarm ? 'cold' : 'cold-no-prewarm');
+  return medianLoad(loads, 'cold');
 }
 
 interface Steady {
@@ -463,7 +452,6 @@ try {
     throw new TtffOnly(); // skips the rest; the finally below still closes everything
   }
   const ttffCold_ = await ttffCold(browser, ctx);
-  const coldNoPrewarm = PREWARM_AB ? await ttffCold(browser, ctx, false) : null;
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
   const ttffFields = {
@@ -473,12 +461,6 @@ try {
     ttff_webrtc_parts: ttffWebrtc.parts,
     ttff_direct_parts: ttffDirect.parts,
     ttff_cold_parts: ttffCold_.parts,
-    ...(coldNoPrewarm
-      ? {
-          ttff_cold_no_prewarm_ms: round(coldNoPrewarm.ms),
-          ttff_cold_no_prewarm_parts: coldNoPrewarm.parts,
-        }
-      : {}),
   };
   if (ONLY_TTFF) {
     process.stdout.write(`${JSON.stringify({ ...shortMark(), ttff_only: true, ...ttffFields })}\n`);

@@ -216,26 +216,6 @@ describe('VideoHub', () => {
     expect(again[0]?.key).toBe(true);
   });
 
-  it('prewarm: a console loading starts the encoder before any viewer, which then gets its GOP', async () => {
-    const { h, source } = hub({ lingerMs: 50 });
-    expect(source.onFrame).toBeNull();
-    h.prewarm(60_000);
-    expect(source.onFrame).not.toBeNull(); // capture started, the encoder at its first frame
-    await feed(source, () => h.encoderPid !== null && h.getStats().encoderOnline);
-    const units: AccessUnit[] = [];
-    h.subscribe((u) => units.push(u));
-    await feed(source, () => units.length >= 2);
-    expect(units[0]?.key).toBe(true);
-  });
-
-  it('prewarm ends by itself: the encoder stops after it and its linger', async () => {
-    const { h, source } = hub({ lingerMs: 50 });
-    h.prewarm(100);
-    await feed(source, () => h.encoderPid !== null);
-    await expect.poll(() => h.encoderPid, poll).toBeNull();
-    expect(source.onFrame).toBeNull();
-  });
-
   it('leaves no ffmpeg behind on dispose, nor after a parameter change', async () => {
     const { h, source } = hub();
     const units: AccessUnit[] = [];

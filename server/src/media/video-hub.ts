@@ -76,11 +76,6 @@ export interface VideoHubOptions {
 const LINGER_MS = 15_000;
 /** How long capture runs on after the last raw subscriber left, with no H.264 encoder. */
 const RAW_LINGER_MS = 1_000;
-/**
- * prewarm(): how long a console's session check keeps the encoder wanted (issue 28 item 2):
- * long enough for its page to load and ask for the stream, which then keeps it running.
- */
-export const PREWARM_MS = 5_000;
 /** At most one forced key frame (encoder restart) in this window. */
 const KEY_REQUEST_MIN_MS = 2_000;
 /**
@@ -96,8 +91,6 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private readonly viewers = new Set<(unit: AccessUnit) => void>();
   private readonly raw: RawFrames;
   private warmers = 0;
-  /** prewarm(): the encoder is wanted until this timer fires. */
-  private prewarmTimer: NodeJS.Timeout | null = null;
   /** Retires the H.264 encoder when nobody watches H.264 while raw frames still flow. */
   private h264LingerTimer: NodeJS.Timeout | null = null;
   private encoder: H264Encoder | null = null;
@@ -250,24 +243,6 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (this.viewers.size + this.warmers + this.raw.size > 0) this.ensureRunning();
   }
 
-  /**
-   * A console is loading (its session check came in, routes/auth.ts): the encoder starts now,
-   * not when the page asks for video a second or so later, and runs for `ms` (then lingers as
-   * after a viewer). Its ffmpeg's start (hundreds of ms on a loaded machine) overlaps the
-   * page's load instead of following it.
-   */
-  prewarm(ms = PREWARM_MS): void {
-    if (this.disposed) return;
-    const first = this.prewarmTimer === null;
-    if (this.prewarmTimer) clearTimeout(this.prewarmTimer);
-    this.prewarmTimer = setTimeout(() => {
-      this.prewarmTimer = null;
-      this.demandChanged();
-    }, ms);
-    this.prewarmTimer.unref();
-    if (first) this.demandChanged();
-  }
-
   /** Event-socket clients with stream=1 (kvmd semantics) keep the encoder warm. */
   setWarmers(count: number): void {
     this.warmers = Math.max(0, count);
@@ -315,7 +290,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   private get h264Wanted(): boolean {
-    return this.viewers.size + this.warmers > 0 || this.prewarmTimer !== null;
+    return this.viewers.size + this.warmers > 0;
   }
 
   /** H.264 is wanted: for viewers, and for an input source's raw subscribers (decoded). */
@@ -614,8 +589,6 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     clearInterval(this.statsTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
-    if (this.prewarmTimer) clearTimeout(this.prewarmTimer);
-    this.prewarmTimer = null;
     if (this.startTimer) clearTimeout(this.startTimer);
     this.raw.clear();
     this.offSource();

@@ -70,10 +70,6 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
   // Public route that answers for itself: 200 / 401 / 403 (the console's session probe).
   app.get('/api/auth/check', { config: { public: true } }, async (request) => {
     const result = await authenticate(request, auth, trustProxy);
-    // A browser's console is loading (issue 28 item 2): its encoder starts now, not a second
-    // later when the page asks for video, once this answer is out (capture's start is not its
-    // wait). Browsers send Sec-Fetch-Mode; scripts mostly do not.
-    if (request.headers['sec-fetch-mode'] !== undefined) setImmediate(() => ctx.video.prewarm());
     return { user: result.user ?? ADMIN_USER };
   });
 }
