@@ -12,6 +12,10 @@
  * function, issue 24); the browser's RTP goes to the camera input, and its key frames are asked
  * for with RTCP PLI. Elsewhere `camera` is ignored (the console says why).
  *
+ * Video codec (issue 28, codecs.ts): `watch` with `codecs` listing `h265` (our console sends the
+ * browser's receive codecs) gets an offer with H265 before H264 where the device encodes H.265;
+ * the answer picks, and an H265 viewer's forwarder takes the H.265 feed (media/hevc-feed.ts).
+ *
  * Viewers are counted from what `viewers` holds: one entry per handle from the start of its
  * `watch` (the offer is being built) until its teardown, so concurrent watches are bounded too.
  */

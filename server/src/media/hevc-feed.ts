@@ -48,6 +48,8 @@ export class HevcFeed implements VideoFeed {
   private lastKeyRequest = -Infinity;
   private seq = 0;
   private probe: Promise<boolean> | null = null;
+  /** The newest frame while ffmpeg starts: written once it runs (the viewer's first picture). */
+  private held: RawFrame | null = null;
 
   constructor(
     private readonly hub: HevcFeedHub,
@@ -121,8 +123,17 @@ export class HevcFeed implements VideoFeed {
       if (enc) this.retire('source size changed');
       enc = this.start(frame);
     }
-    if (enc.write(frame) !== 'written') frame.release?.();
+    const result = enc.write(frame);
+    if (result === 'offline') {
+      this.held?.release?.();
+      this.held = frame;
+    } else if (result !== 'written') frame.release?.();
   };
+
+  private dropHeld(): void {
+    this.held?.release?.();
+    this.held = null;
+  }
 
   private start(frame: RawFrame): H264Encoder {
     const p = this.hub.getParams();
@@ -142,6 +153,12 @@ export class HevcFeed implements VideoFeed {
     });
     this.encoder = enc;
     this.gop.clear();
+    this.dropHeld();
+    enc.on('started', () => {
+      const held = this.held;
+      this.held = null;
+      if (held && enc.write(held) !== 'written') held.release?.();
+    });
     enc.on('unit', (unit) => {
       this.gop.push(unit);
       for (const viewer of this.viewers) {
@@ -177,6 +194,7 @@ export class HevcFeed implements VideoFeed {
   private async stop(): Promise<void> {
     this.unsubscribeRaw?.();
     this.unsubscribeRaw = null;
+    this.dropHeld();
     const enc = this.encoder;
     this.encoder = null;
     this.gop.clear();
