@@ -9,8 +9,9 @@
  * frames held outside the heap.
  *
  * --optimize-for-size: the old generation grows by a smaller factor and full collections
- * compact and give pages back. Idle RSS 3 s after a login (bench server, three runs each on one
- * loaded machine): 86-89 MB without it, 72.5-72.8 MB with it and the minified bundle.
+ * compact and give pages back. Idle RSS 3 s after a login, the same bundle three starts each
+ * on one loaded machine: 91.8-92.1 MB without it, 86.7-87.9 MB with it. (As a node flag it also
+ * sizes the heap at start and saves more, but `node server/dist/main.js` takes no flags.)
  */
 import { setFlagsFromString } from 'node:v8';
 
