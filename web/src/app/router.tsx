@@ -1,6 +1,7 @@
 import { lazy } from 'react';
 import { Route, Routes } from 'react-router';
 import { registerPreload } from '../lib/preload';
+import { preloadedLazy } from './preloaded';
 import { RouteGuard } from './RouteGuard';
 
 // Every page is its own chunk: /login must stay small (size budget), and the main layout pulls
@@ -8,14 +9,14 @@ import { RouteGuard } from './RouteGuard';
 const LoginPage = lazy(() => import('../features/auth/LoginPage'));
 const InitPage = lazy(() => import('../features/auth/InitPage'));
 const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
-const loadShell = () => import('../features/connection/ProtectedShell');
-const loadMainLayout = () => import('../features/main/MainLayout');
-const loadMainPage = () => import('../features/main/MainPage');
-const ProtectedShell = lazy(loadShell);
-const MainLayout = lazy(loadMainLayout);
-const MainPage = lazy(loadMainPage);
+const shell = preloadedLazy(() => import('../features/connection/ProtectedShell'));
+const layout = preloadedLazy(() => import('../features/main/MainLayout'));
+const page = preloadedLazy(() => import('../features/main/MainPage'));
+const ProtectedShell = shell.Component;
+const MainLayout = layout.Component;
+const MainPage = page.Component;
 // app/prestart.ts: the console's three chunks at once, not each after the one above rendered
-registerPreload('console', () => Promise.all([loadShell(), loadMainLayout(), loadMainPage()]));
+registerPreload('console', () => Promise.all([shell.load(), layout.load(), page.load()]));
 const loadUpgradingPage = () => import('../features/upgrading/UpgradingPage');
 const UpgradingPage = lazy(loadUpgradingPage);
 registerPreload('upgrading', loadUpgradingPage);
