@@ -9,7 +9,7 @@ function Page({ label }: { label: string }) {
 
 describe('preloadedLazy (issue 28: a preloaded chunk does not suspend again)', () => {
   it('once loaded, renders the module at once: no fallback, no suspending', async () => {
-    const { Component, load } = preloadedLazy(async () => ({ default: Page }));
+    const { Component, load } = preloadedLazy<{ label: string }>(async () => ({ default: Page }));
     await load();
     const view = await render(
       <Suspense fallback={<div data-testid="fallback" />}>
@@ -23,7 +23,7 @@ describe('preloadedLazy (issue 28: a preloaded chunk does not suspend again)', (
   });
 
   it('not loaded yet: suspends like React.lazy, then shows the module', async () => {
-    const { Component } = preloadedLazy(async () => ({ default: Page }));
+    const { Component } = preloadedLazy<{ label: string }>(async () => ({ default: Page }));
     const view = await render(
       <Suspense fallback={<div data-testid="fallback" />}>
         <Component label="later" />
