@@ -1,4 +1,4 @@
-import { lazy, type ComponentType, type JSX } from 'react';
+import { lazy, type ComponentType } from 'react';
 
 /**
  * React.lazy for a chunk that may already be loaded (app/prestart.ts preloads the console's):
@@ -7,7 +7,7 @@ import { lazy, type ComponentType, type JSX } from 'react';
  * reveals a boundary's content at most every 300 ms after a fallback showed: with three nested
  * chunks the first frame waited for those reveals (issue 28 item 2).
  */
-export function preloadedLazy<P extends JSX.IntrinsicAttributes>(
+export function preloadedLazy<P extends object>(
   load: () => Promise<{ default: ComponentType<P> }>,
 ): { Component: ComponentType<P>; load: () => Promise<unknown> } {
   let loaded: ComponentType<P> | null = null;
