@@ -11,7 +11,6 @@
  * `stallMs`) or writes something that is not FLV is killed and restarted with backoff.
  */
 import { EventEmitter } from 'node:events';
-import { setPriority } from 'node:os';
 import type { VideoProcessing } from '@kvm/protocol';
 import type { FfmpegInput, PixelFormat, RawFrame } from '../drivers/video/types';
 import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/supervisor';
@@ -193,15 +192,6 @@ export const ENCODER_BACKOFF: Required<BackoffOptions> = {
   maxMs: 10_000,
   healthyMs: 10_000,
 };
-/**
- * ffmpeg's nice value: the frame a viewer waits for waits on ffmpeg's CPU share, and on a busy
- * machine (a QEMU guest's vCPU, other work) a share of nice 0 stretched one frame's 10-20 ms of
- * encoding to 100-1700 ms (bench video-qemu's stage times, docs/webrtc.md). Set at spawn, so
- * the encoder's threads, made later, inherit it; left as it is where the server may not raise
- * a priority (no CAP_SYS_NICE).
- */
-export const ENCODER_NICE = -10;
-
 /** Far above any frame's encoding time (ms even at 1080p), far below a viewer giving up. */
 export const ENCODER_STALL_MS = 5_000;
 
@@ -248,11 +238,6 @@ export class H264Encoder extends EventEmitter<{
       keepLines: 20,
     });
     this.supervisor.on('started', (pid) => {
-      try {
-        setPriority(pid, ENCODER_NICE);
-      } catch {
-        // not permitted: the default priority
-      }
       this.inFlight = [];
       this.inFlightBytes = 0;
       this.lastOutputAt = performance.now();
