@@ -5,8 +5,10 @@
  * `toHttp()` maps any thrown value to a status and the kvmd envelope, built in ONE place
  * (`errorBody`). docs/api.md lists the categories.
  *
- * The bundle keeps class names (`keepNames` in scripts/build.mjs): esbuild would otherwise
- * rename a class whose name another module also uses, and the wire name with it.
+ * The wire name is the class name, so the server's bundles must not rename a class: esbuild
+ * renames one whose name another module also uses, and the server bundles are built without
+ * `keepNames` (its cost in memory: scripts/build.mjs), so `classNamesKept()` there fails the
+ * build when a class of ours would be renamed.
  */
 import type { ApiErrorResult } from '@kvm/protocol';
 
