@@ -29,19 +29,29 @@ export interface H264PacketizerOptions {
   stapA?: boolean;
 }
 
-export class H264Packetizer {
+/**
+ * What RFC 6184 (H.264) and RFC 7798 (H.265) payloading share: the RTP header, the sequence
+ * number, single NAL unit packets, greedy aggregation of small NAL units while the budget
+ * allows, fragmentation of the large ones, and the marker on the access unit's last packet. A
+ * subclass gives which NAL units are sent, the aggregation packet and the fragments.
+ */
+export abstract class NalPacketizer {
   readonly payloadType: number;
   readonly ssrc: number;
   readonly maxPayload: number;
-  private readonly stapA: boolean;
+  private readonly aggregation: boolean;
   private seq: number;
 
-  constructor(opts: H264PacketizerOptions) {
+  /** `aggregationHeader`: the bytes in front of an aggregation packet's first size field. */
+  protected constructor(
+    opts: { payloadType: number; ssrc: number; maxPayload?: number; initialSequence?: number },
+    aggregation: boolean,
+    private readonly aggregationHeader: number,
+  ) {
     this.payloadType = opts.payloadType & 0x7f;
     this.ssrc = opts.ssrc >>> 0;
     this.maxPayload = opts.maxPayload ?? DEFAULT_MAX_PAYLOAD;
-    if (this.maxPayload < 3) throw new RangeError('maxPayload must leave room for FU-A data');
-    this.stapA = opts.stapA ?? true;
+    this.aggregation = aggregation;
     this.seq = (opts.initialSequence ?? Math.floor(Math.random() * 0x10000)) & 0xffff;
   }
 
@@ -60,22 +70,22 @@ export class H264Packetizer {
 
   /** Packetizes the NAL units (without start codes) of one access unit. */
   packetize(nals: readonly Uint8Array[], timestamp90k: number): Buffer[] {
-    const units = nals.filter(isSendable);
+    const units = nals.filter((nal) => this.sendable(nal));
     const ts = wrap32(timestamp90k);
     const out: Buffer[] = [];
     let i = 0;
     while (i < units.length) {
       const nal = units[i]!;
-      if (this.stapA) {
-        // Greedy STAP-A: [STAP-A header][size:u16][NAL]... while the budget allows.
-        let size = 1;
+      if (this.aggregation) {
+        // [aggregation header][size:u16][NAL]... while the budget allows
+        let size = this.aggregationHeader;
         let j = i;
         while (j < units.length && size + 2 + units[j]!.length <= this.maxPayload) {
           size += 2 + units[j]!.length;
           j += 1;
         }
         if (j - i >= 2) {
-          out.push(this.stap(units.slice(i, j), size, ts));
+          out.push(this.aggregate(units.slice(i, j), size, ts));
           i = j;
           continue;
         }
@@ -89,7 +99,15 @@ export class H264Packetizer {
     return out;
   }
 
-  private header(payloadLength: number, ts: number): Buffer {
+  /** Whether a NAL unit is sent at all. */
+  protected abstract sendable(nal: Uint8Array): boolean;
+  /** One aggregation packet of `nals`, its payload `size` bytes. */
+  protected abstract aggregate(nals: readonly Uint8Array[], size: number, ts: number): Buffer;
+  /** The fragments of a NAL unit larger than the budget, pushed onto `out`. */
+  protected abstract fragment(nal: Uint8Array, ts: number, out: Buffer[]): void;
+
+  /** A packet with its RTP header written and room for `payloadLength` bytes after it. */
+  protected header(payloadLength: number, ts: number): Buffer {
     const pkt = Buffer.allocUnsafe(RTP_HEADER_SIZE + payloadLength);
     pkt[0] = 0x80;
     pkt[1] = this.payloadType;
@@ -105,8 +123,20 @@ export class H264Packetizer {
     pkt.set(nal, RTP_HEADER_SIZE);
     return pkt;
   }
+}
 
-  private stap(nals: readonly Uint8Array[], size: number, ts: number): Buffer {
+export class H264Packetizer extends NalPacketizer {
+  constructor(opts: H264PacketizerOptions) {
+    // Greedy STAP-A: a 1-byte STAP-A NAL header in front
+    super(opts, opts.stapA ?? true, 1);
+    if (this.maxPayload < 3) throw new RangeError('maxPayload must leave room for FU-A data');
+  }
+
+  protected sendable(nal: Uint8Array): boolean {
+    return isSendable(nal);
+  }
+
+  protected aggregate(nals: readonly Uint8Array[], size: number, ts: number): Buffer {
     const pkt = this.header(size, ts);
     // STAP-A NAL header: F = OR of the F bits, NRI = the highest NRI (RFC 6184 5.7.1).
     let f = 0;
@@ -125,7 +155,7 @@ export class H264Packetizer {
     return pkt;
   }
 
-  private fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
+  protected fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
     // FU indicator: F and NRI of the NAL, type 28; FU header: S | E | R=0 | NAL type.
     const indicator = (nal[0]! & 0xe0) | NalType.fuA;
     const type = nal[0]! & 0x1f;

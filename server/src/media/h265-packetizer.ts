@@ -16,8 +16,7 @@
  * the packetizer (continuous across encoder restarts); timestamps are 90 kHz, wrapped to 32 bits.
  * The RTP fixed header is h264-packetizer.ts's (RFC 3550 5.1, 12 bytes).
  */
-import { splitNalUnits } from './annexb';
-import { DEFAULT_MAX_PAYLOAD, RTP_HEADER_SIZE } from './h264-packetizer';
+import { NalPacketizer, RTP_HEADER_SIZE } from './h264-packetizer';
 import { HevcNalType, hevcLayerId, hevcNalType, hevcTid } from './hevc';
 
 export interface H265PacketizerOptions {
@@ -36,85 +35,20 @@ const FU_OVERHEAD = 3;
 /** PayloadHdr of an AP. */
 const AP_HEADER = 2;
 
-export class H265Packetizer {
-  readonly payloadType: number;
-  readonly ssrc: number;
-  readonly maxPayload: number;
-  private readonly aggregate: boolean;
-  private seq: number;
-
+export class H265Packetizer extends NalPacketizer {
   constructor(opts: H265PacketizerOptions) {
-    this.payloadType = opts.payloadType & 0x7f;
-    this.ssrc = opts.ssrc >>> 0;
-    this.maxPayload = opts.maxPayload ?? DEFAULT_MAX_PAYLOAD;
+    // APs: the 2-byte PayloadHdr in front
+    super(opts, opts.aggregate ?? true, AP_HEADER);
     if (this.maxPayload < FU_OVERHEAD + 1) {
       throw new RangeError('maxPayload must leave room for FU data');
     }
-    this.aggregate = opts.aggregate ?? true;
-    this.seq = (opts.initialSequence ?? Math.floor(Math.random() * 0x10000)) & 0xffff;
   }
 
-  /** The sequence number the next packet will carry. */
-  get nextSequence(): number {
-    return this.seq;
+  protected sendable(nal: Uint8Array): boolean {
+    return isSendable(nal);
   }
 
-  /**
-   * Packetizes one access unit given in Annex B. Access unit delimiters and filler data are not
-   * sent (RFC 7798 leaves them to the sender; a WebRTC receiver needs neither).
-   */
-  packetizeAnnexB(accessUnit: Buffer, timestamp90k: number): Buffer[] {
-    return this.packetize(splitNalUnits(accessUnit), timestamp90k);
-  }
-
-  /** Packetizes the NAL units (without start codes, 2-byte header included) of one unit. */
-  packetize(nals: readonly Uint8Array[], timestamp90k: number): Buffer[] {
-    const units = nals.filter(isSendable);
-    const ts = wrap32(timestamp90k);
-    const out: Buffer[] = [];
-    let i = 0;
-    while (i < units.length) {
-      const nal = units[i]!;
-      if (this.aggregate) {
-        let size = AP_HEADER;
-        let j = i;
-        while (j < units.length && size + 2 + units[j]!.length <= this.maxPayload) {
-          size += 2 + units[j]!.length;
-          j += 1;
-        }
-        if (j - i >= 2) {
-          out.push(this.ap(units.slice(i, j), size, ts));
-          i = j;
-          continue;
-        }
-      }
-      if (nal.length <= this.maxPayload) out.push(this.single(nal, ts));
-      else this.fragment(nal, ts, out);
-      i += 1;
-    }
-    const last = out[out.length - 1];
-    if (last) last[1] = last[1]! | 0x80;
-    return out;
-  }
-
-  private header(payloadLength: number, ts: number): Buffer {
-    const pkt = Buffer.allocUnsafe(RTP_HEADER_SIZE + payloadLength);
-    pkt[0] = 0x80;
-    pkt[1] = this.payloadType;
-    pkt.writeUInt16BE(this.seq, 2);
-    pkt.writeUInt32BE(ts, 4);
-    pkt.writeUInt32BE(this.ssrc, 8);
-    this.seq = (this.seq + 1) & 0xffff;
-    return pkt;
-  }
-
-  private single(nal: Uint8Array, ts: number): Buffer {
-    const pkt = this.header(nal.length, ts);
-    pkt.set(nal, RTP_HEADER_SIZE);
-    return pkt;
-  }
-
-  private ap(nals: readonly Uint8Array[], size: number, ts: number): Buffer {
+  protected aggregate(nals: readonly Uint8Array[], size: number, ts: number): Buffer {
     const pkt = this.header(size, ts);
     let f = 0;
     let layer = 63;
@@ -134,7 +68,7 @@ export class H265Packetizer {
     return pkt;
   }
 
-  private fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
+  protected fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
     const type = hevcNalType(nal);
     const chunk = this.maxPayload - FU_OVERHEAD;
     for (let o = 2; o < nal.length; o += chunk) {
@@ -166,9 +100,4 @@ function isSendable(nal: Uint8Array): boolean {
   if (nal.length < 3) return false;
   const type = hevcNalType(nal);
   return type < HevcNalType.ap && type !== HevcNalType.aud && type !== HevcNalType.fd;
-}
-
-function wrap32(ts: number): number {
-  const t = Math.round(ts) % 0x1_0000_0000;
-  return t < 0 ? t + 0x1_0000_0000 : t;
 }
