@@ -17,6 +17,7 @@ import { Supervisor, type BackoffOptions, type ExitInfo } from '../process/super
 import { FlvReader } from './flv-reader';
 import { x265OutputArgs } from './hevc-encoder';
 import { NutReader } from './hevc-nut-reader';
+import { bitrateArgs, keyframeParams, presetArgs } from './rate-control';
 import { traceStage } from '../process/stage-trace';
 import type { AccessUnit } from './types';
 
@@ -118,9 +119,6 @@ function sourceInputArgs(input: FfmpegInput, fps: number): { args: string[]; fil
  * half-second VBV buffer (smaller key-frame bursts, less queueing on the network).
  */
 export function ffmpegArgs(s: EncoderSettings): string[] {
-  const lowLatency = s.processing === 'low_latency_first';
-  const bufsize = Math.max(50, Math.round(lowLatency ? s.bitrateKbps / 2 : s.bitrateKbps));
-  const keyint = s.gop > 0 ? String(s.gop) : 'infinite';
   // libx264 refuses 4:2:0 with an odd width or height ("width not divisible by 2") and a
   // guest may set any mode: one black column/row of padding keeps every pixel of the screen.
   const even = (n: number): number => n + (n % 2);
@@ -135,22 +133,14 @@ export function ffmpegArgs(s: EncoderSettings): string[] {
     ...head,
     '-c:v',
     'libx264',
-    '-preset',
-    lowLatency ? 'ultrafast' : 'veryfast',
-    '-tune',
-    'zerolatency',
+    ...presetArgs(s),
     '-profile:v',
     'baseline',
     '-pix_fmt',
     'yuv420p',
-    '-b:v',
-    `${s.bitrateKbps}k`,
-    '-maxrate',
-    `${s.bitrateKbps}k`,
-    '-bufsize',
-    `${bufsize}k`,
+    ...bitrateArgs(s),
     '-x264-params',
-    `keyint=${keyint}:min-keyint=${s.gop > 0 ? s.gop : 1}:scenecut=0:repeat-headers=1:rc-lookahead=0`,
+    keyframeParams(s, 'infinite'),
     '-flush_packets',
     '1',
     '-f',

@@ -9,38 +9,21 @@
  * On a board with a hardware HEVC encoder (docs/drivers.md) this is where it would be named.
  */
 
-/** What the output side needs of the encoder's settings. */
-export interface HevcOutputSettings {
-  bitrateKbps: number;
-  /** Frames between key frames; 0 = only the first. */
-  gop: number;
-  processing: 'quality_first' | 'low_latency_first';
-}
+import { bitrateArgs, keyframeParams, presetArgs, type RateControlSettings } from './rate-control';
 
 /** ffmpeg's output arguments for H.265 (after the input and filter arguments). */
-export function x265OutputArgs(s: HevcOutputSettings): string[] {
-  const lowLatency = s.processing === 'low_latency_first';
-  const bufsize = Math.max(50, Math.round(lowLatency ? s.bitrateKbps / 2 : s.bitrateKbps));
-  // x265: keyint -1 is one key frame at the start
-  const keyint = s.gop > 0 ? String(s.gop) : '-1';
+export function x265OutputArgs(s: RateControlSettings): string[] {
   return [
     '-c:v',
     'libx265',
-    '-preset',
-    lowLatency ? 'ultrafast' : 'veryfast',
-    '-tune',
-    'zerolatency',
+    ...presetArgs(s),
     // Main profile, 8-bit 4:2:0: what the offer's profile-id=1 promises
     '-pix_fmt',
     'yuv420p',
-    '-b:v',
-    `${s.bitrateKbps}k`,
-    '-maxrate',
-    `${s.bitrateKbps}k`,
-    '-bufsize',
-    `${bufsize}k`,
+    ...bitrateArgs(s),
     '-x265-params',
-    `log-level=error:keyint=${keyint}:min-keyint=${s.gop > 0 ? s.gop : 1}:scenecut=0:repeat-headers=1:rc-lookahead=0`,
+    // x265: keyint -1 is one key frame at the start
+    `log-level=error:${keyframeParams(s, '-1')}`,
     '-flush_packets',
     '1',
     '-f',
