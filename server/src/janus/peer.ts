@@ -498,17 +498,22 @@ function opusCodec(): RTCRtpCodecParameters {
   });
 }
 
+/** The RTCP feedback every video codec offers: NACK, PLI, FIR, REMB. */
+function videoFeedback(): RTCRtpCodecParameters['rtcpFeedback'] {
+  return [
+    { type: 'nack' },
+    { type: 'nack', parameter: 'pli' },
+    { type: 'ccm', parameter: 'fir' },
+    { type: 'goog-remb' },
+  ];
+}
+
 function h265Codec(): RTCRtpCodecParameters {
   return new RTCRtpCodecParameters({
     mimeType: 'video/H265',
     clockRate: 90_000,
     payloadType: H265_PAYLOAD_TYPE,
-    rtcpFeedback: [
-      { type: 'nack' },
-      { type: 'nack', parameter: 'pli' },
-      { type: 'ccm', parameter: 'fir' },
-      { type: 'goog-remb' },
-    ],
+    rtcpFeedback: videoFeedback(),
     parameters: h265Fmtp(),
   });
 }
@@ -518,12 +523,7 @@ function h264Codec(profileLevelId: string): RTCRtpCodecParameters {
     mimeType: 'video/H264',
     clockRate: 90_000,
     payloadType: H264_PAYLOAD_TYPE,
-    rtcpFeedback: [
-      { type: 'nack' },
-      { type: 'nack', parameter: 'pli' },
-      { type: 'ccm', parameter: 'fir' },
-      { type: 'goog-remb' },
-    ],
+    rtcpFeedback: videoFeedback(),
     parameters: `profile-level-id=${profileLevelId};packetization-mode=1;level-asymmetry-allowed=1`,
   });
 }

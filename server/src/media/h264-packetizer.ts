@@ -146,13 +146,7 @@ export class H264Packetizer extends NalPacketizer {
       nri = Math.max(nri, nal[0]! & 0x60);
     }
     pkt[RTP_HEADER_SIZE] = f | nri | NalType.stapA;
-    let o = RTP_HEADER_SIZE + 1;
-    for (const nal of nals) {
-      pkt.writeUInt16BE(nal.length, o);
-      pkt.set(nal, o + 2);
-      o += 2 + nal.length;
-    }
-    return pkt;
+    return writeAggregated(pkt, nals, RTP_HEADER_SIZE + 1);
   }
 
   protected fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
@@ -180,4 +174,15 @@ function isSendable(nal: Uint8Array): boolean {
 function wrap32(ts: number): number {
   const t = Math.round(ts) % 0x1_0000_0000;
   return t < 0 ? t + 0x1_0000_0000 : t;
+}
+
+/** An aggregation packet's units after its header: [size:u16][NAL]... from `offset`. */
+export function writeAggregated(pkt: Buffer, nals: readonly Uint8Array[], offset: number): Buffer {
+  let o = offset;
+  for (const nal of nals) {
+    pkt.writeUInt16BE(nal.length, o);
+    pkt.set(nal, o + 2);
+    o += 2 + nal.length;
+  }
+  return pkt;
 }

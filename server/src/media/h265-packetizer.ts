@@ -16,7 +16,7 @@
  * the packetizer (continuous across encoder restarts); timestamps are 90 kHz, wrapped to 32 bits.
  * The RTP fixed header is h264-packetizer.ts's (RFC 3550 5.1, 12 bytes).
  */
-import { NalPacketizer, RTP_HEADER_SIZE } from './h264-packetizer';
+import { NalPacketizer, RTP_HEADER_SIZE, writeAggregated } from './h264-packetizer';
 import { HevcNalType, hevcLayerId, hevcNalType, hevcTid } from './hevc';
 
 export interface H265PacketizerOptions {
@@ -59,13 +59,7 @@ export class H265Packetizer extends NalPacketizer {
       tid = Math.min(tid, hevcTid(nal));
     }
     writePayloadHeader(pkt, f, HevcNalType.ap, layer, tid);
-    let o = RTP_HEADER_SIZE + AP_HEADER;
-    for (const nal of nals) {
-      pkt.writeUInt16BE(nal.length, o);
-      pkt.set(nal, o + 2);
-      o += 2 + nal.length;
-    }
-    return pkt;
+    return writeAggregated(pkt, nals, RTP_HEADER_SIZE + AP_HEADER);
   }
 
   protected fragment(nal: Uint8Array, ts: number, out: Buffer[]): void {
