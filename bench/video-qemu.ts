@@ -220,6 +220,7 @@ class VncProbe {
 /** A server frame's stage times (epoch ms), by the RTP timestamp made from its capture time. */
 interface ServerStages {
   captured: number;
+  received?: number;
   frame?: number;
   'encoder-in'?: number;
   piped?: number;
@@ -232,7 +233,7 @@ function serverStages(log: string): Map<number, ServerStages> {
   for (const m of log.matchAll(/^video-stage (\S+) (\S+) (\S+) (\S+)$/gm)) {
     const rtp = Math.round(Number(m[2]) * 90) >>> 0;
     const entry = out.get(rtp) ?? { captured: Number(m[3]) };
-    const stage = m[1] as 'frame' | 'encoder-in' | 'piped' | 'unit';
+    const stage = m[1] as 'received' | 'frame' | 'encoder-in' | 'piped' | 'unit';
     entry[stage] ??= Number(m[4]);
     out.set(rtp, entry);
   }
@@ -410,6 +411,7 @@ export class QemuVideoTarget {
       if (Number.isFinite(rx)) rxLat.push(rx);
       lines.push(
         `${round(l)} (vnc ${round(vncMs)}, rfb ${round(at(st?.captured))}, ` +
+          `recv ${round(at(st?.received))}, ` +
           `frame ${round(at(st?.frame))}, enc ${round(at(st?.['encoder-in']))}, ` +
           `piped ${round(at(st?.piped))}, ` +
           `unit ${round(at(st?.unit))}, rx ${round(rx)}, pres ${round(pres)}, pause ${round(f.pause)})`,

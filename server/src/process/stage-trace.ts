@@ -9,6 +9,8 @@
 const ON = process.env['KVM_VIDEO_TRACE'] === '1';
 
 export type VideoStage =
+  /** the source had the whole screen update that carries it (QEMU: the RFB update applied) */
+  | 'received'
   /** the source handed the frame to the hub */
   | 'frame'
   /** the frame was written to the encoder */

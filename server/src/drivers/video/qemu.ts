@@ -246,6 +246,7 @@ export class QemuVideo implements VideoSource {
   private onUpdate(arrivedAt: number): void {
     if (!this.onFrame) return;
     this.pendingSince ??= arrivedAt;
+    traceStage('received', this.pendingSince);
     this.schedule();
   }
 

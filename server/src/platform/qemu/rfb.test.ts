@@ -9,6 +9,8 @@ import { RfbClient } from './rfb';
 async function fakeVnc(): Promise<{
   path: string;
   received: () => Buffer;
+  /** Writes to the (one) client, after its handshake. */
+  send: (data: Buffer) => void;
   close: () => Promise<void>;
 }> {
   const dir = await mkdtemp(join(tmpdir(), 'kvm-rfb-'));
@@ -44,6 +46,7 @@ async function fakeVnc(): Promise<{
   return {
     path,
     received: () => Buffer.concat(chunks),
+    send: (data) => sockets[0]?.write(data),
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -63,11 +66,11 @@ describe('RfbClient.wakeRefresh', () => {
     cleanup.push(vnc.close);
     const client = await RfbClient.connect(vnc.path);
     cleanup.push(async () => client.close());
-    // SetPixelFormat (20 bytes) and SetEncodings (4 + 4 * 4) come first
-    await vi.waitFor(() => expect(vnc.received().length).toBe(20 + 20));
+    // SetPixelFormat (20 bytes) and SetEncodings (4 + 4 * 5) come first
+    await vi.waitFor(() => expect(vnc.received().length).toBe(20 + 24));
     client.wakeRefresh();
-    await vi.waitFor(() => expect(vnc.received().length).toBe(48));
-    expect([...vnc.received().subarray(40)]).toEqual([6, 0, 0, 0, 0, 0, 0, 0]);
+    await vi.waitFor(() => expect(vnc.received().length).toBe(52));
+    expect([...vnc.received().subarray(44)]).toEqual([6, 0, 0, 0, 0, 0, 0, 0]);
   });
 
   it('sends nothing once closed', async () => {
@@ -76,5 +79,32 @@ describe('RfbClient.wakeRefresh', () => {
     const client = await RfbClient.connect(vnc.path);
     client.close();
     expect(() => client.wakeRefresh()).not.toThrow();
+  });
+});
+
+describe('RfbClient updates', () => {
+  it('applies a Hextile rectangle that arrives in pieces, then says the update is in', async () => {
+    const vnc = await fakeVnc();
+    cleanup.push(vnc.close);
+    const client = await RfbClient.connect(vnc.path);
+    cleanup.push(async () => client.close());
+    await vi.waitFor(() => expect(vnc.received().length).toBe(20 + 24));
+    const updates: number[] = [];
+    client.on('update', (at) => updates.push(at));
+    // FramebufferUpdate, one rectangle: the whole 4x2 screen, encoding 5, one tile with a
+    // background 0x00112233 and one foreground pixel 0x00ffffff at (2,1)
+    const head = Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 4, 0, 2, 0, 0, 0, 5]);
+    const tile = Buffer.from([2 | 4 | 8, 0x33, 0x22, 0x11, 0, 0xff, 0xff, 0xff, 0, 1, 0x21, 0]);
+    const bytes = Buffer.concat([head, tile]);
+    for (let i = 0; i < bytes.length; i += 5) {
+      vnc.send(bytes.subarray(i, i + 5));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await vi.waitFor(() => expect(updates).toHaveLength(1));
+    const pixel = (x: number, y: number): number =>
+      client.framebuffer.readUInt32LE((y * 4 + x) * 4);
+    expect(pixel(0, 0)).toBe(0x112233);
+    expect(pixel(3, 1)).toBe(0x112233);
+    expect(pixel(2, 1)).toBe(0xffffff);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * A small RFB 3.8 client (RFC 6143) for QEMU's VNC server on a unix socket: no
  * authentication, 32 bpp little-endian true colour (so the framebuffer is `bgr0` in memory),
- * Raw encoding plus the DesktopSize (-223) and ExtendedDesktopSize (-308) pseudo-encodings so
- * guest mode changes are followed. It keeps the framebuffer; the owner asks for updates.
+ * Hextile (hextile.ts) and Raw encodings plus the DesktopSize (-223) and ExtendedDesktopSize (-308)
+ * pseudo-encodings so guest mode changes are followed. It keeps the framebuffer; the owner asks
+ * for updates.
  *
  * Handshake:
  *   S: "RFB 003.008\n"          C: "RFB 003.008\n"
@@ -14,9 +15,11 @@
  */
 import { EventEmitter } from 'node:events';
 import { createConnection, type Socket } from 'node:net';
+import { HextileDecoder } from './hextile';
 import { openWithin } from './open-within';
 
 const ENC_RAW = 0;
+const ENC_HEXTILE = 5;
 const ENC_DESKTOP_SIZE = -223;
 const ENC_EXTENDED_DESKTOP_SIZE = -308;
 /** QEMU's keyboard LED state pseudo-encoding: one byte, bit0 scroll, bit1 num, bit2 caps. */
@@ -53,6 +56,21 @@ class ByteQueue {
     throw new RangeError('peek past the end');
   }
 
+  /** Everything queued, as one buffer (the queue is then empty). */
+  takeAll(): Buffer {
+    const out = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    this.chunks = [];
+    this.length = 0;
+    return out;
+  }
+
+  /** Puts bytes back at the front (what a parser took and did not use). */
+  unshift(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.chunks.unshift(chunk);
+    this.length += chunk.length;
+  }
+
   read(n: number): Buffer {
     const first = this.chunks[0];
     if (first && first.length >= n) {
@@ -85,6 +103,9 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
   name = '';
   /** The picture, `width * height * 4` bytes of B,G,R,X. */
   framebuffer: Buffer = Buffer.alloc(0);
+  /** The same memory as pixels (little-endian hosts: one u32 is one B,G,R,X pixel). */
+  private pixels = new Uint32Array(0);
+  private readonly hextile = new HextileDecoder();
 
   private readonly queue = new ByteQueue();
   private phase: Phase = 'version';
@@ -177,6 +198,11 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
     this.width = width;
     this.height = height;
     this.framebuffer = Buffer.alloc(width * height * 4);
+    this.pixels = new Uint32Array(
+      this.framebuffer.buffer,
+      this.framebuffer.byteOffset,
+      width * height,
+    );
     this.resized = true;
     this.emit('resize', width, height);
   }
@@ -232,6 +258,7 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
         this.resize(init.readUInt16BE(0), init.readUInt16BE(2));
         const setPixelFormat = Buffer.concat([Buffer.alloc(4), PIXEL_FORMAT]);
         const encodings = [
+          ENC_HEXTILE,
           ENC_RAW,
           ENC_DESKTOP_SIZE,
           ENC_EXTENDED_DESKTOP_SIZE,
@@ -249,6 +276,7 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
       }
       case 'normal':
         if (this.body === 'raw') return this.readRawBody();
+        if (this.body === 'hextile') return this.readHextileBody();
         if (this.body === 'extended') return this.readExtendedBody();
         if (this.body === 'leds') return this.readLedBody();
         return this.rectsLeft >= 0 ? this.readRect() : this.readMessage();
@@ -320,6 +348,15 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
     this.rect = { x, y, w, h };
     if (encoding === ENC_RAW) {
       this.body = 'raw';
+    } else if (encoding === ENC_HEXTILE) {
+      // outside the framebuffer (a resize raced it): its bytes are read and dropped
+      const inside = x + w <= this.width && y + h <= this.height;
+      this.hextile.begin(this.rect, inside ? this.pixels : null, this.width);
+      this.body = 'hextile';
+      if (this.hextile.done) {
+        this.body = null;
+        this.rectDone();
+      }
     } else if (encoding === ENC_EXTENDED_DESKTOP_SIZE) {
       this.body = 'extended';
     } else if (encoding === ENC_DESKTOP_SIZE) {
@@ -335,7 +372,7 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
 
   /** The rectangle whose body is awaited (its header was read). */
   private rect = { x: 0, y: 0, w: 0, h: 0 };
-  private body: 'raw' | 'extended' | 'leds' | null = null;
+  private body: 'raw' | 'hextile' | 'extended' | 'leds' | null = null;
 
   private readLedBody(): boolean {
     if (this.queue.length < 1) return false;
@@ -351,6 +388,19 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
     const size = r.w * r.h * 4;
     if (this.queue.length < size) return false;
     this.copyRect(r.x, r.y, r.w, r.h, this.queue.read(size));
+    this.body = null;
+    this.rectDone();
+    return true;
+  }
+
+  /** Decodes the whole tiles queued; the rest waits for more bytes. */
+  private readHextileBody(): boolean {
+    const q = this.queue;
+    if (q.length === 0) return false;
+    const data = q.takeAll();
+    const used = this.hextile.decode(data);
+    q.unshift(data.subarray(used));
+    if (!this.hextile.done) return false;
     this.body = null;
     this.rectDone();
     return true;
