@@ -208,6 +208,12 @@ const configSchema = z.strictObject({
       type: driverType('video'),
       ffmpeg: z.string().default('ffmpeg'),
       /**
+       * Keep one started ffmpeg waiting for the next viewer once the encoder stopped (media/
+       * video-hub.ts SPARE): the first frame after a quiet spell does not wait for ffmpeg's
+       * start (110 ms quiet, up to 1.2 s loaded), for ~9 MB of its own memory while it waits.
+       */
+      spare_encoder: z.boolean().default(true),
+      /**
        * An encoder that gives no frame for this long is killed and started again (media/
        * encoder.ts). 5 s is far above a frame's encoding time on a board; an emulated board (the
        * device VM under TCG, 2-7 frames a second at 640x480 on a loaded machine) needs more.

@@ -291,6 +291,7 @@ async function mediaServices(
   const video = new VideoHub(drivers.video, hubParams(loaded.params), log, {
     ffmpeg: config.video.ffmpeg,
     encoder: { stallMs: config.video.encoder_stall_ms },
+    spareEncoder: config.video.spare_encoder,
   });
   lifecycle.onStop('video hub', () => video.dispose());
   const jpeg = new JpegHub(video, log, { ffmpeg: config.video.ffmpeg });

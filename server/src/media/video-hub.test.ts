@@ -216,6 +216,68 @@ describe('VideoHub', () => {
     expect(again[0]?.key).toBe(true);
   });
 
+  it('keeps a started ffmpeg after the linger, and the next viewer’s encoder is that one', async () => {
+    const { h, source, log } = hub({ lingerMs: 50 });
+    const units: AccessUnit[] = [];
+    const off = h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2);
+    const first = h.encoderPid as number;
+    off();
+    await expect.poll(() => h.encoderPid, poll).toBeNull();
+    await expect.poll(() => h.sparePid, poll).not.toBeNull();
+    const spare = h.sparePid as number;
+    expect(spare).not.toBe(first);
+    expect(await waitForExit(first, 5000)).toBe(true);
+    expect(await alive(spare)).toBe(true);
+    const again: AccessUnit[] = [];
+    h.subscribe((u) => again.push(u));
+    await feed(source, () => again.length >= 3);
+    expect(h.encoderPid).toBe(spare);
+    expect(h.sparePid).toBeNull();
+    expectWhole(again);
+    const starts = log.lines.filter((l) => l.msg === 'encoder starting');
+    expect(starts.map((l) => (l.obj as { spare: boolean }).spare)).toEqual([false, true]);
+    await h.dispose();
+    expect(await waitForExit(spare, 5000)).toBe(true);
+  });
+
+  it('starts no spare when told not to; a spare of other settings is stopped, not used', async () => {
+    const off = hub({ lingerMs: 50, spareEncoder: false });
+    const stop = off.h.subscribe(() => undefined);
+    await feed(off.source, () => off.h.encoderPid !== null);
+    stop();
+    await expect.poll(() => off.h.encoderPid, poll).toBeNull();
+    expect(off.h.sparePid).toBeNull();
+
+    const { h, source } = hub({ lingerMs: 50 });
+    const unsubscribe = h.subscribe(() => undefined);
+    await feed(source, () => h.encoderPid !== null);
+    unsubscribe();
+    await expect.poll(() => h.sparePid, poll).not.toBeNull();
+    const spare = h.sparePid as number;
+    h.setParams({ ...PARAMS, bitrateKbps: 300 });
+    h.subscribe(() => undefined);
+    await feed(source, () => h.encoderPid !== null);
+    expect(h.encoderPid).not.toBe(spare);
+    expect(await waitForExit(spare, 5000)).toBe(true);
+    expect((await readProcArgv(h.encoderPid as number))?.join(' ')).toContain('-b:v 300k');
+  });
+
+  it('does not keep a spare that dies', async () => {
+    const { h, source } = hub({ lingerMs: 50, encoder: { backoff: { initialMs: 10 } } });
+    const off = h.subscribe(() => undefined);
+    await feed(source, () => h.encoderPid !== null);
+    off();
+    await expect.poll(() => h.sparePid, poll).not.toBeNull();
+    process.kill(h.sparePid as number, 'SIGKILL');
+    await expect.poll(() => h.sparePid, poll).toBeNull();
+    // the next viewer starts an encoder as before
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2);
+    expect(units[0]?.key).toBe(true);
+  });
+
   it('leaves no ffmpeg behind on dispose, nor after a parameter change', async () => {
     const { h, source } = hub();
     const units: AccessUnit[] = [];

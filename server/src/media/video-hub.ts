@@ -70,6 +70,8 @@ export interface VideoHubOptions {
   lingerMs?: number;
   /** At most one new ffmpeg per this many ms (size changes, parameter changes). */
   encoderStartMinMs?: number;
+  /** Keep a started ffmpeg for the next viewer once the encoder stopped (default true; SPARE). */
+  spareEncoder?: boolean;
 }
 
 /** How long the encoder keeps running after the last viewer left. */
@@ -84,6 +86,21 @@ const KEY_REQUEST_MIN_MS = 2_000;
  */
 const ENCODER_START_MIN_MS = 500;
 
+/**
+ * The spare: when the encoder of a frames source stops (nobody watched for the linger time), a
+ * new ffmpeg with the same settings is started at once and left waiting for its first frame on
+ * stdin, so the next viewer's first frame does not wait for ffmpeg's start. ffmpeg links ~215
+ * shared libraries before it reads anything: 110-165 ms on a quiet 2-core machine, 0.4-1.2 s on
+ * a loaded one (bench video's ttff_cold parts). Waiting, it uses no CPU; it holds its own
+ * memory (a few MB besides the shared libraries' pages), and it goes when the settings change,
+ * when it dies, and with the hub.
+ */
+const SPARE_DEFAULT = true;
+
+function sameSettings(a: EncoderSettings, b: EncoderSettings): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 const noDrops = (): DropCounts =>
   Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as unknown as DropCounts;
 
@@ -94,6 +111,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   /** Retires the H.264 encoder when nobody watches H.264 while raw frames still flow. */
   private h264LingerTimer: NodeJS.Timeout | null = null;
   private encoder: H264Encoder | null = null;
+  /** A started ffmpeg no frame reached yet, for the next encoder of its settings (SPARE). */
+  private spare: H264Encoder | null = null;
   /** Encoders (and decoders) being stopped (restart, shutdown): dispose waits for them. */
   private readonly retiring = new Set<Promise<void>>();
   /** H.264 encoders not yet stopped: an input source's next one waits for them. */
@@ -432,12 +451,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   /** A new encoder; `first` (a frames source's) is written as soon as it runs. */
   private startEncoder(settings: EncoderSettings, first: RawFrame | null): void {
     this.lastEncoderStart = performance.now();
-    const enc = new H264Encoder(settings, () => this.seq++, {
-      ...this.opts.encoder,
-      ...(this.opts.ffmpeg !== undefined ? { binary: this.opts.ffmpeg } : {}),
-    });
+    const spare = this.takeSpare(settings);
+    const enc = spare ?? this.newEncoder(settings);
     this.log.info(
-      { width: settings.width, height: settings.height, ...this.params },
+      { width: settings.width, height: settings.height, ...this.params, spare: spare !== null },
       'encoder starting',
     );
     this.encoder = enc;
@@ -467,7 +484,57 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     );
     enc.on('spawnError', (err) => this.log.error({ err }, 'encoder cannot start'));
     enc.on('fault', (reason) => this.log.warn({ reason }, 'encoder killed'));
+    if (spare?.running) {
+      // a spare already waits for its first frame: 'started' came before these listeners
+      const held = this.held;
+      this.held = null;
+      if (held && enc.write(held) !== 'written') this.drop('encoder_offline');
+      this.log.info({ pid: enc.pid }, 'encoder running');
+    }
     enc.start().catch((err: unknown) => this.log.error({ err }, 'encoder cannot start'));
+  }
+
+  private newEncoder(settings: EncoderSettings): H264Encoder {
+    return new H264Encoder(settings, () => this.seq++, {
+      ...this.opts.encoder,
+      ...(this.opts.ffmpeg !== undefined ? { binary: this.opts.ffmpeg } : {}),
+    });
+  }
+
+  /** The spare if it was started with these settings; any other spare is stopped. */
+  private takeSpare(settings: EncoderSettings): H264Encoder | null {
+    const spare = this.spare;
+    this.spare = null;
+    if (!spare) return null;
+    spare.removeAllListeners();
+    if (sameSettings(spare.settings, settings) && spare.framesInFlight === 0) return spare;
+    void this.retire(spare);
+    return null;
+  }
+
+  /** Starts a spare like `enc` (a frames source's encoder that just stopped; SPARE). */
+  private startSpare(settings: EncoderSettings): void {
+    if (this.inputKind || this.disposed || !(this.opts.spareEncoder ?? SPARE_DEFAULT)) return;
+    if (this.spare) void this.retire(this.spare);
+    const spare = this.newEncoder(settings);
+    this.spare = spare;
+    const drop = (): void => {
+      if (this.spare !== spare) return;
+      this.spare = null;
+      spare.removeAllListeners();
+      void this.retire(spare);
+    };
+    // a spare that cannot start or dies is not kept (the next viewer starts one as before)
+    spare.on('exit', (info) => {
+      if (!info.expected) drop();
+    });
+    spare.on('spawnError', drop);
+    spare.start().catch(drop);
+  }
+
+  /** The waiting spare's ffmpeg (tests, stats), or null. */
+  get sparePid(): number | null {
+    return this.spare?.pid ?? null;
   }
 
   /** Stops the current encoder; the next frame starts a new one with the current params. */
@@ -581,7 +648,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.held = null;
     this.gop.clear();
     this.stats.encoderOnline = false;
-    if (enc) await this.retire(enc);
+    if (enc) {
+      if (!this.disposed) this.startSpare(enc.settings);
+      await this.retire(enc);
+    }
   }
 
   async dispose(): Promise<void> {
@@ -593,6 +663,9 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.raw.clear();
     this.offSource();
     this.viewers.clear();
+    const spare = this.spare;
+    this.spare = null;
+    if (spare) void this.retire(spare);
     await this.shutdown();
     await Promise.all([...this.retiring]);
   }

@@ -104,7 +104,7 @@ export class RfbClient extends EventEmitter<RfbClientEvents> {
   /** The picture, `width * height * 4` bytes of B,G,R,X. */
   framebuffer: Buffer = Buffer.alloc(0);
   /** The same memory as pixels (little-endian hosts: one u32 is one B,G,R,X pixel). */
-  private pixels = new Uint32Array(0);
+  private pixels: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
   private readonly hextile = new HextileDecoder();
 
   private readonly queue = new ByteQueue();
