@@ -3,7 +3,7 @@
  * logs, then listen. Everything the process starts is stopped on SIGTERM/SIGINT.
  */
 // first: V8's heap settings apply to what the other modules allocate
-import './young-generation';
+import { settleHeapSoon } from './young-generation';
 import type { Server } from 'node:http';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -129,6 +129,7 @@ async function main(): Promise<void> {
       void network.attachConsole((socket) => app.server.emit('connection', socket), cap);
     }
     startProblems = [ctx.network.startProblem].filter((p): p is string => p !== null);
+    settleHeapSoon();
   };
   const restart = async (): Promise<void> => {
     // let the answer of the call that asked for it go out first
