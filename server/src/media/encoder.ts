@@ -291,8 +291,10 @@ export class H264Encoder extends EventEmitter<{
       return 'mismatch';
     const stdin = this.supervisor.stdin;
     if (!stdin || !this.running || !this.reader) return 'offline';
-    // The in-flight count is the only gate: a whole frame (1.4 MB at 720p) always overfills the
-    // 64 KiB pipe, so stdin reports 'need drain' after every write and cannot be the signal.
+    // The in-flight count is the only gate: a whole frame (1.4 MB at 720p) always overfills
+    // ffmpeg's stdin (libuv's child stdio is a unix socket pair: ~200 KiB in flight, the
+    // kernel's net.core.wmem_default), so stdin reports 'need drain' after every write and
+    // cannot be the signal.
     const bytes = frame.data.length;
     if (this.inFlight.length >= maxInFlight(s.fps)) return 'busy';
     if (this.inFlight.length > 0 && this.inFlightBytes + bytes > this.maxInFlightBytes)

@@ -44,8 +44,9 @@ const FOLLOW_UP_MS = 20;
  * Frames handed on and not yet released (RawFrame.release: written into the encoder's pipe, or
  * dropped; the JPEG path keeps its newest until the next) above which no new frame goes out:
  * the screen's newest state waits here instead, so a change queues behind at most this many
- * whole screens. On a busy machine each 3 MB screen took 100-500 ms into ffmpeg's 64 KiB pipe
- * and the change queued behind the cursor's blinks (bench video-qemu's stage times).
+ * whole screens. On a busy machine each 3 MB screen took 100-500 ms into ffmpeg's stdin (a
+ * socket pair, ~200 KiB in flight) and the change queued behind the cursor's blinks (bench
+ * video-qemu's stage times).
  */
 const MAX_UNRELEASED = 2;
 /** A frame not released after this is counted as gone (a consumer that never releases). */
