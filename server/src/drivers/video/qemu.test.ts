@@ -104,8 +104,21 @@ describe('QemuVideo', () => {
     // Capture can stop and restart; a QEMU restart reconnects VNC.
     await v.stopCapture();
     const stopped = frames.length;
-    await v.startCapture((f) => frames.push(f), 30);
-    await until('a frame after restart of capture', () => frames.length > stopped, 5000);
+    // a consumer that gives each frame back at once: the next frames reuse those buffers
+    const lent: Buffer[] = [];
+    await v.startCapture((f) => {
+      frames.push({ ...f, data: Buffer.from(f.data) });
+      lent.push(f.data);
+      f.release?.();
+    }, 30);
+    await until(
+      'three frames after restart of capture',
+      () => frames.length >= stopped + 3,
+      10_000,
+    );
+    expect(new Set(lent).size).toBeLessThan(lent.length);
+    expect(frames.at(-1)?.data.length).toBe(1024 * 768 * 4);
+    expect(litShare(frames.at(-1)!, 640, 768)).toBe(0);
     process.kill(m.pid as number, 'SIGKILL');
     await until('offline after the crash', () => !v.getState().online, 5000);
     await until('online again', () => v.getState().online, 15_000);

@@ -51,6 +51,12 @@ const FOLLOW_UP_MS = 20;
 const MAX_UNRELEASED = 2;
 /** A frame not released after this is counted as gone (a consumer that never releases). */
 const RELEASE_WAIT_MS = 250;
+/**
+ * Released frame buffers kept for the next copies of the screen (RawFrame.release): without
+ * them every frame (3 MB at 1024x768, two per change with its repeat) is a new allocation and
+ * a free, which costs page faults on each copy and leaves malloc's heap holding several.
+ */
+const POOL_FRAMES = MAX_UNRELEASED + 1;
 
 export class QemuVideo implements VideoSource {
   readonly name = 'qemu';
@@ -72,6 +78,8 @@ export class QemuVideo implements VideoSource {
   private followUpTimer: NodeJS.Timeout | null = null;
   /** Delivery times of the frames not yet released (MAX_UNRELEASED). */
   private unreleased = new Set<{ at: number }>();
+  /** Buffers given back, reused for the next frames (POOL_FRAMES). */
+  private readonly pool: Buffer[] = [];
   private readonly unsubscribe: Array<() => void> = [];
 
   constructor(
@@ -156,6 +164,8 @@ export class QemuVideo implements VideoSource {
     this.onFrame = null;
     this.pendingSince = null;
     this.unreleased.clear();
+    // nobody watches: the buffers are garbage now (frames still out are not taken back)
+    this.pool.length = 0;
     if (this.deliverTimer) clearTimeout(this.deliverTimer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
     if (this.followUpTimer) clearTimeout(this.followUpTimer);
@@ -270,8 +280,11 @@ export class QemuVideo implements VideoSource {
     return this.unreleased.size < MAX_UNRELEASED ? 0 : oldest + RELEASE_WAIT_MS;
   }
 
-  /** A frame was released: a pending update held by the gate may go now. */
-  private released(f: { at: number }): void {
+  /** A frame was released: its buffer may be reused, a pending update held by the gate may go. */
+  private released(f: { at: number }, data: Buffer): void {
+    const size = this.rfb ? this.rfb.framebuffer.length : 0;
+    if (this.onFrame && data.length === size && this.pool.length < POOL_FRAMES)
+      this.pool.push(data);
     if (!this.unreleased.delete(f) || this.pendingSince === null) return;
     if (this.deliverTimer) clearTimeout(this.deliverTimer);
     this.deliverTimer = null;
@@ -297,14 +310,25 @@ export class QemuVideo implements VideoSource {
     traceStage('frame', capturedAt);
     const held = { at: now };
     this.unreleased.add(held);
+    // A copy: the framebuffer changes under the encoder's feet otherwise.
+    const fb = rfb.framebuffer;
+    let data = this.pool.pop();
+    while (data && data.length !== fb.length) data = this.pool.pop(); // an old size's
+    data ??= Buffer.allocUnsafe(fb.length);
+    fb.copy(data);
+    let lent = true;
     onFrame({
       width: rfb.width,
       height: rfb.height,
       format: 'bgr0',
-      // A copy: the framebuffer changes under the encoder's feet otherwise.
-      data: Buffer.from(rfb.framebuffer),
+      data,
       capturedAt,
-      release: () => this.released(held),
+      release: () => {
+        // once only: a second release must not put one buffer in two frames
+        if (!lent) return;
+        lent = false;
+        this.released(held, data);
+      },
     });
     this.armIdle();
     if (change) this.armFollowUp();
