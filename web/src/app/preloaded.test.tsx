@@ -34,4 +34,24 @@ describe('preloadedLazy (issue 28: a preloaded chunk does not suspend again)', (
     expect(view.byTestId('fallback')).toBeNull();
     view.unmount();
   });
+
+  it('preload under way: the fallback without suspending, then the module (no reveal throttle)', async () => {
+    let resolve: (m: { default: typeof Page }) => void = () => undefined;
+    const { Component, load } = preloadedLazy<{ label: string }>(
+      () => new Promise((r) => (resolve = r)),
+      <div data-testid="waiting" />,
+    );
+    void load();
+    const view = await render(
+      <Suspense fallback={<div data-testid="fallback" />}>
+        <Component label="soon" />
+      </Suspense>,
+    );
+    expect(view.byTestId('waiting')).not.toBeNull();
+    expect(view.byTestId('fallback')).toBeNull();
+    resolve({ default: Page });
+    await vi.waitFor(() => expect(view.byTestId('page')?.textContent).toBe('soon'));
+    expect(view.byTestId('fallback')).toBeNull();
+    view.unmount();
+  });
 });

@@ -1,5 +1,6 @@
 import { lazy } from 'react';
 import { Route, Routes } from 'react-router';
+import { FullscreenSpinner } from '../components/FullscreenSpinner';
 import { registerPreload } from '../lib/preload';
 import { preloadedLazy } from './preloaded';
 import { RouteGuard } from './RouteGuard';
@@ -9,8 +10,10 @@ import { RouteGuard } from './RouteGuard';
 const LoginPage = lazy(() => import('../features/auth/LoginPage'));
 const InitPage = lazy(() => import('../features/auth/InitPage'));
 const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
-const shell = preloadedLazy(() => import('../features/connection/ProtectedShell'));
-const layout = preloadedLazy(() => import('../features/main/MainLayout'));
+// while preloaded: the spinner the guard showed, not a Suspense fallback (app/preloaded.tsx)
+const spinner = <FullscreenSpinner />;
+const shell = preloadedLazy(() => import('../features/connection/ProtectedShell'), spinner);
+const layout = preloadedLazy(() => import('../features/main/MainLayout'), spinner);
 const page = preloadedLazy(() => import('../features/main/MainPage'));
 const ProtectedShell = shell.Component;
 const MainLayout = layout.Component;
