@@ -1,19 +1,36 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { INITIAL_SESSION, useSession } from '../features/session/session-store';
 import { registerPreload } from '../lib/preload';
 import { prestartConsole } from './prestart';
 
-const { prestartVideo, checkLogin } = vi.hoisted(() => ({
-  prestartVideo: vi.fn(async () => undefined),
-  checkLogin: vi.fn(async () => true),
-}));
+const { prestartVideo, checkLogin, prefetchVideo, config } = vi.hoisted(() => {
+  const config: { answer: Promise<unknown>; resolve: (v: unknown) => void } = {
+    answer: Promise.resolve(),
+    resolve: () => undefined,
+  };
+  return {
+    prestartVideo: vi.fn(async () => undefined),
+    checkLogin: vi.fn(async () => true),
+    // the config's answer, held until the test gives it
+    prefetchVideo: vi.fn(() => config.answer),
+    config,
+  };
+});
 vi.mock('../features/video/video-session', () => ({ prestartVideo }));
+vi.mock('../features/video/video-prefetch', () => ({ prefetchVideo }));
 vi.mock('../features/session/session-actions', () => ({ checkLogin }));
 
 const consoleChunks = vi.fn(async () => undefined);
 registerPreload('console', consoleChunks);
 
+beforeEach(() => {
+  config.answer = new Promise((resolve) => (config.resolve = resolve));
+});
+
 afterEach(() => {
+  localStorage.clear();
+  prefetchVideo.mockClear();
   useSession.setState(INITIAL_SESSION);
   prestartVideo.mockClear();
   checkLogin.mockClear();
@@ -27,11 +44,38 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     expect(consoleChunks).not.toHaveBeenCalled();
     useSession.setState({ isLoggedIn: true });
     expect(consoleChunks).toHaveBeenCalledTimes(1);
+    expect(prefetchVideo).toHaveBeenCalledTimes(1);
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
     // later session changes start nothing more
     useSession.setState({ isLoggedIn: false });
     useSession.setState({ isLoggedIn: true });
     expect(consoleChunks).toHaveBeenCalledTimes(1);
+  });
+
+  it('with a stored token: the loads start beside the login check, the video once the config came', async () => {
+    localStorage.setItem(STORAGE_KEYS.authToken, 'stored');
+    prestartConsole('/', '');
+    expect(prefetchVideo).toHaveBeenCalledTimes(1);
+    expect(consoleChunks).toHaveBeenCalledTimes(1);
+    await Promise.resolve();
+    expect(prestartVideo).not.toHaveBeenCalled();
+    config.resolve({ config: {} }); // the config came: the login is good
+    await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
+    // the login check's answer starts nothing more
+    useSession.setState({ isLoggedIn: true });
+    await Promise.resolve();
+    expect(prestartVideo).toHaveBeenCalledTimes(1);
+    expect(prefetchVideo).toHaveBeenCalledTimes(1);
+    expect(consoleChunks).toHaveBeenCalledTimes(1);
+  });
+
+  it('a stored token refused: the config fails, nothing starts the video', async () => {
+    localStorage.setItem(STORAGE_KEYS.authToken, 'stale');
+    config.answer = Promise.reject(new Error('403'));
+    prestartConsole('/', '');
+    useSession.setState({ isLoggedIn: false });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(prestartVideo).not.toHaveBeenCalled();
   });
 
   it('a login that fails starts nothing', async () => {
@@ -42,6 +86,7 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     await Promise.resolve();
     expect(consoleChunks).not.toHaveBeenCalled();
     expect(prestartVideo).not.toHaveBeenCalled();
+    expect(prefetchVideo).not.toHaveBeenCalled();
   });
 
   it('other routes (login, web terminal, upgrading) start nothing', () => {

@@ -8,9 +8,16 @@
 import { stripBase } from '../lib/base';
 import { normalizePath } from '../lib/path';
 import { preload } from '../lib/preload';
+import { getAuthToken } from '../lib/storage';
 import { checkLogin } from '../features/session/session-actions';
 import { useSession } from '../features/session/session-store';
+import { prefetchVideo } from '../features/video/video-prefetch';
 import { TOKEN_QUERY_PARAM } from './guard';
+
+/** What prestart calls of features/video/video-session (a chunk of its own). */
+interface VideoSessionModule {
+  prestartVideo: () => Promise<void>;
+}
 
 /** The routes whose page shows the remote screen (router.tsx). */
 const CONSOLE_PATHS = ['/', '/kvm'];
@@ -22,15 +29,38 @@ export function prestartConsole(
   if (!CONSOLE_PATHS.includes(normalizePath(stripBase(pathname)))) return;
   // The guard's own check (SPEC 2) joins this one (one at a time); a token in the query is the
   // guard's to store first.
-  if (!new URLSearchParams(search).has(TOKEN_QUERY_PARAM)) void checkLogin(null);
+  const tokenInQuery = new URLSearchParams(search).has(TOKEN_QUERY_PARAM);
+  if (!tokenInQuery) void checkLogin(null);
+  // A stored token is most likely good: the video's loads and the console's chunks start beside
+  // the login check, not after it (a refused token leaves them unused), and the video starts
+  // once the config has come (it needs the login too): before the login check's answer makes
+  // React render the console.
+  let session: Promise<VideoSessionModule> | null = null;
+
+  let started = false;
+  const startVideo = (): void => {
+    if (started || !session) return;
+    started = true;
+    // offline: the page's own start tries again
+    session.then((m) => m.prestartVideo()).catch(() => undefined);
+  };
+  /** The loads, once: the config's answer (it proves the login good). */
+  let config: Promise<unknown> | null = null;
+  const load = (): Promise<unknown> => {
+    if (config) return config;
+    config = prefetchVideo();
+    session = import('../features/video/video-session');
+    preload('console');
+    return config;
+  };
+  // a config refused (no login) starts nothing here: the login check decides
+  if (!tokenInQuery && getAuthToken() !== null) load().then(startVideo, () => undefined);
   const begin = (): boolean => {
     const { isLoggedIn } = useSession.getState();
     if (isLoggedIn === null) return false;
     if (isLoggedIn) {
-      preload('console');
-      void import('../features/video/video-session')
-        .then((m) => m.prestartVideo())
-        .catch(() => undefined); // offline: the page's own start tries again
+      void load();
+      startVideo();
     }
     return true;
   };

@@ -7,6 +7,7 @@ import { create } from 'zustand';
 import { deepMerge, isPlainObject } from '@kvm/protocol/merge';
 import type { StreamerState, TurnState } from '@kvm/protocol/streamer';
 import { api } from '../../lib/api';
+import { takePrefetched, TURN_TIMEOUT_MS } from './video-prefetch';
 
 declare module '../../lib/event-socket' {
   interface EventPayloads {
@@ -59,16 +60,15 @@ export async function loadStreamer(): Promise<StreamerState | null> {
   }
 }
 
-/** A TURN answer that is slower than this does not hold the video back. */
-export const TURN_TIMEOUT_MS = 3_000;
-
 /**
  * The TURN state for a new WebRTC session: asked fresh (credentials expire), else the last one
  * the event socket brought, else none (offline tests, devices without TURN: 404).
  */
 export async function fetchTurn(): Promise<TurnState | null> {
   try {
-    const turn = await api.get<TurnState>('/turn/get_turn', { timeoutMs: TURN_TIMEOUT_MS });
+    // the first session's answer, asked at the page's start (video-prefetch.ts)
+    const turn = await (takePrefetched<TurnState>('/turn/get_turn') ??
+      api.get<TurnState>('/turn/get_turn', { timeoutMs: TURN_TIMEOUT_MS }));
     applyTurn(turn);
   } catch {
     // Keep what the event socket said.

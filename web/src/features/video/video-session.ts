@@ -22,6 +22,7 @@ import {
   useStreamer,
 } from './streamer-store';
 import { VideoController, type VideoSnapshot } from './video-controller';
+import { modules, takePrefetched } from './video-prefetch';
 
 /** The microphone track to send (features/audio registers it: video never imports audio). */
 let micTrackSource: () => MediaStreamTrack | null = () => null;
@@ -40,11 +41,15 @@ export function setCameraTrackSource(source: () => MediaStreamTrack | null): voi
 export const videoController = new VideoController({
   createWebRtc: async () => {
     const { JanusStream, iceTransportPolicyFromQuery, janusCredentials, janusServerUrl } =
-      await import('../../lib/janus-stream');
+      modules.webrtc ?? (await import('../../lib/janus-stream'));
     return new JanusStream({
       serverUrl: () => janusServerUrl(window.location, getAuthToken()),
       credentials: async () =>
-        janusCredentials(await api.get<JanusAuthAnswer>('/janus/auth'), getAuthToken()),
+        janusCredentials(
+          await (takePrefetched<JanusAuthAnswer>('/janus/auth') ??
+            api.get<JanusAuthAnswer>('/janus/auth')),
+          getAuthToken(),
+        ),
       getTurn: fetchTurn,
       iceTransportPolicy: () => iceTransportPolicyFromQuery(window.location.search),
       orientation: () => useConfig.getState().config?.orientation ?? 0,
@@ -53,7 +58,8 @@ export const videoController = new VideoController({
     });
   },
   createDirect: async () => {
-    const { H264DirectStream, mediaSocketUrl } = await import('../../lib/h264-direct');
+    const { H264DirectStream, mediaSocketUrl } =
+      modules.direct ?? (await import('../../lib/h264-direct'));
     return new H264DirectStream({ url: () => mediaSocketUrl(window.location, getAuthToken()) });
   },
   isSourceOnline: () => sourceOnline(useStreamer.getState().state),
@@ -77,14 +83,31 @@ heartbeat.onReconnected(() => {
  */
 export async function prestartVideo(): Promise<void> {
   const stored = readStorage(STORAGE_KEYS.videoMode);
-  // janus.js loads and initialises beside the config request (its runtime is loaded once per
-  // page: the client's own load then finds it), unless this browser last used direct H.264.
-  if (stored !== 'direct_h264') {
-    void import('../../lib/janus-loader').then((m) => m.loadJanusRuntime()).catch(() => undefined);
-  }
-  const config = await loadConfig().catch(() => null);
+  // The clients' chunks, janus.js, the first session's requests and the config are on their
+  // way already (video-prefetch.ts): the config's video_mode starts the client before the config
+  // store's own answer re-renders the console; a config not read means the mode this browser
+  // stored.
+  const early = takePrefetched<ConfigAnswer>('/system/get_config');
+  const config =
+    early ??
+    loadConfig().then((c) => {
+      if (!c) throw new Error('no config');
+      return { config: c };
+    });
+  const mode = await config.then(modeOf).catch(() => (isVideoMode(stored) ? stored : 'webrtc'));
   if (videoController.getSnapshot().requestedMode) return;
-  videoController.start(config?.video_mode ?? (isVideoMode(stored) ? stored : 'webrtc'));
+  videoController.start(mode);
+}
+
+/** GET /api/system/get_config's answer as far as the video's start reads it. */
+interface ConfigAnswer {
+  config?: { video_mode?: unknown } | null;
+}
+
+/** The config's video_mode; a config without it means the default (as normalizeUserConfig). */
+function modeOf(answer: ConfigAnswer): VideoMode {
+  const mode = answer.config?.video_mode;
+  return isVideoMode(mode) ? mode : 'webrtc';
 }
 
 export function useVideo(): VideoSnapshot {
