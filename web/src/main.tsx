@@ -1,4 +1,4 @@
-import { StrictMode } from 'react';
+import { StrictMode, startTransition } from 'react';
 import { createRoot } from 'react-dom/client';
 import { AppRoot } from './app/App';
 import { prestartConsole } from './app/prestart';
@@ -18,8 +18,13 @@ prestartConsole();
 
 const container = document.getElementById('root');
 if (!container) throw new Error('#root is missing from index.html');
-createRoot(container).render(
-  <StrictMode>
-    <AppRoot />
-  </StrictMode>,
+// A transition: React renders the first screen in slices and yields between them, so the
+// video's start (app/prestart.ts) and its handshake's messages run meanwhile (issue 28 item 2).
+const root = createRoot(container);
+startTransition(() =>
+  root.render(
+    <StrictMode>
+      <AppRoot />
+    </StrictMode>,
+  ),
 );

@@ -1,4 +1,4 @@
-import { lazy, Suspense } from 'react';
+import { lazy, startTransition, Suspense, useEffect, useState } from 'react';
 import { theme } from 'antd';
 import { Outlet } from 'react-router';
 import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
@@ -10,6 +10,7 @@ import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { layoutRules } from '../../lib/layout-rules';
+import { useVideo } from '../video/video-session';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
 
@@ -30,21 +31,47 @@ function LeftPanelContent({ section }: { section: LeftPanelSection }) {
   }
 }
 
+/** The chrome waits at most this long for the video's first frame. */
+const CHROME_WAIT_MS = 1_000;
+
+/**
+ * Issue 28 item 2 (docs/webrtc.md "First frame"): the first render holds the remote screen
+ * alone; the toolbar, status bar and panels follow once the video shows its first frame (or
+ * after CHROME_WAIT_MS, or at once when no client runs), in a transition that React renders in
+ * slices: the page's main thread stays free for the video's handshake, ICE and DTLS.
+ */
+function useChrome(): boolean {
+  const state = useVideo().state;
+  const waiting = state === 'connecting' || state === 'attached' || state === 'watching';
+  const [shown, setShown] = useState(false);
+  const [waited, setWaited] = useState(false);
+  useEffect(() => {
+    const timer = setTimeout(() => setWaited(true), CHROME_WAIT_MS);
+    return () => clearTimeout(timer);
+  }, []);
+  const show = !shown && (!waiting || waited);
+  useEffect(() => {
+    if (show) startTransition(() => setShown(true));
+  }, [show]);
+  return shown;
+}
+
 /** SPEC 2 main layout: toolbar, left panel (320 px), remote screen, status bar. */
 export default function MainLayout() {
   const { token } = theme.useToken();
   const section = useLayout((s) => s.leftPanel);
   const { panel } = layoutRules(useViewport());
+  const chrome = useChrome();
 
   return (
     <NoticeStackHost>
       <div
         style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}
       >
-        <Toolbar />
-        <PlatformProblems />
+        {chrome && <Toolbar />}
+        {chrome && <PlatformProblems />}
         <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
-          {section !== 'none' && (
+          {chrome && section !== 'none' && (
             <aside
               data-testid="left-panel"
               data-section={section}
@@ -77,9 +104,13 @@ export default function MainLayout() {
             <Outlet />
           </main>
         </div>
-        <VirtualKeyboardHost />
-        <UpgradeHost />
-        <StatusBar />
+        {chrome && (
+          <>
+            <VirtualKeyboardHost />
+            <UpgradeHost />
+            <StatusBar />
+          </>
+        )}
       </div>
     </NoticeStackHost>
   );
