@@ -13,6 +13,8 @@
  *   first packet), the <video>'s `loadedmetadata` (its first frame decoded); for direct H.264
  *   the media socket's open, first unit and first key unit (`ttffWorkerProbe`, in the
  *   console's worker), the first chunk given to the decoder and its first output;
+ * - the console's performance marks named `kvm:*` (`kvm:webrtc:start`: the WebRTC client
+ *   started), as `kvm_webrtc_start`;
  * - `presented`: the g2g harness's first presented frame (bench/video.ts says what that is);
  * - cold loads add the server's side (this process, epoch clock converted to the page's):
  *   `encoder_spawn` (H264Encoder created), `encoder_running` (ffmpeg spawned: `started`),
@@ -164,6 +166,7 @@ const RESOURCES: Array<[string, string]> = [
   ['shell_chunk', '/assets/ProtectedShell-'],
   ['layout_chunk', '/assets/MainLayout-'],
   ['page_chunk', '/assets/MainPage-'],
+  ['video_session_chunk', '/assets/video-session-'],
   ['get_config', '/api/system/get_config'],
   ['streamer_state', '/api/streamer'],
   ['janus_stream_chunk', '/assets/janus-stream-'],
@@ -175,7 +178,7 @@ const RESOURCES: Array<[string, string]> = [
 
 /** The parts of the page's load so far (ms since navigation start), sorted by time. */
 export async function readParts(page: Page, presented: number | null): Promise<Parts> {
-  const { probe, resources, nav } = await page.evaluate(() => {
+  const { probe, resources, nav, marks } = await page.evaluate(() => {
     const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
     return {
       probe: (window as unknown as { __ttff?: Parts }).__ttff ?? {},
@@ -184,6 +187,10 @@ export async function readParts(page: Page, presented: number | null): Promise<P
         .map((r) => r as PerformanceResourceTiming)
         .map((r) => ({ name: r.name, start: r.startTime, end: r.responseEnd })),
       nav: { html: n.responseEnd, dcl: n.domContentLoadedEventStart },
+      marks: performance
+        .getEntriesByType('mark')
+        .filter((m) => m.name.startsWith('kvm:'))
+        .map((m) => ({ name: m.name, t: m.startTime })),
     };
   });
   const parts: Parts = { html: nav.html, dom_content_loaded: nav.dcl };
@@ -198,6 +205,8 @@ export async function readParts(page: Page, presented: number | null): Promise<P
       parts[name] = hit.end;
     }
   }
+  // the console's own marks (kvm:webrtc:start...) as kvm_webrtc_start..., the first of each
+  for (const m of marks) parts[m.name.replace(/:/g, '_')] ??= m.t;
   Object.assign(parts, probe);
   if (presented !== null) parts['presented'] = presented;
   return sortParts(parts);
