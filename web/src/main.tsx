@@ -14,17 +14,21 @@ getEmbed().listen();
 // SPEC 2: the init check starts before the first render; the guard waits for it.
 void checkInit();
 // Issue 28: on the console's routes the video starts as soon as the login is known good.
-prestartConsole();
+const videoFirst = prestartConsole();
 
 const container = document.getElementById('root');
 if (!container) throw new Error('#root is missing from index.html');
-// A transition: React renders the first screen in slices and yields between them, so the
-// video's start (app/prestart.ts) and its handshake's messages run meanwhile (issue 28 item 2).
+// Issue 28 item 2 (docs/webrtc.md "First frame"): the first render waits for the video's start
+// (with a stored token; at most FIRST_RENDER_WAIT_MS), and is a transition: React renders the
+// first screen in slices and yields between them, so the video's handshake runs meanwhile.
+const FIRST_RENDER_WAIT_MS = 300;
 const root = createRoot(container);
-startTransition(() =>
-  root.render(
-    <StrictMode>
-      <AppRoot />
-    </StrictMode>,
+void Promise.race([videoFirst, new Promise((r) => setTimeout(r, FIRST_RENDER_WAIT_MS))]).then(() =>
+  startTransition(() =>
+    root.render(
+      <StrictMode>
+        <AppRoot />
+      </StrictMode>,
+    ),
   ),
 );

@@ -39,7 +39,8 @@ afterEach(() => {
 
 describe('prestartConsole (issue 28: the video starts before the main page renders)', () => {
   it('on the console route: the chunks and the video start once the login is known good', async () => {
-    prestartConsole('/', '');
+    // no stored token: the first render does not wait
+    await prestartConsole('/', '');
     expect(checkLogin).toHaveBeenCalledWith(null); // beside the init check, not after it
     expect(consoleChunks).not.toHaveBeenCalled();
     useSession.setState({ isLoggedIn: true });
@@ -54,13 +55,14 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
 
   it('with a stored token: the loads start beside the login check, the video once the config came', async () => {
     localStorage.setItem(STORAGE_KEYS.authToken, 'stored');
-    prestartConsole('/', '');
+    const first = prestartConsole('/', '');
     expect(prefetchVideo).toHaveBeenCalledTimes(1);
     expect(consoleChunks).toHaveBeenCalledTimes(1);
     await Promise.resolve();
     expect(prestartVideo).not.toHaveBeenCalled();
     config.resolve({ config: {} }); // the config came: the login is good
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
+    await first; // main.tsx renders after it
     // the login check's answer starts nothing more
     useSession.setState({ isLoggedIn: true });
     await Promise.resolve();

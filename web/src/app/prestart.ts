@@ -22,11 +22,16 @@ interface VideoSessionModule {
 /** The routes whose page shows the remote screen (router.tsx). */
 const CONSOLE_PATHS = ['/', '/kvm'];
 
+/**
+ * Starts the console's loads and its video (see above). The promise settles once the video's
+ * client has been started by the early path (a stored token), at once without one: main.tsx
+ * renders the first screen after it, so React's first render does not hold the start back.
+ */
 export function prestartConsole(
   pathname: string = window.location.pathname,
   search: string = window.location.search,
-): void {
-  if (!CONSOLE_PATHS.includes(normalizePath(stripBase(pathname)))) return;
+): Promise<void> {
+  if (!CONSOLE_PATHS.includes(normalizePath(stripBase(pathname)))) return Promise.resolve();
   // The guard's own check (SPEC 2) joins this one (one at a time); a token in the query is the
   // guard's to store first.
   const tokenInQuery = new URLSearchParams(search).has(TOKEN_QUERY_PARAM);
@@ -36,13 +41,12 @@ export function prestartConsole(
   // once the config has come (it needs the login too): before the login check's answer makes
   // React render the console.
   let session: Promise<VideoSessionModule> | null = null;
-
   let started = false;
-  const startVideo = (): void => {
+  const startVideo = (): Promise<void> | undefined => {
     if (started || !session) return;
     started = true;
     // offline: the page's own start tries again
-    session.then((m) => m.prestartVideo()).catch(() => undefined);
+    return session.then((m) => m.prestartVideo()).catch(() => undefined);
   };
   /** The loads, once: the config's answer (it proves the login good). */
   let config: Promise<unknown> | null = null;
@@ -54,7 +58,10 @@ export function prestartConsole(
     return config;
   };
   // a config refused (no login) starts nothing here: the login check decides
-  if (!tokenInQuery && getAuthToken() !== null) load().then(startVideo, () => undefined);
+  const early =
+    !tokenInQuery && getAuthToken() !== null
+      ? load().then(startVideo, () => undefined)
+      : Promise.resolve();
   const begin = (): boolean => {
     const { isLoggedIn } = useSession.getState();
     if (isLoggedIn === null) return false;
@@ -64,8 +71,10 @@ export function prestartConsole(
     }
     return true;
   };
-  if (begin()) return;
-  const off = useSession.subscribe(() => {
-    if (begin()) off();
-  });
+  if (!begin()) {
+    const off = useSession.subscribe(() => {
+      if (begin()) off();
+    });
+  }
+  return early;
 }
