@@ -11,8 +11,8 @@ import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { layoutRules } from '../../lib/layout-rules';
 import { useVideo } from '../video/video-session';
-import { StatusBar } from './StatusBar';
-import { Toolbar } from './Toolbar';
+import { STATUS_BAR_MIN_HEIGHT, StatusBar } from './StatusBar';
+import { TOOLBAR_HEIGHT, Toolbar } from './Toolbar';
 
 const SettingsSidebar = lazy(() => import('../settings/SettingsSidebar'));
 const ToolboxPanel = lazy(() => import('../toolbox/ToolboxPanel'));
@@ -60,6 +60,7 @@ function useChrome(): boolean {
 export default function MainLayout() {
   const { token } = theme.useToken();
   const section = useLayout((s) => s.leftPanel);
+  const toolbarCollapsed = useLayout((s) => s.toolbarCollapsed);
   const { panel } = layoutRules(useViewport());
   const chrome = useChrome();
 
@@ -69,6 +70,8 @@ export default function MainLayout() {
         style={{ position: 'relative', height: '100%', display: 'flex', flexDirection: 'column' }}
       >
         {chrome && <Toolbar />}
+        {/* until the chrome renders its place is kept: the picture does not move when it comes */}
+        {!chrome && !toolbarCollapsed && <div style={{ height: TOOLBAR_HEIGHT, flex: 'none' }} />}
         {chrome && <PlatformProblems />}
         <div style={{ position: 'relative', flex: 1, display: 'flex', minHeight: 0 }}>
           {chrome && section !== 'none' && (
@@ -104,12 +107,14 @@ export default function MainLayout() {
             <Outlet />
           </main>
         </div>
-        {chrome && (
+        {chrome ? (
           <>
             <VirtualKeyboardHost />
             <UpgradeHost />
             <StatusBar />
           </>
+        ) : (
+          <div style={{ minHeight: STATUS_BAR_MIN_HEIGHT, flex: 'none' }} />
         )}
       </div>
     </NoticeStackHost>

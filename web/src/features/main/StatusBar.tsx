@@ -35,6 +35,9 @@ export function StreamInfoText({ info }: { info: StreamInfo }) {
   return <span data-testid="status-stream-info">{parts.join(' · ')}</span>;
 }
 
+/** The status bar's height on one line (MainLayout keeps it free until the bar renders). */
+export const STATUS_BAR_MIN_HEIGHT = 28;
+
 /**
  * SPEC 2 status bar: stream, mouse and keyboard (HidStatus), volume, microphone and camera
  * (features/audio).
@@ -52,7 +55,7 @@ export function StatusBar() {
         flexWrap: 'wrap',
         gap: 16,
         alignItems: 'center',
-        minHeight: 28,
+        minHeight: STATUS_BAR_MIN_HEIGHT,
         padding: '2px 12px',
         fontSize: token.fontSizeSM,
         color: token.colorTextSecondary,

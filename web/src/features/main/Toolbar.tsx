@@ -25,6 +25,9 @@ import { ToolButton } from '../../components/ToolButton';
 
 const HelpDialog = lazy(() => import('../help/HelpDialog'));
 
+/** The expanded toolbar's height (MainLayout keeps it free until the toolbar renders). */
+export const TOOLBAR_HEIGHT = 44;
+
 /**
  * SPEC 2 main screen toolbar: collapse/expand, fullscreen, the left panel's sections (settings,
  * toolbox, external devices), help, logout.
@@ -84,7 +87,7 @@ export function Toolbar() {
                 display: 'flex',
                 alignItems: 'center',
                 gap: 4,
-                height: 44,
+                height: TOOLBAR_HEIGHT,
                 padding: '0 8px',
                 background: token.colorBgContainer,
                 borderBottom: `1px solid ${token.colorBorderSecondary}`,
