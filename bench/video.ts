@@ -24,11 +24,15 @@
  *
  * - ttff_*_ms: navigation start to the first presented frame with the encoder running (warm),
  *   median of 5 loads. ttff_cold_ms: the same after the encoder has stopped (no viewer for
- *   longer than the hub's linger; the streamer state says `h264.online: false` and no ffmpeg
- *   runs), WebRTC, median of 3. ttff_*_parts: the steps of the load whose time is that median
- *   (the lower middle one of an even count), each in ms since navigation start, in time order
- *   (bench/ttff-probe.ts says what each is); cold adds the server's encoder_spawn,
- *   encoder_running and encoder_first_unit. `--ttff` measures only the ttff fields.
+ *   longer than the hub's linger; the streamer state says `h264.online: false` and no encoder
+ *   runs), WebRTC, median of 3, as the device does it by default: the hub's spare ffmpeg
+ *   (`video.spare_encoder`, media/video-hub.ts) waits for its first frame.
+ *   ttff_cold_no_spare_ms: the same with the spare off (killed, none started again), so no
+ *   ffmpeg at all runs when the page loads (not in --short). ttff_*_parts: the steps of the
+ *   load whose time is that median (the lower middle one of an even count), each in ms since
+ *   navigation start, in time order (bench/ttff-probe.ts says what each is); cold adds the
+ *   server's encoder_spawn (the hub made its encoder), encoder_running (its ffmpeg runs: at
+ *   once with the spare) and encoder_first_unit. `--ttff` measures only the ttff fields.
  * - g2g_*: testbed change drawn (this process's clock) to the frame showing it presented (the
  *   page's clock); both epoch ms, the page's corrected by the measured offset between the two
  *   (clock_offset_ms, at most clock_offset_bound_ms off). 1280x720 at 60 fps, 120 changes at
@@ -98,6 +102,7 @@ import type { H264Encoder } from '../server/src/media/encoder';
 const PASSWORD = 'benchpass';
 const TTFF_LOADS = sized(5, 2);
 const COLD_LOADS = sized(3, 1);
+const COLD_NO_SPARE_LOADS = sized(3, 0);
 const STEADY_MS = sized(60_000, 5_000);
 const CPU_ROUNDS = sized(3, 1);
 const CPU_WINDOW_MS = sized(10_000, 2_000);
@@ -199,6 +204,8 @@ function encoderTimes(ctx: Ctx): { times: Record<string, number>; off: () => voi
   hub.startEncoder = function (this: typeof hub, ...a: unknown[]) {
     times['encoder_spawn'] ??= epoch();
     original.apply(this, a);
+    // the spare's ffmpeg runs already: its 'started' came before
+    if (this.encoder?.running) times['encoder_running'] ??= epoch();
     this.encoder?.once('started', () => (times['encoder_running'] ??= epoch()));
     this.encoder?.once('unit', () => (times['encoder_first_unit'] ??= epoch()));
   };
@@ -222,12 +229,28 @@ async function encoderStopped(ctx: Ctx): Promise<number> {
   }
 }
 
+/**
+ * The hub's spare ffmpeg on (the default) or off: off also kills the one waiting, which the
+ * hub then drops (a spare that dies is not kept).
+ */
+async function setSpare(ctx: Ctx, on: boolean): Promise<void> {
+  const hub = ctx.app.ctx.video;
+  (hub as unknown as { opts: { spareEncoder?: boolean } }).opts.spareEncoder = on;
+  const t0 = performance.now();
+  while (!on && hub.sparePid !== null) {
+    process.kill(hub.sparePid, 'SIGKILL');
+    if (performance.now() - t0 > 10_000) throw new Error('the spare did not go');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
-async function ttffCold(browser: Browser, ctx: Ctx): Promise<Ttff> {
+async function ttffCold(browser: Browser, ctx: Ctx, spare: boolean, count: number): Promise<Ttff> {
   await setMode(ctx, 'webrtc');
   const loads: Ttff[] = [];
-  for (let i = 0; i < COLD_LOADS; i += 1) {
+  for (let i = 0; i < count; i += 1) {
     const waited = await encoderStopped(ctx);
+    await setSpare(ctx, spare);
     const server = encoderTimes(ctx);
     try {
       const page = await openProbed(browser, ctx);
@@ -242,9 +265,11 @@ async function ttffCold(browser: Browser, ctx: Ctx): Promise<Ttff> {
       server.off();
     }
     note(
-      `ttff cold: encoder stopped after ${round(waited / 1000)} s; ${round(loads.at(-1)!.ms)} ms`,
+      `ttff cold (spare ${spare ? 'on' : 'off'}): encoder stopped after ` +
+        `${round(waited / 1000)} s; ${round(loads.at(-1)!.ms)} ms`,
     );
   }
+  await setSpare(ctx, true);
   return medianLoad(loads, 'cold');
 }
 
@@ -451,13 +476,16 @@ try {
     );
     throw new TtffOnly(); // skips the rest; the finally below still closes everything
   }
-  const ttffCold_ = await ttffCold(browser, ctx);
+  const ttffCold_ = await ttffCold(browser, ctx, true, COLD_LOADS);
+  const ttffColdNoSpare =
+    COLD_NO_SPARE_LOADS > 0 ? await ttffCold(browser, ctx, false, COLD_NO_SPARE_LOADS) : null;
   const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
   const ttffDirect = await ttff(browser, ctx, 'direct_h264');
   const ttffFields = {
     ttff_webrtc_ms: round(ttffWebrtc.ms),
     ttff_direct_ms: round(ttffDirect.ms),
     ttff_cold_ms: round(ttffCold_.ms),
+    ...(ttffColdNoSpare ? { ttff_cold_no_spare_ms: round(ttffColdNoSpare.ms) } : {}),
     ttff_webrtc_parts: ttffWebrtc.parts,
     ttff_direct_parts: ttffDirect.parts,
     ttff_cold_parts: ttffCold_.parts,
