@@ -107,10 +107,11 @@ export default function MainLayout() {
             <Outlet />
           </main>
         </div>
+        {/* not held back with the chrome: it checks at once for a download another tab runs */}
+        <UpgradeHost />
         {chrome ? (
           <>
             <VirtualKeyboardHost />
-            <UpgradeHost />
             <StatusBar />
           </>
         ) : (
