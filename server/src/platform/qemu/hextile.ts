@@ -28,6 +28,8 @@ export class HextileDecoder {
   private background = 0;
   private foreground = 0;
   private pixels: Uint32Array | null = null;
+  /** The same memory as bytes: a raw tile's rows are copied, not read pixel by pixel. */
+  private bytes: Uint8Array | null = null;
   private stride = 0;
 
   /** True once every tile of the rectangle begun last was decoded. */
@@ -52,6 +54,7 @@ export class HextileDecoder {
     this.tx = 0;
     this.ty = 0;
     this.pixels = target;
+    this.bytes = target && new Uint8Array(target.buffer, target.byteOffset, target.byteLength);
     this.stride = stride;
   }
 
@@ -149,13 +152,14 @@ export class HextileDecoder {
   }
 
   private drawRaw(data: Buffer, start: number, tw: number, th: number): void {
-    const px = this.pixels;
-    if (!px) return;
+    const bytes = this.bytes;
+    if (!bytes) return;
     const x0 = this.x + this.tx;
+    const rowBytes = tw * BYTES_PER_PIXEL;
     for (let row = 0; row < th; row++) {
-      const base = (this.y + this.ty + row) * this.stride + x0;
-      const from = start + row * tw * BYTES_PER_PIXEL;
-      for (let i = 0; i < tw; i++) px[base + i] = data.readUInt32LE(from + i * BYTES_PER_PIXEL);
+      const at = ((this.y + this.ty + row) * this.stride + x0) * BYTES_PER_PIXEL;
+      const from = start + row * rowBytes;
+      data.copy(bytes, at, from, from + rowBytes);
     }
   }
 }
