@@ -79,14 +79,6 @@ function emit(obj) {
 
 // ---- sysfs helpers --------------------------------------------------------------------------
 
-function attr(path) {
-  try {
-    return readFileSync(path, 'latin1').trim();
-  } catch {
-    return null;
-  }
-}
-
 /** A file's text as it is (a process's files: gone as it ends), or null. */
 function attrRaw(path) {
   try {
@@ -94,6 +86,11 @@ function attrRaw(path) {
   } catch {
     return null;
   }
+}
+
+/** A sysfs attribute without its newline, or null. */
+function attr(path) {
+  return attrRaw(path)?.trim() ?? null;
 }
 
 function list(dir) {
