@@ -103,7 +103,8 @@ afterAll(async () => {
 
 /**
  * Waits for /upgrading after the confirm. This failed twice in full `npm test` runs (never alone):
- * the error then says what the console showed (its toast) and what the server logged last.
+ * the error then says what the console showed (its toast, its dialogs, whether a confirm's OK is
+ * loading) and what the server logged last.
  */
 async function toUpgrading(p: Page): Promise<void> {
   try {
@@ -117,9 +118,15 @@ async function toUpgrading(p: Page): Promise<void> {
       .locator('.ant-modal-wrap:visible')
       .allTextContents()
       .catch(() => []);
+    // Whether the confirm's OK took the click: it shows a loading state while start is asked.
+    const okClass = await p
+      .locator('[data-testid="confirm-ok"]')
+      .evaluateAll((els) => els.map((e) => e.className))
+      .catch(() => []);
     throw new Error(
       `not on /upgrading (${p.url()}): ${(err as Error).message}\n` +
         `toasts: ${JSON.stringify(toasts)}\ndialogs: ${JSON.stringify(dialogs).slice(0, 800)}\n` +
+        `confirm-ok buttons: ${JSON.stringify(okClass)}\n` +
         `server log tail:\n${server.log.slice(-3000)}`,
     );
   }
