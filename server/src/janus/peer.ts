@@ -26,6 +26,8 @@
  *   (input packets lost, then SCTP retransmission timeouts): enlarged (ice-sockets.ts).
  * - its SCTP sends a SACK for every DATA chunk, one DTLS record and UDP send per input message:
  *   delayed SACKs as RFC 4960 6.2 allows (sctp-sack.ts).
+ * - its DTLS server listens only once its own ICE has nominated a pair, after the browser has
+ *   sent its ClientHello: the early records are kept for it (early-dtls.ts).
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -63,6 +65,7 @@ import {
 } from './peer-params';
 import { enlargeIceReceiveBuffers } from './ice-sockets';
 import { delaySacks } from './sctp-sack';
+import { keepEarlyDtls } from './early-dtls';
 import { H265_PAYLOAD_TYPE, answeredVideoCodec, h265Fmtp, type VideoCodec } from './codecs';
 import {
   ABS_CAPTURE_TIME_EXT_ID,
@@ -241,6 +244,10 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
       // the sockets are bound now: room for a stalled loop's input packets (ice-sockets.ts)
       const buffers = enlargeIceReceiveBuffers(pc);
       if (buffers.length === 0) opts.log.debug({}, 'janus: no werift ICE socket found to enlarge');
+      // the browser's ClientHello may come before werift's DTLS server listens (early-dtls.ts)
+      if (!pc.dtlsTransports.every((t) => keepEarlyDtls(t))) {
+        opts.log.debug({}, 'janus: werift DTLS not as checked, early records not kept');
+      }
       // werift logs a bind it could not make and gathers no candidate for that address: with
       // none left, no browser could reach this peer
       if (portRange && hostCandidatePorts(sdp).length === 0) {
