@@ -34,6 +34,10 @@ export const BREAKPOINT_MIDDLE = 1366;
 export const BREAKPOINT_LARGE = 1920;
 export const RESIZE_DEBOUNCE_MS = 300;
 export const LEFT_PANEL_WIDTH = 320;
+/** SPEC 2 main layout: the expanded toolbar's height (kept free until the toolbar renders). */
+export const TOOLBAR_HEIGHT = 44;
+/** SPEC 2 main layout: the status bar's height on one line (kept free until the bar renders). */
+export const STATUS_BAR_MIN_HEIGHT = 28;
 export const KEYBOARD_FORCE_FLOATING_MAX_HEIGHT = 600;
 export const CONFIRM_DIALOG_WIDTH = 400;
 /** SPEC 9: loading icon sizes. */

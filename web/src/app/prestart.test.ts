@@ -43,10 +43,16 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     await prestartConsole('/', '');
     expect(checkLogin).toHaveBeenCalledWith(null); // beside the init check, not after it
     expect(consoleChunks).not.toHaveBeenCalled();
+    // the video's start holds the chunks back until its signalling is done
+    let signalled = (): void => undefined;
+    prestartVideo.mockImplementationOnce(() => new Promise<void>((r) => (signalled = r)));
     useSession.setState({ isLoggedIn: true });
-    expect(consoleChunks).toHaveBeenCalledTimes(1);
     expect(prefetchVideo).toHaveBeenCalledTimes(1);
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(consoleChunks).not.toHaveBeenCalled();
+    signalled();
+    await vi.waitFor(() => expect(consoleChunks).toHaveBeenCalledTimes(1));
     // later session changes start nothing more
     useSession.setState({ isLoggedIn: false });
     useSession.setState({ isLoggedIn: true });
@@ -57,12 +63,13 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     localStorage.setItem(STORAGE_KEYS.authToken, 'stored');
     const first = prestartConsole('/', '');
     expect(prefetchVideo).toHaveBeenCalledTimes(1);
-    expect(consoleChunks).toHaveBeenCalledTimes(1);
     await Promise.resolve();
     expect(prestartVideo).not.toHaveBeenCalled();
+    expect(consoleChunks).not.toHaveBeenCalled(); // after the video's start
     config.resolve({ config: {} }); // the config came: the login is good
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
     await first; // main.tsx renders after it
+    await vi.waitFor(() => expect(consoleChunks).toHaveBeenCalledTimes(1));
     // the login check's answer starts nothing more
     useSession.setState({ isLoggedIn: true });
     await Promise.resolve();
@@ -78,6 +85,14 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     useSession.setState({ isLoggedIn: false });
     await new Promise((r) => setTimeout(r, 0));
     expect(prestartVideo).not.toHaveBeenCalled();
+    expect(consoleChunks).not.toHaveBeenCalled(); // the login page needs none of them
+  });
+
+  it('a video that cannot load (offline) still lets the console chunks load', async () => {
+    prestartVideo.mockImplementationOnce(() => Promise.reject(new Error('offline')));
+    await prestartConsole('/', '');
+    useSession.setState({ isLoggedIn: true });
+    await vi.waitFor(() => expect(consoleChunks).toHaveBeenCalledTimes(1));
   });
 
   it('a login that fails starts nothing', async () => {

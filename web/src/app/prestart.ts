@@ -1,8 +1,8 @@
 /**
  * The first frame without the waterfall (issue 28 item 2): on the console's own routes the
  * login check starts beside the init check (not after it and the first render), and once it
- * has said yes the main page's chunks load together instead of one after the
- * other, and the video client starts (features/video prestartVideo) while they load and render.
+ * has said yes the video client starts (features/video prestartVideo) and then the main page's
+ * chunks load together instead of one after the other, and render while ICE and DTLS run.
  * Measured by `npm run bench -- video` (`ttff_*_parts`, docs/webrtc.md "First frame").
  */
 import { stripBase } from '../lib/base';
@@ -24,7 +24,8 @@ const CONSOLE_PATHS = ['/', '/kvm'];
 
 /**
  * Starts the console's loads and its video (see above). The promise settles once the video's
- * client has been started by the early path (a stored token), at once without one: main.tsx
+ * client has been started (WebRTC: signalled) by the early path (a stored token), at once
+ * without one: main.tsx
  * renders the first screen after it, so React's first render does not hold the start back.
  */
 export function prestartConsole(
@@ -36,7 +37,7 @@ export function prestartConsole(
   // guard's to store first.
   const tokenInQuery = new URLSearchParams(search).has(TOKEN_QUERY_PARAM);
   if (!tokenInQuery) void checkLogin(null);
-  // A stored token is most likely good: the video's loads and the console's chunks start beside
+  // A stored token is most likely good: the video's loads start beside
   // the login check, not after it (a refused token leaves them unused), and the video starts
   // once the config has come (it needs the login too): before the login check's answer makes
   // React render the console.
@@ -45,8 +46,12 @@ export function prestartConsole(
   const startVideo = (): Promise<void> | undefined => {
     if (started || !session) return;
     started = true;
-    // offline: the page's own start tries again
-    return session.then((m) => m.prestartVideo()).catch(() => undefined);
+    // offline: the page's own start tries again. The console's chunks come after the video's
+    // signalling: evaluated beside it they held its answers back (docs/webrtc.md "First frame").
+    return session
+      .then((m) => m.prestartVideo())
+      .catch(() => undefined)
+      .finally(() => preload('console'));
   };
   /** The loads, once: the config's answer (it proves the login good). */
   let config: Promise<unknown> | null = null;
@@ -54,7 +59,6 @@ export function prestartConsole(
     if (config) return config;
     config = prefetchVideo();
     session = import('../features/video/video-session');
-    preload('console');
     return config;
   };
   // a config refused (no login) starts nothing here: the login check decides

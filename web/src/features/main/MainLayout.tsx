@@ -1,7 +1,7 @@
 import { lazy, startTransition, Suspense, useEffect, useState } from 'react';
 import { theme } from 'antd';
 import { Outlet } from 'react-router';
-import { LEFT_PANEL_WIDTH } from '@kvm/protocol/constants';
+import { LEFT_PANEL_WIDTH, STATUS_BAR_MIN_HEIGHT, TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
 import { useViewport } from '../../components/hooks';
 import { LoadingIcon } from '../../components/LoadingIcon';
 import { NoticeStackHost } from '../../components/NoticeStack';
@@ -11,8 +11,8 @@ import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { layoutRules } from '../../lib/layout-rules';
 import { useVideo } from '../video/video-session';
-import { STATUS_BAR_MIN_HEIGHT, StatusBar } from './StatusBar';
-import { TOOLBAR_HEIGHT, Toolbar } from './Toolbar';
+import { StatusBar } from './StatusBar';
+import { Toolbar } from './Toolbar';
 
 const SettingsSidebar = lazy(() => import('../settings/SettingsSidebar'));
 const ToolboxPanel = lazy(() => import('../toolbox/ToolboxPanel'));

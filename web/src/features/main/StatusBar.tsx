@@ -1,4 +1,5 @@
 import { theme } from 'antd';
+import { STATUS_BAR_MIN_HEIGHT } from '@kvm/protocol/constants';
 import { useTranslation } from 'react-i18next';
 import type { I18nKey } from '../../i18n/keys';
 import type { StreamInfo } from '../../lib/stream-types';
@@ -34,9 +35,6 @@ export function StreamInfoText({ info }: { info: StreamInfo }) {
   if (info.connection) parts.push(t(CONNECTION_TEXT[info.connection]));
   return <span data-testid="status-stream-info">{parts.join(' · ')}</span>;
 }
-
-/** The status bar's height on one line (MainLayout keeps it free until the bar renders). */
-export const STATUS_BAR_MIN_HEIGHT = 28;
 
 /**
  * SPEC 2 status bar: stream, mouse and keyboard (HidStatus), volume, microphone and camera

@@ -1,5 +1,6 @@
 import { lazy, Suspense, useState } from 'react';
 import { theme } from 'antd';
+import { TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
 import {
   DownOutlined,
   FullscreenExitOutlined,
@@ -24,9 +25,6 @@ import { useMessage } from '../../components/notify';
 import { ToolButton } from '../../components/ToolButton';
 
 const HelpDialog = lazy(() => import('../help/HelpDialog'));
-
-/** The expanded toolbar's height (MainLayout keeps it free until the toolbar renders). */
-export const TOOLBAR_HEIGHT = 44;
 
 /**
  * SPEC 2 main screen toolbar: collapse/expand, fullscreen, the left panel's sections (settings,

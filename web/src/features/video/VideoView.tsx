@@ -16,7 +16,12 @@ import { useConfig } from '../config/config-store';
 import { computeGeometry, rotationTransform, type Size } from '../../lib/geometry';
 import { latencyReadout, startClockSync, watchWebRtcLatency } from './latency-readout';
 import { loadStreamer } from './streamer-store';
-import { useRequestedVideoMode, useVideo, videoController } from './video-session';
+import {
+  firstFramePreview,
+  useRequestedVideoMode,
+  useVideo,
+  videoController,
+} from './video-session';
 
 /** data-frames is rewritten at most this often (the e2e reads it for liveness). */
 export const FRAMES_ATTRIBUTE_MS = 250;
@@ -95,6 +100,11 @@ export function VideoView() {
     if (requestedMode) videoController.start(requestedMode);
   }, [requestedMode]);
   useEffect(() => () => videoController.stop(), []);
+  // The first frame preview (first-frame-preview.ts) covers this view's place until it shows.
+  useEffect(() => {
+    firstFramePreview.viewMount();
+    return () => firstFramePreview.viewUnmount();
+  }, []);
 
   // SPEC 4/8: stream errors show as info messages.
   useEffect(
@@ -165,8 +175,10 @@ export function VideoView() {
         if (metadata.presentedFrames < last) before += last;
         last = metadata.presentedFrames;
         presented = before + last;
-        // A WebRTC frame is on screen: a handover from direct H.264 can end direct now.
+        // A WebRTC frame is on screen: a handover from direct H.264 can end direct now, and
+        // the first frame preview.
         videoController.webrtcPresented();
+        firstFramePreview.viewPresented();
         handle = element.requestVideoFrameCallback(onFrame);
       };
       if (hasCallback) handle = element.requestVideoFrameCallback(onFrame);
@@ -175,7 +187,10 @@ export function VideoView() {
           ? presented
           : (element.getVideoPlaybackQuality?.().totalVideoFrames ?? 0);
         element.dataset['frames'] = String(frames);
-        if (frames > 0) videoController.webrtcPresented();
+        if (frames > 0) {
+          videoController.webrtcPresented();
+          firstFramePreview.viewPresented();
+        }
       }, FRAMES_ATTRIBUTE_MS);
       return () => {
         clearInterval(timer);

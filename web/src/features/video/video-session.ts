@@ -23,6 +23,20 @@ import {
 } from './streamer-store';
 import { VideoController, type VideoSnapshot } from './video-controller';
 import { modules, takePrefetched } from './video-prefetch';
+import { FirstFramePreview } from './first-frame-preview';
+
+/**
+ * How long the console's chunks wait for the first WebRTC client's signalling (prestartVideo):
+ * on this project's 2-core machine the track came 100-150 ms after the client's start with the
+ * main thread to itself, 250-300 ms with the chunks evaluated beside it.
+ */
+export const SIGNALLING_FIRST_MS = 500;
+
+/** The remote screen's first frame before the console renders (VideoView ends it). */
+export const firstFramePreview = new FirstFramePreview({
+  document: () => document,
+  stream: (track) => new MediaStream([track]),
+});
 
 /** The microphone track to send (features/audio registers it: video never imports audio). */
 let micTrackSource: () => MediaStreamTrack | null = () => null;
@@ -80,6 +94,8 @@ heartbeat.onReconnected(() => {
  * the Janus handshake, ICE and DTLS then run while React renders, not after it (issue 28 item
  * 2; docs/webrtc.md "First frame"). VideoView's start() with the same mode changes nothing;
  * its unmount stops the client as before. The setting as useRequestedVideoMode reads it.
+ * WebRTC: settles once the client's signalling is done (signalled()), and the track shows in
+ * the first frame preview until the view presents it.
  */
 export async function prestartVideo(): Promise<void> {
   const stored = readStorage(STORAGE_KEYS.videoMode);
@@ -97,6 +113,47 @@ export async function prestartVideo(): Promise<void> {
   const mode = await config.then(modeOf).catch(() => (isVideoMode(stored) ? stored : 'webrtc'));
   if (videoController.getSnapshot().requestedMode) return;
   videoController.start(mode);
+  if (mode !== 'webrtc') return;
+  previewFirstTrack();
+  await signalled();
+}
+
+/**
+ * Feeds the first frame preview (first-frame-preview.ts) the client's track, from the early
+ * start until the preview has shown and gone or the view mounted first.
+ */
+function previewFirstTrack(): void {
+  let off = (): void => undefined;
+  const follow = (): void => {
+    const { track, mode } = videoController.getSnapshot();
+    firstFramePreview.setTrack(mode === 'webrtc' ? track : null);
+    if (firstFramePreview.spent && !firstFramePreview.showing) off();
+  };
+  off = videoController.subscribe(follow);
+  follow();
+}
+
+/**
+ * The first WebRTC client's signalling has the page's main thread before the console's chunks
+ * (prestart loads them after this settles): the track has come (the offer is answered), the
+ * client failed, or SIGNALLING_FIRST_MS passed.
+ */
+function signalled(): Promise<void> {
+  return new Promise((resolve) => {
+    let off = (): void => undefined;
+    const done = (): void => {
+      clearTimeout(timer);
+      off();
+      resolve();
+    };
+    const timer = setTimeout(done, SIGNALLING_FIRST_MS);
+    const check = (): void => {
+      const { track, state, mode } = videoController.getSnapshot();
+      if (track || mode !== 'webrtc' || state === 'error' || state === 'stopped') done();
+    };
+    off = videoController.subscribe(check);
+    check();
+  });
 }
 
 /** GET /api/system/get_config's answer as far as the video's start reads it. */

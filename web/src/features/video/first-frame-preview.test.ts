@@ -1,0 +1,115 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { STATUS_BAR_MIN_HEIGHT, TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
+import { FirstFramePreview, PREVIEW_MAX_MS, PREVIEW_TEST_ID } from './first-frame-preview';
+
+/** A track as far as the preview uses one: its state and its 'ended' event. */
+class FakeTrack extends EventTarget {
+  readyState: MediaStreamTrackState = 'live';
+
+  end(): void {
+    this.readyState = 'ended';
+    this.dispatchEvent(new Event('ended'));
+  }
+}
+
+const track = (): MediaStreamTrack => new FakeTrack() as unknown as MediaStreamTrack;
+const shown = (): HTMLVideoElement[] => [
+  ...document.querySelectorAll<HTMLVideoElement>(`[data-testid="${PREVIEW_TEST_ID}"]`),
+];
+
+let preview: FirstFramePreview;
+let streams: MediaStreamTrack[];
+
+beforeEach(() => {
+  streams = [];
+  // jsdom has no media playback: play() is the browser's, a stub here
+  vi.spyOn(HTMLMediaElement.prototype, 'play').mockResolvedValue(undefined);
+  preview = new FirstFramePreview({
+    document: () => document,
+    stream: (t) => {
+      streams.push(t);
+      return new MediaStream();
+    },
+  });
+});
+
+afterEach(() => {
+  preview.end();
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+describe('FirstFramePreview (issue 28: the remote screen before the console renders)', () => {
+  it("plays the first track, muted and inert, over the view's place until the view presents", () => {
+    const first = track();
+    preview.setTrack(first);
+    const [video] = shown();
+    expect(shown()).toHaveLength(1);
+    expect(streams).toEqual([first]);
+    expect(video!.muted).toBe(true);
+    expect(video!.style.pointerEvents).toBe('none');
+    expect(video!.style.top).toBe(`${TOOLBAR_HEIGHT}px`);
+    expect(video!.style.bottom).toBe(`${STATUS_BAR_MIN_HEIGHT}px`);
+    expect(HTMLMediaElement.prototype.play).toHaveBeenCalled();
+    preview.setTrack(first); // the same track again changes nothing
+    expect(shown()).toHaveLength(1);
+    preview.viewMount();
+    expect(shown()).toHaveLength(1); // mounted is not yet presented: no black flash
+    preview.viewPresented();
+    expect(shown()).toHaveLength(0);
+    expect(video!.srcObject).toBeNull();
+    expect(preview.spent).toBe(true);
+  });
+
+  it('shows nothing once the view has mounted first, and only one preview per page load', () => {
+    preview.viewMount();
+    preview.setTrack(track());
+    expect(shown()).toHaveLength(0);
+
+    const other = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    other.setTrack(track());
+    other.viewPresented();
+    other.setTrack(track()); // a later session's track (a reconnect): the view shows it
+    expect(shown()).toHaveLength(0);
+  });
+
+  it('goes with the track: a new one, none, or one that ends', () => {
+    const first = track();
+    preview.setTrack(first);
+    preview.setTrack(track());
+    expect(shown()).toHaveLength(0);
+
+    const again = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    const ending = new FakeTrack();
+    again.setTrack(ending as unknown as MediaStreamTrack);
+    expect(shown()).toHaveLength(1);
+    ending.end();
+    expect(shown()).toHaveLength(0);
+
+    const none = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    none.setTrack(track());
+    none.setTrack(null);
+    expect(shown()).toHaveLength(0);
+  });
+
+  it('goes when the view unmounts, and after PREVIEW_MAX_MS whatever happens', () => {
+    preview.setTrack(track());
+    preview.viewUnmount();
+    expect(shown()).toHaveLength(0);
+
+    vi.useFakeTimers();
+    const stuck = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    stuck.setTrack(track());
+    vi.advanceTimersByTime(PREVIEW_MAX_MS - 1);
+    expect(shown()).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(shown()).toHaveLength(0);
+  });
+
+  it('an ended track never shows', () => {
+    const ended = new FakeTrack();
+    ended.readyState = 'ended';
+    preview.setTrack(ended as unknown as MediaStreamTrack);
+    expect(shown()).toHaveLength(0);
+  });
+});

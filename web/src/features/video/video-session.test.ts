@@ -1,0 +1,109 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { EMPTY_STREAM_INFO } from '../../lib/stream-types';
+import type { VideoSnapshot } from './video-controller';
+import {
+  firstFramePreview,
+  prestartVideo,
+  SIGNALLING_FIRST_MS,
+  videoController,
+} from './video-session';
+
+const { config } = vi.hoisted(() => ({ config: { mode: 'webrtc' as string } }));
+// the config's answer, as the early requests would have it
+vi.mock('./video-prefetch', () => ({
+  modules: { webrtc: null, direct: null },
+  takePrefetched: (path: string) =>
+    path === '/system/get_config' ? Promise.resolve({ config: { video_mode: config.mode } }) : null,
+}));
+
+const IDLE: VideoSnapshot = {
+  requestedMode: null,
+  mode: null,
+  fallback: false,
+  handover: false,
+  retrying: false,
+  unsupported: false,
+  state: 'idle',
+  info: EMPTY_STREAM_INFO,
+  track: null,
+  webrtc: null,
+  direct: null,
+};
+
+/** The controller as the early start sees it: its snapshot, set by the test. */
+let snapshot: VideoSnapshot;
+const listeners = new Set<() => void>();
+function update(next: Partial<VideoSnapshot>): void {
+  snapshot = { ...snapshot, ...next };
+  for (const l of [...listeners]) l();
+}
+
+beforeEach(() => {
+  snapshot = IDLE;
+  config.mode = 'webrtc';
+  vi.spyOn(videoController, 'getSnapshot').mockImplementation(() => snapshot);
+  vi.spyOn(videoController, 'subscribe').mockImplementation((l) => {
+    listeners.add(l);
+    return () => listeners.delete(l);
+  });
+  vi.spyOn(videoController, 'start').mockImplementation((mode) =>
+    update({ requestedMode: mode, mode, state: 'connecting' }),
+  );
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+  listeners.clear();
+});
+
+const track = { readyState: 'live', addEventListener() {}, removeEventListener() {} };
+
+describe('prestartVideo (issue 28: the first WebRTC signalling before the console chunks)', () => {
+  it('settles once the track has come, and hands it to the first frame preview', async () => {
+    const setTrack = vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    let settled = false;
+    const started = prestartVideo().then(() => (settled = true));
+    await vi.waitFor(() => expect(videoController.start).toHaveBeenCalledWith('webrtc'));
+    update({ state: 'watching' });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(settled).toBe(false);
+    update({ track: track as unknown as MediaStreamTrack });
+    await started;
+    expect(setTrack).toHaveBeenLastCalledWith(track);
+  });
+
+  it('settles when the client fails, or after SIGNALLING_FIRST_MS at most', async () => {
+    vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    const failing = prestartVideo();
+    await vi.waitFor(() => expect(videoController.start).toHaveBeenCalled());
+    update({ state: 'error' });
+    await failing;
+
+    snapshot = IDLE;
+    vi.useFakeTimers();
+    let settled = false;
+    const slow = prestartVideo().then(() => (settled = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(videoController.start).toHaveBeenCalledTimes(2);
+    await vi.advanceTimersByTimeAsync(SIGNALLING_FIRST_MS - 1);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await slow;
+  });
+
+  it('direct H.264 does not wait, and has no preview', async () => {
+    config.mode = 'direct_h264';
+    const setTrack = vi.spyOn(firstFramePreview, 'setTrack');
+    await prestartVideo();
+    expect(videoController.start).toHaveBeenCalledWith('direct_h264');
+    expect(setTrack).not.toHaveBeenCalled();
+    expect(listeners.size).toBe(0);
+  });
+
+  it('a client the view started already is left alone', async () => {
+    snapshot = { ...IDLE, requestedMode: 'webrtc', mode: 'webrtc', state: 'active' };
+    await prestartVideo();
+    expect(videoController.start).not.toHaveBeenCalled();
+  });
+});
