@@ -160,6 +160,48 @@ describe('video', () => {
     }
   });
 
+  it('a page load: the first frame preview goes once the view shows the picture', async () => {
+    const reload = await browser.context.newPage();
+    try {
+      // every preview the page makes (first-frame-preview.ts): what it played, and its end
+      await reload.addInitScript(() => {
+        const seen = { shown: 0, removed: 0, hadStream: false, inert: true };
+        (window as unknown as { __preview: typeof seen }).__preview = seen;
+        const isPreview = (n: Node): n is HTMLVideoElement =>
+          n instanceof HTMLVideoElement && n.dataset['testid'] === 'video-preview';
+        new MutationObserver((records) => {
+          for (const r of records) {
+            for (const n of r.addedNodes) {
+              if (!isPreview(n)) continue;
+              seen.shown += 1;
+              seen.hadStream = n.srcObject instanceof MediaStream && n.muted;
+              seen.inert &&= n.style.pointerEvents === 'none';
+            }
+            for (const n of r.removedNodes) if (isPreview(n)) seen.removed += 1;
+          }
+        }).observe(document, { childList: true, subtree: true });
+      });
+      await reload.goto(`${server.url}/`); // the stored token: the early start
+      await expectGuestScreen(reload, 'video-webrtc');
+      await expectLive(reload);
+      await expect
+        .poll(async () => reload.locator('[data-testid="video-preview"]').count(), {
+          timeout: 10_000,
+        })
+        .toBe(0);
+      const seen = await reload.evaluate(
+        () => (window as unknown as { __preview: Record<string, unknown> }).__preview,
+      );
+      // one at most (the view may mount before the track on a fast load), always gone
+      expect(seen['shown']).toBeLessThanOrEqual(1);
+      expect(seen['removed']).toBe(seen['shown']);
+      if (seen['shown'] === 1) expect(seen).toMatchObject({ hadStream: true, inert: true });
+      expect(await reload.locator('video').count()).toBe(1);
+    } finally {
+      await reload.close();
+    }
+  });
+
   it('brings the picture back by itself after the server restarts', async () => {
     await server.stop();
     await byTestId(page, 'connection-lost').waitFor({ state: 'visible', timeout: 20_000 });

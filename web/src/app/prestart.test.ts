@@ -45,7 +45,9 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     expect(consoleChunks).not.toHaveBeenCalled();
     // the video's start holds the chunks back until its signalling is done
     let signalled = (): void => undefined;
-    prestartVideo.mockImplementationOnce(() => new Promise<void>((r) => (signalled = r)));
+    prestartVideo.mockImplementationOnce(
+      () => new Promise<undefined>((r) => (signalled = () => r(undefined))),
+    );
     useSession.setState({ isLoggedIn: true });
     expect(prefetchVideo).toHaveBeenCalledTimes(1);
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));

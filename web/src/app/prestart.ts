@@ -42,16 +42,17 @@ export function prestartConsole(
   // once the config has come (it needs the login too): before the login check's answer makes
   // React render the console.
   let session: Promise<VideoSessionModule> | null = null;
-  let started = false;
+  /** The video's start, once (whichever path comes first starts it). */
+  let started: Promise<void> | undefined;
   const startVideo = (): Promise<void> | undefined => {
-    if (started || !session) return;
-    started = true;
+    if (started || !session) return started;
     // offline: the page's own start tries again. The console's chunks come after the video's
     // signalling: evaluated beside it they held its answers back (docs/webrtc.md "First frame").
-    return session
+    started = session
       .then((m) => m.prestartVideo())
       .catch(() => undefined)
       .finally(() => preload('console'));
+    return started;
   };
   /** The loads, once: the config's answer (it proves the login good). */
   let config: Promise<unknown> | null = null;

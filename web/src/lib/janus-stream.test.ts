@@ -9,9 +9,13 @@ describe('JanusStream', () => {
   it('runs features → watch → answer/start → active, with the orientation and video only', async () => {
     const { runtime, stream, states } = setup();
     expect(stream.getState()).toBe('idle');
+    // 'answered' once the answer went out with `start` (the first frame preview waits for it)
+    let answered = 0;
+    stream.on('answered', () => (answered += 1));
     stream.start();
     expect(stream.getState()).toBe('connecting');
     const handle = await negotiate(runtime);
+    expect(answered).toBe(1);
 
     const session = runtime.last();
     expect(session.options.server).toBe('ws://device.test/janus/ws?auth_token=abc');

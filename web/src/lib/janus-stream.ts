@@ -96,6 +96,8 @@ export interface JanusStreamEvents extends StreamClientEvents {
   audioTrack: MediaStreamTrack | null;
   /** The gateway's features answer of the current session. */
   features: GatewayFeatures;
+  /** The answer to the gateway's offer has been sent (signalling done; ICE and DTLS follow). */
+  answered: void;
 }
 
 export interface JanusStreamOptions {
@@ -474,6 +476,7 @@ export class JanusStream implements StreamClient {
             handle.webrtcStuff?.pc?.getSenders?.().find((s) => s.track === camera) ?? null;
         }
         this.send({ request: 'start' }, answer);
+        this.emitter.emit('answered', undefined);
         this.openInputChannel(handle);
         this.stats.startProbe();
         if (this.micPending) {

@@ -66,7 +66,10 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     preview.setTrack(track());
     expect(shown()).toHaveLength(0);
 
-    const other = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    const other = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
     other.setTrack(track());
     other.viewPresented();
     other.setTrack(track()); // a later session's track (a reconnect): the view shows it
@@ -79,14 +82,20 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     preview.setTrack(track());
     expect(shown()).toHaveLength(0);
 
-    const again = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    const again = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
     const ending = new FakeTrack();
     again.setTrack(ending as unknown as MediaStreamTrack);
     expect(shown()).toHaveLength(1);
     ending.end();
     expect(shown()).toHaveLength(0);
 
-    const none = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    const none = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
     none.setTrack(track());
     none.setTrack(null);
     expect(shown()).toHaveLength(0);
@@ -98,7 +107,10 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(shown()).toHaveLength(0);
 
     vi.useFakeTimers();
-    const stuck = new FirstFramePreview({ document: () => document, stream: () => new MediaStream() });
+    const stuck = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
     stuck.setTrack(track());
     vi.advanceTimersByTime(PREVIEW_MAX_MS - 1);
     expect(shown()).toHaveLength(1);

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EMPTY_STREAM_INFO } from '../../lib/stream-types';
-import type { VideoSnapshot } from './video-controller';
+import { Emitter } from '../../lib/emitter';
+import type { VideoSnapshot, WebRtcClient } from './video-controller';
 import {
   firstFramePreview,
   prestartVideo,
@@ -60,17 +61,19 @@ afterEach(() => {
 const track = { readyState: 'live', addEventListener() {}, removeEventListener() {} };
 
 describe('prestartVideo (issue 28: the first WebRTC signalling before the console chunks)', () => {
-  it('settles once the track has come, and hands it to the first frame preview', async () => {
+  it("settles once the client's answer is sent; the track goes to the first frame preview", async () => {
     const setTrack = vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
     let settled = false;
     const started = prestartVideo().then(() => (settled = true));
     await vi.waitFor(() => expect(videoController.start).toHaveBeenCalledWith('webrtc'));
-    update({ state: 'watching' });
-    await new Promise((r) => setTimeout(r, 0));
-    expect(settled).toBe(false);
+    const client = new Emitter<{ answered: undefined }>();
+    update({ state: 'watching', webrtc: client as unknown as WebRtcClient });
     update({ track: track as unknown as MediaStreamTrack });
-    await started;
     expect(setTrack).toHaveBeenLastCalledWith(track);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(settled).toBe(false); // the track comes before the answer is made
+    client.emit('answered', undefined);
+    await started;
   });
 
   it('settles when the client fails, or after SIGNALLING_FIRST_MS at most', async () => {

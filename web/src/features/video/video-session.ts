@@ -21,14 +21,14 @@ import {
   sourceOnline,
   useStreamer,
 } from './streamer-store';
-import { VideoController, type VideoSnapshot } from './video-controller';
+import { VideoController, type VideoSnapshot, type WebRtcClient } from './video-controller';
 import { modules, takePrefetched } from './video-prefetch';
 import { FirstFramePreview } from './first-frame-preview';
 
 /**
  * How long the console's chunks wait for the first WebRTC client's signalling (prestartVideo):
- * on this project's 2-core machine the track came 100-150 ms after the client's start with the
- * main thread to itself, 250-300 ms with the chunks evaluated beside it.
+ * on this project's 2-core machine the answer was sent 200-250 ms after the client's start with
+ * the main thread to itself, 350-400 ms with the chunks evaluated beside it.
  */
 export const SIGNALLING_FIRST_MS = 500;
 
@@ -135,21 +135,29 @@ function previewFirstTrack(): void {
 
 /**
  * The first WebRTC client's signalling has the page's main thread before the console's chunks
- * (prestart loads them after this settles): the track has come (the offer is answered), the
- * client failed, or SIGNALLING_FIRST_MS passed.
+ * (prestart loads them after this settles): its answer has been sent, the client failed, or
+ * SIGNALLING_FIRST_MS passed. ICE and DTLS then run while the console renders.
  */
 function signalled(): Promise<void> {
   return new Promise((resolve) => {
     let off = (): void => undefined;
+    let offAnswered = (): void => undefined;
+    let client: WebRtcClient | null = null;
     const done = (): void => {
       clearTimeout(timer);
       off();
+      offAnswered();
       resolve();
     };
     const timer = setTimeout(done, SIGNALLING_FIRST_MS);
     const check = (): void => {
-      const { track, state, mode } = videoController.getSnapshot();
-      if (track || mode !== 'webrtc' || state === 'error' || state === 'stopped') done();
+      const { webrtc, state, mode } = videoController.getSnapshot();
+      if (mode !== 'webrtc' || state === 'error' || state === 'stopped') return done();
+      if (webrtc && webrtc !== client) {
+        offAnswered();
+        client = webrtc;
+        offAnswered = webrtc.on('answered', done);
+      }
     };
     off = videoController.subscribe(check);
     check();
