@@ -118,6 +118,28 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(shown()).toHaveLength(0);
   });
 
+  it("firstFrame(): settles at the preview's first frame, at its end, or at once without one", async () => {
+    await preview.firstFrame(); // none shows
+    preview.setTrack(track());
+    let settled = false;
+    const first = preview.firstFrame().then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    // happy-dom has no requestVideoFrameCallback: the first decoded data stands for it
+    shown()[0]!.dispatchEvent(new Event('loadeddata'));
+    await first;
+    expect(shown()).toHaveLength(1); // presenting does not end it: the view does
+
+    const other = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
+    other.setTrack(track());
+    const gone = other.firstFrame();
+    other.end();
+    await gone;
+  });
+
   it('an ended track never shows', () => {
     const ended = new FakeTrack();
     ended.readyState = 'ended';

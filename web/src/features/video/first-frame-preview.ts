@@ -32,6 +32,7 @@ export class FirstFramePreview {
   /** A preview has shown, or the view has mounted: none shows any more (one per page load). */
   private used = false;
   private onEnded = (): void => this.end();
+  private readonly firstFrameWaiters: (() => void)[] = [];
 
   constructor(private readonly host: PreviewHost) {}
 
@@ -83,6 +84,29 @@ export class FirstFramePreview {
     this.track = track;
     this.timer = setTimeout(() => this.end(), PREVIEW_MAX_MS);
     performance.mark('kvm:video:preview');
+    const presented = (): void => {
+      if (this.element !== video) return;
+      performance.mark('kvm:video:preview_presented');
+      this.settleFirstFrame();
+    };
+    if (typeof video.requestVideoFrameCallback === 'function') {
+      video.requestVideoFrameCallback(presented);
+    } else {
+      video.addEventListener('loadeddata', presented, { once: true });
+    }
+  }
+
+  /**
+   * Settles when the preview has presented its first frame or has gone; at once when none
+   * shows (prestart loads the console's chunks after it: the main thread stays free for it).
+   */
+  firstFrame(): Promise<void> {
+    if (!this.element) return Promise.resolve();
+    return new Promise((resolve) => this.firstFrameWaiters.push(resolve));
+  }
+
+  private settleFirstFrame(): void {
+    for (const resolve of this.firstFrameWaiters.splice(0)) resolve();
   }
 
   /** The view mounted: no preview starts any more; one showing stays until viewPresented(). */
@@ -108,6 +132,7 @@ export class FirstFramePreview {
     const video = this.element;
     if (!video) return;
     this.element = null;
+    this.settleFirstFrame();
     video.srcObject = null;
     video.remove();
     performance.mark('kvm:video:preview_end');

@@ -32,6 +32,13 @@ import { FirstFramePreview } from './first-frame-preview';
  */
 export const SIGNALLING_FIRST_MS = 500;
 
+/**
+ * After the answer, how long the console's chunks wait for the preview's first frame: a warm
+ * encoder's came 40-70 ms after the answer here; a cold one's takes longer, and the console
+ * does not wait for it.
+ */
+export const FIRST_FRAME_WAIT_MS = 150;
+
 /** The remote screen's first frame before the console renders (VideoView ends it). */
 export const firstFramePreview = new FirstFramePreview({
   document: () => document,
@@ -134,9 +141,10 @@ function previewFirstTrack(): void {
 }
 
 /**
- * The first WebRTC client's signalling has the page's main thread before the console's chunks
- * (prestart loads them after this settles): its answer has been sent, the client failed, or
- * SIGNALLING_FIRST_MS passed. ICE and DTLS then run while the console renders.
+ * The first WebRTC client has the page's main thread before the console's chunks (prestart
+ * loads them after this settles): settles once its answer has been sent and the first frame
+ * preview has presented its first frame (or shows none; FIRST_FRAME_WAIT_MS at most), the
+ * client failed, or SIGNALLING_FIRST_MS passed.
  */
 function signalled(): Promise<void> {
   return new Promise((resolve) => {
@@ -156,7 +164,11 @@ function signalled(): Promise<void> {
       if (webrtc && webrtc !== client) {
         offAnswered();
         client = webrtc;
-        offAnswered = webrtc.on('answered', done);
+        // then ICE, DTLS and the first frame in the preview, with the main thread to themselves
+        offAnswered = webrtc.on('answered', () => {
+          const waited = new Promise((r) => setTimeout(r, FIRST_FRAME_WAIT_MS));
+          void Promise.race([firstFramePreview.firstFrame(), waited]).then(done);
+        });
       }
     };
     off = videoController.subscribe(check);
