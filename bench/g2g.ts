@@ -182,6 +182,11 @@ export function harness(marker: {
       },
     ): void => {
       video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
+      // The first picture on screen is this callback's, whatever its marker: the read below
+      // skips a frame the element has already replaced, which matters for dating a marker,
+      // not for when the first frame showed (ttff_*; on a busy main thread the next readable
+      // frame came 60-120 ms later).
+      if (rec.first === null) rec.first = now;
       // presentedFrames counts every frame handed to the compositor, also those whose
       // callback the page missed
       rec.presented += Math.max(0, meta.presentedFrames - lastCount);
