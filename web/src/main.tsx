@@ -21,6 +21,7 @@ if (!container) throw new Error('#root is missing from index.html');
 // Issue 28 item 2 (docs/webrtc.md "First frame"): the first render waits for the video's start
 // (with a stored token; at most FIRST_RENDER_WAIT_MS), and is a transition: React renders the
 // first screen in slices and yields between them, so the video's handshake runs meanwhile.
+// The first frame shows in a preview before the console renders (first-frame-preview.ts).
 const FIRST_RENDER_WAIT_MS = 600;
 const root = createRoot(container);
 void Promise.race([videoFirst, new Promise((r) => setTimeout(r, FIRST_RENDER_WAIT_MS))]).then(() =>

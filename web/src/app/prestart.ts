@@ -24,9 +24,9 @@ const CONSOLE_PATHS = ['/', '/kvm'];
 
 /**
  * Starts the console's loads and its video (see above). The promise settles once the video's
- * client has been started (WebRTC: signalled) by the early path (a stored token), at once
- * without one: main.tsx
- * renders the first screen after it, so React's first render does not hold the start back.
+ * client has been started (WebRTC: answered and its first frame shown, features/video
+ * prestartVideo) after a stored token's config came, at once without a stored token: main.tsx
+ * renders the first screen after it, so React's first render does not hold the video back.
  */
 export function prestartConsole(
   pathname: string = window.location.pathname,
@@ -37,17 +37,17 @@ export function prestartConsole(
   // guard's to store first.
   const tokenInQuery = new URLSearchParams(search).has(TOKEN_QUERY_PARAM);
   if (!tokenInQuery) void checkLogin(null);
-  // A stored token is most likely good: the video's loads start beside
-  // the login check, not after it (a refused token leaves them unused), and the video starts
-  // once the config has come (it needs the login too): before the login check's answer makes
-  // React render the console.
+  // A stored token is most likely good: the video's loads start beside the login check, not
+  // after it (a refused token leaves them unused), and the video starts once the config has
+  // come (it needs the login too): before the login check's answer makes React render the
+  // console.
   let session: Promise<VideoSessionModule> | null = null;
   /** The video's start, once (whichever path comes first starts it). */
   let started: Promise<void> | undefined;
   const startVideo = (): Promise<void> | undefined => {
     if (started || !session) return started;
     // offline: the page's own start tries again. The console's chunks come after the video's
-    // signalling: evaluated beside it they held its answers back (docs/webrtc.md "First frame").
+    // start: evaluated beside it they held its answers back (docs/webrtc.md "First frame").
     started = session
       .then((m) => m.prestartVideo())
       .catch(() => undefined)

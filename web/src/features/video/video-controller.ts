@@ -106,7 +106,8 @@ export interface VideoControllerOptions {
   handoverMs?: number;
 }
 
-const IDLE: VideoSnapshot = {
+/** The snapshot while nothing runs. */
+export const IDLE: VideoSnapshot = {
   requestedMode: null,
   mode: null,
   fallback: false,

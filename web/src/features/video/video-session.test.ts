@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { EMPTY_STREAM_INFO } from '../../lib/stream-types';
 import { Emitter } from '../../lib/emitter';
-import type { VideoSnapshot, WebRtcClient } from './video-controller';
+import { IDLE, type VideoSnapshot, type WebRtcClient } from './video-controller';
 import {
   firstFramePreview,
   prestartVideo,
@@ -16,20 +15,6 @@ vi.mock('./video-prefetch', () => ({
   takePrefetched: (path: string) =>
     path === '/system/get_config' ? Promise.resolve({ config: { video_mode: config.mode } }) : null,
 }));
-
-const IDLE: VideoSnapshot = {
-  requestedMode: null,
-  mode: null,
-  fallback: false,
-  handover: false,
-  retrying: false,
-  unsupported: false,
-  state: 'idle',
-  info: EMPTY_STREAM_INFO,
-  track: null,
-  webrtc: null,
-  direct: null,
-};
 
 /** The controller as the early start sees it: its snapshot, set by the test. */
 let snapshot: VideoSnapshot;

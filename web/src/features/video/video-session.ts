@@ -26,9 +26,9 @@ import { modules, takePrefetched } from './video-prefetch';
 import { FirstFramePreview } from './first-frame-preview';
 
 /**
- * How long the console's chunks wait for the first WebRTC client's signalling (prestartVideo):
- * on this project's 2-core machine the answer was sent 200-250 ms after the client's start with
- * the main thread to itself, 350-400 ms with the chunks evaluated beside it.
+ * How long the console's chunks wait for the first WebRTC client (prestartVideo), from its
+ * start: on this project's 2-core machine the answer went out 70-90 ms after the start with the
+ * main thread to itself (250-280 ms with the console's chunks evaluated beside it).
  */
 export const SIGNALLING_FIRST_MS = 500;
 
