@@ -22,7 +22,7 @@ let streams: MediaStreamTrack[];
 
 beforeEach(() => {
   streams = [];
-  // jsdom has no media playback: play() is the browser's, a stub here
+  // happy-dom plays no media: play() resolves at once here (the browser's own is in e2e)
   vi.spyOn(HTMLMediaElement.prototype, 'play').mockResolvedValue(undefined);
   preview = new FirstFramePreview({
     document: () => document,

@@ -29,16 +29,18 @@ export class FirstFramePreview {
   private element: HTMLVideoElement | null = null;
   private track: MediaStreamTrack | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** A preview has shown, or the view has mounted: none shows any more (one per page load). */
-  private used = false;
+  private isSpent = false;
   private onEnded = (): void => this.end();
   private readonly firstFrameWaiters: (() => void)[] = [];
 
   constructor(private readonly host: PreviewHost) {}
 
-  /** A preview has shown or the view has mounted: setTrack() shows nothing any more. */
+  /**
+   * A preview has shown or the view has mounted: setTrack() shows nothing any more (one per
+   * page load).
+   */
   get spent(): boolean {
-    return this.used;
+    return this.isSpent;
   }
 
   /** Whether a preview shows now. */
@@ -53,8 +55,8 @@ export class FirstFramePreview {
   setTrack(track: MediaStreamTrack | null): void {
     if (track === this.track) return;
     this.end();
-    if (!track || this.used || track.readyState === 'ended') return;
-    this.used = true;
+    if (!track || this.isSpent || track.readyState === 'ended') return;
+    this.isSpent = true;
     const document = this.host.document();
     const video = document.createElement('video');
     video.dataset['testid'] = PREVIEW_TEST_ID;
@@ -111,7 +113,7 @@ export class FirstFramePreview {
 
   /** The view mounted: no preview starts any more; one showing stays until viewPresented(). */
   viewMount(): void {
-    this.used = true;
+    this.isSpent = true;
   }
 
   /** The view unmounted: it shows nothing, so neither does the preview. */

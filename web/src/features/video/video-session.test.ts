@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Emitter } from '../../lib/emitter';
 import { IDLE, type VideoSnapshot, type WebRtcClient } from './video-controller';
 import {
+  FIRST_FRAME_WAIT_MS,
   firstFramePreview,
   prestartVideo,
   SIGNALLING_FIRST_MS,
@@ -58,6 +59,23 @@ describe('prestartVideo (issue 28: the first WebRTC signalling before the consol
     await new Promise((r) => setTimeout(r, 0));
     expect(settled).toBe(false); // the track comes before the answer is made
     client.emit('answered', undefined);
+    await started;
+  });
+
+  it("after the answer, waits for the preview's first frame FIRST_FRAME_WAIT_MS at most", async () => {
+    vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    // a preview that shows and never presents (a cold encoder)
+    vi.spyOn(firstFramePreview, 'firstFrame').mockImplementation(() => new Promise(() => {}));
+    vi.useFakeTimers();
+    let settled = false;
+    const started = prestartVideo().then(() => (settled = true));
+    await vi.advanceTimersByTimeAsync(0);
+    const client = new Emitter<{ answered: undefined }>();
+    update({ state: 'watching', webrtc: client as unknown as WebRtcClient });
+    client.emit('answered', undefined);
+    await vi.advanceTimersByTimeAsync(FIRST_FRAME_WAIT_MS - 1);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
     await started;
   });
 

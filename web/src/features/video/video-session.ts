@@ -166,8 +166,11 @@ function signalled(): Promise<void> {
         client = webrtc;
         // then ICE, DTLS and the first frame in the preview, with the main thread to themselves
         offAnswered = webrtc.on('answered', () => {
-          const waited = new Promise((r) => setTimeout(r, FIRST_FRAME_WAIT_MS));
-          void Promise.race([firstFramePreview.firstFrame(), waited]).then(done);
+          const bound = setTimeout(done, FIRST_FRAME_WAIT_MS);
+          void firstFramePreview.firstFrame().then(() => {
+            clearTimeout(bound);
+            done();
+          });
         });
       }
     };
