@@ -290,9 +290,13 @@ async function ttffCold(browser: Browser, ctx: Ctx, spare: boolean, count: numbe
     await setSpare(ctx, spare);
     const settled = spare ? await spareStarted(ctx) : 0;
     const server = encoderTimes(ctx);
+    const sparePid = ctx.app.ctx.video.sparePid;
+    let tookSpare = false;
     try {
       const page = await openProbed(browser, ctx);
       const ms = await firstFrame(page, 30_000);
+      // the encoder that gave the first frame is the spare that waited (not a restarted one)
+      tookSpare = sparePid !== null && ctx.app.ctx.video.encoderPid === sparePid;
       await new Promise((r) => setTimeout(r, 200));
       const origin = await pageOrigin(page);
       const parts = await readParts(page, ms);
@@ -304,7 +308,8 @@ async function ttffCold(browser: Browser, ctx: Ctx, spare: boolean, count: numbe
     }
     note(
       `ttff cold (spare ${spare ? 'on' : 'off'}): encoder stopped after ` +
-        `${round(waited / 1000)} s${spare ? `, its spare started after ${round(settled)} ms` : ''}; ` +
+        `${round(waited / 1000)} s${spare ? `, its spare started after ${round(settled)} ms` : ''}` +
+        `${spare ? `, the first frame came from ${tookSpare ? 'the spare' : 'another ffmpeg'}` : ''}; ` +
         `${round(loads.at(-1)!.ms)} ms`,
     );
   }

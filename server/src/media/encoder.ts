@@ -206,6 +206,8 @@ export class H264Encoder extends EventEmitter<{
   private stallTimer: NodeJS.Timeout | null = null;
   /** When the running ffmpeg started or last gave a unit (the stall check of an input source). */
   private lastOutputAt = 0;
+  /** Units the running ffmpeg gave out (0: its first, a key frame, is still to come). */
+  private unitsOut = 0;
   written = 0;
 
   constructor(
@@ -231,6 +233,7 @@ export class H264Encoder extends EventEmitter<{
       this.inFlight = [];
       this.inFlightBytes = 0;
       this.lastOutputAt = performance.now();
+      this.unitsOut = 0;
       const onUnit = (u: { data: Buffer; key: boolean }): void => this.onFlvUnit(u.data, u.key);
       this.reader = settings.codec === 'h265' ? new NutReader(onUnit) : new FlvReader(onUnit);
       this.emit('started', pid);
@@ -258,6 +261,15 @@ export class H264Encoder extends EventEmitter<{
   /** ffmpeg runs and takes frames. */
   get running(): boolean {
     return this.supervisor.state === 'running';
+  }
+
+  /**
+   * ffmpeg runs and has given out no unit yet: its first is a key frame (every new ffmpeg
+   * starts with one), so a key frame request needs no restart. A restart then would throw
+   * away the start this one has made: 450-630 ms of ffmpeg's own start, the spare's whole gain.
+   */
+  get keyFrameComing(): boolean {
+    return this.running && this.unitsOut === 0;
   }
 
   /** The ffmpeg process, or null. */
@@ -326,6 +338,7 @@ export class H264Encoder extends EventEmitter<{
     if (done) this.inFlightBytes -= done.bytes;
     const now = performance.now();
     this.lastOutputAt = now;
+    this.unitsOut += 1;
     // an input source's frames were never here: a unit is dated when it comes out
     const capturedAt = done?.capturedAt ?? now;
     traceStage('unit', capturedAt);

@@ -89,7 +89,10 @@ export class HevcFeed implements VideoFeed {
 
   requestKeyFrame(): void {
     const now = performance.now();
-    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS || !this.encoder?.running) return;
+    // as the hub: a starting ffmpeg's first unit is a key frame already
+    const enc = this.encoder;
+    if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS || !enc?.running || enc.keyFrameComing)
+      return;
     this.lastKeyRequest = now;
     this.retire('key frame requested');
   }

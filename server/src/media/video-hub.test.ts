@@ -184,6 +184,29 @@ describe('VideoHub', () => {
     expect(h.getStats().encoderOnline).toBe(false);
   });
 
+  it('a key frame request leaves a starting ffmpeg alone (its first unit is one), and restarts one that gave units', async () => {
+    // an ffmpeg that is slow to start, as a real one linking its libraries on a busy machine
+    const slow = join(dir, 'slow-ffmpeg');
+    await writeFile(slow, '#!/bin/sh\nsleep 2\nexec ffmpeg "$@"\n');
+    await chmod(slow, 0o755);
+    const { h, source, log } = hub({ ffmpeg: slow });
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    source.push();
+    await expect.poll(() => h.encoderPid, poll).not.toBeNull();
+    const starting = h.encoderPid;
+    h.requestKeyFrame(); // the WebRTC viewer's ask once DTLS is up
+    expect(units).toHaveLength(0);
+    expect(h.encoderPid).toBe(starting);
+    expect(log.has('info', /restarting encoder/)).toBe(false);
+    await feed(source, () => units.length >= 2);
+    expect(units[0]?.key).toBe(true);
+    expect(h.encoderPid).toBe(starting);
+    h.requestKeyFrame(); // mid-GOP: only a new ffmpeg makes a key frame
+    expect(h.encoderPid).toBeNull();
+    expect(log.has('info', /restarting encoder/)).toBe(true);
+  });
+
   it('a viewer that throws costs only itself', async () => {
     const { h, source, log } = hub();
     const good: AccessUnit[] = [];
