@@ -11,10 +11,11 @@
  *   features, watch, the offer, the answer), ICE connected (`iceconnectionstatechange`), DTLS
  *   up (`connectionstatechange` connected), the remote track, its first RTP (`unmute`: the
  *   first packet), the <video>'s `loadedmetadata` (its first frame decoded); for direct H.264
- *   the media socket's open, first unit and first key unit (`ttffWorkerProbe`, in the
- *   console's worker), the first chunk given to the decoder and its first output;
- * - the console's performance marks named `kvm:*` (`kvm:webrtc:start`: the WebRTC client
- *   started), as `kvm_webrtc_start`;
+ *   the worker's start (`worker_started`: its first script runs), the media socket's open,
+ *   first unit and first key unit (`ttffWorkerProbe`, in the console's worker), the first chunk
+ *   given to the decoder and its first output;
+ * - the console's performance marks named `kvm:*` (`kvm:webrtc:start` and `kvm:direct:start`:
+ *   the client started), as `kvm_webrtc_start`;
  * - `presented`: the g2g harness's first presented frame (bench/video.ts says what that is);
  * - cold loads add the server's side (this process, epoch clock converted to the page's):
  *   `encoder_spawn` (H264Encoder created), `encoder_running` (ffmpeg spawned: `started`),
@@ -119,6 +120,7 @@ export function ttffWorkerProbe(): void {
     seen.add(name);
     channel.postMessage({ name, t: performance.timeOrigin + performance.now() });
   };
+  at('worker_started');
   const NativeWS = self.WebSocket;
   self.WebSocket = class extends NativeWS {
     constructor(url: string | URL, protocols?: string | string[]) {

@@ -1,8 +1,9 @@
 /**
  * Live video end to end on the QEMU target: the guest's screen in the console, checked by
  * pixels, over WebRTC and direct H.264; a quality change keeps the picture; two viewers at
- * once; the picture comes back by itself after the server restarts; the status bar's latency
- * readout shows a figure in both modes.
+ * once; the first frame preview of a page load (WebRTC and direct H.264) goes once the view
+ * shows the picture; the picture comes back by itself after the server restarts; the status
+ * bar's latency readout shows a figure in both modes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -199,6 +200,77 @@ describe('video', () => {
       expect(await reload.locator('video').count()).toBe(1);
     } finally {
       await reload.close();
+    }
+  });
+
+  it("a page load over direct H.264: the preview's canvas hands its picture to the view's", async () => {
+    await byTestId(page, 'video-mode-direct_h264').click();
+    await byTestId(page, 'video-direct').waitFor({ state: 'attached', timeout: 15_000 });
+    const reload = await browser.context.newPage();
+    try {
+      await reload.addInitScript(() => {
+        const seen = { shown: 0, removed: 0, canvas: true, inert: true, viewBrightAtEnd: -1 };
+        (window as unknown as { __preview: typeof seen }).__preview = seen;
+        const isPreview = (n: Node): n is HTMLElement =>
+          n instanceof HTMLElement && n.dataset['testid'] === 'video-preview';
+        // the bright pixels the view's canvas shows (its picture as the page composites it)
+        const viewBright = (): number => {
+          const view = document.querySelector<HTMLCanvasElement>('[data-testid="video-direct"]');
+          if (!view || !view.width || !view.height) return 0;
+          const c = document.createElement('canvas');
+          c.width = view.width;
+          c.height = view.height;
+          const ctx = c.getContext('2d')!;
+          ctx.drawImage(view, 0, 0);
+          const data = ctx.getImageData(0, 0, c.width, c.height).data;
+          let bright = 0;
+          for (let i = 0; i < data.length; i += 4) {
+            if (data[i]! + data[i + 1]! + data[i + 2]! > 300) bright += 1;
+          }
+          return bright;
+        };
+        new MutationObserver((records) => {
+          for (const r of records) {
+            for (const n of r.addedNodes) {
+              if (!isPreview(n)) continue;
+              seen.shown += 1;
+              seen.canvas &&= n instanceof HTMLCanvasElement;
+              seen.inert &&= n.style.pointerEvents === 'none';
+            }
+            for (const n of r.removedNodes) {
+              if (!isPreview(n)) continue;
+              seen.removed += 1;
+              seen.viewBrightAtEnd = viewBright();
+            }
+          }
+        }).observe(document, { childList: true, subtree: true });
+      });
+      await reload.goto(`${server.url}/`);
+      await expectGuestScreen(reload, 'video-direct');
+      await expect
+        .poll(async () => reload.locator('[data-testid="video-preview"]').count(), {
+          timeout: 10_000,
+        })
+        .toBe(0);
+      // the guest's text console does not change by itself: the view's canvas shows it because
+      // the preview's picture was copied onto it, or the view's own frames drew it
+      await expectGuestScreen(reload, 'video-direct');
+      await expectLive(reload);
+      const seen = await reload.evaluate(
+        () => (window as unknown as { __preview: Record<string, unknown> }).__preview,
+      );
+      expect(seen['shown']).toBeLessThanOrEqual(1);
+      expect(seen['removed']).toBe(seen['shown']);
+      if (seen['shown'] === 1) {
+        expect(seen).toMatchObject({ canvas: true, inert: true });
+        // no black place when the preview went: the view's canvas had the picture already
+        expect(seen['viewBrightAtEnd']).toBeGreaterThan(500);
+      }
+      expect(await reload.locator('canvas').count()).toBe(1);
+    } finally {
+      await reload.close();
+      await byTestId(page, 'video-mode-webrtc').click();
+      await byTestId(page, 'video-webrtc').waitFor({ state: 'attached', timeout: 15_000 });
     }
   });
 

@@ -13,9 +13,10 @@
  * binary frames `[0x01][key 0|1][Annex B access unit]` follow. The client pings with 0x00 every
  * second (answer 0xFF) and asks for a key frame with 0x01.
  *
- * Decoding: configured on a key frame (codec `avc1.<profile_level_id>`, no description: Annex
- * B), low-latency mode, strictly increasing timestamps. Delta frames before the first key frame
- * are dropped. Drawing: on every animation frame the newest decoded frame is drawn and closed;
+ * Decoding: configured at the media hello (codec `avc1.<profile_level_id>`, no description:
+ * Annex B), so the decoder starts up while the first key frame is on its way; again on the next
+ * key frame after a reset; low-latency mode, strictly increasing timestamps. Delta frames before
+ * the first key frame after a configure are dropped. Drawing: on every animation frame the newest decoded frame is drawn and closed;
  * a frame that a newer one overtakes is closed undrawn (never queue behind the remote screen).
  *
  * Counters (for the honest video bench): every video frame received is, in the end, either
@@ -65,7 +66,9 @@ export type PipelineEvent =
   /** `ask` answers the report asked for with that number (see flushCounters) */
   | { type: 'counters'; counters: DirectCounters; ask?: number }
   /** a frame drawn: its capture time (device epoch ms) and when it was drawn (epoch ms here) */
-  | { type: 'latency'; capturedAt: number; shownAt: number };
+  | { type: 'latency'; capturedAt: number; shownAt: number }
+  /** the canvas attached as `seq` shows a picture now (FramePresenter's `painted`) */
+  | { type: 'painted'; seq: number };
 
 export interface PipelineOptions {
   emit: (event: PipelineEvent) => void;
@@ -109,6 +112,8 @@ export class DirectPipeline {
   private profileLevelId: string | undefined;
   private decoder: VideoDecoderLike | null = null;
   private configured = false;
+  /** Configured, and no key frame decoded since: a delta frame cannot start a picture. */
+  private awaitingKey = false;
   /** Chunks handed to the current decoder and not come out of it yet. */
   private inDecoder = 0;
   /** Names the current decoder: callbacks of a closed one are void. */
@@ -117,6 +122,8 @@ export class DirectPipeline {
   /** Chunk timestamp (us) -> capture time (device epoch ms) of the frames in the decoder. */
   private readonly captureOf = new Map<number, number>();
   private lastKeyRequest = -Infinity;
+  /** The attachment the current canvas came with (attachCanvas). */
+  private canvasSeq = 0;
   private size = { width: 0, height: 0 };
   private bytesSinceInfo = 0;
   private framesSinceInfo = 0;
@@ -136,6 +143,7 @@ export class DirectPipeline {
       cancelFrame: options.cancelFrame,
       running: () => this.connected,
       drawn: (presented, timestamp, time) => this.drawn(presented, timestamp, time),
+      painted: () => this.options.emit({ type: 'painted', seq: this.canvasSeq }),
     });
   }
 
@@ -202,9 +210,18 @@ export class DirectPipeline {
     this.flushCounters();
   }
 
-  /** The canvas the newest frame is drawn on (null detaches). */
-  attachCanvas(canvas: CanvasLike | null): void {
+  /**
+   * The canvas the newest frame is drawn on (null detaches); `seq` names this attachment in
+   * the `painted` events about it.
+   */
+  attachCanvas(canvas: CanvasLike | null, seq = 0): void {
+    this.canvasSeq = seq;
     this.presenter.attach(canvas);
+  }
+
+  /** A canvas that left the page (the worker released it): no picture is copied from it. */
+  forgetCanvas(canvas: CanvasLike): void {
+    this.presenter.forget(canvas);
   }
 
   /** Asks the server for a key frame (op 0x01), at most every 500 ms. */
@@ -291,6 +308,10 @@ export class DirectPipeline {
     );
     this.started = true;
     this.options.emit({ type: 'hello', conn: this.conn });
+    // The decoder starts up while the first key frame is on its way (its first output came
+    // 150-300 ms after the first chunk when configured on it, on a busy 2-core machine).
+    const decoder = this.ensureDecoder();
+    if (!this.configured) this.configure(decoder);
   }
 
   /** The socket closed or stopped answering: let go of it and say so. */
@@ -309,6 +330,7 @@ export class DirectPipeline {
     this.countersChanged = true;
   }
 
+  /** Configures the decoder; its next chunk must be a key frame. */
   private configure(decoder: VideoDecoderLike): boolean {
     try {
       decoder.configure({ codec: h264Codec(this.profileLevelId), optimizeForLatency: true });
@@ -317,10 +339,12 @@ export class DirectPipeline {
       return false;
     }
     this.configured = true;
+    this.awaitingKey = true;
     return true;
   }
 
-  private decode(key: boolean, data: Uint8Array, capturedAt?: number): void {
+  /** The current decoder, a new one when there is none or it closed itself. */
+  private ensureDecoder(): VideoDecoderLike {
     if (!this.decoder || this.decoder.state === 'closed') {
       this.closeDecoder();
       const token = this.decoderToken;
@@ -329,14 +353,18 @@ export class DirectPipeline {
         () => this.decoderFailed(token),
       );
     }
-    const decoder = this.decoder;
-    if (!this.configured) {
+    return this.decoder;
+  }
+
+  private decode(key: boolean, data: Uint8Array, capturedAt?: number): void {
+    const decoder = this.ensureDecoder();
+    if (!this.configured || this.awaitingKey) {
       if (!key) {
         this.drop('before_key');
         this.requestKeyFrame(); // A delta frame cannot start a picture.
         return;
       }
-      if (!this.configure(decoder)) {
+      if (!this.configured && !this.configure(decoder)) {
         this.drop('decoder');
         return;
       }
@@ -362,6 +390,7 @@ export class DirectPipeline {
     }
     // Strictly increasing, in microseconds (the decoder wants no duplicates).
     this.lastTimestamp = Math.max(this.lastTimestamp + 1, Math.round(this.now() * 1000));
+    if (key) this.awaitingKey = false;
     try {
       decoder.decode({ type: key ? 'key' : 'delta', timestamp: this.lastTimestamp, data });
       this.inDecoder += 1;

@@ -5,13 +5,15 @@ import { FakeCanvas, FakeFrame } from './h264-direct-test-kit';
 function presenter(options: { scheduled?: boolean; running?: () => boolean } = {}) {
   const callbacks: Array<() => void> = [];
   const drawn: boolean[] = [];
+  const painted: number[] = [];
   const p = new FramePresenter({
     requestFrame: options.scheduled === false ? null : (cb) => callbacks.push(cb),
     cancelFrame: () => callbacks.splice(0),
     running: options.running ?? (() => true),
     drawn: (presented) => drawn.push(presented),
+    painted: () => painted.push(drawn.length),
   });
-  return { p, callbacks, drawn };
+  return { p, callbacks, drawn, painted };
 }
 
 describe('FramePresenter', () => {
@@ -72,5 +74,36 @@ describe('FramePresenter', () => {
     expect(callbacks).toHaveLength(0);
     expect(p.discard()).toBe(true);
     expect(frame.closed).toBe(true);
+  });
+
+  it('gives a canvas that replaces the pictured one a copy of its picture, and says it shows one', () => {
+    const { p, drawn, painted } = presenter({ scheduled: false });
+    const preview = new FakeCanvas();
+    const view = new FakeCanvas();
+    p.attach(preview);
+    expect(painted).toEqual([]); // nothing to show yet
+    p.offer(new FakeFrame(800, 600));
+    p.draw();
+    p.offer(new FakeFrame(800, 600));
+    p.draw();
+    expect(painted).toEqual([1]); // its first frame only
+    p.attach(view); // a static screen: no new frame comes, the view is not left blank
+    expect(view.drawn).toEqual([preview]);
+    expect([view.width, view.height]).toEqual([800, 600]);
+    expect(painted).toEqual([1, 2]);
+    p.offer(new FakeFrame(800, 600));
+    p.draw();
+    expect(painted).toEqual([1, 2]); // the view showed a picture already
+    expect(drawn).toEqual([true, true, true]);
+
+    p.attach(null);
+    p.attach(view); // back to the canvas that shows the picture: nothing to copy
+    expect(view.drawn).toHaveLength(2);
+    expect(painted).toEqual([1, 2, 3]);
+    p.forget(view); // it left the page: no copy from it
+    const next = new FakeCanvas();
+    p.attach(next);
+    expect(next.drawn).toEqual([]);
+    expect(painted).toEqual([1, 2, 3]);
   });
 });

@@ -26,6 +26,11 @@ export interface PresenterOptions {
    * `timestamp`: the frame's (us); `time`: the animation frame's time, when drawn in one.
    */
   drawn: (presented: boolean, timestamp?: number, time?: number) => void;
+  /**
+   * The canvas attached last shows a picture now: its first frame was drawn, or it was
+   * attached in place of one that showed a picture and that picture was copied onto it.
+   */
+  painted?: () => void;
 }
 
 export class FramePresenter {
@@ -33,6 +38,8 @@ export class FramePresenter {
   /** The newest decoded frame not drawn yet. */
   private pending: VideoFrameLike | null = null;
   private canvas: CanvasLike | null = null;
+  /** The canvas that shows the last picture drawn (attached or not; null: none yet). */
+  private pictured: CanvasLike | null = null;
   private frameRequest: number | null = null;
 
   constructor(options: PresenterOptions) {
@@ -48,9 +55,34 @@ export class FramePresenter {
     return this.canvas !== null;
   }
 
-  /** The canvas the newest frame is drawn on (null detaches). */
+  /**
+   * The canvas the newest frame is drawn on (null detaches). A canvas that replaces the one
+   * showing the last picture gets a copy of that picture at once, so a static remote screen
+   * (no new frame for a while) does not leave it blank: the first frame preview hands over to
+   * the view's canvas this way (features/video/first-frame-preview.ts).
+   */
   attach(canvas: CanvasLike | null): void {
     this.canvas = canvas;
+    const source = this.pictured;
+    if (!canvas || !source) return;
+    if (canvas === source) {
+      this.options.painted?.();
+      return;
+    }
+    try {
+      canvas.width = source.width;
+      canvas.height = source.height;
+      canvas.getContext('2d')?.drawImage(source as never, 0, 0, canvas.width, canvas.height);
+    } catch {
+      return; // the old canvas went meanwhile: the next frame paints this one
+    }
+    this.pictured = canvas;
+    this.options.painted?.();
+  }
+
+  /** A canvas that left the page: its picture is not copied any more. */
+  forget(canvas: CanvasLike): void {
+    if (this.pictured === canvas) this.pictured = null;
   }
 
   /** The newest frame; true when it overtook one not drawn yet (closed here). */
@@ -105,6 +137,9 @@ export class FramePresenter {
     } finally {
       frame.close();
     }
+    const first = presented && this.pictured !== canvas;
+    if (presented) this.pictured = canvas;
     this.options.drawn(presented, timestamp, time);
+    if (first) this.options.painted?.();
   }
 }

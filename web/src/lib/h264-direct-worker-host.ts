@@ -17,8 +17,11 @@ import type { CanvasLike } from './h264-direct-presenter';
 export type ToWorker =
   | { op: 'connect'; sid: number; conn: number; url: string }
   | { op: 'disconnect'; sid: number }
-  /** `canvas` comes with the first use of `canvasId` (transferred); null detaches */
-  | { op: 'canvas'; sid: number; canvasId: number | null; canvas?: CanvasLike }
+  /**
+   * `canvas` comes with the first use of `canvasId` (transferred); null detaches. `seq` names
+   * the attachment in the session's `painted` events.
+   */
+  | { op: 'canvas'; sid: number; canvasId: number | null; seq?: number; canvas?: CanvasLike }
   /** the <canvas> left the page: forget its OffscreenCanvas */
   | { op: 'release'; canvasId: number }
   | { op: 'key'; sid: number }
@@ -64,12 +67,15 @@ export function hostDirectPipelines(
       case 'canvas': {
         if (data.canvas && data.canvasId !== null) canvases.set(data.canvasId, data.canvas);
         const canvas = data.canvasId === null ? null : (canvases.get(data.canvasId) ?? null);
-        session(data.sid).attachCanvas(canvas);
+        session(data.sid).attachCanvas(canvas, data.seq);
         break;
       }
-      case 'release':
+      case 'release': {
+        const canvas = canvases.get(data.canvasId);
         canvases.delete(data.canvasId);
+        if (canvas) for (const pipeline of sessions.values()) pipeline.forgetCanvas(canvas);
         break;
+      }
       case 'key':
         sessions.get(data.sid)?.requestKeyFrame();
         break;

@@ -15,7 +15,7 @@ describe('H264DirectStream', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it('answers the media hello with start and decodes from the first key frame', () => {
+  it('answers the media hello with start, configures the decoder then, and decodes from the first key frame', () => {
     const { stream, states } = setup();
     stream.start();
     const socket = FakeWebSocket.last();
@@ -26,10 +26,14 @@ describe('H264DirectStream', () => {
       { event_type: 'start', event: { type: 'video', format: 'h264', capture_time: true } },
     ]);
     expect(stream.getState()).toBe('watching');
+    // the decoder starts up while the first key frame is on its way
+    expect(FakeDecoder.instances[0]?.configs).toEqual([
+      { codec: 'avc1.42c01f', optimizeForLatency: true },
+    ]);
 
     // A delta frame cannot start a picture: dropped, key frame asked for.
     socket.receive(videoMessage(false));
-    expect(FakeDecoder.instances[0]?.configs).toEqual([]);
+    expect(FakeDecoder.instances[0]?.chunks).toEqual([]);
     expect(binarySent(socket)).toEqual([[0x01]]);
 
     socket.receive(videoMessage(true));
@@ -76,6 +80,28 @@ describe('H264DirectStream', () => {
     animate(); // nothing new
     expect(canvas.drawn).toHaveLength(1);
     expect(sizes).toEqual([{ width: 1280, height: 720 }]);
+  });
+
+  it("says when the attached canvas shows a picture: its first frame, or the old canvas's copied", () => {
+    const { stream, animate } = setup();
+    const preview = new FakeCanvas();
+    const view = new FakeCanvas();
+    const painted: unknown[] = [];
+    stream.on('painted', (e) => painted.push(e.canvas));
+    stream.attachCanvas(preview);
+    stream.start();
+    const socket = FakeWebSocket.last();
+    hello(socket);
+    socket.receive(videoMessage(true));
+    FakeDecoder.instances[0]?.output(new FakeFrame());
+    expect(painted).toEqual([]); // decoded, not drawn yet
+    animate();
+    expect(painted).toEqual([preview]);
+    stream.attachCanvas(view); // no new frame: the preview's picture is copied onto the view
+    expect(view.drawn).toEqual([preview]);
+    expect(painted).toEqual([preview, view]);
+    expect(stream.attachedCanvas).toBe(view);
+    expect(stream.framesDrawn).toBe(1); // a copy is not a frame
   });
 
   it('pings every second and reconnects after 5 missed pongs', async () => {

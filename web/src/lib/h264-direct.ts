@@ -74,6 +74,11 @@ export interface H264DirectEvents extends StreamClientEvents {
   resize: { width: number; height: number };
   /** A frame was drawn: its capture time (device epoch ms) and when (epoch ms, this browser). */
   latency: { capturedAt: number; shownAt: number };
+  /**
+   * The canvas attached now shows a picture: its first frame was drawn, or the picture of the
+   * canvas it replaced was copied onto it (the first frame preview's hand-over to the view).
+   */
+  painted: { canvas: CanvasLike };
 }
 
 /** A <canvas> whose drawing can move to a worker (HTMLCanvasElement; tests pass a fake). */
@@ -117,7 +122,10 @@ interface WorkerFailed {
 interface PipelineLink {
   connect(conn: number, url: string): void;
   disconnect(): void;
-  attachCanvas(canvas: CanvasLike | null): void;
+  /** `seq` names the attachment in the `painted` events about it. */
+  attachCanvas(canvas: CanvasLike | null, seq: number): void;
+  /** Lets go of the canvases that left the page (the worker's copies of them). */
+  releaseGone(): void;
   requestKeyFrame(): void;
   /** Asks for a counters report now, answering `ask` (here: reported before this returns). */
   reportCounters(ask: number): void;
@@ -158,31 +166,33 @@ export class DirectWorkerClient {
     return {
       connect: (conn, url) => post({ op: 'connect', sid, conn, url }),
       disconnect: () => post({ op: 'disconnect', sid }),
-      attachCanvas: (canvas) => {
+      attachCanvas: (canvas, seq) => {
         if (canvas === null) {
-          post({ op: 'canvas', sid, canvasId: null });
+          post({ op: 'canvas', sid, canvasId: null, seq });
           this.releaseGone(null);
           return;
         }
         const element = canvas as unknown as Partial<TransferableCanvasLike>;
         if (typeof element.transferControlToOffscreen !== 'function') {
           // Nothing a worker can draw on: frames are counted as not shown.
-          post({ op: 'canvas', sid, canvasId: null });
+          post({ op: 'canvas', sid, canvasId: null, seq });
           return;
         }
-        this.releaseGone(element as TransferableCanvasLike);
         let canvasId = this.canvasIds.get(element as TransferableCanvasLike);
         if (canvasId !== undefined) {
-          post({ op: 'canvas', sid, canvasId });
-          return;
+          post({ op: 'canvas', sid, canvasId, seq });
+        } else {
+          canvasId = this.nextCanvasId++;
+          this.canvasIds.set(element as TransferableCanvasLike, canvasId);
+          const offscreen = element.transferControlToOffscreen();
+          post({ op: 'canvas', sid, canvasId, seq, canvas: offscreen as CanvasLike }, [
+            offscreen as Transferable,
+          ]);
         }
-        canvasId = this.nextCanvasId++;
-        this.canvasIds.set(element as TransferableCanvasLike, canvasId);
-        const offscreen = element.transferControlToOffscreen();
-        post({ op: 'canvas', sid, canvasId, canvas: offscreen as CanvasLike }, [
-          offscreen as Transferable,
-        ]);
+        // after the attachment: the canvas it replaces may still give it its picture
+        this.releaseGone(element as TransferableCanvasLike);
       },
+      releaseGone: () => this.releaseGone(null),
       requestKeyFrame: () => post({ op: 'key', sid }),
       reportCounters: (ask) => post({ op: 'counters', sid, ask }),
       close: () => post({ op: 'close', sid }),
@@ -236,6 +246,8 @@ export class H264DirectStream implements StreamClient {
   /** Names the current connection: events of older ones are void. */
   private conn = 0;
   private canvas: CanvasLike | null = null;
+  /** Bumped by every attachCanvas: a `painted` event of an older attachment is void. */
+  private canvasSeq = 0;
   private size = { width: 0, height: 0 };
   private info: StreamInfo = { bitrateKbps: 0, fps: 0, connection: null };
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -283,6 +295,7 @@ export class H264DirectStream implements StreamClient {
       this.emitter.emit('fatal', 'unsupported');
       return;
     }
+    performance.mark('kvm:direct:start'); // a part of the first frame (bench/ttff-probe.ts)
     if (!this.link) this.link = this.openLink();
     this.connect();
   }
@@ -302,7 +315,18 @@ export class H264DirectStream implements StreamClient {
   /** The canvas the newest frame is drawn on (null detaches). */
   attachCanvas(canvas: CanvasLike | null): void {
     this.canvas = canvas;
-    this.link?.attachCanvas(canvas);
+    this.canvasSeq += 1;
+    this.link?.attachCanvas(canvas, this.canvasSeq);
+  }
+
+  /** The canvas attached now (attachCanvas), null: none. */
+  get attachedCanvas(): CanvasLike | null {
+    return this.canvas;
+  }
+
+  /** Lets go of what the worker keeps of the canvases that left the page. */
+  releaseGoneCanvases(): void {
+    this.link?.releaseGone();
   }
 
   /** Asks the server for a key frame (op 0x01), at most every 500 ms. */
@@ -345,7 +369,7 @@ export class H264DirectStream implements StreamClient {
     this.sessionCounters.push(emptyCounters());
     const onEvent = (event: PipelineEvent | WorkerFailed): void => this.onPipeline(index, event);
     const link = this.worker ? this.worker.open(onEvent) : this.localLink(onEvent);
-    if (this.canvas) link.attachCanvas(this.canvas);
+    if (this.canvas) link.attachCanvas(this.canvas, this.canvasSeq);
     return link;
   }
 
@@ -361,7 +385,8 @@ export class H264DirectStream implements StreamClient {
     return {
       connect: (conn, url) => pipeline.connect(conn, url),
       disconnect: () => pipeline.disconnect(),
-      attachCanvas: (canvas) => pipeline.attachCanvas(canvas),
+      attachCanvas: (canvas, seq) => pipeline.attachCanvas(canvas, seq),
+      releaseGone: () => undefined, // the page's own canvases: nothing held elsewhere
       requestKeyFrame: () => pipeline.requestKeyFrame(),
       reportCounters: (ask) => pipeline.flushCounters(ask),
       close: () => {
@@ -408,6 +433,10 @@ export class H264DirectStream implements StreamClient {
         break;
       case 'latency':
         this.emitter.emit('latency', { capturedAt: event.capturedAt, shownAt: event.shownAt });
+        break;
+      case 'painted':
+        if (event.seq === this.canvasSeq && this.canvas)
+          this.emitter.emit('painted', { canvas: this.canvas });
         break;
       case 'worker_failed':
         // Say so rather than wait in `connecting` for ever: the console shows its notice.

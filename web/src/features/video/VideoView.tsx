@@ -143,6 +143,13 @@ export function VideoView() {
   useEffect(() => {
     const canvas = canvasRef.current;
     if (!direct || !canvas) return;
+    // The canvas shows a picture (its first frame, or the preview's copied onto it): the first
+    // frame preview goes once the worker's drawing has reached the screen (the next frame).
+    let raf: number | undefined;
+    const offPainted = direct.on('painted', (e) => {
+      if (e.canvas !== canvas || raf !== undefined) return;
+      raf = requestAnimationFrame(() => firstFramePreview.viewPresented());
+    });
     direct.attachCanvas(canvas);
     const size = direct.getSize();
     setDirectSize(size.width > 0 ? size : null);
@@ -153,6 +160,8 @@ export function VideoView() {
     return () => {
       off();
       offLatency();
+      offPainted();
+      if (raf !== undefined) cancelAnimationFrame(raf);
       latencyReadout.reset();
       direct.attachCanvas(null);
     };

@@ -1,6 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STATUS_BAR_MIN_HEIGHT, TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
-import { FirstFramePreview, PREVIEW_MAX_MS, PREVIEW_TEST_ID } from './first-frame-preview';
+import { Emitter } from '../../lib/emitter';
+import {
+  FirstFramePreview,
+  PREVIEW_MAX_MS,
+  PREVIEW_TEST_ID,
+  type CanvasSource,
+} from './first-frame-preview';
 
 /** A track as far as the preview uses one: its state and its 'ended' event. */
 class FakeTrack extends EventTarget {
@@ -13,6 +19,29 @@ class FakeTrack extends EventTarget {
 }
 
 const track = (): MediaStreamTrack => new FakeTrack() as unknown as MediaStreamTrack;
+
+/** Direct H.264's stream as far as the preview uses it: one canvas attached at a time. */
+class FakeDirect implements CanvasSource {
+  attachedCanvas: HTMLCanvasElement | null = null;
+  released = 0;
+  private readonly emitter = new Emitter<{ painted: { canvas: unknown } }>();
+
+  attachCanvas(canvas: HTMLCanvasElement | null): void {
+    this.attachedCanvas = canvas;
+  }
+
+  releaseGoneCanvases(): void {
+    this.released += 1;
+  }
+
+  on(type: 'painted', handler: (event: { canvas: unknown }) => void): () => void {
+    return this.emitter.on(type, handler);
+  }
+
+  paint(canvas: unknown): void {
+    this.emitter.emit('painted', { canvas });
+  }
+}
 const shown = (): HTMLVideoElement[] => [
   ...document.querySelectorAll<HTMLVideoElement>(`[data-testid="${PREVIEW_TEST_ID}"]`),
 ];
@@ -42,7 +71,7 @@ afterEach(() => {
 describe('FirstFramePreview (issue 28: the remote screen before the console renders)', () => {
   it("plays the first track, muted and inert, over the view's place until the view presents", () => {
     const first = track();
-    preview.setTrack(first);
+    preview.setSource(first);
     const [video] = shown();
     expect(shown()).toHaveLength(1);
     expect(streams).toEqual([first]);
@@ -51,7 +80,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(video!.style.top).toBe(`${TOOLBAR_HEIGHT}px`);
     expect(video!.style.bottom).toBe(`${STATUS_BAR_MIN_HEIGHT}px`);
     expect(HTMLMediaElement.prototype.play).toHaveBeenCalled();
-    preview.setTrack(first); // the same track again changes nothing
+    preview.setSource(first); // the same track again changes nothing
     expect(shown()).toHaveLength(1);
     preview.viewMount();
     expect(shown()).toHaveLength(1); // mounted is not yet presented: no black flash
@@ -63,23 +92,23 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
 
   it('shows nothing once the view has mounted first, and only one preview per page load', () => {
     preview.viewMount();
-    preview.setTrack(track());
+    preview.setSource(track());
     expect(shown()).toHaveLength(0);
 
     const other = new FirstFramePreview({
       document: () => document,
       stream: () => new MediaStream(),
     });
-    other.setTrack(track());
+    other.setSource(track());
     other.viewPresented();
-    other.setTrack(track()); // a later session's track (a reconnect): the view shows it
+    other.setSource(track()); // a later session's track (a reconnect): the view shows it
     expect(shown()).toHaveLength(0);
   });
 
   it('goes with the track: a new one, none, or one that ends', () => {
     const first = track();
-    preview.setTrack(first);
-    preview.setTrack(track());
+    preview.setSource(first);
+    preview.setSource(track());
     expect(shown()).toHaveLength(0);
 
     const again = new FirstFramePreview({
@@ -87,7 +116,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
       stream: () => new MediaStream(),
     });
     const ending = new FakeTrack();
-    again.setTrack(ending as unknown as MediaStreamTrack);
+    again.setSource(ending as unknown as MediaStreamTrack);
     expect(shown()).toHaveLength(1);
     ending.end();
     expect(shown()).toHaveLength(0);
@@ -96,13 +125,13 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
       document: () => document,
       stream: () => new MediaStream(),
     });
-    none.setTrack(track());
-    none.setTrack(null);
+    none.setSource(track());
+    none.setSource(null);
     expect(shown()).toHaveLength(0);
   });
 
   it('goes when the view unmounts, and after PREVIEW_MAX_MS whatever happens', () => {
-    preview.setTrack(track());
+    preview.setSource(track());
     preview.viewUnmount();
     expect(shown()).toHaveLength(0);
 
@@ -111,7 +140,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
       document: () => document,
       stream: () => new MediaStream(),
     });
-    stuck.setTrack(track());
+    stuck.setSource(track());
     vi.advanceTimersByTime(PREVIEW_MAX_MS - 1);
     expect(shown()).toHaveLength(1);
     vi.advanceTimersByTime(1);
@@ -120,7 +149,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
 
   it("firstFrame(): settles at the preview's first frame, at its end, or at once without one", async () => {
     await preview.firstFrame(); // none shows
-    preview.setTrack(track());
+    preview.setSource(track());
     let settled = false;
     const first = preview.firstFrame().then(() => (settled = true));
     await Promise.resolve();
@@ -134,7 +163,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
       document: () => document,
       stream: () => new MediaStream(),
     });
-    other.setTrack(track());
+    other.setSource(track());
     const gone = other.firstFrame();
     other.end();
     await gone;
@@ -143,7 +172,53 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
   it('an ended track never shows', () => {
     const ended = new FakeTrack();
     ended.readyState = 'ended';
-    preview.setTrack(ended as unknown as MediaStreamTrack);
+    preview.setSource(ended as unknown as MediaStreamTrack);
+    expect(shown()).toHaveLength(0);
+  });
+
+  it("direct H.264: draws in its own canvas until the view's canvas shows the picture", async () => {
+    const direct = new FakeDirect();
+    preview.setSource(direct);
+    const [canvas] = shown();
+    expect(canvas).toBeInstanceOf(HTMLCanvasElement);
+    expect(direct.attachedCanvas).toBe(canvas);
+    expect(canvas!.style.top).toBe(`${TOOLBAR_HEIGHT}px`);
+    expect(canvas!.style.pointerEvents).toBe('none');
+    let settled = false;
+    const first = preview.firstFrame().then(() => (settled = true));
+    direct.paint(document.createElement('canvas')); // another canvas's picture is not this one's
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    direct.paint(canvas);
+    await first;
+
+    // the view attaches its canvas (the stream copies the picture onto it), then says it shows
+    const view = document.createElement('canvas');
+    preview.viewMount();
+    direct.attachCanvas(view);
+    preview.viewPresented();
+    expect(shown()).toHaveLength(0);
+    expect(direct.attachedCanvas).toBe(view); // the view's canvas stays attached
+    expect(direct.released).toBe(1); // the preview's canvas is let go of
+
+    // a preview that ends while its canvas is still attached detaches it
+    const other = new FirstFramePreview({
+      document: () => document,
+      stream: () => new MediaStream(),
+    });
+    const alone = new FakeDirect();
+    other.setSource(alone);
+    other.setSource(null);
+    expect(alone.attachedCanvas).toBeNull();
+    expect(alone.released).toBe(0); // its picture stays for a later canvas to copy
+    expect(shown()).toHaveLength(0);
+
+    // a stream that draws on a canvas already (the view's) gets no preview
+    const busy = new FakeDirect();
+    busy.attachedCanvas = view;
+    new FirstFramePreview({ document: () => document, stream: () => new MediaStream() }).setSource(
+      busy,
+    );
     expect(shown()).toHaveLength(0);
   });
 });

@@ -9,8 +9,12 @@
  * frame, when the view unmounts, when the track changes or ends, or after PREVIEW_MAX_MS at most.
  * It takes no input (pointer-events none): keyboard and mouse start with the view.
  *
- * Only for a first WebRTC track that comes before the view is mounted; direct H.264 draws in
- * the view's canvas (its decoder runs in a worker already).
+ * Direct H.264 the same way: a plain <canvas> in that place is the stream's first canvas (its
+ * worker decodes and draws there while the page's main thread is busy); when the view attaches
+ * its own canvas the worker copies the picture onto it (FramePresenter.attach), and the
+ * stream's `painted` event for the view's canvas ends the preview.
+ *
+ * Only for the first client that comes before the view is mounted.
  */
 import { STATUS_BAR_MIN_HEIGHT, TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
 
@@ -25,18 +29,35 @@ export interface PreviewHost {
   stream: (track: MediaStreamTrack) => MediaProvider;
 }
 
+/** Direct H.264's stream as the preview uses it (lib/h264-direct.ts H264DirectStream). */
+export interface CanvasSource {
+  attachCanvas(canvas: HTMLCanvasElement | null): void;
+  readonly attachedCanvas: unknown;
+  /** Lets go of what the stream keeps of canvases that left the page. */
+  releaseGoneCanvases(): void;
+  on(type: 'painted', handler: (event: { canvas: unknown }) => void): () => void;
+}
+
+/** What a preview shows: a WebRTC track, or a direct H.264 stream. */
+export type PreviewSource = MediaStreamTrack | CanvasSource;
+
+function isCanvasSource(source: PreviewSource): source is CanvasSource {
+  return typeof (source as Partial<CanvasSource>).attachCanvas === 'function';
+}
+
 export class FirstFramePreview {
-  private element: HTMLVideoElement | null = null;
-  private track: MediaStreamTrack | null = null;
+  private element: HTMLVideoElement | HTMLCanvasElement | null = null;
+  private source: PreviewSource | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private isSpent = false;
   private onEnded = (): void => this.end();
+  private offPainted = (): void => undefined;
   private readonly firstFrameWaiters: (() => void)[] = [];
 
   constructor(private readonly host: PreviewHost) {}
 
   /**
-   * A preview has shown or the view has mounted: setTrack() shows nothing any more (one per
+   * A preview has shown or the view has mounted: setSource() shows nothing any more (one per
    * page load).
    */
   get spent(): boolean {
@@ -49,23 +70,21 @@ export class FirstFramePreview {
   }
 
   /**
-   * The client's track: the first one shows while the view is not mounted yet; a different
-   * track (or none) ends the one shown, as it would leave the view.
+   * The client's track or direct stream: the first one shows while the view is not mounted
+   * yet; a different one (or none) ends the one shown, as it would leave the view.
    */
-  setTrack(track: MediaStreamTrack | null): void {
-    if (track === this.track) return;
+  setSource(source: PreviewSource | null): void {
+    if (source === this.source) return;
     this.end();
-    if (!track || this.isSpent || track.readyState === 'ended') return;
+    if (!source || this.isSpent) return;
+    if (isCanvasSource(source) ? source.attachedCanvas !== null : source.readyState === 'ended')
+      return;
     this.isSpent = true;
     const document = this.host.document();
-    const video = document.createElement('video');
-    video.dataset['testid'] = PREVIEW_TEST_ID;
-    video.muted = true;
-    video.autoplay = true;
-    video.playsInline = true;
-    video.disablePictureInPicture = true;
-    video.setAttribute('aria-hidden', 'true');
-    Object.assign(video.style, {
+    const element = document.createElement(isCanvasSource(source) ? 'canvas' : 'video');
+    element.dataset['testid'] = PREVIEW_TEST_ID;
+    element.setAttribute('aria-hidden', 'true');
+    Object.assign(element.style, {
       position: 'fixed',
       left: '0',
       right: '0',
@@ -78,24 +97,37 @@ export class FirstFramePreview {
       pointerEvents: 'none',
       zIndex: '1',
     });
-    video.srcObject = this.host.stream(track);
-    document.body.appendChild(video);
-    video.play().catch(() => undefined); // muted autoplay is allowed; a refusal is harmless
-    track.addEventListener('ended', this.onEnded);
-    this.element = video;
-    this.track = track;
+    document.body.appendChild(element);
+    this.element = element;
+    this.source = source;
     this.timer = setTimeout(() => this.end(), PREVIEW_MAX_MS);
     performance.mark('kvm:video:preview');
     const presented = (): void => {
-      if (this.element !== video) return;
+      if (this.element !== element) return;
       performance.mark('kvm:video:preview_presented');
       this.settleFirstFrame();
     };
-    if (typeof video.requestVideoFrameCallback === 'function') {
-      video.requestVideoFrameCallback(presented);
-    } else {
-      video.addEventListener('loadeddata', presented, { once: true });
+    if (element instanceof HTMLVideoElement) {
+      const track = source as MediaStreamTrack;
+      element.muted = true;
+      element.autoplay = true;
+      element.playsInline = true;
+      element.disablePictureInPicture = true;
+      element.srcObject = this.host.stream(track);
+      element.play().catch(() => undefined); // muted autoplay is allowed; a refusal is harmless
+      track.addEventListener('ended', this.onEnded);
+      if (typeof element.requestVideoFrameCallback === 'function') {
+        element.requestVideoFrameCallback(presented);
+      } else {
+        element.addEventListener('loadeddata', presented, { once: true });
+      }
+      return;
     }
+    const stream = source as CanvasSource;
+    this.offPainted = stream.on('painted', ({ canvas }) => {
+      if (canvas === element) presented();
+    });
+    stream.attachCanvas(element);
   }
 
   /**
@@ -121,7 +153,7 @@ export class FirstFramePreview {
     this.end();
   }
 
-  /** The view's own video presented a frame: the preview's place is covered. */
+  /** The view's own video or canvas shows a picture: the preview's place is covered. */
   viewPresented(): void {
     this.end();
   }
@@ -129,14 +161,26 @@ export class FirstFramePreview {
   end(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.track?.removeEventListener('ended', this.onEnded);
-    this.track = null;
-    const video = this.element;
-    if (!video) return;
+    const source = this.source;
+    this.source = null;
+    this.offPainted();
+    this.offPainted = () => undefined;
+    const element = this.element;
     this.element = null;
+    if (source && !isCanvasSource(source)) source.removeEventListener('ended', this.onEnded);
+    if (!element) return;
     this.settleFirstFrame();
-    video.srcObject = null;
-    video.remove();
+    if (element instanceof HTMLVideoElement) element.srcObject = null;
+    if (source && isCanvasSource(source) && source.attachedCanvas === element) {
+      // Nothing took over yet (the bound passed, say): detached while still on the page, the
+      // worker keeps its picture for the view's canvas to copy when it comes.
+      source.attachCanvas(null);
+      element.remove();
+    } else {
+      element.remove();
+      // the view's canvas has the picture: the preview's is let go of
+      if (source && isCanvasSource(source)) source.releaseGoneCanvases();
+    }
     performance.mark('kvm:video:preview_end');
   }
 }

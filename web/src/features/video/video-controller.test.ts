@@ -54,7 +54,9 @@ class FakeDirect extends FakeClient<H264DirectEvents> implements DirectClient {
   readonly kind = 'direct_h264' as const;
   framesDrawn = 0;
   getSize = () => ({ width: 0, height: 0 });
+  attachedCanvas = null;
   attachCanvas() {}
+  releaseGoneCanvases() {}
 }
 
 function setup(sourceOnline: boolean | null = true) {

@@ -67,7 +67,16 @@ export type WebRtcClient = Pick<
 >;
 export type DirectClient = Pick<
   H264DirectStream,
-  'kind' | 'start' | 'stop' | 'getState' | 'getInfo' | 'getSize' | 'on' | 'attachCanvas'
+  | 'kind'
+  | 'start'
+  | 'stop'
+  | 'getState'
+  | 'getInfo'
+  | 'getSize'
+  | 'on'
+  | 'attachCanvas'
+  | 'attachedCanvas'
+  | 'releaseGoneCanvases'
 > & { readonly framesDrawn: number };
 
 export interface VideoSnapshot {

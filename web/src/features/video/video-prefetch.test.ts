@@ -6,13 +6,14 @@ import { prefetchVideo, takePrefetched } from './video-prefetch';
 // the clients' code is not what these tests are about
 vi.mock('../../lib/janus-stream', () => ({}));
 vi.mock('../../lib/janus-loader', () => ({ loadJanusRuntime: async () => ({}) }));
-vi.mock('../../lib/h264-direct', () => ({}));
+const { sharedDirectWorker } = vi.hoisted(() => ({ sharedDirectWorker: vi.fn() }));
+vi.mock('../../lib/h264-direct', () => ({ sharedDirectWorker }));
 vi.mock('janus-gateway', () => ({ default: {} }));
 vi.mock('webrtc-adapter', () => ({ default: {} }));
 
-function stub() {
+function stub(mode = 'webrtc') {
   return stubFetch({
-    '/api/system/get_config': () => envelope(200, { config: { video_mode: 'webrtc' } }),
+    '/api/system/get_config': () => envelope(200, { config: { video_mode: mode } }),
     '/api/janus/auth': () => envelope(200, { apisecret: null, token_auth: false }),
     '/api/turn/get_turn': () => envelope(200, { uris: [] }),
   });
@@ -21,6 +22,7 @@ function stub() {
 afterEach(() => {
   localStorage.clear();
   vi.unstubAllGlobals();
+  sharedDirectWorker.mockClear();
 });
 
 describe('prefetchVideo (issue 28: the first session asks beside the console, not after it)', () => {
@@ -48,11 +50,28 @@ describe('prefetchVideo (issue 28: the first session asks beside the console, no
     expect(takePrefetched('/turn/get_turn', 11_001)).toBeNull();
   });
 
-  it('direct H.264 last time: only the config, no WebRTC requests', () => {
+  it("direct H.264 last time: only the config, no WebRTC requests, and direct's worker", async () => {
     localStorage.setItem(STORAGE_KEYS.videoMode, 'direct_h264');
     const { requests } = stub();
     prefetchVideo(1_000);
     expect(requests.map((r) => r.path)).toEqual(['/api/system/get_config']);
     expect(takePrefetched('/janus/auth', 1_000)).toBeNull();
+    await vi.waitFor(() => expect(sharedDirectWorker).toHaveBeenCalledTimes(1));
+  });
+
+  it("starts direct H.264's worker early when the stored mode or the config says direct", async () => {
+    stub('webrtc');
+    await prefetchVideo(1_000);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sharedDirectWorker).not.toHaveBeenCalled(); // WebRTC: no worker
+
+    stub('direct_h264');
+    await prefetchVideo(1_000); // no stored mode: the config decides
+    await vi.waitFor(() => expect(sharedDirectWorker).toHaveBeenCalledTimes(1));
+
+    localStorage.setItem(STORAGE_KEYS.videoMode, 'direct_h264');
+    stub('webrtc');
+    void prefetchVideo(1_000); // stored: at once, not after the config
+    await vi.waitFor(() => expect(sharedDirectWorker).toHaveBeenCalledTimes(2));
   });
 });

@@ -2,9 +2,10 @@
  * The first video session's own requests and chunks, started by app/prestart.ts as soon as the
  * login is known good (issue 28 item 2), beside the console's chunks and the config request
  * instead of after them: the WebRTC client's chunk and janus.js, `/janus/auth` and the TURN
- * state, or direct H.264's chunk. The first WebRTC session takes the answers (takePrefetched);
- * any later one asks again (the TURN credentials expire). Kept small: it is part of the entry
- * bundle. Measured by `npm run bench -- video --ttff` (docs/webrtc.md "First frame").
+ * state, or direct H.264's chunk and worker. The first WebRTC session takes the answers
+ * (takePrefetched); any later one asks again (the TURN credentials expire). Kept small: it is
+ * part of the entry bundle. Measured by `npm run bench -- video --ttff` (docs/webrtc.md "First
+ * frame").
  */
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
 import { api } from '../../lib/api';
@@ -14,6 +15,11 @@ import { readStorage } from '../../lib/storage';
 
 /** A TURN answer that is slower than this does not hold the video back. */
 export const TURN_TIMEOUT_MS = 3_000;
+
+/** GET /api/system/get_config's answer as far as the video's start reads it. */
+export interface ConfigAnswer {
+  config?: { video_mode?: unknown } | null;
+}
 
 /** An answer older than this is asked again (a session that starts late). */
 const FRESH_MS = 10_000;
@@ -55,7 +61,14 @@ export function prefetchVideo(now = Date.now()): Promise<unknown> {
   const config = ask('/system/get_config');
   // offline: the session's own start loads again
   if (stored !== 'webrtc') {
-    import('../../lib/h264-direct').then((m) => (modules.direct = m), noop);
+    const direct = import('../../lib/h264-direct').then((m) => (modules.direct = m));
+    // Direct H.264's worker starts while the page's main thread is still free: its start needs
+    // that thread, and beside the console's chunks it came 90-160 ms late.
+    const wanted =
+      stored === 'direct_h264'
+        ? true
+        : config.then((c) => (c as ConfigAnswer | null)?.config?.video_mode === 'direct_h264');
+    Promise.all([direct, wanted]).then(([m, yes]) => yes && m.sharedDirectWorker(), noop);
   }
   if (stored !== 'direct_h264') {
     import('../../lib/janus-stream').then((m) => (modules.webrtc = m), noop);

@@ -46,16 +46,16 @@ afterEach(() => {
 
 const track = { readyState: 'live', addEventListener() {}, removeEventListener() {} };
 
-describe('prestartVideo (issue 28: the first WebRTC signalling before the console chunks)', () => {
+describe('prestartVideo (issue 28: the first signalling before the console chunks)', () => {
   it("settles once the client's answer is sent; the track goes to the first frame preview", async () => {
-    const setTrack = vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    const setSource = vi.spyOn(firstFramePreview, 'setSource').mockImplementation(() => undefined);
     let settled = false;
     const started = prestartVideo().then(() => (settled = true));
     await vi.waitFor(() => expect(videoController.start).toHaveBeenCalledWith('webrtc'));
     const client = new Emitter<{ answered: undefined }>();
     update({ state: 'watching', webrtc: client as unknown as WebRtcClient });
     update({ track: track as unknown as MediaStreamTrack });
-    expect(setTrack).toHaveBeenLastCalledWith(track);
+    expect(setSource).toHaveBeenLastCalledWith(track);
     await new Promise((r) => setTimeout(r, 0));
     expect(settled).toBe(false); // the track comes before the answer is made
     client.emit('answered', undefined);
@@ -63,7 +63,7 @@ describe('prestartVideo (issue 28: the first WebRTC signalling before the consol
   });
 
   it("after the answer, waits for the preview's first frame FIRST_FRAME_WAIT_MS at most", async () => {
-    vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    vi.spyOn(firstFramePreview, 'setSource').mockImplementation(() => undefined);
     // a preview that shows and never presents (a cold encoder)
     vi.spyOn(firstFramePreview, 'firstFrame').mockImplementation(() => new Promise(() => {}));
     vi.useFakeTimers();
@@ -80,7 +80,7 @@ describe('prestartVideo (issue 28: the first WebRTC signalling before the consol
   });
 
   it('settles when the client fails, or after SIGNALLING_FIRST_MS at most', async () => {
-    vi.spyOn(firstFramePreview, 'setTrack').mockImplementation(() => undefined);
+    vi.spyOn(firstFramePreview, 'setSource').mockImplementation(() => undefined);
     const failing = prestartVideo();
     await vi.waitFor(() => expect(videoController.start).toHaveBeenCalled());
     update({ state: 'error' });
@@ -98,13 +98,26 @@ describe('prestartVideo (issue 28: the first WebRTC signalling before the consol
     await slow;
   });
 
-  it('direct H.264 does not wait, and has no preview', async () => {
+  it("direct H.264: the stream goes to the preview; settles on the hello and the preview's first frame", async () => {
     config.mode = 'direct_h264';
-    const setTrack = vi.spyOn(firstFramePreview, 'setTrack');
-    await prestartVideo();
-    expect(videoController.start).toHaveBeenCalledWith('direct_h264');
-    expect(setTrack).not.toHaveBeenCalled();
-    expect(listeners.size).toBe(0);
+    const setSource = vi.spyOn(firstFramePreview, 'setSource').mockImplementation(() => undefined);
+    let presented = (): void => undefined;
+    vi.spyOn(firstFramePreview, 'firstFrame').mockImplementation(
+      () => new Promise<void>((resolve) => (presented = resolve)),
+    );
+    let settled = false;
+    const started = prestartVideo().then(() => (settled = true));
+    await vi.waitFor(() => expect(videoController.start).toHaveBeenCalledWith('direct_h264'));
+    const direct = { kind: 'direct_h264' } as unknown as VideoSnapshot['direct'];
+    update({ direct });
+    expect(setSource).toHaveBeenLastCalledWith(direct);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(settled).toBe(false); // connecting: no hello yet
+    update({ state: 'watching' });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(settled).toBe(false); // the hello came: the first frame is on its way
+    presented();
+    await started;
   });
 
   it('a client the view started already is left alone', async () => {

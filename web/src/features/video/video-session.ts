@@ -22,20 +22,21 @@ import {
   useStreamer,
 } from './streamer-store';
 import { VideoController, type VideoSnapshot, type WebRtcClient } from './video-controller';
-import { modules, takePrefetched } from './video-prefetch';
+import { modules, takePrefetched, type ConfigAnswer } from './video-prefetch';
 import { FirstFramePreview } from './first-frame-preview';
 
 /**
- * How long the console's chunks wait for the first WebRTC client (prestartVideo), from its
- * start: on this project's 2-core machine the answer went out 70-90 ms after the start with the
- * main thread to itself (250-280 ms with the console's chunks evaluated beside it).
+ * How long the console's chunks wait for the first client (prestartVideo), from its start: on
+ * this project's 2-core machine the WebRTC answer went out 70-90 ms after the start with the
+ * main thread to itself (250-280 ms with the console's chunks evaluated beside it); direct
+ * H.264's worker waited 90-160 ms to start while the chunks were evaluated.
  */
 export const SIGNALLING_FIRST_MS = 500;
 
 /**
- * After the answer, how long the console's chunks wait for the preview's first frame: a warm
- * encoder's came 40-70 ms after the answer here; a cold one's takes longer, and the console
- * does not wait for it.
+ * After the answer (direct H.264: the media hello), how long the console's chunks wait for the
+ * preview's first frame: a warm encoder's came 40-70 ms after the answer here; a cold one's
+ * takes longer, and the console does not wait for it.
  */
 export const FIRST_FRAME_WAIT_MS = 150;
 
@@ -120,20 +121,19 @@ export async function prestartVideo(): Promise<void> {
   const mode = await config.then(modeOf).catch(() => (isVideoMode(stored) ? stored : 'webrtc'));
   if (videoController.getSnapshot().requestedMode) return;
   videoController.start(mode);
-  if (mode !== 'webrtc') return;
-  previewFirstTrack();
-  await signalled();
+  previewFirstSource();
+  await signalled(mode);
 }
 
 /**
- * Feeds the first frame preview (first-frame-preview.ts) the client's track, from the early
- * start until the preview has shown and gone or the view mounted first.
+ * Feeds the first frame preview (first-frame-preview.ts) the client's track or direct stream,
+ * from the early start until the preview has shown and gone or the view mounted first.
  */
-function previewFirstTrack(): void {
+function previewFirstSource(): void {
   let off = (): void => undefined;
   const follow = (): void => {
-    const { track, mode } = videoController.getSnapshot();
-    firstFramePreview.setTrack(mode === 'webrtc' ? track : null);
+    const { track, direct, mode } = videoController.getSnapshot();
+    firstFramePreview.setSource(mode === 'webrtc' ? track : mode === 'direct_h264' ? direct : null);
     if (firstFramePreview.spent && !firstFramePreview.showing) off();
   };
   off = videoController.subscribe(follow);
@@ -141,16 +141,18 @@ function previewFirstTrack(): void {
 }
 
 /**
- * The first WebRTC client has the page's main thread before the console's chunks (prestart
- * loads them after this settles): settles once its answer has been sent and the first frame
- * preview has presented its first frame (or shows none; FIRST_FRAME_WAIT_MS at most), the
- * client failed, or SIGNALLING_FIRST_MS passed.
+ * The first client has the page's main thread before the console's chunks (prestart loads
+ * them after this settles): settles once its signalling is done (WebRTC: the answer sent;
+ * direct H.264: the media hello came) and the first frame preview has presented its first
+ * frame (or shows none; FIRST_FRAME_WAIT_MS at most), the client failed, or
+ * SIGNALLING_FIRST_MS passed.
  */
-function signalled(): Promise<void> {
+function signalled(mode: VideoMode): Promise<void> {
   return new Promise((resolve) => {
     let off = (): void => undefined;
     let offAnswered = (): void => undefined;
     let client: WebRtcClient | null = null;
+    let waiting = false;
     const done = (): void => {
       clearTimeout(timer);
       off();
@@ -158,30 +160,34 @@ function signalled(): Promise<void> {
       resolve();
     };
     const timer = setTimeout(done, SIGNALLING_FIRST_MS);
+    // then (WebRTC: ICE, DTLS and) the first frame in the preview, with the main thread to
+    // themselves
+    const firstFrame = (): void => {
+      if (waiting) return;
+      waiting = true;
+      const bound = setTimeout(done, FIRST_FRAME_WAIT_MS);
+      void firstFramePreview.firstFrame().then(() => {
+        clearTimeout(bound);
+        done();
+      });
+    };
     const check = (): void => {
-      const { webrtc, state, mode } = videoController.getSnapshot();
-      if (mode !== 'webrtc' || state === 'error' || state === 'stopped') return done();
+      const snapshot = videoController.getSnapshot();
+      const { webrtc, state } = snapshot;
+      if (snapshot.mode !== mode || state === 'error' || state === 'stopped') return done();
+      if (mode === 'direct_h264') {
+        if (state === 'watching' || state === 'active') firstFrame();
+        return;
+      }
       if (webrtc && webrtc !== client) {
         offAnswered();
         client = webrtc;
-        // then ICE, DTLS and the first frame in the preview, with the main thread to themselves
-        offAnswered = webrtc.on('answered', () => {
-          const bound = setTimeout(done, FIRST_FRAME_WAIT_MS);
-          void firstFramePreview.firstFrame().then(() => {
-            clearTimeout(bound);
-            done();
-          });
-        });
+        offAnswered = webrtc.on('answered', firstFrame);
       }
     };
     off = videoController.subscribe(check);
     check();
   });
-}
-
-/** GET /api/system/get_config's answer as far as the video's start reads it. */
-interface ConfigAnswer {
-  config?: { video_mode?: unknown } | null;
 }
 
 /** The config's video_mode; a config without it means the default (as normalizeUserConfig). */
