@@ -16,8 +16,9 @@
  * Decoding: configured at the media hello (codec `avc1.<profile_level_id>`, no description:
  * Annex B), so the decoder starts up while the first key frame is on its way; again on the next
  * key frame after a reset; low-latency mode, strictly increasing timestamps. Delta frames before
- * the first key frame after a configure are dropped. Drawing: on every animation frame the newest decoded frame is drawn and closed;
- * a frame that a newer one overtakes is closed undrawn (never queue behind the remote screen).
+ * the first key frame after a configure are dropped. Drawing: on every animation frame the
+ * newest decoded frame is drawn and closed; a frame that a newer one overtakes is closed undrawn
+ * (never queue behind the remote screen).
  *
  * Counters (for the honest video bench): every video frame received is, in the end, either
  * presented or dropped for one reason; `received - presented - dropped` are in flight (in the
