@@ -266,7 +266,8 @@ describe('video', () => {
         // no black place when the preview went: the view's canvas had the picture already
         expect(seen['viewBrightAtEnd']).toBeGreaterThan(500);
       }
-      expect(await reload.locator('canvas').count()).toBe(1);
+      // the view's canvas alone
+      await expect.poll(async () => reload.locator('canvas').count(), { timeout: 10_000 }).toBe(1);
     } finally {
       await reload.close();
       await byTestId(page, 'video-mode-webrtc').click();

@@ -11,7 +11,8 @@ vi.mock('../../lib/h264-direct', () => ({ sharedDirectWorker }));
 vi.mock('janus-gateway', () => ({ default: {} }));
 vi.mock('webrtc-adapter', () => ({ default: {} }));
 
-function stub(mode = 'webrtc') {
+/** The device's answers to the prefetch, with `mode` as the config's video_mode. */
+function answerAs(mode = 'webrtc') {
   return stubFetch({
     '/api/system/get_config': () => envelope(200, { config: { video_mode: mode } }),
     '/api/janus/auth': () => envelope(200, { apisecret: null, token_auth: false }),
@@ -27,7 +28,7 @@ afterEach(() => {
 
 describe('prefetchVideo (issue 28: the first session asks beside the console, not after it)', () => {
   it('asks the config, /janus/auth and the TURN state at once; each answer is taken once', async () => {
-    const { requests } = stub();
+    const { requests } = answerAs();
     const config = prefetchVideo(1_000);
     expect(requests.map((r) => r.path).sort()).toEqual([
       '/api/janus/auth',
@@ -45,14 +46,14 @@ describe('prefetchVideo (issue 28: the first session asks beside the console, no
   });
 
   it('an answer older than 10 s is not handed out', () => {
-    stub();
+    answerAs();
     prefetchVideo(1_000);
     expect(takePrefetched('/turn/get_turn', 11_001)).toBeNull();
   });
 
   it("direct H.264 last time: only the config, no WebRTC requests, and direct's worker", async () => {
     localStorage.setItem(STORAGE_KEYS.videoMode, 'direct_h264');
-    const { requests } = stub();
+    const { requests } = answerAs();
     prefetchVideo(1_000);
     expect(requests.map((r) => r.path)).toEqual(['/api/system/get_config']);
     expect(takePrefetched('/janus/auth', 1_000)).toBeNull();
@@ -60,17 +61,17 @@ describe('prefetchVideo (issue 28: the first session asks beside the console, no
   });
 
   it("starts direct H.264's worker early when the stored mode or the config says direct", async () => {
-    stub('webrtc');
+    answerAs('webrtc');
     await prefetchVideo(1_000);
     await new Promise((r) => setTimeout(r, 0));
     expect(sharedDirectWorker).not.toHaveBeenCalled(); // WebRTC: no worker
 
-    stub('direct_h264');
+    answerAs('direct_h264');
     await prefetchVideo(1_000); // no stored mode: the config decides
     await vi.waitFor(() => expect(sharedDirectWorker).toHaveBeenCalledTimes(1));
 
     localStorage.setItem(STORAGE_KEYS.videoMode, 'direct_h264');
-    stub('webrtc');
+    answerAs('webrtc');
     void prefetchVideo(1_000); // stored: at once, not after the config
     await vi.waitFor(() => expect(sharedDirectWorker).toHaveBeenCalledTimes(2));
   });

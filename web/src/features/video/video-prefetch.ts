@@ -8,6 +8,7 @@
  * frame").
  */
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
+import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
 import { api } from '../../lib/api';
 import type * as H264DirectModule from '../../lib/h264-direct';
 import type * as JanusStreamModule from '../../lib/janus-stream';
@@ -19,6 +20,16 @@ export const TURN_TIMEOUT_MS = 3_000;
 /** GET /api/system/get_config's answer as far as the video's start reads it. */
 export interface ConfigAnswer {
   config?: { video_mode?: unknown } | null;
+}
+
+export function isVideoMode(value: unknown): value is VideoMode {
+  return (VIDEO_MODES as readonly unknown[]).includes(value);
+}
+
+/** The config's video_mode; a config without it means the default (as normalizeUserConfig). */
+export function modeOf(answer: ConfigAnswer | null): VideoMode {
+  const mode = answer?.config?.video_mode;
+  return isVideoMode(mode) ? mode : 'webrtc';
 }
 
 /** An answer older than this is asked again (a session that starts late). */
@@ -67,7 +78,7 @@ export function prefetchVideo(now = Date.now()): Promise<unknown> {
     const wanted =
       stored === 'direct_h264'
         ? true
-        : config.then((c) => (c as ConfigAnswer | null)?.config?.video_mode === 'direct_h264');
+        : config.then((c) => modeOf(c as ConfigAnswer | null) === 'direct_h264');
     Promise.all([direct, wanted]).then(([m, yes]) => yes && m.sharedDirectWorker(), noop);
   }
   if (stored !== 'direct_h264') {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Emitter } from '../../lib/emitter';
+import type * as VideoPrefetch from './video-prefetch';
 import { IDLE, type VideoSnapshot, type WebRtcClient } from './video-controller';
 import {
   FIRST_FRAME_WAIT_MS,
@@ -11,7 +12,8 @@ import {
 
 const { config } = vi.hoisted(() => ({ config: { mode: 'webrtc' as string } }));
 // the config's answer, as the early requests would have it
-vi.mock('./video-prefetch', () => ({
+vi.mock('./video-prefetch', async (importOriginal) => ({
+  ...(await importOriginal<typeof VideoPrefetch>()),
   modules: { webrtc: null, direct: null },
   takePrefetched: (path: string) =>
     path === '/system/get_config' ? Promise.resolve({ config: { video_mode: config.mode } }) : null,

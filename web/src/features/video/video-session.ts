@@ -5,7 +5,7 @@
  */
 import { useEffect, useState, useSyncExternalStore } from 'react';
 import { STORAGE_KEYS } from '@kvm/protocol/constants';
-import { VIDEO_MODES, type VideoMode } from '@kvm/protocol/enums';
+import type { VideoMode } from '@kvm/protocol/enums';
 import { api } from '../../lib/api';
 import type { JanusAuthAnswer } from '../../lib/janus-stream';
 import { getAuthToken, readStorage } from '../../lib/storage';
@@ -22,7 +22,7 @@ import {
   useStreamer,
 } from './streamer-store';
 import { VideoController, type VideoSnapshot, type WebRtcClient } from './video-controller';
-import { modules, takePrefetched, type ConfigAnswer } from './video-prefetch';
+import { isVideoMode, modeOf, modules, takePrefetched, type ConfigAnswer } from './video-prefetch';
 import { FirstFramePreview } from './first-frame-preview';
 
 /**
@@ -190,18 +190,8 @@ function signalled(mode: VideoMode): Promise<void> {
   });
 }
 
-/** The config's video_mode; a config without it means the default (as normalizeUserConfig). */
-function modeOf(answer: ConfigAnswer): VideoMode {
-  const mode = answer.config?.video_mode;
-  return isVideoMode(mode) ? mode : 'webrtc';
-}
-
 export function useVideo(): VideoSnapshot {
   return useSyncExternalStore(videoController.subscribe, videoController.getSnapshot);
-}
-
-function isVideoMode(value: unknown): value is VideoMode {
-  return (VIDEO_MODES as readonly unknown[]).includes(value);
 }
 
 /**
