@@ -209,7 +209,14 @@ describe('video', () => {
     const reload = await browser.context.newPage();
     try {
       await reload.addInitScript(() => {
-        const seen = { shown: 0, removed: 0, canvas: true, inert: true, viewBrightAtEnd: -1 };
+        const seen = {
+          shown: 0,
+          removed: 0,
+          canvas: true,
+          inert: true,
+          viewBrightAtEnd: -1,
+          reason: '',
+        };
         (window as unknown as { __preview: typeof seen }).__preview = seen;
         const isPreview = (n: Node): n is HTMLElement =>
           n instanceof HTMLElement && n.dataset['testid'] === 'video-preview';
@@ -241,6 +248,9 @@ describe('video', () => {
               if (!isPreview(n)) continue;
               seen.removed += 1;
               seen.viewBrightAtEnd = viewBright();
+              // why it went (first-frame-preview.ts PreviewEnd): marked before this runs
+              const end = performance.getEntriesByName('kvm:video:preview_end').at(-1);
+              seen.reason = String((end as PerformanceMark | undefined)?.detail);
             }
           }
         }).observe(document, { childList: true, subtree: true });
@@ -263,8 +273,11 @@ describe('video', () => {
       expect(seen['removed']).toBe(seen['shown']);
       if (seen['shown'] === 1) {
         expect(seen).toMatchObject({ canvas: true, inert: true });
-        // no black place when the preview went: the view's canvas had the picture already
-        expect(seen['viewBrightAtEnd']).toBeGreaterThan(500);
+        // it went because the view's canvas showed the picture, or (a load slower than
+        // PREVIEW_MAX_MS on a loaded machine) at its bound
+        expect(['view', 'bound']).toContain(seen['reason']);
+        // no black place when the view took over: its canvas had the picture already
+        if (seen['reason'] === 'view') expect(seen['viewBrightAtEnd']).toBeGreaterThan(500);
       }
       // the view's canvas alone
       await expect.poll(async () => reload.locator('canvas').count(), { timeout: 10_000 }).toBe(1);

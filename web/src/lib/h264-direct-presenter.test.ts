@@ -34,7 +34,8 @@ describe('FramePresenter', () => {
     expect([canvas.width, canvas.height]).toEqual([800, 600]);
     expect(newer.closed).toBe(true);
     expect(drawn).toEqual([true]);
-    expect(callbacks).toHaveLength(1); // asks for the next one while running
+    // asks for the next one while running (and one to say the canvas shows a picture)
+    expect(callbacks).toHaveLength(2);
   });
 
   it('reports a frame it could not draw, closes it, and keeps no frame without a canvas', () => {
@@ -105,5 +106,30 @@ describe('FramePresenter', () => {
     p.attach(next);
     expect(next.drawn).toEqual([]);
     expect(painted).toEqual([1, 2, 3]);
+  });
+
+  it('with a scheduler, says a canvas shows a picture on the animation frame after the drawing', () => {
+    const { p, callbacks, painted } = presenter();
+    const preview = new FakeCanvas();
+    const view = new FakeCanvas();
+    p.attach(preview);
+    p.schedule();
+    p.offer(new FakeFrame());
+    callbacks.shift()?.(); // drawn here; the next frame is asked for, and the announcement
+    expect(preview.drawn).toHaveLength(1);
+    expect(painted).toEqual([]);
+    expect(callbacks).toHaveLength(2);
+    callbacks.splice(0).forEach((cb) => cb());
+    expect(painted).toEqual([1]);
+    p.attach(view); // copied now, said on the next frame
+    expect(view.drawn).toEqual([preview]);
+    expect(painted).toEqual([1]);
+    callbacks.splice(0).forEach((cb) => cb());
+    expect(painted).toEqual([1, 1]);
+    // a canvas attached in between voids the announcement about the one before
+    p.attach(preview);
+    p.attach(null);
+    callbacks.splice(0).forEach((cb) => cb());
+    expect(painted).toEqual([1, 1]);
   });
 });

@@ -28,7 +28,8 @@ export interface PresenterOptions {
   drawn: (presented: boolean, timestamp?: number, time?: number) => void;
   /**
    * The canvas attached last shows a picture now: its first frame was drawn, or it was
-   * attached in place of one that showed a picture and that picture was copied onto it.
+   * attached in place of one that showed a picture and that picture was copied onto it. With a
+   * scheduler, said on the animation frame after the drawing.
    */
   painted?: () => void;
 }
@@ -66,7 +67,7 @@ export class FramePresenter {
     const source = this.pictured;
     if (!canvas || !source) return;
     if (canvas === source) {
-      this.options.painted?.();
+      this.announcePainted();
       return;
     }
     try {
@@ -77,7 +78,27 @@ export class FramePresenter {
       return; // the old canvas went meanwhile: the next frame paints this one
     }
     this.pictured = canvas;
-    this.options.painted?.();
+    this.announcePainted();
+  }
+
+  /**
+   * Says that the attached canvas shows a picture once the drawing can be on the screen. An
+   * OffscreenCanvas hands what was drawn to the compositor (and to its placeholder <canvas> on
+   * the page) at the end of the task or animation frame that drew it: with a scheduler, the
+   * next animation frame comes after that. Void if another canvas was attached meanwhile. Seen
+   * on a loaded machine: the page took the preview away while the view's placeholder was still
+   * blank.
+   */
+  private announcePainted(): void {
+    const requestFrame = this.options.requestFrame;
+    if (!requestFrame) {
+      this.options.painted?.();
+      return;
+    }
+    const canvas = this.canvas;
+    requestFrame(() => {
+      if (this.canvas === canvas) this.options.painted?.();
+    });
   }
 
   /** A canvas that left the page: its picture is not copied any more. */
@@ -140,6 +161,6 @@ export class FramePresenter {
     const first = presented && this.pictured !== canvas;
     if (presented) this.pictured = canvas;
     this.options.drawn(presented, timestamp, time);
-    if (first) this.options.painted?.();
+    if (first) this.announcePainted();
   }
 }

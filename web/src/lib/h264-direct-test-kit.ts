@@ -78,7 +78,9 @@ export function videoMessage(key: boolean, payload: number[] = [0, 0, 0, 1, key 
 export function setup(options: { supported?: () => boolean } = {}) {
   FakeWebSocket.reset();
   FakeDecoder.instances = [];
-  let frameCallback: (() => void) | null = null;
+  // the animation frames asked for (the draw loop's, and a `painted` announcement's)
+  let frameCallbacks = new Map<number, () => void>();
+  let nextFrame = 1;
   const stream = new H264DirectStream({
     url: () => 'ws://device.test/api/media/ws',
     createSocket: (url) => new FakeWebSocket(url),
@@ -86,19 +88,20 @@ export function setup(options: { supported?: () => boolean } = {}) {
     isSupported: options.supported ?? (() => true),
     now: () => Date.now(),
     requestFrame: (cb) => {
-      frameCallback = cb;
-      return 1;
+      frameCallbacks.set(nextFrame, cb);
+      return nextFrame++;
     },
-    cancelFrame: () => {
-      frameCallback = null;
+    cancelFrame: (id) => {
+      frameCallbacks.delete(id);
     },
   });
   const states: StreamState[] = [];
   stream.on('state', (s) => states.push(s));
+  /** Runs the callbacks asked for before this animation frame. */
   const animate = () => {
-    const cb = frameCallback;
-    frameCallback = null;
-    cb?.();
+    const due = frameCallbacks;
+    frameCallbacks = new Map();
+    for (const cb of due.values()) cb();
   };
   return { stream, states, animate };
 }

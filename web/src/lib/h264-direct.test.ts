@@ -95,10 +95,14 @@ describe('H264DirectStream', () => {
     socket.receive(videoMessage(true));
     FakeDecoder.instances[0]?.output(new FakeFrame());
     expect(painted).toEqual([]); // decoded, not drawn yet
-    animate();
+    animate(); // drawn
+    expect(painted).toEqual([]);
+    animate(); // the frame after the drawing
     expect(painted).toEqual([preview]);
     stream.attachCanvas(view); // no new frame: the preview's picture is copied onto the view
     expect(view.drawn).toEqual([preview]);
+    expect(painted).toEqual([preview]); // said once the copy can be on the screen
+    animate();
     expect(painted).toEqual([preview, view]);
     expect(stream.attachedCanvas).toBe(view);
     expect(stream.framesDrawn).toBe(1); // a copy is not a frame

@@ -62,8 +62,13 @@ beforeEach(() => {
   });
 });
 
+/** Why the last preview went (its end mark's detail). */
+function lastEnd(): unknown {
+  return (performance.getEntriesByName('kvm:video:preview_end').at(-1) as PerformanceMark)?.detail;
+}
+
 afterEach(() => {
-  preview.end();
+  preview.viewUnmount();
   vi.useRealTimers();
   vi.restoreAllMocks();
 });
@@ -86,6 +91,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(shown()).toHaveLength(1); // mounted is not yet presented: no black flash
     preview.viewPresented();
     expect(shown()).toHaveLength(0);
+    expect(lastEnd()).toBe('view');
     expect(video!.srcObject).toBeNull();
     expect(preview.spent).toBe(true);
   });
@@ -110,6 +116,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     preview.setSource(first);
     preview.setSource(track());
     expect(shown()).toHaveLength(0);
+    expect(lastEnd()).toBe('source');
 
     const again = new FirstFramePreview({
       document: () => document,
@@ -120,6 +127,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(shown()).toHaveLength(1);
     ending.end();
     expect(shown()).toHaveLength(0);
+    expect(lastEnd()).toBe('ended');
 
     const none = new FirstFramePreview({
       document: () => document,
@@ -134,8 +142,9 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     preview.setSource(track());
     preview.viewUnmount();
     expect(shown()).toHaveLength(0);
+    expect(lastEnd()).toBe('unmount');
 
-    vi.useFakeTimers();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }); // the marks stay real
     const stuck = new FirstFramePreview({
       document: () => document,
       stream: () => new MediaStream(),
@@ -145,6 +154,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     expect(shown()).toHaveLength(1);
     vi.advanceTimersByTime(1);
     expect(shown()).toHaveLength(0);
+    expect(lastEnd()).toBe('bound');
   });
 
   it("firstFrame(): settles at the preview's first frame, at its end, or at once without one", async () => {
@@ -165,7 +175,7 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
     });
     other.setSource(track());
     const gone = other.firstFrame();
-    other.end();
+    other.viewUnmount();
     await gone;
   });
 

@@ -23,6 +23,12 @@ export const PREVIEW_MAX_MS = 3_000;
 
 export const PREVIEW_TEST_ID = 'video-preview';
 
+/**
+ * Why a preview went, the `detail` of its `kvm:video:preview_end` mark: the view showed the
+ * picture, the view unmounted, the client's track or stream changed or ended, or the bound.
+ */
+export type PreviewEnd = 'view' | 'unmount' | 'source' | 'ended' | 'bound';
+
 export interface PreviewHost {
   document: () => Document;
   /** Wraps a track for a <video> (MediaStream; a fake in unit tests). */
@@ -50,7 +56,7 @@ export class FirstFramePreview {
   private source: PreviewSource | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private isSpent = false;
-  private onEnded = (): void => this.end();
+  private onEnded = (): void => this.end('ended');
   private offPainted = (): void => undefined;
   private readonly firstFrameWaiters: (() => void)[] = [];
 
@@ -75,7 +81,7 @@ export class FirstFramePreview {
    */
   setSource(source: PreviewSource | null): void {
     if (source === this.source) return;
-    this.end();
+    this.end('source');
     if (!source || this.isSpent) return;
     if (isCanvasSource(source) ? source.attachedCanvas !== null : source.readyState === 'ended')
       return;
@@ -100,7 +106,7 @@ export class FirstFramePreview {
     document.body.appendChild(element);
     this.element = element;
     this.source = source;
-    this.timer = setTimeout(() => this.end(), PREVIEW_MAX_MS);
+    this.timer = setTimeout(() => this.end('bound'), PREVIEW_MAX_MS);
     performance.mark('kvm:video:preview');
     const presented = (): void => {
       if (this.element !== element) return;
@@ -150,15 +156,15 @@ export class FirstFramePreview {
 
   /** The view unmounted: it shows nothing, so neither does the preview. */
   viewUnmount(): void {
-    this.end();
+    this.end('unmount');
   }
 
   /** The view's own video or canvas shows a picture: the preview's place is covered. */
   viewPresented(): void {
-    this.end();
+    this.end('view');
   }
 
-  end(): void {
+  end(reason: PreviewEnd): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     const source = this.source;
@@ -181,6 +187,6 @@ export class FirstFramePreview {
       // the view's canvas has the picture: the preview's is let go of
       if (source && isCanvasSource(source)) source.releaseGoneCanvases();
     }
-    performance.mark('kvm:video:preview_end');
+    performance.mark('kvm:video:preview_end', { detail: reason });
   }
 }
