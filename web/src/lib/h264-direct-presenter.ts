@@ -85,9 +85,8 @@ export class FramePresenter {
    * Says that the attached canvas shows a picture once the drawing can be on the screen. An
    * OffscreenCanvas hands what was drawn to the compositor (and to its placeholder <canvas> on
    * the page) at the end of the task or animation frame that drew it: with a scheduler, the
-   * next animation frame comes after that. Void if another canvas was attached meanwhile. Seen
-   * on a loaded machine: the page took the preview away while the view's placeholder was still
-   * blank.
+   * next animation frame comes after that. Void if another canvas was attached meanwhile. (A CI
+   * run under load read the view's canvas blank as the first frame preview went.)
    */
   private announcePainted(): void {
     const requestFrame = this.options.requestFrame;
