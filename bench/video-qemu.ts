@@ -29,6 +29,12 @@
  *   softirq after the clear, which can run late; one stamped with the next key is left out),
  *   while the framebuffer's flush to the VGA memory comes after it.
  *
+ * - qemu_idle_frames_per_s, qemu_idle_encoder_cpu_pct, qemu_idle_server_cpu_pct: then, with
+ *   the page still watching and nobody typing (the guest's cursor blinks), for 10 s: the frames
+ *   the video source handed on a second (its `frame` stage lines), and the CPU time of the
+ *   server's ffmpeg and of the server, in % of one core. The cost of the repeats that follow each
+ *   change (server/src/drivers/video/qemu.ts FOLLOW_UPS).
+ *
  * - stage times, in the notes for each change (ms after the key was sent): `vnc`, when the
  *   bench's own RFB client on the VM's vnc.sock (QEMU serves it the same screen as the server's
  *   client) saw the new colour; `rfb`, `frame`, `enc`, `piped`, `unit`, the server's times of the
@@ -69,6 +75,10 @@ const FLIPS = sized(20, 3);
 const OUTLIER_MS = 5000;
 /** A change not presented within this is missed. */
 const MISSED_MS = 10_000;
+/** How long the idle console's cost is measured (idleCost). */
+const IDLE_MS = sized(10_000, 3_000);
+/** The kernel's clock ticks a second (USER_HZ) in /proc/<pid>/stat. */
+const CLOCK_TICKS = 100;
 // linux/input-event-codes.h
 const EV_KEY = 1;
 const EV_LED = 17;
@@ -101,6 +111,11 @@ export interface QemuG2g {
   /** median of the guest's own part, NaN when its log had none */
   guestP50: number;
   clock: { offset: number; bound: number };
+  /** frames the video source handed on a second while the console stood still (idleCost) */
+  idleFramesPerS: number;
+  /** the encoder's and the server's CPU meanwhile, % of one core */
+  idleEncoderCpu: number;
+  idleServerCpu: number;
 }
 
 /** A presented frame whose screen state (mostly grey or not) differs from the one before. */
@@ -458,6 +473,12 @@ export class QemuVideoTarget {
         `page clock ${round(clock.offset, 2)} ms ahead (±${round(clock.bound, 2)}), ` +
         `${round(after.offset - clock.offset, 2)} ms drift`,
     );
+    const idle = await this.idleCost();
+    note(
+      `g2g qemu: idle console for ${IDLE_MS / 1000} s: ${idle.frames} frames from the video ` +
+        `source, encoder ${round(idle.encoderCpu, 1)} % and server ${round(idle.serverCpu, 1)} % ` +
+        `of a core`,
+    );
     return {
       p50: percentile(lat, 50),
       p95: percentile(lat, 95),
@@ -466,7 +487,35 @@ export class QemuVideoTarget {
       missed,
       guestP50: guest.length ? median(guest) : NaN,
       clock,
+      idleFramesPerS: idle.frames / (IDLE_MS / 1000),
+      idleEncoderCpu: idle.encoderCpu,
+      idleServerCpu: idle.serverCpu,
     };
+  }
+
+  /**
+   * What a watched console costs while nobody types (the cursor blinks): frames the video
+   * source handed on (its `frame` stage lines) and the CPU of the encoder and the server, over
+   * IDLE_MS, in % of one core.
+   */
+  private async idleCost(): Promise<{ frames: number; encoderCpu: number; serverCpu: number }> {
+    const pid = this.server.pid;
+    if (pid === undefined) return { frames: NaN, encoderCpu: NaN, serverCpu: NaN };
+    const encoders = await childrenNamed(pid, 'ffmpeg');
+    const cpu0 = await cpuMs([pid]);
+    const enc0 = await cpuMs(encoders);
+    const t0 = epochNow();
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const t1 = epochNow();
+    const cpu1 = await cpuMs([pid]);
+    const enc1 = await cpuMs(encoders);
+    let frames = 0;
+    for (const m of this.server.log.matchAll(/^video-stage frame \S+ \S+ (\S+)$/gm)) {
+      const at = Number(m[1]);
+      if (at >= t0 && at < t1) frames += 1;
+    }
+    const pct = (ms: number): number => (ms / (t1 - t0)) * 100;
+    return { frames, encoderCpu: pct(enc1 - enc0), serverCpu: pct(cpu1 - cpu0) };
   }
 
   /** Sets every thread of the server process to `nice` (KVM_BENCH_QEMU_RENICE). */
@@ -483,6 +532,31 @@ export class QemuVideoTarget {
   }
 }
 
+/** The pids of `pid`'s child processes whose command is `name`. */
+async function childrenNamed(pid: number, name: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    for (const child of children.split(' ').filter(Boolean).map(Number)) {
+      const comm = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
+      if (comm.trim() === name) out.push(child);
+    }
+  }
+  return out;
+}
+
+/** CPU time (user + system, ms) the processes have used so far; 0 for one that is gone. */
+async function cpuMs(pids: number[]): Promise<number> {
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    // the fields after the command's closing parenthesis: utime and stime are the 12th and 13th
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+  }
+  return ticks * (1000 / CLOCK_TICKS);
+}
+
 /** The JSON fields of a measurement. */
 export function qemuFields(g: QemuG2g): Record<string, number> {
   return {
@@ -492,6 +566,9 @@ export function qemuFields(g: QemuG2g): Record<string, number> {
     g2g_qemu_outliers: g.outliers,
     g2g_qemu_missed: g.missed,
     ...(Number.isFinite(g.guestP50) ? { g2g_qemu_guest_p50_ms: round(g.guestP50) } : {}),
+    qemu_idle_frames_per_s: round(g.idleFramesPerS, 1),
+    qemu_idle_encoder_cpu_pct: round(g.idleEncoderCpu, 1),
+    qemu_idle_server_cpu_pct: round(g.idleServerCpu, 1),
   };
 }
 

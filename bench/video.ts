@@ -68,7 +68,9 @@
  *   later frame that was presented and the harness, which cannot tell frames apart, the first
  *   one. `--g2g` measures only these and g2g_*.
  * - g2g_qemu_*: a change of the QEMU guest's screen (a key to the guest's shell) to the frame
- *   presented, WebRTC, on the qemu target's own server process: see video-qemu.ts.
+ *   presented, WebRTC, on the qemu target's own server process: see video-qemu.ts; with it
+ *   qemu_idle_*, what a watched still console costs there (frames a second, encoder and server
+ *   CPU).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';

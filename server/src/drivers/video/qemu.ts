@@ -31,7 +31,8 @@ const WAKE_FOLLOW_UP_MS = [40, 80, 160];
 const IDLE_FRAME_MS = 1000;
 
 /**
- * A change is followed by one repeat of the picture this long after it when no newer update came.
+ * A change is followed by repeats of the picture (FOLLOW_UPS), the first this long after it, when
+ * no newer update came.
  * The screen of a text console changes rarely (a key press, the cursor's blink every ~200 ms), and
  * the browser showed the frame of a change only once the next frame arrived: in bench
  * video-qemu's stage times the page received the change's frame at ~75 ms and presented it at
@@ -39,6 +40,22 @@ const IDLE_FRAME_MS = 1000;
  * hundred bytes of P-frame) and pushes the change's frame out at once.
  */
 const FOLLOW_UP_MS = 20;
+
+/**
+ * Repeats after a change, each FOLLOW_UP_MS (or a frame interval) after the one before. One was
+ * not enough: in bench video-qemu's tail the frame presented was the repeat (`recv NaN` in its
+ * rows), received in time and then held 90-275 ms, until the frame after it; the change's own
+ * frame had not been shown (nothing lost on the way: no NACK, PLI or dropped frame in the page's
+ * inbound-rtp). With 1, 3 and 6 repeats the p95 was 276-373, 150-158 and 127-139 ms (p50 about
+ * 100 in each). Each repeat is a skipped picture of a few hundred bytes for the encoder, but a
+ * whole screen (3 MB at 1024x768) into its pipe: only a change that comes within
+ * INPUT_CHANGE_MS of input gets them all (the echo of a key, the pointer); others (a cursor's
+ * blink, a clock) get one, so a still console stays at a few frames a second.
+ */
+const FOLLOW_UPS = 6;
+
+/** A change this soon after input (wakeRefresh) is taken as its answer: FOLLOW_UPS repeats. */
+const INPUT_CHANGE_MS = 1000;
 
 /**
  * Frames handed on and not yet released (RawFrame.release: written into the encoder's pipe, or
@@ -70,12 +87,16 @@ export class QemuVideo implements VideoSource {
   private intervalMs = 1000 / 30;
   private lastDeliveredAt = 0;
   private lastWakeAt = -Infinity;
+  /** When input last reached the guest while someone watched (wakeRefresh). */
+  private lastInputAt = -Infinity;
   private wakeTimers: NodeJS.Timeout[] = [];
   /** Arrival time of the newest update not delivered yet, or null. */
   private pendingSince: number | null = null;
   private deliverTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
   private followUpTimer: NodeJS.Timeout | null = null;
+  /** Repeats still to come after the last change (FOLLOW_UPS). */
+  private followUpsLeft = 0;
   /** Delivery times of the frames not yet released (MAX_UNRELEASED). */
   private unreleased = new Set<{ at: number }>();
   /** Buffers given back, reused for the next frames (POOL_FRAMES). */
@@ -96,6 +117,7 @@ export class QemuVideo implements VideoSource {
     // Only while someone watches: an unwatched screen may back off as QEMU likes.
     if (!this.onFrame || !this.rfb) return;
     const now = performance.now();
+    this.lastInputAt = now;
     if (now - this.lastWakeAt >= WAKE_MIN_MS) {
       this.lastWakeAt = now;
       this.rfb.wakeRefresh();
@@ -172,6 +194,7 @@ export class QemuVideo implements VideoSource {
     this.deliverTimer = null;
     this.idleTimer = null;
     this.followUpTimer = null;
+    this.followUpsLeft = 0;
   }
 
   private setState(patch: Partial<VideoSourceState>): void {
@@ -331,10 +354,14 @@ export class QemuVideo implements VideoSource {
       },
     });
     this.armIdle();
-    if (change) this.armFollowUp();
+    if (change) this.followUpsLeft = now - this.lastInputAt <= INPUT_CHANGE_MS ? FOLLOW_UPS : 1;
+    if (this.followUpsLeft > 0) {
+      this.followUpsLeft -= 1;
+      this.armFollowUp();
+    }
   }
 
-  /** One repeat FOLLOW_UP_MS after a change, unless a newer update goes out first. */
+  /** The next repeat after a change (FOLLOW_UPS), unless a newer update goes out first. */
   private armFollowUp(): void {
     this.followUpTimer = setTimeout(
       () => {

@@ -1,0 +1,105 @@
+import { EventEmitter } from 'node:events';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { QemuMachine } from '../../platform/qemu/machine';
+import { RfbClient } from '../../platform/qemu/rfb';
+import { QemuVideo } from './qemu';
+import type { RawFrame } from './types';
+
+/** The parts of an RFB connection QemuVideo uses: updates are emitted by the test. */
+class FakeRfb extends EventEmitter {
+  width = 64;
+  height = 48;
+  framebuffer = Buffer.alloc(64 * 48 * 4);
+  requestUpdate = vi.fn();
+  wakeRefresh = vi.fn();
+  close = vi.fn();
+}
+
+/** A running QEMU whose VNC socket is the fake above. */
+function fakeMachine(): QemuMachine {
+  return Object.assign(new EventEmitter(), {
+    qmp: {},
+    power: 'running',
+    paths: { vnc: '/nonexistent/vnc.sock' },
+  }) as unknown as QemuMachine;
+}
+
+let rfb: FakeRfb;
+let video: QemuVideo;
+/** Each frame's delivery time (fake ms) and whether it carried a change (`received` set). */
+let frames: { at: number; capturedAt: number }[];
+
+beforeEach(async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  rfb = new FakeRfb();
+  vi.spyOn(RfbClient, 'connect').mockResolvedValue(rfb as unknown as RfbClient);
+  video = new QemuVideo(fakeMachine());
+  await video.init();
+  await vi.waitFor(() => expect(RfbClient.connect).toHaveBeenCalled());
+  await Promise.resolve(); // the connect's then: attached
+  frames = [];
+  // 60 fps: a frame interval of 16.7 ms, below FOLLOW_UP_MS (20)
+  await video.startCapture((f: RawFrame) => {
+    frames.push({ at: performance.now(), capturedAt: f.capturedAt });
+    f.release?.(); // the encoder keeps up
+  }, 60);
+  await vi.advanceTimersByTimeAsync(2000); // the first picture and an idle repeat or two
+  await vi.advanceTimersByTimeAsync(100); // the frame interval since the last one has passed
+  frames = [];
+});
+
+afterEach(async () => {
+  await video.dispose();
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+/** The frames after a screen update at `now`, over the next `ms`. */
+async function afterUpdate(ms: number): Promise<number[]> {
+  const t0 = performance.now();
+  rfb.emit('update', t0);
+  await vi.advanceTimersByTimeAsync(ms);
+  return frames.map((f) => Math.round(f.at - t0));
+}
+
+describe('QemuVideo pacing', () => {
+  it('follows a change that answers input with six repeats, 20 ms apart at 60 fps', async () => {
+    video.wakeRefresh();
+    expect(rfb.wakeRefresh).toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(30);
+    const times = await afterUpdate(500);
+    expect(times).toEqual([0, 20, 40, 60, 80, 100, 120]);
+    // the change's frame is dated by its update; the repeats by their own delivery
+    expect(frames[0]!.capturedAt).toBe(frames[0]!.at);
+  });
+
+  it('follows a change without input (a blinking cursor) with one repeat only', async () => {
+    const times = await afterUpdate(500);
+    expect(times).toEqual([0, 20]);
+    // input more than a second before the change does not count
+    video.wakeRefresh();
+    await vi.advanceTimersByTimeAsync(1500);
+    frames = [];
+    expect(await afterUpdate(500)).toEqual([0, 20]);
+  });
+
+  it('starts the repeats over with a newer change, and keeps a still screen at one a second', async () => {
+    video.wakeRefresh();
+    const t0 = performance.now();
+    rfb.emit('update', t0);
+    await vi.advanceTimersByTimeAsync(50); // two repeats out
+    rfb.emit('update', performance.now());
+    await vi.advanceTimersByTimeAsync(500);
+    const times = frames.map((f) => Math.round(f.at - t0));
+    expect(times.slice(0, 3)).toEqual([0, 20, 40]);
+    // the newer change waits for the frame interval after the last repeat (40 + 16.7), then six
+    // repeats of it
+    expect(times[3]).toBeGreaterThanOrEqual(56);
+    expect(times[3]).toBeLessThanOrEqual(57);
+    expect(times.slice(3).map((t) => t - times[3]!)).toEqual([0, 20, 40, 60, 80, 100, 120]);
+    frames = [];
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(frames.length).toBeGreaterThanOrEqual(2);
+    expect(frames.length).toBeLessThanOrEqual(3);
+  });
+});
