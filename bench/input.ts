@@ -26,7 +26,9 @@
  *
  * `--only latency` measures the two latencies alone (no QEMU paste, no release-after-drop).
  * KVM_BENCH_WEB_DIR serves a console built elsewhere (e.g. to compare two builds).
- * KVM_BENCH_SERVER_PROF=<dir> writes a CPU profile of the server process there.
+ * KVM_BENCH_SERVER_PROF=<dir> writes a CPU profile of the server process there, and
+ * KVM_BENCH_PAGE_PROF=<prefix> one of the page while it types (CDP Profiler, 250 us samples) to
+ * <prefix>-<mode>.cpuprofile.
  * A note gives the machine's UDP receive-buffer drops (/proc/net/snmp Udp RcvbufErrors, all
  * sockets of this network namespace) while each mode typed: data channel packets a stalled
  * server could not take in time, whose SCTP recovery makes a tail of its own.
@@ -54,6 +56,8 @@ const GAP_MS = Number(process.env.KVM_BENCH_INPUT_GAP_MS ?? 5);
 const onlyAt = process.argv.indexOf('--only');
 const LATENCY_ONLY = onlyAt >= 0 && process.argv[onlyAt + 1] === 'latency';
 const WEB_DIR = process.env.KVM_BENCH_WEB_DIR;
+/** KVM_BENCH_PAGE_PROF=<prefix> (header). */
+const PAGE_PROF = process.env['KVM_BENCH_PAGE_PROF'];
 const DUMP = process.env.KVM_BENCH_INPUT_DUMP;
 /** This process is the bench's server (see ServerChild). */
 const SERVER_CHILD = process.argv.includes('--server-child');
@@ -349,6 +353,12 @@ async function latency(
     page.evaluate(() => ({ ...(window as unknown as { __longTasks: LongTasks }).__longTasks }));
   const tasksBefore = await readLongTasks();
   const dropsBefore = await udpReceiveBufferErrors();
+  const cdp = PAGE_PROF ? await page.context().newCDPSession(page) : null;
+  if (cdp) {
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 250 });
+    await cdp.send('Profiler.start');
+  }
   // Paced, drift-free: one event every GAP_MS (see the header).
   const typingStart = performance.now();
   for (let i = 0; i < EVENTS; i += 1) {
@@ -358,6 +368,10 @@ async function latency(
     else await page.keyboard.up('KeyA');
   }
   const typingMs = performance.now() - typingStart;
+  if (cdp) {
+    const { profile } = await cdp.send('Profiler.stop');
+    await writeFile(`${PAGE_PROF}-${mode}.cpuprofile`, JSON.stringify(profile));
+  }
   note(`${mode}: typed at ${round((EVENTS * 1000) / typingMs)} events/s`);
   const { driverTimes, counts, loop } = await ctx.server.call<Collected>({
     cmd: 'collect',

@@ -10,7 +10,7 @@ import { VirtualKeyboardHost } from '../keyboard/VirtualKeyboardHost';
 import UpgradeHost from '../upgrade/UpgradeHost';
 import { useLayout, type LeftPanelSection } from './layout-store';
 import { layoutRules } from '../../lib/layout-rules';
-import { useVideo } from '../video/video-session';
+import { useVideoPart } from '../video/video-session';
 import { StatusBar } from './StatusBar';
 import { Toolbar } from './Toolbar';
 
@@ -41,7 +41,7 @@ const CHROME_WAIT_MS = 1_000;
  * slices: the page's main thread stays free for the video's handshake, ICE and DTLS.
  */
 function useChrome(): boolean {
-  const state = useVideo().state;
+  const state = useVideoPart((v) => v.state);
   const waiting = state === 'connecting' || state === 'attached' || state === 'watching';
   const [shown, setShown] = useState(false);
   const [waited, setWaited] = useState(false);

@@ -19,7 +19,7 @@ import { loadStreamer } from './streamer-store';
 import {
   firstFramePreview,
   useRequestedVideoMode,
-  useVideo,
+  useVideoPart,
   videoController,
 } from './video-session';
 
@@ -71,7 +71,15 @@ export function VideoView() {
   const requestedMode = useRequestedVideoMode();
   const orientation = useConfig((s) => s.config?.orientation ?? 0);
   const showCursor = useConfig((s) => s.config?.show_cursor ?? true);
-  const video = useVideo();
+  // each part alone: the stream info's updates (each second) do not render the view again
+  const mode = useVideoPart((v) => v.mode);
+  const track = useVideoPart((v) => v.track);
+  const direct = useVideoPart((v) => v.direct);
+  const fallback = useVideoPart((v) => v.fallback);
+  const retrying = useVideoPart((v) => v.retrying);
+  const unsupported = useVideoPart((v) => v.unsupported);
+  const state = useVideoPart((v) => v.state);
+  const handover = useVideoPart((v) => v.handover);
   const areaRef = useRef<HTMLDivElement>(null);
   const videoRef = useRef<HTMLVideoElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
@@ -80,7 +88,6 @@ export function VideoView() {
   useInputCapture(areaRef);
   const [webrtcSize, setWebrtcSize] = useState<Size | null>(null);
   const [directSize, setDirectSize] = useState<Size | null>(null);
-  const { mode, track, direct, fallback, retrying, unsupported, state } = video;
   // The fallback notice can be dismissed; a new fallback shows it again.
   const [noticeClosed, setNoticeClosed] = useState(false);
   const [noticeFor, setNoticeFor] = useState(fallback);
@@ -252,7 +259,7 @@ export function VideoView() {
       data-mode={mode ?? ''}
       data-state={state}
       data-fallback={fallback ? 'true' : 'false'}
-      data-handover={video.handover ? 'true' : 'false'}
+      data-handover={handover ? 'true' : 'false'}
       data-orientation={orientation}
       style={{
         position: 'relative',

@@ -195,6 +195,19 @@ export function useVideo(): VideoSnapshot {
 }
 
 /**
+ * One part of the video snapshot (a field: a primitive, or an object the snapshot keeps): the
+ * component renders again only when that part changes. The snapshot changes with every stream
+ * info (fps, bitrate: each second), and useVideo() in MainLayout rendered the whole main page
+ * again each time, 3-5 ms of the page's main thread that input events waited behind (the input
+ * bench's page profile).
+ */
+export function useVideoPart<T>(select: (snapshot: VideoSnapshot) => T): T {
+  return useSyncExternalStore(videoController.subscribe, () =>
+    select(videoController.getSnapshot()),
+  );
+}
+
+/**
  * The `video_mode` setting: the server copy once loaded; if it cannot be read, the one this
  * browser remembers (SPEC 3 local key video_mode), else WebRTC. null while loading.
  */
@@ -210,7 +223,7 @@ export function useRequestedVideoMode(): VideoMode | null {
 /** SPEC 2/4 status bar text state of the stream, re-evaluated when the 5 s rule expires. */
 export function useStreamStatus(): StreamStatus {
   const heartbeatState = useSyncExternalStore(heartbeat.subscribe, heartbeat.getState);
-  const clientState = useVideo().state;
+  const clientState = useVideoPart((v) => v.state);
   const online = useStreamer((s) => sourceOnline(s.state));
   const signalLostAt = useStreamer((s) => s.signalLostAt);
   const [now, setNow] = useState(() => Date.now());
