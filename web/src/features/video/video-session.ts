@@ -197,9 +197,8 @@ export function useVideo(): VideoSnapshot {
 /**
  * One part of the video snapshot (a field: a primitive, or an object the snapshot keeps): the
  * component renders again only when that part changes. The snapshot changes with every stream
- * info (fps, bitrate: each second), and useVideo() in MainLayout rendered the whole main page
- * again each time, 3-5 ms of the page's main thread that input events waited behind (the input
- * bench's page profile).
+ * info (fps, bitrate: each second); MainLayout, which reads only `state`, rendered the whole main
+ * page again each time through useVideo().
  */
 export function useVideoPart<T>(select: (snapshot: VideoSnapshot) => T): T {
   return useSyncExternalStore(videoController.subscribe, () =>
