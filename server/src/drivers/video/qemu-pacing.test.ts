@@ -26,7 +26,7 @@ function fakeMachine(): QemuMachine {
 
 let rfb: FakeRfb;
 let video: QemuVideo;
-/** Each frame's delivery time (fake ms) and whether it carried a change (`received` set). */
+/** Each frame's delivery time and the capture time it carries (fake ms). */
 let frames: { at: number; capturedAt: number }[];
 
 beforeEach(async () => {

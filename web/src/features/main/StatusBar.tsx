@@ -1,7 +1,7 @@
 import { theme } from 'antd';
-import { useEffect, useRef, type ReactNode } from 'react';
 import { STATUS_BAR_MIN_HEIGHT } from '@kvm/protocol/constants';
 import { useTranslation } from 'react-i18next';
+import { GrowOnly } from '../../components/GrowOnly';
 import type { I18nKey } from '../../i18n/keys';
 import type { StreamInfo } from '../../lib/stream-types';
 import { CameraStatus, MicControl, VolumeControl } from '../audio/AudioControls';
@@ -38,38 +38,6 @@ export function StreamInfoText({ info }: { info: StreamInfo }) {
 }
 
 /**
- * A readout whose text changes every second or so (bitrate, fps, latency) keeps the widest width
- * it has had. The bar wraps its items (a narrow window, or 1366 px with every control shown): a
- * text a few pixels wider moved the next item to the other line and back, so the bar's height,
- * and the remote screen's area above it, changed every few seconds, and the whole view rendered
- * again each time.
- */
-export function GrowOnly({ children }: { children: ReactNode }) {
-  const ref = useRef<HTMLSpanElement>(null);
-  useEffect(() => {
-    const element = ref.current;
-    if (!element || typeof ResizeObserver !== 'function') return;
-    let widest = 0;
-    const observer = new ResizeObserver(() => {
-      const width = Math.ceil(element.getBoundingClientRect().width);
-      if (width <= widest) return;
-      widest = width;
-      element.style.minWidth = `${width}px`;
-    });
-    observer.observe(element);
-    return () => observer.disconnect();
-  }, []);
-  return (
-    <span
-      ref={ref}
-      style={{ display: 'inline-block', whiteSpace: 'nowrap', fontVariantNumeric: 'tabular-nums' }}
-    >
-      {children}
-    </span>
-  );
-}
-
-/**
  * SPEC 2 status bar: stream, mouse and keyboard (HidStatus), volume, microphone and camera
  * (features/audio).
  */
@@ -103,11 +71,7 @@ export function StatusBar() {
           <StreamInfoText info={info} />
         </GrowOnly>
       )}
-      {state === 'active' && (
-        <GrowOnly>
-          <LatencyStatus />
-        </GrowOnly>
-      )}
+      {state === 'active' && <LatencyStatus />}
       <CaptureStatus />
       <MouseStatus />
       <KeyboardStatus />

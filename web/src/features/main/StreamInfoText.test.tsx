@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import en from '../../i18n/en.json';
 import { connectionTypeFromStats } from '../../lib/rtc-stats';
 import { render, type Rendered } from '../../test/render';
-import { GrowOnly, StreamInfoText } from './StatusBar';
+import { StreamInfoText } from './StatusBar';
 
 /** A stats report whose selected pair has these local and remote candidate types. */
 function report(local: string, remote: string): Map<string, unknown> {
@@ -39,48 +39,5 @@ describe('stream info: connection type (SPEC 3, issue 25)', () => {
   it('says nothing about the connection before a pair is selected', async () => {
     view = await render(<StreamInfoText info={{ bitrateKbps: 500, fps: 25, connection: null }} />);
     expect(view.byTestId('status-stream-info')?.textContent).toBe('500 kbps · 25 fps');
-  });
-});
-
-describe('GrowOnly: a readout keeps its widest width', () => {
-  it('grows with a wider text and keeps that width when the text gets narrower', async () => {
-    const observed: Array<() => void> = [];
-    vi.stubGlobal(
-      'ResizeObserver',
-      class {
-        constructor(private readonly callback: () => void) {}
-        observe(): void {
-          observed.push(this.callback);
-        }
-        disconnect(): void {
-          observed.splice(observed.indexOf(this.callback), 1);
-        }
-      },
-    );
-    try {
-      view = await render(
-        <GrowOnly>
-          <span data-testid="readout">850 kbps · 60 fps</span>
-        </GrowOnly>,
-      );
-      const outer = view.byTestId('readout')!.parentElement!;
-      let width = 114;
-      vi.spyOn(outer, 'getBoundingClientRect').mockImplementation(() => ({ width }) as DOMRect);
-      const resized = (w: number) => {
-        width = w;
-        observed.forEach((callback) => callback());
-      };
-      resized(114);
-      expect(outer.style.minWidth).toBe('114px');
-      resized(129.4); // 1.2 Mbps: wider, rounded up
-      expect(outer.style.minWidth).toBe('130px');
-      resized(114); // narrower again: the width stays
-      expect(outer.style.minWidth).toBe('130px');
-      view.unmount();
-      view = undefined;
-      expect(observed).toHaveLength(0);
-    } finally {
-      vi.unstubAllGlobals();
-    }
   });
 });

@@ -4,6 +4,7 @@
  * Absent until the first frame is dated (no clock estimate yet, or a browser without the means).
  */
 import { useTranslation } from 'react-i18next';
+import { GrowOnly } from '../../components/GrowOnly';
 import { useLatencyView } from './latency-readout';
 
 export function LatencyStatus() {
@@ -11,14 +12,17 @@ export function LatencyStatus() {
   const view = useLatencyView();
   if (view.latencyMs === null) return null;
   const value = Math.max(0, Math.round(view.latencyMs));
+  // its own GrowOnly: none (no empty place in the bar) until a frame is dated
   return (
-    <span
-      data-testid="status-latency"
-      data-latency-ms={value}
-      data-mode={view.mode ?? ''}
-      title={t('video.latency.tip', { bound: Math.ceil(view.boundMs ?? 0) })}
-    >
-      {t('video.latency.text', { value })}
-    </span>
+    <GrowOnly>
+      <span
+        data-testid="status-latency"
+        data-latency-ms={value}
+        data-mode={view.mode ?? ''}
+        title={t('video.latency.tip', { bound: Math.ceil(view.boundMs ?? 0) })}
+      >
+        {t('video.latency.text', { value })}
+      </span>
+    </GrowOnly>
   );
 }
