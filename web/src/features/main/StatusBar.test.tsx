@@ -14,7 +14,23 @@ import {
 } from '../audio/audio-store';
 import type { MeterContextLike } from '../audio/mic-meter';
 import { resetConfigForTests, useConfig } from '../config/config-store';
+import { IDLE, type VideoSnapshot } from '../video/video-controller';
+import type * as VideoSession from '../video/video-session';
+import { videoController } from '../video/video-session';
 import { StatusBar } from './StatusBar';
+
+/** The bar's own renders: it calls useStreamStatus once each (counted through the mock). */
+const { barRenders } = vi.hoisted(() => ({ barRenders: { count: 0 } }));
+vi.mock('../video/video-session', async (importOriginal) => {
+  const actual = await importOriginal<typeof VideoSession>();
+  return {
+    ...actual,
+    useStreamStatus: () => {
+      barRenders.count += 1;
+      return actual.useStreamStatus();
+    },
+  };
+});
 
 function device(mic: Partial<AudioState['mic']> = {}, patch: Partial<AudioState> = {}): AudioState {
   return {
@@ -79,6 +95,40 @@ describe('StatusBar', () => {
     expect(item?.textContent).toBe(`${en.status.stream}: ${en.status.inactive}`);
     expect(item?.dataset['status']).toBe('inactive');
     expect(view?.byTestId('status-stream-info')).toBeNull();
+  });
+
+  it('a new stream info renders only its own text, not the bar (each second while video plays)', async () => {
+    let snapshot: VideoSnapshot = {
+      ...IDLE,
+      requestedMode: 'webrtc',
+      mode: 'webrtc',
+      state: 'active',
+      info: { bitrateKbps: 850, fps: 60, connection: 'p2p' },
+    };
+    const listeners = new Set<() => void>();
+    vi.spyOn(videoController, 'getSnapshot').mockImplementation(() => snapshot);
+    vi.spyOn(videoController, 'subscribe').mockImplementation((l) => {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    });
+    await show();
+    const info = () => view?.byTestId('status-stream-info')?.textContent ?? '';
+    expect(info()).toContain('850');
+    const before = barRenders.count;
+    act(() => {
+      snapshot = { ...snapshot, info: { bitrateKbps: 920, fps: 59, connection: 'p2p' } };
+      for (const l of [...listeners]) l();
+    });
+    await waitFor(() => info().includes('920'), 'the new stream info');
+    expect(info()).toContain('59');
+    expect(barRenders.count).toBe(before);
+    // the state is the bar's: it renders again for that
+    act(() => {
+      snapshot = { ...snapshot, state: 'connecting' };
+      for (const l of [...listeners]) l();
+    });
+    await waitFor(() => view?.byTestId('status-stream-info') === null, 'the info gone');
+    expect(barRenders.count).toBeGreaterThan(before);
   });
 
   it('volume: on, muted by a click, level remembered; none in direct H.264', async () => {
