@@ -12,9 +12,9 @@
  *
  * Drawing a frame allocates nothing on the way (cells are keyed by number, bitmaps copied byte
  * by byte, the cell map walked with forEach): the testbed runs in the server's event loop, and
- * its garbage was the largest part of the server's allocations while the input bench typed
- * (a sampling heap profile: 60-75 % over WebSocket, 35 % over the data channel), each byte of
- * it a share of the collections that hold up the next input message.
+ * its garbage was the largest part of the server's allocations while the input bench typed (a
+ * sampling heap profile: 78 % of them over the WebSocket, 35 % over the data channel), each
+ * byte of it a share of the collections that hold up the next input message.
  *
  * The marker is what latency harnesses read: a row of 8 blocks at a fixed place, each white or
  * black, giving the low 8 bits of the change counter. Every `markChange()` (or input event)

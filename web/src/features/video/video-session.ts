@@ -190,15 +190,12 @@ function signalled(mode: VideoMode): Promise<void> {
   });
 }
 
-export function useVideo(): VideoSnapshot {
-  return useSyncExternalStore(videoController.subscribe, videoController.getSnapshot);
-}
-
 /**
  * One part of the video snapshot (a field: a primitive, or an object the snapshot keeps): the
  * component renders again only when that part changes. The snapshot changes with every stream
  * info (fps, bitrate: each second); MainLayout, which reads only `state`, rendered the whole main
- * page again each time through useVideo().
+ * page again each time when it took the whole snapshot, and the status bar its 46 components.
+ * There is no hook for the whole snapshot: every reader takes its parts.
  */
 export function useVideoPart<T>(select: (snapshot: VideoSnapshot) => T): T {
   return useSyncExternalStore(videoController.subscribe, () =>
