@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildNetnsApp, initAndLogin } from '../server/src/test-helpers';
 import { startWanPeer, WAN, type WanPeer } from '../server/src/platform/netns/wan-test-support';
-import { median, note, percentile, round, shortMark, sized } from './lib';
+import { median, note, percentile, round, runMarks, sized } from './lib';
 
 const RTT_SAMPLES = sized(200, 40);
 const IDLE_S = sized(10, 4);
@@ -148,7 +148,7 @@ async function main(): Promise<void> {
 
     process.stdout.write(
       `${JSON.stringify({
-        ...shortMark(),
+        ...runMarks(),
         wireguard_handshake_ms: round(handshakeMs),
         wireguard_start_ms: round(startMs),
         wireguard_console_rtt_ms: round(median(times), 2),

@@ -79,7 +79,7 @@ import {
   note,
   percentile,
   round,
-  shortMark,
+  runMarks,
   sized,
   SHORT,
   machineSpeed,
@@ -641,7 +641,7 @@ async function main(): Promise<Record<string, number | boolean>> {
     const drop = await dropouts(listener, t);
     await listener.evaluate('window.__kvmAudio.unwatch()');
     return {
-      ...shortMark(),
+      ...runMarks(),
       audio_latency_ms: round(median(speaker.fromTone)),
       audio_latency_p95_ms: round(percentile(speaker.fromTone, 95)),
       audio_latency_from_command_ms: round(median(speaker.fromCommand)),

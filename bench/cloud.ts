@@ -69,7 +69,7 @@ import { sha256 } from '../fleet/src/accounts/accounts';
 import { newDeviceId } from '../fleet/src/devices/devices';
 import { consoleFigures } from './cloud-console';
 import { firstFrame, glassToGlass, mediaPaths, openConsole, type G2g } from './g2g';
-import { initAndLogin, machineSpeed, note, percentile, round, shortMark, sized } from './lib';
+import { initAndLogin, machineSpeed, note, percentile, round, runMarks, sized } from './lib';
 
 const AGENTS = sized(1000, 50);
 const RTT_SAMPLES = sized(200, 20);
@@ -464,7 +464,7 @@ async function main(): Promise<void> {
     const part2 = await consoleFigures(cloud, onB, { ...BENCH_ACCOUNT, id: accountId }, ca);
 
     const out = {
-      ...shortMark(),
+      ...runMarks(),
       agents: AGENTS,
       connect_storm_s: round(stormS, 2),
       fleet_rss_mb_per_1000_agents: round(rssPer1000, 1),

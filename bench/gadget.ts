@@ -41,7 +41,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import WebSocket from 'ws';
 import { DeviceVm, type DeviceVmEvent } from '../e2e/fixtures/device-vm';
-import { machineSpeed, median, note, percentile, round, shortMark, sized } from './lib';
+import { machineSpeed, median, note, percentile, round, runMarks, sized } from './lib';
 import { atxFigures } from './gadget-atx';
 import { audioFigures } from './gadget-audio';
 import { cameraFigures } from './gadget-camera';
@@ -369,7 +369,7 @@ async function main(): Promise<void> {
     const ms = (v: number): number => round(v, 1);
     console.log(
       JSON.stringify({
-        ...shortMark(),
+        ...runMarks(),
         device_vm_boot_s: round(bootS, 1),
         server_rss_mb: round(serverProc.rssMb, 1),
         launcher_rss_mb: round(launcherProc?.rssMb ?? 0, 1),

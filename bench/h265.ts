@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ffmpegArgs } from '../server/src/media/encoder';
 import { TestbedPicture } from '../server/src/platform/testbed/screen';
-import { machineSpeed, note, round, shortMark, sized } from './lib';
+import { machineSpeed, note, round, runMarks, sized } from './lib';
 
 const WIDTH = 1280;
 const HEIGHT = 720;
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
       });
     }
     process.stdout.write(
-      `${JSON.stringify({ ...shortMark(), frames: FRAMES, ...figures, ...machineSpeed() })}\n`,
+      `${JSON.stringify({ ...runMarks(), frames: FRAMES, ...figures, ...machineSpeed() })}\n`,
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

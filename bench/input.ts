@@ -47,7 +47,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/test-helpers';
 import type { TestbedReport } from '../server/src/drivers/hid/testbed';
 import { Browser } from '../e2e/fixtures/browser';
-import { median, note, round, shortMark, sized, initAndLogin } from './lib';
+import { median, note, round, runMarks, sized, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const EVENTS = Number(process.env.KVM_BENCH_INPUT_EVENTS ?? sized(10_000, 200));
@@ -512,7 +512,7 @@ async function main(): Promise<void> {
     const paste = LATENCY_ONLY ? null : await pasteRate();
     process.stdout.write(
       `${JSON.stringify({
-        ...shortMark(),
+        ...runMarks(),
         datachannel_p50_ms: round(dc.p50, 2),
         datachannel_p99_ms: round(dc.p99, 2),
         ws_p50_ms: round(ws.p50, 2),

@@ -13,9 +13,17 @@ export function sized<T>(full: T, short: T): T {
   return SHORT ? short : full;
 }
 
-/** `{short: true}` in short mode, nothing otherwise: spread into the bench's JSON. */
-export function shortMark(): { short?: true } {
-  return SHORT ? { short: true } : {};
+/**
+ * What sets this run apart, spread into the bench's JSON: `short: true` in short mode, and
+ * `cpu_limit`, the fraction of the machine's CPU it ran under (KVM_BENCH_CPU, a slower machine
+ * of the same kind: scripts/cpu-limit.mjs). Nothing for a full run on the whole machine.
+ */
+export function runMarks(): { short?: true; cpu_limit?: number } {
+  const limit = process.env['KVM_BENCH_CPU_APPLIED'];
+  return {
+    ...(SHORT ? { short: true as const } : {}),
+    ...(limit ? { cpu_limit: Number(limit) } : {}),
+  };
 }
 
 export function median(values: number[]): number {

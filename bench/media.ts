@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/test-helpers';
 import { REPO_ROOT } from '../server/src/paths';
-import { note, round, shortMark, sized, initAndLogin } from './lib';
+import { note, round, runMarks, sized, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const UPLOAD_BYTES = Number(process.env.KVM_BENCH_MEDIA_UPLOAD ?? sized(4e9, 200e6));
@@ -211,7 +211,7 @@ try {
   note(`write_remote: ${round(REMOTE_BYTES / 1e9, 2)} GB in ${round(remoteMs / 1000, 2)} s`);
   process.stdout.write(
     `${JSON.stringify({
-      ...shortMark(),
+      ...runMarks(),
       upload_mb_per_s: round(uploadMbPerS),
       upload_rss_growth_mb: round(up.rssGrowthMb),
       dd_mb_per_s: ddMb === null ? null : round(ddMb),

@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/test-helpers';
 import type { RawFrame } from '../server/src/drivers/video/types';
-import { machineSpeed, median, note, round, shortMark, sized, SHORT, initAndLogin } from './lib';
+import { machineSpeed, median, note, round, runMarks, sized, SHORT, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const SAMPLES = sized(5, 2);
@@ -396,5 +396,5 @@ if (process.argv[1]?.endsWith('ocr.mjs')) {
     calibration_end_ms: end.calibration_ms,
     calibration_cpu_end_ms: end.calibration_cpu_ms,
   };
-  process.stdout.write(`${JSON.stringify({ ...shortMark(), ...figures, ...calibration })}\n`);
+  process.stdout.write(`${JSON.stringify({ ...runMarks(), ...figures, ...calibration })}\n`);
 }

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT } from '../e2e/fixtures/server';
 import WebSocket from 'ws';
-import { median, note, round, shortMark, sized } from './lib';
+import { median, note, round, runMarks, sized } from './lib';
 
 async function untilAnswered(url: string, deadline: number): Promise<void> {
   for (;;) {
@@ -103,7 +103,7 @@ for (let i = 0; i < sized(7, 2); i += 1) {
 }
 process.stdout.write(
   `${JSON.stringify({
-    ...shortMark(),
+    ...runMarks(),
     cold_start_ms: round(median(starts)),
     idle_rss_mb: round(median(rss)),
     idle_rss_no_socket_mb: round(median(rssNoSocket)),

@@ -10,7 +10,7 @@
  */
 import { get } from 'node:http';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, percentile, round, shortMark, sized } from './lib';
+import { median, note, percentile, round, runMarks, sized } from './lib';
 import { ocrFigures } from './ocr';
 import { benchLogin } from './terminal';
 
@@ -99,5 +99,5 @@ export async function snapshotFigures(): Promise<Record<string, number>> {
 if (process.argv[1]?.endsWith('snapshot.mjs')) {
   const figures = await snapshotFigures();
   const ocr = await ocrFigures();
-  process.stdout.write(`${JSON.stringify({ ...shortMark(), ...figures, ...ocr })}\n`);
+  process.stdout.write(`${JSON.stringify({ ...runMarks(), ...figures, ...ocr })}\n`);
 }

@@ -31,7 +31,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, round, shortMark, sized, SHORT, initAndLogin } from './lib';
+import { median, note, round, runMarks, sized, SHORT, initAndLogin } from './lib';
 
 const PASSWORD = 'benchpass';
 const RUNS = sized(5, 2);
@@ -277,7 +277,7 @@ const net = await networkFigures();
 const edid = await edidFigure();
 process.stdout.write(
   `${JSON.stringify({
-    ...shortMark(),
+    ...runMarks(),
     dhcp_lease_ms: net.dhcp_lease_ms,
     static_apply_ms: net.static_apply_ms,
     revert_after_s: net.revert_after_s,

@@ -10,7 +10,7 @@
  */
 import WebSocket from 'ws';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { initAndLogin, median, note, percentile, round, shortMark, sized } from './lib';
+import { initAndLogin, median, note, percentile, round, runMarks, sized } from './lib';
 
 export const TERMINAL_SAMPLES = sized(300, 50);
 
@@ -91,7 +91,7 @@ if (process.argv[1]?.endsWith('terminal.mjs')) {
   const server = await ServerProcess.start({ target: 'testbed' });
   try {
     const times = await terminalEchoTimes(server, await benchLogin(server, 'benchpass'));
-    process.stdout.write(`${JSON.stringify({ ...shortMark(), ...terminalFields(times) })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...runMarks(), ...terminalFields(times) })}\n`);
   } finally {
     await server.dispose();
   }

@@ -16,6 +16,8 @@
  *   given to the decoder and its first output;
  * - the console's performance marks named `kvm:*` (`kvm:webrtc:start` and `kvm:direct:start`:
  *   the client started), as `kvm_webrtc_start`;
+ * - `root_mounted`: React's first commit into #root; `console_toolbar`: the console's toolbar
+ *   in the page (its chrome rendered: bench/video.ts waits for it, `ttff_*_console_ms`);
  * - `presented`: the g2g harness's first presented frame (bench/video.ts says what that is);
  * - cold loads add the server's side (this process, epoch clock converted to the page's):
  *   `encoder_spawn` (H264Encoder created), `encoder_running` (ffmpeg spawned: `started`),
@@ -42,6 +44,7 @@ export function ttffProbe(): void {
   ) => at(e.data.name, e.data.t - performance.timeOrigin);
   new MutationObserver(() => {
     if (document.getElementById('root')?.firstChild) at('root_mounted');
+    if (document.querySelector('[data-testid="toolbar"]')) at('console_toolbar');
     const video = document.querySelector('video');
     if (video && !video.dataset['ttff']) {
       video.dataset['ttff'] = '1';

@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { REPO_ROOT } from '../server/src/paths';
 import { loadTrustedKeys, verifyPackage } from '../server/src/services/upgrade/package-reader';
 import { ServerProcess } from '../e2e/fixtures/server';
-import { median, note, round, SHORT, shortMark, sized } from './lib';
+import { median, note, round, SHORT, runMarks, sized } from './lib';
 import { benchLogin, terminalEchoTimes, terminalFields } from './terminal';
 
 const run = promisify(execFile);
@@ -341,7 +341,7 @@ async function main(): Promise<void> {
     // The product's default target, with its VM stopped and started again: full mode only.
     ...(SHORT ? {} : await installFigures('qemu')),
   };
-  process.stdout.write(`${JSON.stringify({ ...shortMark(), ...figures })}\n`);
+  process.stdout.write(`${JSON.stringify({ ...runMarks(), ...figures })}\n`);
 }
 
 await main();

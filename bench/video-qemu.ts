@@ -64,7 +64,7 @@ import {
   note,
   percentile,
   round,
-  shortMark,
+  runMarks,
   sized,
   initAndLogin,
 } from './lib';
@@ -580,7 +580,7 @@ if (process.argv[1]?.endsWith('video-qemu.mjs')) {
     await target.ready();
     browser = await Browser.launch();
     const g = await target.measure(browser);
-    process.stdout.write(`${JSON.stringify({ ...shortMark(), ...qemuFields(g) })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...runMarks(), ...qemuFields(g) })}\n`);
   } finally {
     await browser?.close();
     await target.dispose();

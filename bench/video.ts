@@ -36,6 +36,12 @@
  *   navigation start, in time order (bench/ttff-probe.ts says what each is); cold adds the
  *   server's encoder_spawn (the hub made its encoder), encoder_running (its ffmpeg runs: at
  *   once with the spare) and encoder_first_unit. `--ttff` measures only the ttff fields.
+ *   ttff_{webrtc,direct,cold}_console_ms: navigation start to the console's toolbar in the
+ *   page (its chrome rendered, the probe's `console_toolbar`), median of the same loads: the
+ *   console renders after the video's start, and this says what that costs it.
+ *   KVM_BENCH_CPU=<fraction> runs any bench on that share of the machine's CPU, a slower
+ *   machine of the same kind (scripts/cpu-limit.mjs; the JSON then says `cpu_limit`).
+ *   KVM_BENCH_WEB_DIR serves a console built elsewhere (to compare two builds in one session).
  * - g2g_*: testbed change drawn (this process's clock) to the frame showing it presented (the
  *   page's clock); both epoch ms, the page's corrected by the measured offset between the two
  *   (clock_offset_ms, at most clock_offset_bound_ms off). 1280x720 at 60 fps, 120 changes at
@@ -93,7 +99,7 @@ import {
   type Seen,
 } from './g2g';
 import { QemuVideoTarget, qemuFields, type QemuG2g } from './video-qemu';
-import { median, note, percentile, round, shortMark, sized, initAndLogin } from './lib';
+import { median, note, percentile, round, runMarks, sized, initAndLogin } from './lib';
 import {
   pageOrigin,
   readParts,
@@ -164,21 +170,38 @@ interface Ttff {
   parts: Parts;
 }
 
+/** A median load, and the median of the loads' console_toolbar part (NaN if one had none). */
+interface TtffMedian extends Ttff {
+  consoleMs: number;
+}
+
 /** The median of the loads' times, with the parts of the load that has it (lower middle). */
-function medianLoad(loads: Ttff[], label: string): Ttff {
+function medianLoad(loads: Ttff[], label: string): TtffMedian {
   for (const l of loads) note(`ttff ${label} ${round(l.ms)} ms: ${JSON.stringify(l.parts)}`);
   const sorted = [...loads].sort((a, b) => a.ms - b.ms);
   return {
     ms: median(loads.map((l) => l.ms)),
     parts: sorted[Math.floor((sorted.length - 1) / 2)]!.parts,
+    consoleMs: median(loads.map((l) => l.parts['console_toolbar'] ?? NaN)),
   };
+}
+
+/** Waits (10 s at most) until the probe saw the console's toolbar: the chrome has rendered. */
+async function consoleShown(page: Page): Promise<void> {
+  await page
+    .waitForFunction(
+      () => (window as unknown as { __ttff?: Record<string, number> }).__ttff?.console_toolbar,
+      null,
+      { timeout: 10_000, polling: 50 },
+    )
+    .catch(() => undefined); // the part is then missing and the field NaN: shown, not hidden
 }
 
 function openProbed(browser: Browser, ctx: Ctx): Promise<Page> {
   return openPage(browser, `${ctx.base}/`, ctx.token, { page: ttffProbe, worker: ttffWorkerProbe });
 }
 
-async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<Ttff> {
+async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<TtffMedian> {
   await setMode(ctx, mode);
   const loads: Ttff[] = [];
   for (let i = 0; i < TTFF_LOADS; i += 1) {
@@ -189,6 +212,7 @@ async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<Ttff> {
       throw err;
     });
     // the steps that finish after the first frame (a late event) still count where they fell
+    await consoleShown(page);
     await new Promise((r) => setTimeout(r, 200));
     loads.push({ ms, parts: await readParts(page, ms) });
     await page.close();
@@ -284,7 +308,12 @@ async function spareStarted(ctx: Ctx): Promise<number> {
   return performance.now() - t0;
 }
 
-async function ttffCold(browser: Browser, ctx: Ctx, spare: boolean, count: number): Promise<Ttff> {
+async function ttffCold(
+  browser: Browser,
+  ctx: Ctx,
+  spare: boolean,
+  count: number,
+): Promise<TtffMedian> {
   await setMode(ctx, 'webrtc');
   const loads: Ttff[] = [];
   for (let i = 0; i < count; i += 1) {
@@ -299,6 +328,7 @@ async function ttffCold(browser: Browser, ctx: Ctx, spare: boolean, count: numbe
       const ms = await firstFrame(page, 30_000);
       // the encoder that gave the first frame is the spare that waited (not a restarted one)
       tookSpare = sparePid !== null && ctx.app.ctx.video.encoderPid === sparePid;
+      await consoleShown(page);
       await new Promise((r) => setTimeout(r, 200));
       const origin = await pageOrigin(page);
       const parts = await readParts(page, ms);
@@ -474,7 +504,11 @@ async function cpuPerViewer(ctx: Ctx): Promise<number> {
 }
 
 const dataDir = await mkdtemp(join(tmpdir(), 'kvm-bench-video-'));
-const app = await buildTestApp(dataDir, { testbed: { width: 1280, height: 720 } });
+const WEB_DIR = process.env['KVM_BENCH_WEB_DIR'];
+const app = await buildTestApp(dataDir, {
+  testbed: { width: 1280, height: 720 },
+  ...(WEB_DIR ? { server: { web_dir: WEB_DIR } } : {}),
+});
 await app.listen({ host: '127.0.0.1', port: 0 });
 const addr = app.server.address();
 const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -518,7 +552,7 @@ try {
     const webrtc = await glassToGlass(browser, ctx, 'webrtc');
     const direct = await glassToGlass(browser, ctx, 'direct_h264');
     process.stdout.write(
-      `${JSON.stringify({ ...shortMark(), g2g_only: true, ...g2gFields(webrtc, direct) })}\n`,
+      `${JSON.stringify({ ...runMarks(), g2g_only: true, ...g2gFields(webrtc, direct) })}\n`,
     );
     throw new TtffOnly(); // skips the rest; the finally below still closes everything
   }
@@ -532,12 +566,15 @@ try {
     ttff_direct_ms: round(ttffDirect.ms),
     ttff_cold_ms: round(ttffCold_.ms),
     ...(ttffColdNoSpare ? { ttff_cold_no_spare_ms: round(ttffColdNoSpare.ms) } : {}),
+    ttff_webrtc_console_ms: round(ttffWebrtc.consoleMs),
+    ttff_direct_console_ms: round(ttffDirect.consoleMs),
+    ttff_cold_console_ms: round(ttffCold_.consoleMs),
     ttff_webrtc_parts: ttffWebrtc.parts,
     ttff_direct_parts: ttffDirect.parts,
     ttff_cold_parts: ttffCold_.parts,
   };
   if (ONLY_TTFF) {
-    process.stdout.write(`${JSON.stringify({ ...shortMark(), ttff_only: true, ...ttffFields })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...runMarks(), ttff_only: true, ...ttffFields })}\n`);
     // the rest of the try block is skipped: the finally below still closes everything
     throw new TtffOnly();
   }
@@ -564,7 +601,7 @@ try {
   )[0]!;
   process.stdout.write(
     `${JSON.stringify({
-      ...shortMark(),
+      ...runMarks(),
       ...ttffFields,
       ...g2gFields(g2gWebrtc, g2gDirect),
       ...qemuFields(g2gQemu),

@@ -30,7 +30,7 @@ import type { Page } from 'playwright-core';
 import { buildTestApp } from '../server/src/test-helpers';
 import { Browser } from '../e2e/fixtures/browser';
 import { WEBRTC_FALLBACK_MS, WEBRTC_PROBE_MS } from '../web/src/features/video/webrtc-timing';
-import { initAndLogin, note, percentile, round, shortMark, sized } from './lib';
+import { initAndLogin, note, percentile, round, runMarks, sized } from './lib';
 
 const PASSWORD = 'benchpass';
 const CORES = availableParallelism();
@@ -131,7 +131,7 @@ try {
   const out: Record<string, number> = {};
   for (const busy of LEVELS) Object.assign(out, await level(browser, base, token, busy));
   process.stdout.write(
-    `${JSON.stringify({ ...shortMark(), fallback_ms: WEBRTC_FALLBACK_MS, cores: CORES, ...out })}\n`,
+    `${JSON.stringify({ ...runMarks(), fallback_ms: WEBRTC_FALLBACK_MS, cores: CORES, ...out })}\n`,
   );
 } finally {
   await browser?.close();

@@ -3,6 +3,7 @@
 // object on stdout.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { limitCpu } from './cpu-limit.mjs';
 import { root, runBundled } from './run-bundled.mjs';
 
 const name = process.argv[2];
@@ -13,6 +14,7 @@ if (!name || !available.includes(name)) {
   console.error(`usage: npm run bench -- <${available.join('|')}>`);
   process.exit(2);
 }
+if (process.env.KVM_BENCH_CPU) limitCpu(process.env.KVM_BENCH_CPU);
 // Same preparation as `npm test` (quick and silent when everything is built already).
 await runBundled({
   entry: `bench/${name}.ts`,
