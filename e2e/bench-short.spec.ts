@@ -70,6 +70,8 @@ describe('benchmarks in short mode', () => {
       'ttff_webrtc_ms',
       'ttff_direct_ms',
       'ttff_cold_ms',
+      'ttff_webrtc_console_ms',
+      'ttff_direct_console_ms',
       'g2g_webrtc_p50_ms',
       'g2g_webrtc_samples',
       'g2g_webrtc_outliers',
