@@ -4,7 +4,7 @@
 // the slowdown is spread finely instead of in 100 ms stalls. The cgroup goes when the process
 // exits. Linux cgroup v1 (`cpu` controller) or v2 (`cpu.max`); root needed.
 import { availableParallelism } from 'node:os';
-import { existsSync, mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const PERIOD_US = 10_000;
@@ -29,6 +29,15 @@ export function limitCpu(text) {
     console.error('KVM_BENCH_CPU: no cgroup CPU controller on this machine');
     process.exit(2);
   }
+  // An earlier run's cgroup stays while its exited processes wait to be reaped (EBUSY): gone
+  // by now, most likely.
+  for (const old of readdirSync(c.root).filter((n) => n.startsWith('kvm-bench-'))) {
+    try {
+      rmdirSync(join(c.root, old));
+    } catch {
+      // still busy, or a run going on beside this one: left alone
+    }
+  }
   const dir = join(c.root, `kvm-bench-${process.pid}`);
   const quota = Math.round(fraction * availableParallelism() * PERIOD_US);
   try {
@@ -52,8 +61,8 @@ export function limitCpu(text) {
     try {
       writeFileSync(join(c.root, 'cgroup.procs'), String(process.pid));
       // What the bench started (Chromium's helpers, a daemon) may take a moment to end, and
-      // the kernel refuses the rmdir (EBUSY) until the last of them is gone.
-      const until = Date.now() + 10_000;
+      // the kernel refuses the rmdir (EBUSY) until the last of them has been reaped.
+      const until = Date.now() + 3_000;
       for (;;) {
         try {
           rmdirSync(dir);
@@ -64,8 +73,8 @@ export function limitCpu(text) {
         }
       }
     } catch (err) {
-      // A process the bench started outlived it: the cgroup stays until that one ends.
-      console.error(`KVM_BENCH_CPU: ${dir} left behind: ${err.message}`);
+      // A process the bench started is not reaped yet: the next run removes the cgroup.
+      console.error(`KVM_BENCH_CPU: ${dir} left for the next run to remove: ${err.message}`);
     }
   });
 }
