@@ -4,7 +4,7 @@ import { INITIAL_SESSION, useSession } from '../features/session/session-store';
 import { registerPreload } from '../lib/preload';
 import { prestartConsole } from './prestart';
 
-const { prestartVideo, checkLogin, prefetchVideo, config } = vi.hoisted(() => {
+const { prestartVideo, checkLogin, prefetchVideo, config, fetchConsoleChunks } = vi.hoisted(() => {
   const config: { answer: Promise<unknown>; resolve: (v: unknown) => void } = {
     answer: Promise.resolve(),
     resolve: () => undefined,
@@ -15,11 +15,13 @@ const { prestartVideo, checkLogin, prefetchVideo, config } = vi.hoisted(() => {
     // the config's answer, held until the test gives it
     prefetchVideo: vi.fn(() => config.answer),
     config,
+    fetchConsoleChunks: vi.fn(),
   };
 });
 vi.mock('../features/video/video-session', () => ({ prestartVideo }));
 vi.mock('../features/video/video-prefetch', () => ({ prefetchVideo }));
 vi.mock('../features/session/session-actions', () => ({ checkLogin }));
+vi.mock('./console-chunks', () => ({ fetchConsoleChunks }));
 
 const consoleChunks = vi.fn(async () => undefined);
 registerPreload('console', consoleChunks);
@@ -35,6 +37,7 @@ afterEach(() => {
   prestartVideo.mockClear();
   checkLogin.mockClear();
   consoleChunks.mockClear();
+  fetchConsoleChunks.mockClear();
 });
 
 describe('prestartConsole (issue 28: the video starts before the main page renders)', () => {
@@ -53,8 +56,11 @@ describe('prestartConsole (issue 28: the video starts before the main page rende
     await vi.waitFor(() => expect(prestartVideo).toHaveBeenCalledTimes(1));
     await new Promise((r) => setTimeout(r, 0));
     expect(consoleChunks).not.toHaveBeenCalled();
+    expect(fetchConsoleChunks).not.toHaveBeenCalled();
     signalled();
     await vi.waitFor(() => expect(consoleChunks).toHaveBeenCalledTimes(1));
+    // fetched at once too, not only once the router's module has registered its preload
+    expect(fetchConsoleChunks).toHaveBeenCalledTimes(1);
     // later session changes start nothing more
     useSession.setState({ isLoggedIn: false });
     useSession.setState({ isLoggedIn: true });

@@ -8,6 +8,7 @@
 import { stripBase } from '../lib/base';
 import { normalizePath } from '../lib/path';
 import { preload } from '../lib/preload';
+import { fetchConsoleChunks } from './console-chunks';
 import { getAuthToken } from '../lib/storage';
 import { checkLogin } from '../features/session/session-actions';
 import { useSession } from '../features/session/session-store';
@@ -48,10 +49,15 @@ export function prestartConsole(
     if (started || !session) return started;
     // offline: the page's own start tries again. The console's chunks come after the video's
     // start: evaluated beside it they held its answers back (docs/webrtc.md "First frame").
+    // The router's module comes after this too (main.tsx): the chunks are fetched at once, and
+    // its preload of them, when it comes, finds them in.
     started = session
       .then((m) => m.prestartVideo())
       .catch(() => undefined)
-      .finally(() => preload('console'));
+      .finally(() => {
+        fetchConsoleChunks();
+        preload('console');
+      });
     return started;
   };
   /** The loads, once: the config's answer (it proves the login good). */

@@ -2,6 +2,7 @@ import { lazy } from 'react';
 import { Route, Routes } from 'react-router';
 import { FullscreenSpinner } from '../components/FullscreenSpinner';
 import { registerPreload } from '../lib/preload';
+import { loadLayout, loadPage, loadShell } from './console-chunks';
 import { preloadedLazy } from './preloaded';
 import { RouteGuard } from './RouteGuard';
 
@@ -12,9 +13,9 @@ const InitPage = lazy(() => import('../features/auth/InitPage'));
 const TwoFactorPage = lazy(() => import('../features/auth/TwoFactorPage'));
 // while preloaded: the spinner the guard showed, not a Suspense fallback (app/preloaded.tsx)
 const spinner = <FullscreenSpinner />;
-const shell = preloadedLazy(() => import('../features/connection/ProtectedShell'), spinner);
-const layout = preloadedLazy(() => import('../features/main/MainLayout'), spinner);
-const page = preloadedLazy(() => import('../features/main/MainPage'));
+const shell = preloadedLazy(loadShell, spinner);
+const layout = preloadedLazy(loadLayout, spinner);
+const page = preloadedLazy(loadPage);
 const ProtectedShell = shell.Component;
 const MainLayout = layout.Component;
 const MainPage = page.Component;
