@@ -3,7 +3,6 @@
  * GET /api/system/get_config after login, written whole with POST /api/system/set_config.
  * Every write is checked with the shared schema first, so the server never sees a bad value.
  */
-import { create } from 'zustand';
 import type { ConfigResult } from '@kvm/protocol/api';
 import {
   checkUserConfig,
@@ -13,14 +12,9 @@ import {
 } from '@kvm/protocol/settings';
 import { api } from '../../lib/api';
 import { applyLanguage, applyThemeMode } from '../preferences/preferences-store';
+import { useConfig } from './config-state';
 
-export interface ConfigState {
-  /** null until loaded. */
-  config: UserConfig | null;
-  status: 'idle' | 'loading' | 'ready' | 'error';
-}
-
-export const useConfig = create<ConfigState>(() => ({ config: null, status: 'idle' }));
+export { useConfig, type ConfigState } from './config-state';
 
 export class ConfigValidationError extends Error {
   override readonly name = 'ConfigValidationError';

@@ -10,7 +10,7 @@ import { api } from '../../lib/api';
 import type { JanusAuthAnswer } from '../../lib/janus-stream';
 import { getAuthToken, readStorage } from '../../lib/storage';
 import { eventSocket, heartbeat } from '../connection/connection';
-import { loadConfig, useConfig } from '../config/config-store';
+import { useConfig } from '../config/config-state';
 import { setInputChannelSource } from '../input/input-session';
 import { deriveStreamStatus, NO_SIGNAL_AFTER_MS, type StreamStatus } from './stream-status';
 import {
@@ -114,10 +114,13 @@ export async function prestartVideo(): Promise<void> {
   const early = takePrefetched<ConfigAnswer>('/system/get_config');
   const config =
     early ??
-    loadConfig().then((c) => {
-      if (!c) throw new Error('no config');
-      return { config: c };
-    });
+    // config-store (with the schema's library) only when the prefetch did not read it
+    import('../config/config-store')
+      .then((m) => m.loadConfig())
+      .then((c) => {
+        if (!c) throw new Error('no config');
+        return { config: c };
+      });
   const mode = await config.then(modeOf).catch(() => (isVideoMode(stored) ? stored : 'webrtc'));
   if (videoController.getSnapshot().requestedMode) return;
   videoController.start(mode);
