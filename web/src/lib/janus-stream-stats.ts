@@ -1,13 +1,20 @@
 /**
- * JanusStream's look at its peer connection's stats (SPEC 4/9): while watching, every 250 ms
- * for the first decoded frame (that is 'active'); while active, the stream info every 1 s and
- * the connection type (relay or p2p, from the selected candidate pair) every 5 s.
+ * JanusStream's look at its peer connection's stats (SPEC 4/9): while watching, for the first
+ * decoded frame (that is 'active'; every 40 ms for the first second, then every 250 ms); while
+ * active, the stream info every 1 s and the connection type (relay or p2p, from the selected
+ * candidate pair) every 5 s.
  *
  * Its callbacks check the session generation the stream gives it, as the stream's own do: a
  * stats answer of an older session does nothing.
  */
 import type { PeerConnectionLike } from './janus-types';
-import { CONNECTION_TYPE_MS, FIRST_FRAME_PROBE_MS, STREAM_INFO_MS } from './janus-stream-timing';
+import {
+  CONNECTION_TYPE_MS,
+  FIRST_FRAME_PROBE_MS,
+  FIRST_FRAME_QUICK_PROBES,
+  FIRST_FRAME_QUICK_PROBE_MS,
+  STREAM_INFO_MS,
+} from './janus-stream-timing';
 import {
   computeStreamRate,
   connectionTypeFromStats,
@@ -34,7 +41,7 @@ export class JanusStreamStats {
   private readonly host: JanusStatsHost;
   private lastSample: InboundVideoSample | null = null;
   private lastSampleAt = 0;
-  private probeTimer: ReturnType<typeof setInterval> | undefined;
+  private probeTimer: ReturnType<typeof setTimeout> | undefined;
   private infoTimer: ReturnType<typeof setInterval> | undefined;
   private typeTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -42,27 +49,36 @@ export class JanusStreamStats {
     this.host = host;
   }
 
-  /** Looks for the first decoded frame every 250 ms (the answer has gone out). */
+  /** Looks for the first decoded frame, quickly at first (the answer has gone out). */
   startProbe(): void {
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     const gen = this.host.generation();
-    this.probeTimer = setInterval(() => {
-      const pc = this.host.peer();
-      if (!pc) return;
-      pc.getStats().then(
-        (report) => {
-          if (gen !== this.host.generation() || this.host.state() !== 'watching') return;
-          const sample = inboundVideoFromStats(report);
-          if (sample && sample.framesDecoded > 0) this.becomeActive(sample);
-        },
-        () => undefined,
-      );
-    }, FIRST_FRAME_PROBE_MS);
+    let looks = 0;
+    const next = (): void => {
+      const wait =
+        looks < FIRST_FRAME_QUICK_PROBES ? FIRST_FRAME_QUICK_PROBE_MS : FIRST_FRAME_PROBE_MS;
+      looks += 1;
+      this.probeTimer = setTimeout(() => {
+        if (gen !== this.host.generation()) return;
+        next();
+        const pc = this.host.peer();
+        if (!pc) return;
+        pc.getStats().then(
+          (report) => {
+            if (gen !== this.host.generation() || this.host.state() !== 'watching') return;
+            const sample = inboundVideoFromStats(report);
+            if (sample && sample.framesDecoded > 0) this.becomeActive(sample);
+          },
+          () => undefined,
+        );
+      }, wait);
+    };
+    next();
   }
 
   /** Stops every timer and forgets the last sample (the info stays until clearInfo). */
   stopTimers(): void {
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     clearInterval(this.infoTimer);
     clearInterval(this.typeTimer);
     this.probeTimer = this.infoTimer = this.typeTimer = undefined;
@@ -78,7 +94,7 @@ export class JanusStreamStats {
   }
 
   private becomeActive(sample: InboundVideoSample): void {
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     this.probeTimer = undefined;
     this.lastSample = sample;
     this.lastSampleAt = sample.timestamp ?? Date.now();

@@ -12,8 +12,15 @@ export const GATEWAY_RETRY_MS = 5_000;
 /** SPEC 4/9: stream info refresh and connection-type poll. */
 export const STREAM_INFO_MS = 1_000;
 export const CONNECTION_TYPE_MS = 5_000;
-/** How often the stats are looked at for the first decoded frame. */
+/**
+ * How often the stats are looked at for the first decoded frame: every
+ * FIRST_FRAME_QUICK_PROBE_MS for the first FIRST_FRAME_QUICK_PROBES looks (the first frame
+ * comes 10-60 ms after the answer on a LAN, and the console's chrome waits for 'active'), then
+ * every FIRST_FRAME_PROBE_MS.
+ */
 export const FIRST_FRAME_PROBE_MS = 250;
+export const FIRST_FRAME_QUICK_PROBE_MS = 40;
+export const FIRST_FRAME_QUICK_PROBES = 25;
 /** A session that is not attached by then counts as a gateway end. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
