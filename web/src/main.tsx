@@ -1,7 +1,7 @@
 import { prestartConsole } from './app/prestart';
 import { checkInit } from './features/session/session-actions';
 import { usePreferences } from './features/preferences/preferences-store';
-import { initI18n } from './i18n';
+import { i18n, initI18n } from './i18n';
 import { getEmbed } from './lib/embed';
 import './app/global.css';
 
@@ -23,6 +23,21 @@ if (!container) throw new Error('#root is missing from index.html');
 // evaluation and first render do not run inside the video's handshake. The first frame shows in
 // a preview before the console renders (first-frame-preview.ts).
 const FIRST_RENDER_WAIT_MS = 600;
-void Promise.race([videoFirst, new Promise((r) => setTimeout(r, FIRST_RENDER_WAIT_MS))])
-  .then(() => import('./app/render'))
-  .then((m) => m.renderConsole(container));
+/** A React tree that could not be fetched (the device restarting, the network gone) is asked
+ * for again this often, with the reason on the page meanwhile. */
+const RENDER_RETRY_MS = 2_000;
+function loadConsole(root: HTMLElement): void {
+  import('./app/render').then(
+    (m) => {
+      root.textContent = '';
+      m.renderConsole(root);
+    },
+    () => {
+      root.textContent = i18n.t('common.connectionLostWithTip');
+      setTimeout(() => loadConsole(root), RENDER_RETRY_MS);
+    },
+  );
+}
+void Promise.race([videoFirst, new Promise((r) => setTimeout(r, FIRST_RENDER_WAIT_MS))]).then(() =>
+  loadConsole(container),
+);
