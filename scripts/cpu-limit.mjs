@@ -2,7 +2,8 @@
 // process (and so every process the bench starts: the server, ffmpeg, QEMU, Chromium) goes into
 // a cgroup of its own whose CPU quota is that fraction of the machine, in 10 ms periods, so that
 // the slowdown is spread finely instead of in 100 ms stalls. The cgroup goes when the process
-// exits. Linux cgroup v1 (`cpu` controller) or v2 (`cpu.max`); root needed.
+// exits, or at the next run while its last processes wait to be reaped. Linux cgroup v1 (`cpu`
+// controller) or v2 (`cpu.max`); root needed.
 import { availableParallelism } from 'node:os';
 import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
