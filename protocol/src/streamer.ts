@@ -100,7 +100,8 @@ export interface CaptureState {
 /**
  * Frames (raw or encoded) that never reached a viewer since the server started, by reason
  * (docs/events.md, `streamer`):
- * - `source_busy`: the encoder already held its most frames in flight (it is behind);
+ * - `source_busy`: the encoder already held its most frames in flight (it is behind), or the
+ *   source skipped the frame because its consumers still held all its buffers;
  * - `encoder_offline`: no ffmpeg ran to take the frame (starting, or waiting to restart);
  * - `encoder_restart`: the frame was in an ffmpeg that was restarted or died;
  * - `gop_cache_overflow`: a unit the GOP cache could not keep for a late joiner (a GOP that

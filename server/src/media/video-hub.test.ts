@@ -20,6 +20,8 @@ class FakeSource implements VideoSource {
   state: VideoSourceState = { online: true, signal: true, width: W, height: H };
   onFrame: ((f: RawFrame) => void) | null = null;
   fps = 0;
+  /** Frames handed back (RawFrame.release) once each. */
+  released = 0;
   private frameNo = 0;
   private listeners = new Set<(s: VideoSourceState) => void>();
   getState(): VideoSourceState {
@@ -39,12 +41,27 @@ class FakeSource implements VideoSource {
   async init(): Promise<void> {}
   async dispose(): Promise<void> {}
   /** One frame, different from the last (noise a little, so units are not all tiny). */
+  get pushed(): number {
+    return this.frameNo;
+  }
   push(width = W, height = H): boolean {
     if (!this.onFrame) return false;
     this.frameNo += 1;
     const data = Buffer.alloc((width * height * 3) / 2, this.frameNo & 0xff);
     for (let i = 0; i < 64; i += 1) data[(this.frameNo * 97 + i * 31) % data.length] = i * 7;
-    this.onFrame({ width, height, format: 'yuv420p', data, capturedAt: performance.now() });
+    let lent = true;
+    const release = (): void => {
+      if (lent) this.released += 1;
+      lent = false;
+    };
+    this.onFrame({
+      width,
+      height,
+      format: 'yuv420p',
+      data,
+      capturedAt: performance.now(),
+      release,
+    });
     return true;
   }
 }
@@ -366,6 +383,20 @@ describe('VideoHub', () => {
       gop_cache_overflow: 0,
       viewer_lagging: 6,
     });
+  });
+});
+
+describe('VideoHub frame buffers', () => {
+  it('hands back every frame it does not keep: held ones replaced while ffmpeg starts, and the rest', async () => {
+    const { h, source } = hub();
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    // ffmpeg is still starting: each frame replaces the held one, which goes back at once
+    for (let i = 0; i < 5; i += 1) source.push();
+    expect(source.released).toBe(4);
+    await feed(source, () => units.length >= 3);
+    await h.dispose();
+    await vi.waitFor(() => expect(source.released).toBe(source.pushed), poll);
   });
 });
 

@@ -340,7 +340,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
           if (this.encoderWanted) return;
           const enc = this.encoder;
           this.encoder = null;
-          this.held = null;
+          this.dropHeld();
           this.gop.clear();
           this.stats.encoderOnline = false;
           if (enc) void this.retire(enc);
@@ -411,6 +411,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (this.disposed) return;
     this.window.frames += 1;
     this.counts.frames += 1;
+    if (frame.skipped) this.drop('source_busy', frame.skipped);
     this.raw.share(frame, this.h264Wanted || this.encoder !== null ? this.encode : null);
   };
 
@@ -436,8 +437,18 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   /** Keeps the newest frame for an ffmpeg that is not running yet; the one it replaces is lost. */
   private hold(frame: RawFrame): void {
-    if (this.held) this.drop('encoder_offline');
+    if (this.held) {
+      this.drop('encoder_offline');
+      // back to its source: a frame never released is a new buffer at the source's next frame
+      this.held.release?.();
+    }
     this.held = frame;
+  }
+
+  /** The held frame is not wanted any more (the encoder went): its buffer goes back. */
+  private dropHeld(): void {
+    this.held?.release?.();
+    this.held = null;
   }
 
   private settingsFor(frame: RawFrame): EncoderSettings {
@@ -468,7 +479,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     enc.on('started', (pid) => {
       const held = this.held;
       this.held = null;
-      if (held && enc.write(held) !== 'written') this.drop('encoder_offline');
+      if (held && enc.write(held) !== 'written') {
+        this.drop('encoder_offline');
+        held.release?.();
+      }
       this.log.info({ pid }, 'encoder running');
     });
     enc.on('exit', (info, stderr, lost) => {
@@ -492,7 +506,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       // a spare already waits for its first frame: 'started' came before these listeners
       const held = this.held;
       this.held = null;
-      if (held && enc.write(held) !== 'written') this.drop('encoder_offline');
+      if (held && enc.write(held) !== 'written') {
+        this.drop('encoder_offline');
+        held.release?.();
+      }
       this.log.info({ pid: enc.pid }, 'encoder running');
     }
     enc.start().catch((err: unknown) => this.log.error({ err }, 'encoder cannot start'));
@@ -649,7 +666,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     }
     const enc = this.encoder;
     this.encoder = null;
-    this.held = null;
+    this.dropHeld();
     this.gop.clear();
     this.stats.encoderOnline = false;
     if (enc) {

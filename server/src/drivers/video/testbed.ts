@@ -1,9 +1,12 @@
 /**
  * The testbed's video source: renders TestbedPicture at the asked frame rate (a new frame
  * number every frame, so the encoder always has motion to encode) and hands copies of the
- * YUV buffer to the encoder. The copies come from a few spare buffers the encoder hands back
- * (RawFrame.release): a fresh 1.4 MB buffer a frame at 30 fps left 20-30 MB of garbage
- * resident between collections, a third of the server's idle memory with a console open.
+ * YUV buffer to the encoder. Like a V4L2 capture device it has a fixed set of frame buffers
+ * (FRAME_BUFFERS), lent to the consumers and handed back by them (RawFrame.release): when all
+ * are out, the frame is skipped, and the next frame says how many were (`skipped`). A fresh
+ * 1.4 MB buffer a frame at 30 fps left 20-30 MB of garbage resident between collections, and
+ * a pool that kept only some of the buffers back left the rest of a start's burst as garbage
+ * an idle server never collects (5-6 MB).
  */
 import { EventEmitter } from 'node:events';
 import type { RawFrame, VideoSource, VideoSourceState } from './types';
@@ -15,10 +18,17 @@ export interface TestbedVideoOptions {
 }
 
 /**
- * Buffers kept for reuse: frames wait in the encoder's pipe one at a time, rarely two; a burst
- * beyond this allocates, and those buffers are left to the GC.
+ * Frame buffers of the capture: one in the encoder's pipe, one waiting behind it, one kept by
+ * the JPEG path (its newest frame). A consumer that falls further behind gets frames skipped,
+ * as a capture device's queue does, instead of a longer queue of older frames.
  */
-const SPARE_FRAMES = 2;
+export const FRAME_BUFFERS = 3;
+
+/**
+ * A buffer lent longer than this is given up (left to the GC) when a frame finds none free: a
+ * consumer that never hands one back (release is optional) must not stop the picture.
+ */
+export const LENT_GIVE_UP_MS = 2000;
 
 export class TestbedVideo implements VideoSource {
   readonly name = 'testbed';
@@ -32,6 +42,10 @@ export class TestbedVideo implements VideoSource {
   private frameNo = 0;
   /** Released frame buffers, reused by the next frames. */
   private readonly spare: Buffer[] = [];
+  /** Buffers out with a consumer, and since when (performance.now()). */
+  private readonly lent = new Map<Buffer, number>();
+  /** Frames skipped since the last one delivered (no buffer free). */
+  private skipped = 0;
 
   constructor(opts: TestbedVideoOptions = {}) {
     this.picture = new TestbedPicture(opts.width ?? 1280, opts.height ?? 720);
@@ -64,7 +78,7 @@ export class TestbedVideo implements VideoSource {
     if (!testbedSizeOk(width, height)) return false;
     if (width === this.picture.width && height === this.picture.height) return true;
     this.picture.resize(width, height);
-    this.spare.length = 0; // old size; lent ones are dropped on release below
+    this.spare.length = 0; // old size; lent ones are not taken back on release (below)
     this.setState({ width, height });
     return true;
   }
@@ -88,6 +102,24 @@ export class TestbedVideo implements VideoSource {
     this.onFrame = null;
     // nobody watches: the spares are garbage now, frames still lent are not taken back
     this.spare.length = 0;
+    this.skipped = 0;
+  }
+
+  /** Buffers out with consumers right now (for tests and the memory's account). */
+  get buffersLent(): number {
+    return this.lent.size;
+  }
+
+  /** A free buffer of the picture's size, or null when all FRAME_BUFFERS are lent. */
+  private takeBuffer(now: number): Buffer | null {
+    const spare = this.spare.pop();
+    if (spare) return spare;
+    if (this.lent.size >= FRAME_BUFFERS) {
+      const [oldest, since] = this.lent.entries().next().value as [Buffer, number];
+      if (now - since < LENT_GIVE_UP_MS) return null;
+      this.lent.delete(oldest); // never handed back: the GC has it
+    }
+    return Buffer.allocUnsafe(this.picture.frame.length);
   }
 
   /** Drift-free pacing: each frame is scheduled from the ideal time, not from the last run. */
@@ -97,30 +129,38 @@ export class TestbedVideo implements VideoSource {
       this.frameNo += 1;
       this.picture.drawFrameNumber(this.frameNo);
       this.picture.animate();
-      const data = this.spare.pop() ?? Buffer.allocUnsafe(this.picture.frame.length);
-      this.picture.frame.copy(data);
-      let lent = true;
-      this.onFrame({
-        width: this.picture.width,
-        height: this.picture.height,
-        format: 'yuv420p',
-        data,
-        capturedAt: now,
-        release: () => {
-          // once only: a second release must not put one buffer in two frames
-          if (!lent) return;
-          lent = false;
-          if (this.spare.length < SPARE_FRAMES && data.length === this.picture.frame.length) {
-            this.spare.push(data);
-          }
-        },
-      });
+      const data = this.takeBuffer(now);
+      if (data) this.deliver(data, now);
+      else this.skipped += 1;
     }
     this.nextAt += this.intervalMs;
     // fell far behind (machine busy): skip ahead instead of bursting
     if (this.nextAt < now - this.intervalMs) this.nextAt = now + this.intervalMs;
     this.timer = setTimeout(this.tick, Math.max(0, this.nextAt - performance.now()));
   };
+
+  private deliver(data: Buffer, now: number): void {
+    this.picture.frame.copy(data);
+    this.lent.set(data, now);
+    const skipped = this.skipped;
+    this.skipped = 0;
+    this.onFrame!({
+      width: this.picture.width,
+      height: this.picture.height,
+      format: 'yuv420p',
+      data,
+      capturedAt: now,
+      ...(skipped > 0 && { skipped }),
+      release: () => {
+        // once only (a second release must not put one buffer in two frames), and not a
+        // buffer given up meanwhile or of an older size
+        if (!this.lent.delete(data)) return;
+        if (data.length === this.picture.frame.length && this.spare.length < FRAME_BUFFERS) {
+          this.spare.push(data);
+        }
+      },
+    });
+  }
 
   private setState(patch: Partial<VideoSourceState>): void {
     const next = { ...this.state, ...patch };

@@ -31,6 +31,11 @@ export interface RawFrame {
   /** When the picture was captured, ms on the performance.now() clock of this process. */
   capturedAt: number;
   /**
+   * Frames the source skipped just before this one because its consumers still held all its
+   * buffers (a capture device's full queue); the hub counts them as `source_busy` drops.
+   */
+  skipped?: number;
+  /**
    * Lends `data` back to the source once the consumer is done with it (written to the encoder's
    * pipe, or dropped), so the source can reuse the buffer instead of leaving one large garbage
    * buffer a frame for the GC. Optional for both sides: a frame never released is collected.
