@@ -14,6 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT } from '../e2e/fixtures/server';
+import { serverEnv } from '../server/src/process/server-env';
 import WebSocket from 'ws';
 import { median, note, round, runMarks, sized } from './lib';
 
@@ -55,7 +56,8 @@ async function once(
       '--target',
       'testbed',
     ],
-    { stdio: 'ignore' },
+    // the launcher's environment (what `npm start` and systemd give the server)
+    { stdio: 'ignore', env: serverEnv() },
   );
   try {
     await untilAnswered(`${base}/api/init/is_inited`, t0 + 15_000);
