@@ -7,9 +7,11 @@
  * page's clock, corrected by the measured offset between the two clocks. bench/video.ts's
  * header says what "presented" means for each mode.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { Page } from 'playwright-core';
+import type { CDPSession, Page } from 'playwright-core';
 import { MARKER, MARKER_BITS } from '../server/src/platform/testbed/screen';
 import type { Browser } from '../e2e/fixtures/browser';
 import { directWorkerPrelude } from './direct-worker-probe';
@@ -378,8 +380,62 @@ export async function openConsole(
   if (extra) await page.addInitScript(extra.page);
   if (token !== undefined)
     await page.addInitScript((t: string) => localStorage.setItem('auth_token', t), token);
+  if (TRACE_DIR) await startTrace(browser, page);
   await page.goto(url);
   return page;
+}
+
+/**
+ * KVM_BENCH_TRACE_DIR=<folder>: each page the benches open records a Chromium trace (the
+ * media, scheduler, timeline and compositor categories) from before its load, written by
+ * `saveTrace` as JSON that chrome://tracing or Perfetto open. Tracing costs the page time:
+ * the figures of such a run are not comparable with others.
+ */
+export const TRACE_DIR = process.env['KVM_BENCH_TRACE_DIR'] || null;
+const TRACE_CATEGORIES = [
+  'toplevel',
+  'media',
+  'disabled-by-default-media',
+  'devtools.timeline',
+  'disabled-by-default-devtools.timeline',
+  'v8.execute',
+  'blink',
+  'cc',
+  'gpu',
+  'viz',
+  'renderer.scheduler',
+];
+const traces = new WeakMap<Page, CDPSession>();
+
+async function startTrace(browser: Browser, page: Page): Promise<void> {
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Tracing.start', {
+    traceConfig: { includedCategories: TRACE_CATEGORIES },
+    transferMode: 'ReturnAsStream',
+  });
+  traces.set(page, cdp);
+}
+
+/** Ends the page's trace and writes it to TRACE_DIR/<name>.json; nothing without a trace. */
+export async function saveTrace(page: Page, name: string): Promise<void> {
+  const cdp = traces.get(page);
+  if (!cdp || !TRACE_DIR) return;
+  traces.delete(page);
+  const complete = new Promise<string | undefined>((r) =>
+    cdp.once('Tracing.tracingComplete', (e) => r(e.stream)),
+  );
+  await cdp.send('Tracing.end');
+  const stream = await complete;
+  if (!stream) return;
+  const parts: string[] = [];
+  for (;;) {
+    const chunk = await cdp.send('IO.read', { handle: stream });
+    parts.push(chunk.data);
+    if (chunk.eof) break;
+  }
+  await cdp.send('IO.close', { handle: stream });
+  await mkdir(TRACE_DIR, { recursive: true });
+  await writeFile(join(TRACE_DIR, `${name}.json`), parts.join(''));
 }
 
 export function rec(page: Page): Promise<Rec> {

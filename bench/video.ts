@@ -94,6 +94,7 @@ import {
   glassToGlass as measureG2g,
   openConsole as openPage,
   rec,
+  saveTrace,
   type G2g,
   type Rec,
   type Seen,
@@ -215,6 +216,7 @@ async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<TtffMedian>
     await consoleShown(page);
     await new Promise((r) => setTimeout(r, 200));
     loads.push({ ms, parts: await readParts(page, ms) });
+    await saveTrace(page, `ttff-${mode}-${i}`);
     await page.close();
     await new Promise((r) => setTimeout(r, 300));
   }
@@ -334,6 +336,7 @@ async function ttffCold(
       const parts = await readParts(page, ms);
       for (const [k, t] of Object.entries(server.times)) parts[k] = t - origin;
       loads.push({ ms, parts: sortParts(parts) });
+      await saveTrace(page, `ttff-cold-${spare ? 'spare' : 'no-spare'}-${i}`);
       await page.close();
     } finally {
       server.off();

@@ -9,6 +9,7 @@ import {
   hello,
   expectBalanced,
 } from './h264-direct-test-kit';
+import { MAX_DECODE_QUEUE, MAX_DECODE_QUEUE_STARTING } from './h264-direct-pipeline';
 
 describe('H264DirectStream counters', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -59,12 +60,40 @@ describe('H264DirectStream counters', () => {
     const socket = FakeWebSocket.last();
     hello(socket);
     socket.receive(videoMessage(true));
-    for (let i = 0; i < 31; i += 1) socket.receive(videoMessage(false));
     const decoder = FakeDecoder.instances[0]!;
+    decoder.output(new FakeFrame()); // decoding: its start is over
+    for (let i = 0; i < 31; i += 1) socket.receive(videoMessage(false));
     decoder.decodeQueueSize = 31;
     socket.receive(videoMessage(false)); // reset; a delta cannot restart
-    expect(stream.counters().droppedBy).toMatchObject({ decoder: 32, before_key: 1 });
-    expectBalanced(stream.counters(), 0);
+    expect(stream.counters().droppedBy).toMatchObject({ decoder: 31, before_key: 1 });
+    expectBalanced(stream.counters(), 1);
+  });
+
+  it("takes a viewer's start (the cached GOP at once) before the first picture, within a larger bound", () => {
+    const { stream } = setup();
+    stream.start();
+    const socket = FakeWebSocket.last();
+    hello(socket);
+    const decoder = FakeDecoder.instances[0]!;
+    socket.receive(videoMessage(true));
+    // the whole GOP arrives while the decoder is still starting: no reset
+    for (let i = 1; i <= 100; i += 1) {
+      decoder.decodeQueueSize = i;
+      socket.receive(videoMessage(false));
+    }
+    expect(decoder.chunks).toHaveLength(101);
+    expect(decoder.state).toBe('configured');
+    expect(stream.counters().droppedBy.decoder).toBe(0);
+    // beyond MAX_DECODE_QUEUE_STARTING it is a decoder that does not decode: start over
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE_STARTING + 1;
+    socket.receive(videoMessage(false));
+    expect(stream.counters().droppedBy).toMatchObject({ decoder: 101, before_key: 1 });
+    // after a reset the next key frame is a start again
+    decoder.decodeQueueSize = 0;
+    socket.receive(videoMessage(true));
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE + 5;
+    socket.receive(videoMessage(false));
+    expect(decoder.chunks).toHaveLength(103);
   });
 
   it('adds up the counters of every start', async () => {

@@ -46,6 +46,14 @@ import type { StreamInfo } from './stream-types';
 export const MEDIA_INFO_MS = 1_000;
 /** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
 export const MAX_DECODE_QUEUE = 30;
+/**
+ * The same bound until the decoder's first picture since it was configured. A viewer's start
+ * is a burst: the server sends its cached GOP at once (up to 512 units, media/gop-cache.ts),
+ * while the decoder is still being set up (20 ms here, more on a busy machine). Counted against
+ * MAX_DECODE_QUEUE, that burst reset the new decoder and the first picture waited for another
+ * key frame: 280-650 ms more in `npm run bench -- video --ttff` on a slower machine.
+ */
+export const MAX_DECODE_QUEUE_STARTING = 600;
 /** Key frame requests are not repeated more often than this. */
 export const KEY_REQUEST_MIN_MS = 500;
 /** Counters are reported at most this often while they change (data-frames reads them). */
@@ -117,6 +125,8 @@ export class DirectPipeline {
   private awaitingKey = false;
   /** Chunks handed to the current decoder and not come out of it yet. */
   private inDecoder = 0;
+  /** The decoder gave a picture since it was last configured (its start's burst is over). */
+  private decoding = false;
   /** Names the current decoder: callbacks of a closed one are void. */
   private decoderToken = 0;
   private lastTimestamp = 0;
@@ -341,6 +351,7 @@ export class DirectPipeline {
     }
     this.configured = true;
     this.awaitingKey = true;
+    this.decoding = false;
     return true;
   }
 
@@ -369,7 +380,9 @@ export class DirectPipeline {
         this.drop('decoder');
         return;
       }
-    } else if (decoder.decodeQueueSize > MAX_DECODE_QUEUE) {
+    } else if (
+      decoder.decodeQueueSize > (this.decoding ? MAX_DECODE_QUEUE : MAX_DECODE_QUEUE_STARTING)
+    ) {
       // Behind by more than a second: drop what is queued and start again on a key frame.
       try {
         decoder.reset();
@@ -413,6 +426,7 @@ export class DirectPipeline {
       return;
     }
     this.inDecoder = Math.max(0, this.inDecoder - 1);
+    this.decoding = true;
     this.count.decoded += 1;
     this.countersChanged = true;
     // Never queue: a newer frame replaces one not drawn yet.
