@@ -40,6 +40,11 @@ export interface Seen {
 export interface Rec {
   /** presented time of the first frame, ms since navigation start */
   first: number | null;
+  /**
+   * WebRTC: that frame's `presentationTime` (handed to the compositor), which does not wait for
+   * a busy main thread as the callback does; ms since navigation start
+   */
+  firstSubmitted: number | null;
   /** frames presented (WebRTC: presentedFrames; direct: canvas draws of a VideoFrame) */
   presented: number;
   /** direct H.264: chunks given to a VideoDecoder, and frames it output */
@@ -63,6 +68,7 @@ export function harness(marker: {
 }): void {
   const rec: Rec = {
     first: null,
+    firstSubmitted: null,
     presented: 0,
     chunks: 0,
     decoded: 0,
@@ -178,6 +184,7 @@ export function harness(marker: {
       now: number,
       meta: {
         expectedDisplayTime: number;
+        presentationTime: number;
         mediaTime: number;
         width: number;
         presentedFrames: number;
@@ -188,7 +195,10 @@ export function harness(marker: {
       // skips a frame the element has already replaced, which matters for dating a marker,
       // not for when the first frame showed (ttff_*; on a busy main thread the next readable
       // frame came 60-120 ms later).
-      if (rec.first === null) rec.first = now;
+      if (rec.first === null) {
+        rec.first = now;
+        rec.firstSubmitted = meta.presentationTime;
+      }
       // presentedFrames counts every frame handed to the compositor, also those whose
       // callback the page missed
       rec.presented += Math.max(0, meta.presentedFrames - lastCount);

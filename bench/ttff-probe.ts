@@ -19,6 +19,9 @@
  * - `root_mounted`: React's first commit into #root; `console_toolbar`: the console's toolbar
  *   in the page (its chrome rendered: bench/video.ts waits for it, `ttff_*_console_ms`);
  * - `presented`: the g2g harness's first presented frame (bench/video.ts says what that is);
+ *   `frame_submitted` (WebRTC): that frame's `presentationTime`, when it went to the
+ *   compositor, which needs no main thread: `presented` minus it is the callback's wait for a
+ *   busy main thread;
  * - cold loads add the server's side (this process, epoch clock converted to the page's):
  *   `encoder_spawn` (H264Encoder created), `encoder_running` (ffmpeg spawned: `started`),
  *   `encoder_first_unit` (its first access unit).
@@ -183,10 +186,13 @@ const RESOURCES: Array<[string, string]> = [
 
 /** The parts of the page's load so far (ms since navigation start), sorted by time. */
 export async function readParts(page: Page, presented: number | null): Promise<Parts> {
-  const { probe, resources, nav, marks } = await page.evaluate(() => {
+  const { probe, resources, nav, marks, submitted } = await page.evaluate(() => {
     const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
     return {
       probe: (window as unknown as { __ttff?: Parts }).__ttff ?? {},
+      submitted:
+        (window as unknown as { __bench?: { firstSubmitted: number | null } }).__bench
+          ?.firstSubmitted ?? null,
       resources: performance
         .getEntriesByType('resource')
         .map((r) => r as PerformanceResourceTiming)
@@ -214,6 +220,7 @@ export async function readParts(page: Page, presented: number | null): Promise<P
   for (const m of marks) parts[m.name.replace(/:/g, '_')] ??= m.t;
   Object.assign(parts, probe);
   if (presented !== null) parts['presented'] = presented;
+  if (submitted !== null) parts['frame_submitted'] = submitted;
   return sortParts(parts);
 }
 

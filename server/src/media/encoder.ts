@@ -187,6 +187,8 @@ export const ENCODER_STALL_MS = 5_000;
 
 export class H264Encoder extends EventEmitter<{
   unit: [AccessUnit];
+  /** A frame's last byte went into ffmpeg's pipe: the pipe takes the next one now. */
+  piped: [];
   /** A new ffmpeg runs (first start or restart): it takes frames now. */
   started: [pid: number];
   /** ffmpeg ended; `lost` frames were written to it and never came out. */
@@ -201,6 +203,10 @@ export class H264Encoder extends EventEmitter<{
   /** Frames in ffmpeg, oldest first: capture time for the unit, write time for the stall check. */
   private inFlight: Array<{ capturedAt: number; writtenAt: number; bytes: number }> = [];
   private inFlightBytes = 0;
+  /** Frames whose last byte is not in ffmpeg's pipe yet (their write callback is to come). */
+  private piping = 0;
+  /** A new ffmpeg: the old one's write callbacks no longer count in `piping`. */
+  private pipeGeneration = 0;
   private readonly stallMs: number;
   private readonly maxInFlightBytes: number;
   private stallTimer: NodeJS.Timeout | null = null;
@@ -232,6 +238,8 @@ export class H264Encoder extends EventEmitter<{
     this.supervisor.on('started', (pid) => {
       this.inFlight = [];
       this.inFlightBytes = 0;
+      this.piping = 0;
+      this.pipeGeneration += 1;
       this.lastOutputAt = performance.now();
       this.unitsOut = 0;
       const onUnit = (u: { data: Buffer; key: boolean }): void => this.onFlvUnit(u.data, u.key);
@@ -251,6 +259,8 @@ export class H264Encoder extends EventEmitter<{
       const lost = this.inFlight.length;
       this.inFlight = [];
       this.inFlightBytes = 0;
+      this.piping = 0;
+      this.pipeGeneration += 1;
       this.reader = null;
       this.emit('exit', info, this.supervisor.recentOutput().join('\n'), lost);
     });
@@ -280,6 +290,15 @@ export class H264Encoder extends EventEmitter<{
   /** Frames written to the running ffmpeg that have not come out yet. */
   get framesInFlight(): number {
     return this.inFlight.length;
+  }
+
+  /**
+   * Frames written to the running ffmpeg whose last byte is not in its pipe yet: ffmpeg has not
+   * read the frame before (a whole frame overfills the pipe). A frame written now would wait
+   * behind them; `piped` says when that changes.
+   */
+  get framesPiping(): number {
+    return this.piping;
   }
 
   /** Starts ffmpeg (idempotent); resolves once it runs or waits to be retried. */
@@ -316,9 +335,14 @@ export class H264Encoder extends EventEmitter<{
     this.written += 1;
     // the pipe holds the buffer until the callback (called on failure too): then it is free
     traceStage('encoder-in', frame.capturedAt);
+    const generation = this.pipeGeneration;
+    this.piping += 1;
     stdin.write(frame.data, () => {
       traceStage('piped', frame.capturedAt);
       frame.release?.();
+      if (generation !== this.pipeGeneration) return;
+      this.piping -= 1;
+      this.emit('piped');
     });
     return 'written';
   }

@@ -169,10 +169,39 @@ describe('VideoHub', () => {
     h.subscribe(() => undefined);
     source.push(); // starts the encoder; the frame is held until ffmpeg runs
     await expect.poll(() => h.encoderPid, poll).not.toBeNull();
-    for (let i = 0; i < 20; i += 1) source.push();
+    for (let i = 0; i < 20; i += 1) {
+      source.push();
+      // each small frame is wholly in the pipe a tick later (PIPE_FRAMES)
+      await new Promise((r) => setImmediate(r));
+    }
     // the held frame plus maxInFlight - 1 of these went in; the rest were dropped
     expect(h.getDrops().source_busy).toBe(20 - (maxInFlight(PARAMS.fps) - 1));
     expect(h.totals()).toMatchObject({ frames: 21, units: 0, dropped: h.getDrops().source_busy });
+  });
+
+  it('while the pipe takes a frame, keeps only the newest for it: no queue of older ones', async () => {
+    const { h, source } = hub();
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2);
+    // what was fed before has come out: nothing else is in ffmpeg
+    await vi.waitFor(() => {
+      const t = h.totals();
+      expect(t.units + t.dropped).toBe(source.pushed);
+    }, poll);
+    const busyBefore = h.getDrops().source_busy;
+    const releasedBefore = source.released;
+    const unitsBefore = h.totals().units;
+    // a burst within one tick: the first goes into the pipe, each next replaces the waiting one
+    for (let i = 0; i < 6; i += 1) source.push();
+    expect(h.getDrops().source_busy - busyBefore).toBe(4);
+    expect(source.released - releasedBefore).toBe(4);
+    // the newest is written once the pipe has taken the first: two of the six come out
+    await vi.waitFor(() => expect(h.totals().units).toBe(unitsBefore + 2), poll);
+    await vi.waitFor(() => expect(source.released).toBe(source.pushed), poll);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(h.totals().units).toBe(unitsBefore + 2);
+    expect(h.getDrops().encoder_offline).toBe(0);
   });
 
   it('restarts a killed ffmpeg under the supervisor and streams again', async () => {

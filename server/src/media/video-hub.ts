@@ -87,6 +87,17 @@ const KEY_REQUEST_MIN_MS = 2_000;
 const ENCODER_START_MIN_MS = 500;
 
 /**
+ * Frames of a frames source in ffmpeg's pipe at once, not yet wholly in it. A frame that comes
+ * while the pipe still takes the last one waits in the hub, and a newer one replaces it: the
+ * encoder always gets the newest picture. Without this, frames queued in the pipe up to the
+ * encoder's in-flight bound whenever ffmpeg fell behind (its start, a busy moment), and at a
+ * frame rate the encoder barely keeps up with that queue never drained: every change waited
+ * behind it. Testbed at 720p60 on a slower 2-core machine, capture to unit out of ffmpeg: p50
+ * 8.4-9.1 ms with the queue, 2.7-3.2 when it could not form (issue 28's eighth round).
+ */
+export const PIPE_FRAMES = 1;
+
+/**
  * The spare: when the encoder of a frames source stops (nobody watched for the linger time), a
  * new ffmpeg with the same settings is started at once and left waiting for its first frame on
  * stdin, so the next viewer's first frame does not wait for ffmpeg's start. ffmpeg links ~215
@@ -123,6 +134,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private startTimer: NodeJS.Timeout | null = null;
   /** The newest frame no ffmpeg could take yet (starting, restarting): written when one can. */
   private held: RawFrame | null = null;
+  /**
+   * The newest frame while the running ffmpeg's pipe still takes the last one: written when it
+   * has (`piped`). A newer frame replaces it, so ffmpeg always gets the newest picture and no
+   * queue of older ones forms in its pipe (see PIPE_FRAMES).
+   */
+  private next: RawFrame | null = null;
   private readonly gop: GopCache;
   private seq = 0;
   private lingerTimer: NodeJS.Timeout | null = null;
@@ -417,6 +434,14 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
 
   private encode = (frame: RawFrame): void => {
     const enc = this.encoder;
+    if (enc?.running && enc.framesPiping >= PIPE_FRAMES) {
+      if (this.next) {
+        this.drop('source_busy');
+        this.next.release?.();
+      }
+      this.next = frame;
+      return;
+    }
     const result = enc ? enc.write(frame) : 'offline';
     if (result === 'busy') {
       this.drop('source_busy');
@@ -445,10 +470,19 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.held = frame;
   }
 
-  /** The held frame is not wanted any more (the encoder went): its buffer goes back. */
+  /** The held frames are not wanted any more (the encoder went): their buffers go back. */
   private dropHeld(): void {
     this.held?.release?.();
     this.held = null;
+    this.dropNext();
+  }
+
+  /** The frame waiting for the pipe is lost (its ffmpeg went): counted, its buffer back. */
+  private dropNext(): void {
+    if (!this.next) return;
+    this.drop('encoder_offline');
+    this.next.release?.();
+    this.next = null;
   }
 
   private settingsFor(frame: RawFrame): EncoderSettings {
@@ -485,7 +519,14 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
       }
       this.log.info({ pid }, 'encoder running');
     });
+    enc.on('piped', () => {
+      const next = this.next;
+      if (!next || this.encoder !== enc) return;
+      this.next = null;
+      this.encode(next);
+    });
     enc.on('exit', (info, stderr, lost) => {
+      if (this.encoder === enc) this.dropNext();
       this.drop('encoder_restart', lost);
       this.stats.encoderOnline = false;
       // the next unit is a new ffmpeg's key frame: nothing of this GOP can follow
