@@ -500,6 +500,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   /** A new encoder; `first` (a frames source's) is written as soon as it runs. */
   private startEncoder(settings: EncoderSettings, first: RawFrame | null): void {
     this.lastEncoderStart = performance.now();
+    // a frame that waited for the last ffmpeg's pipe is older than `first`
+    this.dropNext();
     const spare = this.takeSpare(settings);
     const enc = spare ?? this.newEncoder(settings);
     this.log.info(
