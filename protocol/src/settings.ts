@@ -36,13 +36,11 @@ export interface Shortcut {
 }
 
 export const shortcutSchema = z.looseObject({
-  keys: z
-    .array(z.string().check(z.trim(), z.minLength(1, 'key cannot be empty')))
-    .check(
-      z.minLength(SHORTCUT_KEYS_MIN),
-      z.maxLength(SHORTCUT_KEYS_MAX),
-      z.refine((keys) => new Set(keys).size === keys.length, 'duplicate keys'),
-    ),
+  keys: z.array(z.string().check(z.trim(), z.minLength(1, 'key cannot be empty'))).check(
+    z.minLength(SHORTCUT_KEYS_MIN),
+    z.maxLength(SHORTCUT_KEYS_MAX),
+    z.refine((keys) => new Set(keys).size === keys.length, 'duplicate keys'),
+  ),
   label: z.optional(z.string().check(z.maxLength(64))),
 });
 
@@ -53,15 +51,13 @@ const literalUnion = <T extends readonly (string | number)[]>(values: T) =>
 
 /** Schema of every known key. Each is optional on input: a missing key takes its default. */
 export const userConfigShape = {
-  shortcuts: z
-    .array(shortcutSchema)
-    .check(
-      z.maxLength(SHORTCUTS_MAX),
-      z.refine(
-        (list) => new Set(list.map((s) => s.keys.join('+'))).size === list.length,
-        'duplicate shortcuts',
-      ),
+  shortcuts: z.array(shortcutSchema).check(
+    z.maxLength(SHORTCUTS_MAX),
+    z.refine(
+      (list) => new Set(list.map((s) => s.keys.join('+'))).size === list.length,
+      'duplicate shortcuts',
     ),
+  ),
   orientation: literalUnion(ORIENTATIONS),
   stream_quality: literalUnion(STREAM_QUALITIES),
   video_mode: literalUnion(VIDEO_MODES),
