@@ -25,7 +25,10 @@ describe('virtual media on and off', () => {
   it('restarts the server in place and the console waits for it', async () => {
     await byTestId(page, 'toolbar-storage').click();
     const panel = byTestId(page, 'storage-panel');
-    await expect.poll(() => panel.getAttribute('data-state')).toBe('on');
+    // the panel says 'on' once the media's state has come (over 1 s on a slower machine)
+    await expect
+      .poll(() => panel.getAttribute('data-state'), { timeout: 15_000, interval: 100 })
+      .toBe('on');
     await byTestId(page, 'msd-enabled').click();
     await byTestId(page, 'confirm-ok').click();
     await expect
