@@ -14,7 +14,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, REPO_ROOT } from '../e2e/fixtures/server';
-import { serverEnv } from '../server/src/process/server-env';
 import WebSocket from 'ws';
 import { median, note, round, runMarks, sized } from './lib';
 
@@ -56,8 +55,7 @@ async function once(
       '--target',
       'testbed',
     ],
-    // the launcher's environment (what `npm start` and systemd give the server)
-    { stdio: 'ignore', env: serverEnv() },
+    { stdio: 'ignore' },
   );
   try {
     await untilAnswered(`${base}/api/init/is_inited`, t0 + 15_000);

@@ -41,7 +41,7 @@ const noZodLocales = {
   name: 'no-zod-locales',
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]v4[\\/](classic|mini|core)[\\/]/.test(args.importer)
+      /[\\/]zod[\\/]v4[\\/](classic|core)[\\/]/.test(args.importer)
         ? { path: 'zod-locales', namespace: 'no-zod-locales' }
         : undefined,
     );

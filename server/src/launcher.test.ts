@@ -10,15 +10,10 @@ import {
   type InstallLayout,
 } from './install/install-dir';
 import { Launcher } from './launcher';
-import { SERVER_MALLOC_ENV } from './process/server-env';
 
 /** A stand-in server: `crash` exits 1 at once, `config` exits 2, `serve` runs until SIGTERM. */
 const FAKE = `
 const mode = process.argv[2];
-if (mode === 'env') {
-  require('node:fs').writeFileSync(process.argv[3], JSON.stringify(process.env));
-  process.exit(0);
-}
 if (mode === 'crash') process.exit(1);
 if (mode === 'config') process.exit(2);
 process.on('SIGTERM', () => process.exit(0));
@@ -34,7 +29,7 @@ afterEach(() => {
 
 async function fake(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'kvm-launcher-'));
-  const entry = join(dir, 'server.cjs');
+  const entry = join(dir, 'server.mjs');
   await writeFile(entry, FAKE);
   return entry;
 }
@@ -69,23 +64,6 @@ describe('Launcher', () => {
     await expect.poll(() => stopped).toBe(2);
     expect(launcher.starts).toBe(1);
     expect(launcher.current).toBe('stopped');
-  });
-
-  it("gives the server glibc's malloc settings, which only a process's start can take", async () => {
-    let stopped: number | null = null;
-    const out = join(await mkdtemp(join(tmpdir(), 'kvm-launcher-')), 'env.json');
-    const launcher = new Launcher({
-      entry: await fake(),
-      args: ['env', out],
-      policy: FAST,
-      log: () => undefined,
-      onStopped: (code) => (stopped = code),
-    });
-    launcher.start();
-    await expect.poll(() => stopped).toBe(0);
-    const env = JSON.parse(await readFile(out, 'utf8')) as Record<string, string>;
-    expect(env['MALLOC_MMAP_THRESHOLD_']).toBe(SERVER_MALLOC_ENV['MALLOC_MMAP_THRESHOLD_']);
-    expect(env['MALLOC_MMAP_THRESHOLD_']).toBe('131072');
   });
 
   it('forwards SIGTERM and ends with the server, without a restart', async () => {

@@ -29,7 +29,6 @@ import { fileURLToPath } from 'node:url';
 import { raiseOpenFileLimit } from './fd-limit';
 import { EXIT_UPGRADE, keepTrial, planBoot, READY_MESSAGE, rollBack } from './install/boot';
 import { linkModules, type InstallLayout, type TrialRecord } from './install/install-dir';
-import { serverEnv } from './process/server-env';
 import { findSetpriv } from './process/supervisor';
 import type { RollbackReasonKey } from '@kvm/protocol';
 
@@ -131,7 +130,7 @@ export class Launcher {
   /** The entry to start now and the trial it is, from the install folder when there is one. */
   private plan(): { entry: string; env: NodeJS.ProcessEnv } {
     const install = this.opts.install;
-    if (!install) return { entry: this.opts.entry!, env: serverEnv() };
+    if (!install) return { entry: this.opts.entry!, env: process.env };
     linkModules(install);
     const plan = planBoot(install, this.log);
     this.trial = plan.trial;
@@ -139,11 +138,11 @@ export class Launcher {
     this.trialFailureKey = null;
     return {
       entry: plan.entry,
-      env: serverEnv({
+      env: {
         ...process.env,
         KVM_INSTALL_DIR: install.installDir,
         KVM_FACTORY_ROOT: install.factoryRoot,
-      }),
+      },
     };
   }
 
@@ -159,7 +158,7 @@ export class Launcher {
       this.log(`install folder: ${(err as Error).message}; starting the factory version`);
       this.trial = null;
       entry = join(this.opts.install!.factoryRoot, 'server', 'dist', 'main.js');
-      env = serverEnv();
+      env = process.env;
     }
     // Through `setpriv --pdeathsig TERM` where it exists: if the launcher itself is killed
     // (kill -9, OOM), the kernel stops the server too, which stops its QEMU and ffmpeg, instead

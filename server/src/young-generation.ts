@@ -31,8 +31,8 @@ const SETTLE_AFTER_MS = 1500;
  * idle RSS 3 s after a login 71.6-72.1 -> 69.6-70.1 MB (same build, alternating starts); one
  * collection alone gave back about 0.5 MB. Both flush the bytecode of every function not running
  * (`--stress-flush-code`, V8's testing flag, set only around them: V8 otherwise flushes only
- * functions unused over several collections, which an idle server never runs): 0.5-2.5 MB less
- * again (issue 28's eighth round, three alternating pairs). Each takes 20-90 ms of the main
+ * functions unused over several collections, which an idle server never runs): 1-1.5 MB less
+ * again (issue 28's eighth round, four alternating runs of e2e/idle-memory.spec.ts). Each takes 20-90 ms of the main
  * thread on the loaded 2-core machine, once per start. `gc` comes from a throwaway context (--expose-gc set now only
  * adds it to contexts made later), dropped after use. KVM_NO_HEAP_SETTLE=1 turns it off (the
  * bench's A/B).
