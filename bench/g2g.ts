@@ -377,7 +377,7 @@ export async function openConsole(
   browser: Browser,
   url: string,
   token?: string,
-  extra?: { page: () => void; worker: () => void },
+  extra?: { page: (() => void) | string; worker: () => void },
 ): Promise<Page> {
   const page = await browser.context.newPage();
   const marker = { ...MARKER, bits: MARKER_BITS };

@@ -42,6 +42,13 @@
  *   KVM_BENCH_CPU=<fraction> runs any bench on that share of the machine's CPU, a slower
  *   machine of the same kind (scripts/cpu-limit.mjs; the JSON then says `cpu_limit`).
  *   KVM_BENCH_WEB_DIR serves a console built elsewhere (to compare two builds in one session).
+ *   KVM_BENCH_WEB_DIR_B=<dir> compares two console builds in one run, load by load: the server
+ *   serves both builds' assets (names are content hashes) and B's page as /index-b.html, which
+ *   the load opens and shows as / before its scripts run; A (KVM_BENCH_WEB_DIR or web/dist) and
+ *   B alternate, each arm with the loads above; the B arm's fields end in `_b`
+ *   (`ttff_webrtc_b_ms`, `ttff_webrtc_b_parts`...).
+ *   On a noisy machine runs of one build differ by more than two builds do: alternating loads
+ *   meet the same noise.
  * - g2g_*: testbed change drawn (this process's clock) to the frame showing it presented (the
  *   page's clock); both epoch ms, the page's corrected by the measured offset between the two
  *   (clock_offset_ms, at most clock_offset_bound_ms off). 1280x720 at 60 fps, 120 changes at
@@ -79,7 +86,7 @@
  *   CPU).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -198,15 +205,55 @@ async function consoleShown(page: Page): Promise<void> {
     .catch(() => undefined); // the part is then missing and the field NaN: shown, not hidden
 }
 
-function openProbed(browser: Browser, ctx: Ctx): Promise<Page> {
-  return openPage(browser, `${ctx.base}/`, ctx.token, { page: ttffProbe, worker: ttffWorkerProbe });
+/** A console build of an A/B run (KVM_BENCH_WEB_DIR_B): the path of its page. */
+type Arm = { name: 'a' | 'b'; path: string };
+
+/** B's page as the server serves it (mergedWebDir). */
+const PAGE_B = '/index-b.html';
+
+/** Shows either arm's page as / (no query) before the console's scripts read the location. */
+function asRoot(pageB: string): void {
+  if (location.pathname === pageB || location.search.startsWith('?load=')) {
+    history.replaceState(null, '', '/');
+  }
 }
 
-async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<TtffMedian> {
+let loadCount = 0;
+
+function openProbed(browser: Browser, ctx: Ctx, arm: Arm): Promise<Page> {
+  const probe = ARMS.length > 1 ? `(${asRoot.toString()})(${JSON.stringify(PAGE_B)});` : '';
+  // the query keeps a page of either arm from the browser's cache (B's is a static file)
+  const query = ARMS.length > 1 ? `?load=${(loadCount += 1)}` : '';
+  return openPage(browser, `${ctx.base}${arm.path}${query}`, ctx.token, {
+    page: probe ? `${probe}(${ttffProbe.toString()})();` : ttffProbe,
+    worker: ttffWorkerProbe,
+  });
+}
+
+/** The arms of this run: A alone, or A and B (KVM_BENCH_WEB_DIR_B) alternating. */
+let ARMS: Arm[] = [{ name: 'a', path: '/' }];
+
+/** Load i's arm: A, B, A, B... */
+function armOf(i: number): Arm {
+  return ARMS[i % ARMS.length]!;
+}
+
+/** The medians of each arm's loads. */
+function medianArms(loads: { arm: Arm; load: Ttff }[], label: string): Record<string, TtffMedian> {
+  const out: Record<string, TtffMedian> = {};
+  for (const arm of ARMS) {
+    const mine = loads.filter((l) => l.arm === arm).map((l) => l.load);
+    out[arm.name] = medianLoad(mine, ARMS.length > 1 ? `${label} (${arm.name})` : label);
+  }
+  return out;
+}
+
+async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<Record<string, TtffMedian>> {
   await setMode(ctx, mode);
-  const loads: Ttff[] = [];
-  for (let i = 0; i < TTFF_LOADS; i += 1) {
-    const page = await openProbed(browser, ctx);
+  const loads: { arm: Arm; load: Ttff }[] = [];
+  for (let i = 0; i < TTFF_LOADS * ARMS.length; i += 1) {
+    const arm = armOf(i);
+    const page = await openProbed(browser, ctx, arm);
     const ms = await firstFrame(page).catch(async (err: unknown) => {
       // what the load got to, for the notes
       note(`ttff ${mode}: no frame; ${JSON.stringify(await readParts(page, null))}`);
@@ -215,12 +262,12 @@ async function ttff(browser: Browser, ctx: Ctx, mode: Mode): Promise<TtffMedian>
     // the steps that finish after the first frame (a late event) still count where they fell
     await consoleShown(page);
     await new Promise((r) => setTimeout(r, 200));
-    loads.push({ ms, parts: await readParts(page, ms) });
+    loads.push({ arm, load: { ms, parts: await readParts(page, ms) } });
     await saveTrace(page, `ttff-${mode}-${i}`);
     await page.close();
     await new Promise((r) => setTimeout(r, 300));
   }
-  return medianLoad(loads, mode);
+  return medianArms(loads, mode);
 }
 
 /**
@@ -315,10 +362,11 @@ async function ttffCold(
   ctx: Ctx,
   spare: boolean,
   count: number,
-): Promise<TtffMedian> {
+): Promise<Record<string, TtffMedian>> {
   await setMode(ctx, 'webrtc');
-  const loads: Ttff[] = [];
-  for (let i = 0; i < count; i += 1) {
+  const loads: { arm: Arm; load: Ttff }[] = [];
+  for (let i = 0; i < count * ARMS.length; i += 1) {
+    const arm = armOf(i);
     const waited = await encoderStopped(ctx);
     await setSpare(ctx, spare);
     const settled = spare ? await spareStarted(ctx) : 0;
@@ -326,8 +374,11 @@ async function ttffCold(
     const sparePid = ctx.app.ctx.video.sparePid;
     let tookSpare = false;
     try {
-      const page = await openProbed(browser, ctx);
-      const ms = await firstFrame(page, 30_000);
+      const page = await openProbed(browser, ctx, arm);
+      const ms = await firstFrame(page, 30_000).catch(async (err: unknown) => {
+        note(`ttff cold (${arm.name}): no frame; ${JSON.stringify(await readParts(page, null))}`);
+        throw err;
+      });
       // the encoder that gave the first frame is the spare that waited (not a restarted one)
       tookSpare = sparePid !== null && ctx.app.ctx.video.encoderPid === sparePid;
       await consoleShown(page);
@@ -335,7 +386,7 @@ async function ttffCold(
       const origin = await pageOrigin(page);
       const parts = await readParts(page, ms);
       for (const [k, t] of Object.entries(server.times)) parts[k] = t - origin;
-      loads.push({ ms, parts: sortParts(parts) });
+      loads.push({ arm, load: { ms, parts: sortParts(parts) } });
       await saveTrace(page, `ttff-cold-${spare ? 'spare' : 'no-spare'}-${i}`);
       await page.close();
     } finally {
@@ -345,11 +396,11 @@ async function ttffCold(
       `ttff cold (spare ${spare ? 'on' : 'off'}): encoder stopped after ` +
         `${round(waited / 1000)} s${spare ? `, its spare started after ${round(settled)} ms` : ''}` +
         `${spare ? `, the first frame came from ${tookSpare ? 'the spare' : 'another ffmpeg'}` : ''}; ` +
-        `${round(loads.at(-1)!.ms)} ms`,
+        `${round(loads.at(-1)!.load.ms)} ms${ARMS.length > 1 ? ` (${arm.name})` : ''}`,
     );
   }
   await setSpare(ctx, true);
-  return medianLoad(loads, 'cold');
+  return medianArms(loads, 'cold');
 }
 
 interface Steady {
@@ -507,7 +558,23 @@ async function cpuPerViewer(ctx: Ctx): Promise<number> {
 }
 
 const dataDir = await mkdtemp(join(tmpdir(), 'kvm-bench-video-'));
-const WEB_DIR = process.env['KVM_BENCH_WEB_DIR'];
+/**
+ * KVM_BENCH_WEB_DIR_B: one folder the server serves both builds from (A's files, and B's
+ * assets beside them: their names are hashes of their content, so a name both have is the
+ * same file). Each load's page picks its build (ARMS).
+ */
+async function mergedWebDir(a: string, b: string): Promise<string> {
+  const dir = join(dataDir, 'web-ab');
+  await cp(a, dir, { recursive: true });
+  await cp(join(b, 'assets'), join(dir, 'assets'), { recursive: true, force: false });
+  await cp(join(b, 'index.html'), join(dir, PAGE_B.slice(1)));
+  return dir;
+}
+
+const WEB_DIR_B = process.env['KVM_BENCH_WEB_DIR_B'];
+const WEB_DIR = WEB_DIR_B
+  ? await mergedWebDir(process.env['KVM_BENCH_WEB_DIR'] ?? join(REPO_ROOT, 'web/dist'), WEB_DIR_B)
+  : process.env['KVM_BENCH_WEB_DIR'];
 const app = await buildTestApp(dataDir, {
   testbed: { width: 1280, height: 720 },
   ...(WEB_DIR ? { server: { web_dir: WEB_DIR } } : {}),
@@ -559,23 +626,34 @@ try {
     );
     throw new TtffOnly(); // skips the rest; the finally below still closes everything
   }
-  const ttffCold_ = await ttffCold(browser, ctx, true, COLD_LOADS);
-  const ttffColdNoSpare =
+  if (WEB_DIR_B) {
+    ARMS = [
+      { name: 'a', path: '/' },
+      { name: 'b', path: PAGE_B },
+    ];
+  }
+  const cold = await ttffCold(browser, ctx, true, COLD_LOADS);
+  const coldNoSpare =
     COLD_NO_SPARE_LOADS > 0 ? await ttffCold(browser, ctx, false, COLD_NO_SPARE_LOADS) : null;
-  const ttffWebrtc = await ttff(browser, ctx, 'webrtc');
-  const ttffDirect = await ttff(browser, ctx, 'direct_h264');
-  const ttffFields = {
-    ttff_webrtc_ms: round(ttffWebrtc.ms),
-    ttff_direct_ms: round(ttffDirect.ms),
-    ttff_cold_ms: round(ttffCold_.ms),
-    ...(ttffColdNoSpare ? { ttff_cold_no_spare_ms: round(ttffColdNoSpare.ms) } : {}),
-    ttff_webrtc_console_ms: round(ttffWebrtc.consoleMs),
-    ttff_direct_console_ms: round(ttffDirect.consoleMs),
-    ttff_cold_console_ms: round(ttffCold_.consoleMs),
-    ttff_webrtc_parts: ttffWebrtc.parts,
-    ttff_direct_parts: ttffDirect.parts,
-    ttff_cold_parts: ttffCold_.parts,
-  };
+  const webrtcLoads = await ttff(browser, ctx, 'webrtc');
+  const directLoads = await ttff(browser, ctx, 'direct_h264');
+  const ttffFields: Record<string, unknown> = {};
+  for (const { name } of ARMS) {
+    const sfx = name === 'a' ? '' : `_${name}`;
+    const [webrtc, direct, cold_] = [webrtcLoads[name]!, directLoads[name]!, cold[name]!];
+    Object.assign(ttffFields, {
+      [`ttff_webrtc${sfx}_ms`]: round(webrtc.ms),
+      [`ttff_direct${sfx}_ms`]: round(direct.ms),
+      [`ttff_cold${sfx}_ms`]: round(cold_.ms),
+      ...(coldNoSpare ? { [`ttff_cold_no_spare${sfx}_ms`]: round(coldNoSpare[name]!.ms) } : {}),
+      [`ttff_webrtc${sfx}_console_ms`]: round(webrtc.consoleMs),
+      [`ttff_direct${sfx}_console_ms`]: round(direct.consoleMs),
+      [`ttff_cold${sfx}_console_ms`]: round(cold_.consoleMs),
+      [`ttff_webrtc${sfx}_parts`]: webrtc.parts,
+      [`ttff_direct${sfx}_parts`]: direct.parts,
+      [`ttff_cold${sfx}_parts`]: cold_.parts,
+    });
+  }
   if (ONLY_TTFF) {
     process.stdout.write(`${JSON.stringify({ ...runMarks(), ttff_only: true, ...ttffFields })}\n`);
     // the rest of the try block is skipped: the finally below still closes everything
