@@ -170,7 +170,43 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
   await setMode(ctx, mode);
   const page = await openConsole(browser, ctx);
   await firstFrame(page);
-  return measureG2g(page, ctx.testbed.picture, mode, mode, ctx.app.ctx.video);
+  const keys = keyFrameCounts(ctx);
+  try {
+    return await measureG2g(page, ctx.testbed.picture, mode, mode, ctx.app.ctx.video);
+  } finally {
+    keys.off();
+    note(`g2g ${mode}: server ${JSON.stringify(keys.counts)}`);
+  }
+}
+
+/**
+ * How the hub gave its viewers key frames while a measure ran: encoder restarts by reason (a
+ * viewer's key request is 'key frame requested') and cached GOPs handed again (replayGop).
+ * Wraps the hub's private restartEncoder, as encoderTimes does its startEncoder.
+ */
+function keyFrameCounts(ctx: Ctx): { counts: Record<string, number>; off: () => void } {
+  const counts: Record<string, number> = { gop_replays: 0 };
+  const hub = ctx.app.ctx.video as unknown as {
+    restartEncoder: (reason: string) => void;
+    replayGop: (onUnit: unknown) => boolean;
+  };
+  const [restart, replay] = [hub.restartEncoder, hub.replayGop];
+  hub.restartEncoder = function (this: typeof hub, reason: string) {
+    counts[`restart: ${reason}`] = (counts[`restart: ${reason}`] ?? 0) + 1;
+    restart.call(this, reason);
+  };
+  hub.replayGop = function (this: typeof hub, onUnit: unknown) {
+    const handed = replay.call(this, onUnit);
+    if (handed) counts['gop_replays']! += 1;
+    return handed;
+  };
+  return {
+    counts,
+    off: () => {
+      hub.restartEncoder = restart;
+      hub.replayGop = replay;
+    },
+  };
 }
 
 interface Ttff {

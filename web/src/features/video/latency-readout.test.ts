@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   CLOCK_FAST_COUNT,
+  CLOCK_FAST_MS,
+  CLOCK_REFINE_COUNT,
+  CLOCK_REFINE_MS,
+  CLOCK_SLOW_MS,
   ClockOffset,
   DISPLAY_EVERY_MS,
   LatencyReadout,
@@ -109,5 +113,70 @@ describe('runClockSync', () => {
     vi.advanceTimersByTime(60_000);
     expect(sent.length).toBe(CLOCK_FAST_COUNT);
     expect(handler).toBeNull();
+  });
+
+  it('goes on asking twice a second while the offset is loose, and slowly once it is tight', () => {
+    vi.useFakeTimers();
+    const sent: number[] = [];
+    let handler: ((event: unknown) => void) | null = null;
+    const socket: ClockSocket = {
+      send: (frame) => {
+        sent.push(frame.event.id);
+        return true;
+      },
+      on: (_type, h) => {
+        handler = h;
+        return () => undefined;
+      },
+    };
+    const r = new LatencyReadout();
+    let pageNow = 5000;
+    // every answer comes 20 ms after its request: the offset is known to 10 ms only
+    const answer = (rtt: number): void => {
+      const id = sent.at(-1)!;
+      pageNow += rtt;
+      handler!({ id, server_ms: pageNow - rtt / 2 + 300, mono_ms: 1 });
+    };
+    const stop = runClockSync(r, socket, () => pageNow);
+    answer(20);
+    for (let i = 1; i < CLOCK_FAST_COUNT; i += 1) {
+      vi.advanceTimersByTime(CLOCK_FAST_MS);
+      answer(20);
+    }
+    expect(r.clock.estimate()?.boundMs).toBe(10);
+    vi.advanceTimersByTime(CLOCK_REFINE_MS);
+    expect(sent.length).toBe(CLOCK_FAST_COUNT + 1);
+    answer(20);
+    vi.advanceTimersByTime(CLOCK_REFINE_MS);
+    expect(sent.length).toBe(CLOCK_FAST_COUNT + 2);
+    answer(1); // a quick one: known to 0.5 ms now
+    expect(r.clock.estimate()).toMatchObject({ offsetMs: 300, boundMs: 0.5 });
+    vi.advanceTimersByTime(CLOCK_REFINE_MS); // the one already planned
+    const settled = sent.length;
+    vi.advanceTimersByTime(CLOCK_SLOW_MS - 1);
+    expect(sent.length).toBe(settled);
+    vi.advanceTimersByTime(1);
+    expect(sent.length).toBe(settled + 1);
+    stop();
+  });
+
+  it('stops refining after CLOCK_REFINE_COUNT exchanges when the offset stays loose', () => {
+    vi.useFakeTimers();
+    let sent = 0;
+    const socket: ClockSocket = {
+      send: () => {
+        sent += 1;
+        return true;
+      },
+      on: () => () => undefined,
+    };
+    // no answer at all: no estimate, the loosest case
+    const stop = runClockSync(new LatencyReadout(), socket, () => 0);
+    vi.advanceTimersByTime(CLOCK_FAST_MS * CLOCK_FAST_COUNT + CLOCK_REFINE_MS * CLOCK_REFINE_COUNT);
+    const after = sent;
+    expect(after).toBeGreaterThanOrEqual(CLOCK_FAST_COUNT + CLOCK_REFINE_COUNT - 1);
+    vi.advanceTimersByTime(CLOCK_SLOW_MS * 2);
+    expect(sent - after).toBeLessThanOrEqual(2);
+    stop();
   });
 });
