@@ -180,33 +180,19 @@ async function glassToGlass(browser: Browser, ctx: Ctx, mode: Mode): Promise<G2g
 }
 
 /**
- * How the hub gave its viewers key frames while a measure ran: encoder restarts by reason (a
- * viewer's key request is 'key frame requested') and cached GOPs handed again (replayGop).
- * Wraps the hub's private restartEncoder, as encoderTimes does its startEncoder.
+ * The hub's encoder restarts by reason while a measure ran (a viewer's key frame request is
+ * 'key frame requested'): each one interrupts every viewer. Wraps the hub's private
+ * restartEncoder, as encoderTimes does its startEncoder.
  */
 function keyFrameCounts(ctx: Ctx): { counts: Record<string, number>; off: () => void } {
-  const counts: Record<string, number> = { gop_replays: 0 };
-  const hub = ctx.app.ctx.video as unknown as {
-    restartEncoder: (reason: string) => void;
-    replayGop: (onUnit: unknown) => boolean;
-  };
-  const [restart, replay] = [hub.restartEncoder, hub.replayGop];
+  const counts: Record<string, number> = {};
+  const hub = ctx.app.ctx.video as unknown as { restartEncoder: (reason: string) => void };
+  const restart = hub.restartEncoder;
   hub.restartEncoder = function (this: typeof hub, reason: string) {
     counts[`restart: ${reason}`] = (counts[`restart: ${reason}`] ?? 0) + 1;
     restart.call(this, reason);
   };
-  hub.replayGop = function (this: typeof hub, onUnit: unknown) {
-    const handed = replay.call(this, onUnit);
-    if (handed) counts['gop_replays']! += 1;
-    return handed;
-  };
-  return {
-    counts,
-    off: () => {
-      hub.restartEncoder = restart;
-      hub.replayGop = replay;
-    },
-  };
+  return { counts, off: () => (hub.restartEncoder = restart) };
 }
 
 interface Ttff {

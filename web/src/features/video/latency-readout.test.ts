@@ -83,59 +83,60 @@ describe('LatencyReadout', () => {
 describe('runClockSync', () => {
   afterEach(() => vi.useRealTimers());
 
+  /** A fake event socket: the ids asked, and the page's handler of answers (null once off). */
+  function clockSocket() {
+    const fake = {
+      sent: [] as number[],
+      handler: null as ((event: unknown) => void) | null,
+      socket: {
+        send: (frame) => {
+          fake.sent.push(frame.event.id);
+          return true;
+        },
+        on: (_type, h) => {
+          fake.handler = h;
+          return () => {
+            fake.handler = null;
+          };
+        },
+      } as ClockSocket,
+    };
+    return fake;
+  }
+
   it('asks quickly at first, then slowly, and feeds the answers to the readout', () => {
     vi.useFakeTimers();
-    const sent: number[] = [];
-    let handler: ((event: unknown) => void) | null = null;
-    const socket: ClockSocket = {
-      send: (frame) => {
-        sent.push(frame.event.id);
-        return true;
-      },
-      on: (_type, h) => {
-        handler = h;
-        return () => {
-          handler = null;
-        };
-      },
-    };
+    const fake = clockSocket();
+    const { sent, socket } = fake;
+    const handler = (event: unknown): void => fake.handler!(event);
     const r = new LatencyReadout();
     let pageNow = 5000;
     const stop = runClockSync(r, socket, () => pageNow);
     expect(sent).toEqual([1]);
     pageNow += 4;
-    handler!({ id: 1, server_ms: 5002 + 300, mono_ms: 302 });
-    handler!({ id: 99, server_ms: 1, mono_ms: 1 }); // never asked: ignored
+    handler({ id: 1, server_ms: 5002 + 300, mono_ms: 302 });
+    handler({ id: 99, server_ms: 1, mono_ms: 1 }); // never asked: ignored
     expect(r.clock.estimate()).toMatchObject({ offsetMs: 300, boundMs: 2, serverOrigin: 5000 });
     vi.advanceTimersByTime(1000);
     expect(sent.length).toBe(CLOCK_FAST_COUNT);
     stop();
     vi.advanceTimersByTime(60_000);
     expect(sent.length).toBe(CLOCK_FAST_COUNT);
-    expect(handler).toBeNull();
+    expect(fake.handler).toBeNull();
   });
 
   it('goes on asking twice a second while the offset is loose, and slowly once it is tight', () => {
     vi.useFakeTimers();
-    const sent: number[] = [];
-    let handler: ((event: unknown) => void) | null = null;
-    const socket: ClockSocket = {
-      send: (frame) => {
-        sent.push(frame.event.id);
-        return true;
-      },
-      on: (_type, h) => {
-        handler = h;
-        return () => undefined;
-      },
-    };
+    const fake = clockSocket();
+    const { sent, socket } = fake;
+    const handler = (event: unknown): void => fake.handler!(event);
     const r = new LatencyReadout();
     let pageNow = 5000;
     // every answer comes 20 ms after its request: the offset is known to 10 ms only
     const answer = (rtt: number): void => {
       const id = sent.at(-1)!;
       pageNow += rtt;
-      handler!({ id, server_ms: pageNow - rtt / 2 + 300, mono_ms: 1 });
+      handler({ id, server_ms: pageNow - rtt / 2 + 300, mono_ms: 1 });
     };
     const stop = runClockSync(r, socket, () => pageNow);
     answer(20);
