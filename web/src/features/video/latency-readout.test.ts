@@ -100,6 +100,8 @@ describe('runClockSync', () => {
           };
         },
       } as ClockSocket,
+      /** An answer from the device, as the event socket hands it on. */
+      reply: (event: unknown): void => fake.handler!(event),
     };
     return fake;
   }
@@ -107,8 +109,7 @@ describe('runClockSync', () => {
   it('asks quickly at first, then slowly, and feeds the answers to the readout', () => {
     vi.useFakeTimers();
     const fake = clockSocket();
-    const { sent, socket } = fake;
-    const handler = (event: unknown): void => fake.handler!(event);
+    const { sent, socket, reply: handler } = fake;
     const r = new LatencyReadout();
     let pageNow = 5000;
     const stop = runClockSync(r, socket, () => pageNow);
@@ -128,8 +129,7 @@ describe('runClockSync', () => {
   it('goes on asking twice a second while the offset is loose, and slowly once it is tight', () => {
     vi.useFakeTimers();
     const fake = clockSocket();
-    const { sent, socket } = fake;
-    const handler = (event: unknown): void => fake.handler!(event);
+    const { sent, socket, reply: handler } = fake;
     const r = new LatencyReadout();
     let pageNow = 5000;
     // every answer comes 20 ms after its request: the offset is known to 10 ms only
