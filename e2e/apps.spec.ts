@@ -120,7 +120,10 @@ describe('Apps center', () => {
       await byTestId(page, 'wireguard-status').waitFor({ state: 'visible', timeout: 20_000 });
       expect(configPosts).toHaveLength(1);
       // The key left the page with the send.
-      expect(await byTestId(page, 'wireguard-config').inputValue()).toBe('');
+      await poll(
+        'the editor emptied',
+        async () => (await byTestId(page, 'wireguard-config').inputValue()) === '',
+      );
       expect(await byTestId(page, 'wireguard-public-key').textContent()).toBe(
         peer!.devicePublicKey,
       );

@@ -180,15 +180,23 @@ function ConfigEditor({ onSaved }: { onSaved: () => Promise<void> }) {
     }
     setError(null);
     setBusy(true);
+    let saved = false;
     try {
       await wireguardSetConfig(text);
-      void message.success(t('apps.wireguard.saved'));
-      await onSaved();
+      saved = true;
     } catch (err) {
       setError(withDetail(t('apps.wireguard.refused'), err));
     } finally {
-      // The key leaves the page with the send, whatever the answer.
+      // The key leaves the page with the send, whatever the answer, and before the status
+      // that the answer brings is drawn.
       if (area.current) area.current.value = '';
+    }
+    try {
+      if (saved) {
+        void message.success(t('apps.wireguard.saved'));
+        await onSaved();
+      }
+    } finally {
       setBusy(false);
     }
   };
