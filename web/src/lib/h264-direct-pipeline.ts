@@ -74,8 +74,12 @@ export type PipelineEvent =
   | { type: 'info'; info: StreamInfo }
   /** `ask` answers the report asked for with that number (see flushCounters) */
   | { type: 'counters'; counters: DirectCounters; ask?: number }
-  /** a frame drawn: its capture time (device epoch ms) and when it was drawn (epoch ms here) */
-  | { type: 'latency'; capturedAt: number; shownAt: number }
+  /**
+   * a frame drawn: its capture time (device epoch ms), when it was drawn (epoch ms here), and
+   * when this viewer last started or asked for a key frame (epoch ms here): the server answers
+   * both with its cached GOP, frames captured before then (seconds before, on a still screen)
+   */
+  | { type: 'latency'; capturedAt: number; shownAt: number; liveFrom: number }
   /** the canvas attached as `seq` shows a picture now (FramePresenter's `painted`) */
   | { type: 'painted'; seq: number };
 
@@ -103,6 +107,11 @@ export function globalAnimationFrame(): Pick<PipelineOptions, 'requestFrame' | '
     requestFrame: (cb) => scope.requestAnimationFrame!(cb),
     cancelFrame: (id) => scope.cancelAnimationFrame?.(id),
   };
+}
+
+/** Epoch ms on the clock the presented frames are dated by (performance's, as shownAt). */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 export class DirectPipeline {
@@ -133,6 +142,8 @@ export class DirectPipeline {
   /** Chunk timestamp (us) -> capture time (device epoch ms) of the frames in the decoder. */
   private readonly captureOf = new Map<number, number>();
   private lastKeyRequest = -Infinity;
+  /** Epoch ms here of the start or the last key request sent (see the 'latency' event). */
+  private liveFrom = 0;
   /** The attachment the current canvas came with (attachCanvas). */
   private canvasSeq = 0;
   private size = { width: 0, height: 0 };
@@ -239,7 +250,10 @@ export class DirectPipeline {
   requestKeyFrame(): void {
     const now = this.now();
     if (now - this.lastKeyRequest < KEY_REQUEST_MIN_MS) return;
-    if (this.sendBinary(MEDIA_KEY_REQUEST)) this.lastKeyRequest = now;
+    if (this.sendBinary(MEDIA_KEY_REQUEST)) {
+      this.lastKeyRequest = now;
+      this.liveFrom = epochNow();
+    }
   }
 
   counters(): DirectCounters {
@@ -318,6 +332,7 @@ export class DirectPipeline {
       }),
     );
     this.started = true;
+    this.liveFrom = epochNow();
     this.options.emit({ type: 'hello', conn: this.conn });
     // The decoder starts up while the first key frame is on its way (its first output came
     // 150-300 ms after the first chunk when configured on it, on a busy 2-core machine).
@@ -481,7 +496,7 @@ export class DirectPipeline {
     if (presented && capturedAt !== undefined) {
       // the animation frame's time, as the page's requestVideoFrameCallback dates WebRTC frames
       const shownAt = performance.timeOrigin + (time ?? performance.now());
-      this.options.emit({ type: 'latency', capturedAt, shownAt });
+      this.options.emit({ type: 'latency', capturedAt, shownAt, liveFrom: this.liveFrom });
     }
     this.countersChanged = true;
     if (this.now() - this.countersAt >= COUNTERS_REPORT_MS) this.flushCounters();

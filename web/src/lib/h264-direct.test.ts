@@ -82,6 +82,50 @@ describe('H264DirectStream', () => {
     expect(sizes).toEqual([{ width: 1280, height: 720 }]);
   });
 
+  it('dates each drawn frame by its capture time and by the start or key request it answers', () => {
+    const { stream, animate } = setup();
+    stream.attachCanvas(new FakeCanvas());
+    const seen: Array<{ capturedAt: number; shownAt: number; liveFrom: number }> = [];
+    stream.on('latency', (f) => seen.push(f));
+    const epoch = () => performance.timeOrigin + performance.now();
+    const timed = (key: boolean, capturedAt: number) => {
+      const bytes = new Uint8Array(15);
+      bytes.set([0x02, key ? 1 : 0]);
+      new DataView(bytes.buffer).setFloat64(2, capturedAt);
+      bytes.set([0, 0, 0, 1, key ? 0x65 : 0x41], 10);
+      return bytes.buffer;
+    };
+    stream.start();
+    const socket = FakeWebSocket.last();
+    const beforeStart = epoch();
+    hello(socket);
+    const afterStart = epoch();
+    /** The decoder's picture of its newest chunk. */
+    const picture = (decoder: FakeDecoder | undefined) =>
+      Object.assign(new FakeFrame(), { timestamp: decoder?.chunks.at(-1)?.timestamp });
+    socket.receive(timed(true, 1_000));
+    FakeDecoder.instances[0]?.output(picture(FakeDecoder.instances[0]));
+    animate();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.capturedAt).toBe(1_000);
+    expect(seen[0]?.liveFrom).toBeGreaterThanOrEqual(beforeStart);
+    expect(seen[0]?.liveFrom).toBeLessThanOrEqual(afterStart);
+
+    // a key request (a delta frame with no picture to build on, after a decoder error) moves it
+    vi.advanceTimersByTime(1_000);
+    FakeDecoder.instances[0]?.fail();
+    const beforeAsk = epoch();
+    socket.receive(timed(false, 2_000));
+    expect(binarySent(socket).filter(([op]) => op === 0x01)).toHaveLength(1);
+    socket.receive(timed(true, 3_000));
+    FakeDecoder.instances[1]?.output(picture(FakeDecoder.instances[1]));
+    animate();
+    expect(seen).toHaveLength(2);
+    expect(seen[1]?.capturedAt).toBe(3_000);
+    expect(seen[1]?.liveFrom).toBeGreaterThanOrEqual(beforeAsk);
+    expect(seen[1]?.liveFrom).toBeGreaterThan(seen[0]?.liveFrom ?? Infinity);
+  });
+
   it("says when the attached canvas shows a picture: its first frame, or the old canvas's copied", () => {
     const { stream, animate } = setup();
     const preview = new FakeCanvas();

@@ -73,7 +73,7 @@ export interface H264DirectEvents extends StreamClientEvents {
   /** The decoded picture size changed. */
   resize: { width: number; height: number };
   /** A frame was drawn: its capture time (device epoch ms) and when (epoch ms, this browser). */
-  latency: { capturedAt: number; shownAt: number };
+  latency: { capturedAt: number; shownAt: number; liveFrom: number };
   /**
    * The canvas attached now shows a picture: its first frame was drawn, or the picture of the
    * canvas it replaced was copied onto it (the first frame preview's hand-over to the view).
@@ -432,7 +432,11 @@ export class H264DirectStream implements StreamClient {
         this.emitter.emit('info', this.info);
         break;
       case 'latency':
-        this.emitter.emit('latency', { capturedAt: event.capturedAt, shownAt: event.shownAt });
+        this.emitter.emit('latency', {
+          capturedAt: event.capturedAt,
+          shownAt: event.shownAt,
+          liveFrom: event.liveFrom,
+        });
         break;
       case 'painted':
         if (event.seq === this.canvasSeq && this.canvas)

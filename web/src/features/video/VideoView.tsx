@@ -162,7 +162,7 @@ export function VideoView() {
     setDirectSize(size.width > 0 ? size : null);
     const off = direct.on('resize', (s) => setDirectSize(s));
     const offLatency = direct.on('latency', (f) =>
-      latencyReadout.note('direct_h264', f.capturedAt, f.shownAt),
+      latencyReadout.note('direct_h264', f.capturedAt, f.shownAt, { liveFrom: f.liveFrom }),
     );
     return () => {
       off();

@@ -78,6 +78,20 @@ describe('LatencyReadout', () => {
     r.reset();
     expect(r.getView().latencyMs).toBeNull();
   });
+
+  it('leaves out direct frames captured before the viewer started or asked for a key frame', () => {
+    const r = new LatencyReadout(() => 0);
+    r.clock.add(exchange(0, 2, 1000, 0)); // device 1000 ms ahead
+    // joined at page 5000 (device 6000): the cached GOP's frames from device 1100 and 5990
+    expect(r.note('direct_h264', 1100, 5020, { liveFrom: 5000 })).toBe(false);
+    expect(r.note('direct_h264', 5990, 5030, { liveFrom: 5000 })).toBe(false);
+    expect(r.getView().latencyMs).toBeNull();
+    // the first live frame
+    expect(r.note('direct_h264', 6010, 5040, { liveFrom: 5000 })).toBe(true);
+    expect(r.getView()).toMatchObject({ mode: 'direct_h264', latencyMs: 30 });
+    expect(r.frames).toHaveLength(1);
+    expect(r.frames[0]).not.toHaveProperty('liveFrom');
+  });
 });
 
 describe('runClockSync', () => {

@@ -153,22 +153,30 @@ export class LatencyReadout {
 
   constructor(private readonly now: () => number = () => Date.now()) {}
 
-  /** A presented frame; false when there is no clock estimate yet (nothing recorded). */
+  /**
+   * A presented frame; false when nothing was recorded: no clock estimate yet, or the frame was
+   * captured before `liveFrom` (page epoch ms). Direct H.264 passes the time its viewer started
+   * or last asked for a key frame: the device answers both with the GOP it has cached, frames
+   * that are the current picture but were captured up to seconds before (a still screen sends
+   * one a second), so their age is not the live delay.
+   */
   note(
     mode: LatencyMode,
     capturedAt: number,
     shownAt: number,
-    extra: { browserMs?: number } = {},
+    extra: { browserMs?: number; liveFrom?: number } = {},
   ): boolean {
     const clock = this.clock.estimate();
     if (!clock || !Number.isFinite(capturedAt)) return false;
+    const { liveFrom, ...rest } = extra;
+    if (liveFrom !== undefined && capturedAt < liveFrom + clock.offsetMs) return false;
     const frame: LatencyFrame = {
       mode,
       shownAt,
       capturedAt,
       latencyMs: shownAt + clock.offsetMs - capturedAt,
       boundMs: clock.boundMs,
-      ...extra,
+      ...rest,
     };
     this.frames.push(frame);
     if (this.frames.length > FRAMES_KEPT) this.frames.splice(0, this.frames.length - FRAMES_KEPT);
