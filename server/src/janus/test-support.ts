@@ -32,6 +32,16 @@ export class FakeFeed implements VideoFeed {
     this.keyFrameRequests += 1;
   }
 
+  replays = 0;
+
+  /** As the hub: the cache again to a subscribed viewer, when it starts with a key unit. */
+  replayGop(onUnit: (unit: AccessUnit) => void): boolean {
+    if (!this.viewers.has(onUnit) || !this.cache[0]?.key) return false;
+    this.replays += 1;
+    for (const unit of this.cache) onUnit(unit);
+    return true;
+  }
+
   /** Units the transports said they dropped, by reason (the hub's drop counters). */
   readonly drops = new Map<string, number>();
 

@@ -25,6 +25,14 @@ export interface VideoFeed {
   subscribe(onUnit: (unit: AccessUnit) => void): () => void;
   /** The viewer lost or never had a key frame (PLI/FIR, decoder error): get one soon. */
   requestKeyFrame(): void;
+  /**
+   * Hands the cached GOP (its key frame and every unit since) to `onUnit`, a subscribed viewer
+   * that lost its decoder's state, at once: a key frame for that viewer alone, where
+   * `requestKeyFrame` restarts the encoder every viewer shares. False: no whole GOP is cached
+   * (none yet, or it passed the cache's bounds), nothing was handed; ask for a key frame then.
+   * Optional: a feed without a cache (a test fake) has none.
+   */
+  replayGop?(onUnit: (unit: AccessUnit) => void): boolean;
   /** profile-level-id of the stream, e.g. `42e01f` (Constrained Baseline). */
   readonly profileLevelId: string;
   /**

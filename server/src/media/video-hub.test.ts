@@ -143,6 +143,24 @@ describe('VideoHub', () => {
     expect(h.totals().units).toBe(first.length);
   });
 
+  it('hands a viewer the cached GOP again on its asking, with the same encoder', async () => {
+    const { h, source } = hub();
+    const first: AccessUnit[] = [];
+    const viewer = (u: AccessUnit): number => first.push(u);
+    h.subscribe(viewer);
+    await feed(source, () => first.length >= 14);
+    const pid = h.encoderPid;
+    const before = first.length;
+    expect(h.replayGop(viewer)).toBe(true);
+    const again = first.slice(before);
+    expect(again.length).toBeGreaterThan(0);
+    expectWhole(again);
+    expect(again.at(-1)).toBe(first[before - 1]);
+    expect(h.encoderPid).toBe(pid);
+    // a function that is not a viewer is handed nothing
+    expect(h.replayGop(() => undefined)).toBe(false);
+  });
+
   it('drops an oversized GOP whole: a late viewer gets a key frame, never a gap', async () => {
     // 4 units at most in the cache, GOP of 10: every GOP overflows
     const { h, source } = hub({ gopCache: { maxBytes: 1 << 20, maxUnits: 4 } });
@@ -152,8 +170,10 @@ describe('VideoHub', () => {
     await expect.poll(() => h.getDrops().gop_cache_overflow, poll).toBeGreaterThan(0);
     const pid = h.encoderPid;
     const late: AccessUnit[] = [];
-    h.subscribe((u) => late.push(u));
+    const lateViewer = (u: AccessUnit): number => late.push(u);
+    h.subscribe(lateViewer);
     expect(late).toEqual([]); // nothing rather than a GOP with a hole
+    expect(h.replayGop(lateViewer)).toBe(false); // and no replay of one either
     // ...and the hub asked for a key frame at once (an encoder restart) instead of waiting
     await feed(source, () => late.length >= 3);
     expect(h.encoderPid).not.toBe(pid);

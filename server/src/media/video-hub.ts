@@ -290,6 +290,12 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.drop(reason, Math.floor(units));
   }
 
+  replayGop(onUnit: (unit: AccessUnit) => void): boolean {
+    if (!this.viewers.has(onUnit) || this.gop.size === 0 || this.gop.overflowed) return false;
+    for (const unit of this.gop.units()) onUnit(unit);
+    return true;
+  }
+
   requestKeyFrame(): void {
     const now = performance.now();
     // Only a running ffmpeg that has given out a unit is restarted: one that waits out its

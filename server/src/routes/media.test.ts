@@ -211,3 +211,69 @@ describe("kvmd 4.2xx /api/media/ws?video=h264 (the 'pure' mode of scripts)", () 
     expect(first[4]! & 0x1f).toBe(7);
   }, 30_000);
 });
+
+describe('/api/media/ws and the cached GOP', () => {
+  it('hands a joining viewer the whole cached GOP (a second at 60 fps) without calling it lagging', async () => {
+    const { feed, url } = await fakeServer();
+    for (let seq = 0; seq < 60; seq += 1) feed.push(unit(seq, seq === 0, 2000));
+    const ws = new WebSocket(url);
+    const binary: Buffer[] = [];
+    let hello = false;
+    ws.on('message', (data, isBinary) => (isBinary ? binary.push(data as Buffer) : (hello = true)));
+    await expect.poll(() => hello).toBe(true);
+    ws.send(JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }));
+    await expect.poll(() => binary.length).toBe(60);
+    feed.push(unit(60, false, 2000));
+    await expect.poll(() => binary.length).toBe(61);
+    expect(binary.map((b) => b[2])).toEqual([...Array(61).keys()]);
+    expect(feed.keyFrameRequests).toBe(0);
+    expect(feed.drops.get('viewer_lagging') ?? 0).toBe(0);
+    ws.close();
+  });
+
+  async function started(url: string) {
+    const ws = new WebSocket(url);
+    const binary: Buffer[] = [];
+    let hello = false;
+    ws.on('message', (data, isBinary) => (isBinary ? binary.push(data as Buffer) : (hello = true)));
+    await expect.poll(() => hello).toBe(true);
+    ws.send(JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }));
+    return { ws, binary };
+  }
+
+  it('answers 0x01 with the cached GOP again for that viewer alone, not an encoder restart', async () => {
+    const { feed, url } = await fakeServer();
+    for (let seq = 0; seq < 5; seq += 1) feed.push(unit(seq, seq === 0, 100));
+    const { ws, binary } = await started(url);
+    await expect.poll(() => binary.length).toBe(5);
+    ws.send(Buffer.from([0x01]));
+    await expect.poll(() => binary.length).toBe(10);
+    feed.push(unit(5, false, 100));
+    await expect.poll(() => binary.length).toBe(11);
+    // [op][key][seq...]: the GOP from its key frame again, then live
+    expect(binary.map((b) => [b[1], b[2]])).toEqual([
+      ...[0, 1, 2, 3, 4].map((n) => [n === 0 ? 1 : 0, n]),
+      ...[0, 1, 2, 3, 4].map((n) => [n === 0 ? 1 : 0, n]),
+      [0, 5],
+    ]);
+    expect(feed.replays).toBe(1);
+    expect(feed.keyFrameRequests).toBe(0);
+    ws.close();
+  });
+
+  it('asks the encoder when no GOP is cached, and sends no delta before its key frame', async () => {
+    const { feed, url } = await fakeServer();
+    feed.push(unit(0, true, 100));
+    const { ws, binary } = await started(url);
+    await expect.poll(() => binary.length).toBe(1);
+    feed.cache = []; // as the hub's after an oversized GOP
+    ws.send(Buffer.from([0x01]));
+    await expect.poll(() => feed.keyFrameRequests).toBe(1);
+    feed.push(unit(1, false, 100)); // a delta the reset decoder could not use
+    feed.push(unit(2, true, 100));
+    await expect.poll(() => binary.length).toBe(2);
+    expect(binary[1]![2]).toBe(2);
+    expect(feed.replays).toBe(0);
+    ws.close();
+  });
+});

@@ -2,13 +2,16 @@
  * `/api/media/ws`: direct H.264 over a WebSocket, kvmd-media's wire format (wire-protocol.md 4):
  * server hello `{event_type:"media", event:{video:{h264:{profile_level_id}}}}`, client
  * `{event_type:"start", event:{type:"video", format:"h264"}}`, then binary
- * `[0x01][key 0|1][Annex B access unit]`; ping 0x00 -> 0xFF; 0x01 asks for a key frame.
+ * `[0x01][key 0|1][Annex B access unit]`; ping 0x00 -> 0xFF; 0x01 asks for a key frame: that
+ * client alone is handed the cached GOP again (its key frame and every unit since), or, with
+ * none cached, the encoder makes one.
  * Our addition: a start with `capture_time: true` gets `[0x02][key][float64 BE capture time,
  * device epoch ms][access unit]` instead (the console's latency readout, docs/webrtc.md).
- * A client always starts on a key frame. A client that falls behind (more than 32 frames, or
- * `maxBufferedBytes` unsent) has its queue flushed and waits for the next key frame; one whose
- * buffer stays over that bound for `stallMs` is closed with 1013 (MEDIA_SOCKET_LIMITS,
- * ws/socket-guard.ts), so a viewer that stops reading holds at most one bound plus one frame.
+ * A client always starts on a key frame (the cached GOP's when there is one). A client that
+ * falls behind (more than 32 live frames, or `maxBufferedBytes` unsent) has its queue flushed
+ * and waits for the next key frame; one whose buffer stays over that bound for `stallMs` is
+ * closed with 1013 (MEDIA_SOCKET_LIMITS, ws/socket-guard.ts), so a viewer that stops reading
+ * holds at most one bound plus one frame.
  *
  * kvmd 4.2xx additions: `GET /api/media` lists what the socket offers, and
  * `/api/media/ws?video=h264` is kvmd-media's "pure" mode for scripts: no hello, no start, the
@@ -30,8 +33,17 @@ import {
   type SocketRegistry,
 } from '../ws/socket-guard';
 
+/**
+ * Live frames the socket may hold unsent before its viewer counts as lagging. The cached GOP a
+ * viewer is handed at once (at its start, or after it lost its decoder) does not count: at 60
+ * fps with a GOP of 60 it is up to 59 units, and counted here half of all viewers joining were
+ * called lagging at once and restarted the encoder every viewer shares.
+ */
 const MAX_QUEUED_FRAMES = 32;
-/** Key-frame requests (0x01) honoured per socket: each one restarts the encoder for all. */
+/**
+ * Key-frame requests (0x01) honoured per socket: each hands the cached GOP again, or restarts
+ * the encoder for all when none is cached.
+ */
 const KEY_REQUESTS_PER_SECOND = 1;
 const KEY_REQUEST_BURST = 2;
 
@@ -63,7 +75,10 @@ export function mediaRoutes(
       // Waiting because this viewer fell behind (counted as `viewer_lagging`), not because it
       // has just joined and waits for its first key frame.
       let lagged = false;
+      /** Live units sent that the socket has not flushed yet. */
       let queued = 0;
+      /** True while the feed hands this viewer its cached GOP (not counted in `queued`). */
+      let fromCache = false;
       // the client's start asked for op 0x02 frames (the capture time in the header)
       let captureTime = false;
 
@@ -77,7 +92,8 @@ export function mediaRoutes(
           waitingForKey = false;
           lagged = false;
         }
-        if (queued >= MAX_QUEUED_FRAMES || guard.bufferedAmount > limits.maxBufferedBytes) {
+        const tooMany = !fromCache && queued >= MAX_QUEUED_FRAMES;
+        if (tooMany || guard.bufferedAmount > limits.maxBufferedBytes) {
           waitingForKey = true;
           lagged = true;
           feed.reportDrop?.('viewer_lagging');
@@ -86,20 +102,47 @@ export function mediaRoutes(
           return;
         }
         const head = captureTime ? timedHead(unit) : Buffer.from([0x01, unit.key ? 1 : 0]);
+        const live = !fromCache;
         const sent = guard.send(pure ? unit.data : Buffer.concat([head, unit.data]), {
           cb: () => {
-            queued -= 1;
+            if (live) queued -= 1;
           },
         });
-        if (sent) queued += 1;
-        else {
+        if (sent && live) queued += 1;
+        else if (!sent) {
           waitingForKey = true;
           lagged = true;
           feed.reportDrop?.('viewer_lagging');
         }
       };
 
-      if (pure) unsubscribe = feed.subscribe(send);
+      /** Subscribes `send`: the feed hands over its cached GOP at once, then live units. */
+      const subscribe = (): void => {
+        fromCache = true;
+        try {
+          unsubscribe = feed.subscribe(send);
+        } finally {
+          fromCache = false;
+        }
+      };
+      /**
+       * The viewer asked for a key frame (its decoder was reset, or failed): the cached GOP
+       * again, for it alone, when the feed has one; else a key frame from the encoder.
+       */
+      const keyFrame = (): void => {
+        if (!unsubscribe) return feed.requestKeyFrame();
+        waitingForKey = true;
+        lagged = false;
+        fromCache = true;
+        try {
+          if (feed.replayGop?.(send)) return;
+        } finally {
+          fromCache = false;
+        }
+        feed.requestKeyFrame();
+      };
+
+      if (pure) subscribe();
       else {
         guard.send(
           JSON.stringify({
@@ -113,8 +156,7 @@ export function mediaRoutes(
           if (data.length === 1 && data[0] === 0x00) {
             if (pure) return;
             if (guard.replyWith(Buffer.from([0xff]))) sockets.checkSession(guard);
-          } else if (data.length === 1 && data[0] === 0x01 && keyRequests.take())
-            feed.requestKeyFrame();
+          } else if (data.length === 1 && data[0] === 0x01 && keyRequests.take()) keyFrame();
           return;
         }
         let frame: unknown;
@@ -129,7 +171,7 @@ export function mediaRoutes(
         if (isRecord(event) && event['type'] === 'video' && !unsubscribe) {
           captureTime = event['capture_time'] === true;
           // GL ignores a second start; so do we
-          unsubscribe = feed.subscribe(send);
+          subscribe();
         }
       });
       guard.onClose(() => {
