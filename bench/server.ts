@@ -7,6 +7,9 @@
  * frames flow into ffmpeg (which runs in its own process, not counted).
  * idle_rss_no_socket_mb: the same server 3 s after the login, before that socket opens (no
  * frames): what the server itself holds, the difference being the warm video pipeline.
+ * idle_spare_rss_mb, idle_spare_pss_mb: the server's ffmpeg children at that moment, resident
+ * and proportional (shared library pages divided among the processes mapping them): the spare
+ * encoder the hub starts before any viewer (media/video-hub.ts PRIME_MS), waiting on stdin.
  */
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -36,9 +39,27 @@ async function rssMb(pid: number): Promise<number> {
   return kb / 1024;
 }
 
-async function once(
-  measureRss: boolean,
-): Promise<{ startMs: number; rss: number; rssNoSocket: number }> {
+/** Resident and proportional MB of `pid`'s ffmpeg children. */
+async function ffmpegChildrenMb(pid: number): Promise<{ rss: number; pss: number }> {
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  let rss = 0;
+  let pss = 0;
+  for (const child of children.split(' ').filter(Boolean)) {
+    const comm = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() !== 'ffmpeg') continue;
+    const rollup = await readFile(`/proc/${child}/smaps_rollup`, 'utf8').catch(() => '');
+    rss += Number(/^Rss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0) / 1024;
+    pss += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0) / 1024;
+  }
+  return { rss, pss };
+}
+
+async function once(measureRss: boolean): Promise<{
+  startMs: number;
+  rss: number;
+  rssNoSocket: number;
+  spare: { rss: number; pss: number };
+}> {
   const dataDir = await mkdtemp(join(tmpdir(), 'kvm-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -62,6 +83,7 @@ async function once(
     const startMs = performance.now() - t0;
     let rss = 0;
     let rssNoSocket = 0;
+    let spare = { rss: 0, pss: 0 };
     if (measureRss) {
       await fetch(`${base}/api/init/init?password=benchpass`);
       const login = await fetch(`${base}/api/auth/login`, {
@@ -71,13 +93,14 @@ async function once(
       const { result } = (await login.json()) as { result: { token: string } };
       await new Promise((r) => setTimeout(r, 3000));
       rssNoSocket = await rssMb(child.pid!);
+      spare = await ffmpegChildrenMb(child.pid!);
       const ws = new WebSocket(`ws://127.0.0.1:${port}/api/ws?auth_token=${result.token}`);
       await new Promise((r) => ws.once('message', r));
       await new Promise((r) => setTimeout(r, 3000));
       rss = await rssMb(child.pid!);
       ws.close();
     }
-    return { startMs, rss, rssNoSocket };
+    return { startMs, rss, rssNoSocket, spare };
   } finally {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
@@ -91,13 +114,20 @@ async function once(
 const starts: number[] = [];
 const rss: number[] = [];
 const rssNoSocket: number[] = [];
+const spareRss: number[] = [];
+const sparePss: number[] = [];
 for (let i = 0; i < sized(7, 2); i += 1) {
   const r = await once(i < sized(3, 1));
   starts.push(r.startMs);
   if (r.rss) rss.push(r.rss);
   if (r.rssNoSocket) rssNoSocket.push(r.rssNoSocket);
+  if (r.rss) {
+    spareRss.push(r.spare.rss);
+    sparePss.push(r.spare.pss);
+  }
   const rssNote = r.rss
-    ? `, rss ${round(r.rss)} MB (${round(r.rssNoSocket)} MB before the socket)`
+    ? `, rss ${round(r.rss)} MB (${round(r.rssNoSocket)} MB before the socket; its ffmpeg ` +
+      `then ${round(r.spare.rss)} MB resident, ${round(r.spare.pss)} MB proportional)`
     : '';
   note(`run ${i + 1}: start ${round(r.startMs)} ms${rssNote}`);
 }
@@ -107,5 +137,7 @@ process.stdout.write(
     cold_start_ms: round(median(starts)),
     idle_rss_mb: round(median(rss)),
     idle_rss_no_socket_mb: round(median(rssNoSocket)),
+    idle_spare_rss_mb: round(median(spareRss)),
+    idle_spare_pss_mb: round(median(sparePss)),
   })}\n`,
 );

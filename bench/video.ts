@@ -347,7 +347,6 @@ async function setSpare(ctx: Ctx, on: boolean): Promise<void> {
   }
 }
 
-/** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
 /** The CPU ticks (user + system) of a process so far; null when it is gone. */
 async function cpuTicks(pid: number): Promise<number | null> {
   try {
@@ -364,6 +363,8 @@ async function cpuTicks(pid: number): Promise<number | null> {
  * 450-630 ms here) and waits on stdin: its CPU time stood still for SPARE_STILL_MS. Loaded the
  * moment the encoder stopped, a fast page met a spare still starting (its first unit 600 ms
  * after the watch, as with none); a viewer who comes later than that meets a waiting one.
+ * The run's first cold load waits for the spare the hub starts before any viewer (PRIME_MS,
+ * media/video-hub.ts), as the first viewer after a device's start meets it.
  * Returns the ms waited (SPARE_SETTLE_MAX_MS at most: then the load meets whatever runs).
  */
 async function spareStarted(ctx: Ctx): Promise<number> {
@@ -379,6 +380,7 @@ async function spareStarted(ctx: Ctx): Promise<number> {
   return performance.now() - t0;
 }
 
+/** Time to first frame with the encoder stopped (WebRTC): its start is part of the wait. */
 async function ttffCold(
   browser: Browser,
   ctx: Ctx,

@@ -31,6 +31,11 @@ class FakeSource implements VideoSource {
     this.listeners.add(l);
     return () => this.listeners.delete(l);
   }
+  /** A new state, told to the listeners as a driver does. */
+  setState(next: Partial<VideoSourceState>): void {
+    this.state = { ...this.state, ...next };
+    for (const l of this.listeners) l(this.getState());
+  }
   async startCapture(onFrame: (f: RawFrame) => void, fps: number): Promise<void> {
     this.onFrame = onFrame;
     this.fps = fps;
@@ -97,8 +102,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function hub(opts: VideoHubOptions = {}, params = PARAMS) {
-  const source = new FakeSource();
+/** A source that says its frames' layout, as QEMU's and the testbed's do. */
+class FormatSource extends FakeSource {
+  readonly pixelFormat = 'yuv420p' as const;
+}
+
+function hub(opts: VideoHubOptions = {}, params = PARAMS, source = new FakeSource()) {
   const log = new RecordingLog();
   const h = new VideoHub(source, params, log, { lingerMs: 60_000, ...opts });
   hubs.push(h);
@@ -106,9 +115,15 @@ function hub(opts: VideoHubOptions = {}, params = PARAMS) {
 }
 
 /** Pushes frames until `done()` (one per tick, so ffmpeg keeps up), at most `max`. */
-async function feed(source: FakeSource, done: () => boolean, max = 1000): Promise<void> {
+async function feed(
+  source: FakeSource,
+  done: () => boolean,
+  max = 1000,
+  width = W,
+  height = H,
+): Promise<void> {
   for (let i = 0; i < max && !done(); i += 1) {
-    source.push();
+    source.push(width, height);
     await new Promise((r) => setTimeout(r, 10));
   }
   if (!done()) throw new Error('condition not reached while feeding frames');
@@ -328,6 +343,42 @@ describe('VideoHub', () => {
     expect(starts.map((l) => (l.obj as { spare: boolean }).spare)).toEqual([false, true]);
     await h.dispose();
     expect(await waitForExit(spare, 5000)).toBe(true);
+  });
+
+  it('starts the first spare before any viewer when the source says its pixel format', async () => {
+    const source = new FormatSource();
+    source.state = { online: true, signal: false, width: 0, height: 0 };
+    const { h, log } = hub({ primeMs: 20 }, PARAMS, source);
+    // no picture: no settings to start one with
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.sparePid).toBeNull();
+    source.setState({ signal: true, width: W, height: H });
+    await expect.poll(() => h.sparePid, poll).not.toBeNull();
+    const first = h.sparePid as number;
+    // a new size while nobody watches: a spare of that size instead
+    source.setState({ width: W * 2, height: H * 2 });
+    await expect.poll(() => h.sparePid !== null && h.sparePid !== first, poll).toBe(true);
+    expect(await waitForExit(first, 5000)).toBe(true);
+    // new parameters too
+    const second = h.sparePid as number;
+    expect((await readProcArgv(second))?.join(' ')).toContain(`${W * 2}x${H * 2}`);
+    h.setParams({ ...PARAMS, bitrateKbps: 300 });
+    await expect.poll(() => h.sparePid !== null && h.sparePid !== second, poll).toBe(true);
+    const third = h.sparePid as number;
+    expect((await readProcArgv(third))?.join(' ')).toContain('-b:v 300k');
+    // the first viewer's encoder is that spare
+    const units: AccessUnit[] = [];
+    h.subscribe((u) => units.push(u));
+    await feed(source, () => units.length >= 2, 1000, W * 2, H * 2);
+    expect(h.encoderPid).toBe(third);
+    expectWhole(units);
+    const starts = log.lines.filter((l) => l.msg === 'encoder starting');
+    expect(starts.map((l) => (l.obj as { spare: boolean }).spare)).toEqual([true]);
+
+    // told not to keep spares: none before the first viewer either
+    const off = hub({ primeMs: 20, spareEncoder: false }, PARAMS, new FormatSource());
+    await new Promise((r) => setTimeout(r, 150));
+    expect(off.h.sparePid).toBeNull();
   });
 
   it('starts no spare when told not to; a spare of other settings is stopped, not used', async () => {

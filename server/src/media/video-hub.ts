@@ -72,6 +72,8 @@ export interface VideoHubOptions {
   encoderStartMinMs?: number;
   /** Keep a started ffmpeg for the next viewer once the encoder stopped (default true; SPARE). */
   spareEncoder?: boolean;
+  /** How long after the source shows a picture nobody watches the spare starts (PRIME_MS). */
+  primeMs?: number;
 }
 
 /** How long the encoder keeps running after the last viewer left. */
@@ -108,6 +110,15 @@ export const PIPE_FRAMES = 1;
  */
 const SPARE_DEFAULT = true;
 
+/**
+ * The first spare: a source that says its pixel format (VideoSource.pixelFormat) lets the hub
+ * know the encoder's settings from its state alone, so a spare is started this long after the
+ * hub's start while nobody watches, and at once when the size or the parameters change later. Without it the first viewer after the device starts met no spare: 1.1-2.4 s to its
+ * first frame in `npm run bench -- video --ttff` (ttff_cold_no_spare_ms) on a slower machine,
+ * 0.57-0.83 s with one. The delay keeps ffmpeg's own start out of the device's busy boot.
+ */
+const PRIME_MS = 1_000;
+
 function sameSettings(a: EncoderSettings, b: EncoderSettings): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -124,6 +135,10 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private encoder: H264Encoder | null = null;
   /** A started ffmpeg no frame reached yet, for the next encoder of its settings (SPARE). */
   private spare: H264Encoder | null = null;
+  /** Starts the first spare (PRIME_MS); null when none is due. */
+  private primeTimer: NodeJS.Timeout | null = null;
+  /** PRIME_MS has passed since the hub's start: later spares before a viewer start at once. */
+  private booted = false;
   /** Encoders (and decoders) being stopped (restart, shutdown): dispose waits for them. */
   private readonly retiring = new Set<Promise<void>>();
   /** H.264 encoders not yet stopped: an input source's next one waits for them. */
@@ -192,6 +207,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.offSource = source.onState((s) => this.onSourceState(s));
     this.statsTimer = setInterval(() => this.rollStats(), 1000);
     this.statsTimer.unref();
+    this.schedulePrime();
   }
 
   get profileLevelId(): string {
@@ -316,6 +332,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   setParams(next: HubParams): void {
     const changed = JSON.stringify(next) !== JSON.stringify(this.params);
     this.params = { ...next };
+    if (changed && !this.encoder) this.schedulePrime();
     if (changed && this.encoder) {
       this.restartEncoder('parameters changed');
       // the new frame rate; a source that fails here keeps its old rate (and says so)
@@ -491,7 +508,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     this.next = null;
   }
 
-  private settingsFor(frame: RawFrame): EncoderSettings {
+  private settingsFor(frame: Pick<RawFrame, 'width' | 'height' | 'format'>): EncoderSettings {
     return {
       width: frame.width,
       height: frame.height,
@@ -580,6 +597,35 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (sameSettings(spare.settings, settings) && spare.framesInFlight === 0) return spare;
     void this.retire(spare);
     return null;
+  }
+
+  /**
+   * A spare for the picture nobody watches yet (PRIME_MS): PRIME_MS after the hub's start, at
+   * once after that (a new size or new parameters while nobody watches).
+   */
+  private schedulePrime(): void {
+    if (this.primeTimer || this.inputKind || this.disposed || !this.source.pixelFormat) return;
+    if (this.booted) return this.primeSpare();
+    this.primeTimer = setTimeout(() => {
+      this.primeTimer = null;
+      this.booted = true;
+      this.primeSpare();
+    }, this.opts.primeMs ?? PRIME_MS);
+    this.primeTimer.unref();
+  }
+
+  /**
+   * A spare for the settings the source's picture needs now, when nobody's encoder runs and no
+   * spare of those settings waits (PRIME_MS). A source without a picture gets none.
+   */
+  private primeSpare(): void {
+    const format = this.source.pixelFormat;
+    const state = this.source.getState();
+    if (!format || this.disposed || this.encoder || !state.online || !state.signal) return;
+    if (!(state.width > 0 && state.height > 0)) return;
+    const settings = this.settingsFor({ width: state.width, height: state.height, format });
+    if (this.spare && sameSettings(this.spare.settings, settings)) return;
+    this.startSpare(settings);
   }
 
   /** Starts a spare like `enc` (a frames source's encoder that just stopped; SPARE). */
@@ -702,6 +748,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     }
     if (state.online && this.viewers.size + this.warmers + this.raw.size > 0) this.ensureRunning();
     if (!state.online) this.capturing = false;
+    else if (!this.encoder) this.schedulePrime();
   }
 
   private async shutdown(): Promise<void> {
@@ -730,6 +777,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     if (this.h264LingerTimer) clearTimeout(this.h264LingerTimer);
     if (this.startTimer) clearTimeout(this.startTimer);
+    if (this.primeTimer) clearTimeout(this.primeTimer);
     this.raw.clear();
     this.offSource();
     this.viewers.clear();

@@ -77,6 +77,8 @@ const POOL_FRAMES = MAX_UNRELEASED + 1;
 
 export class QemuVideo implements VideoSource {
   readonly name = 'qemu';
+  /** VNC's raw encoding in the pixel format this client sets: 32-bit little-endian BGRX. */
+  readonly pixelFormat = 'bgr0' as const;
   private readonly events = new EventEmitter<{ state: [VideoSourceState] }>();
   private state: VideoSourceState = { online: false, signal: false, width: 0, height: 0 };
   private rfb: RfbClient | null = null;
@@ -343,7 +345,7 @@ export class QemuVideo implements VideoSource {
     onFrame({
       width: rfb.width,
       height: rfb.height,
-      format: 'bgr0',
+      format: this.pixelFormat,
       data,
       capturedAt,
       release: () => {

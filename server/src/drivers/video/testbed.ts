@@ -32,6 +32,7 @@ export const LENT_GIVE_UP_MS = 2000;
 
 export class TestbedVideo implements VideoSource {
   readonly name = 'testbed';
+  readonly pixelFormat = 'yuv420p' as const;
   readonly picture: TestbedPicture;
   private readonly events = new EventEmitter<{ state: [VideoSourceState] }>();
   private state: VideoSourceState;
@@ -147,7 +148,7 @@ export class TestbedVideo implements VideoSource {
     this.onFrame!({
       width: this.picture.width,
       height: this.picture.height,
-      format: 'yuv420p',
+      format: this.pixelFormat,
       data,
       capturedAt: now,
       ...(skipped > 0 && { skipped }),

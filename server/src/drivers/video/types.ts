@@ -74,6 +74,13 @@ export type VideoInput = { readonly kind: 'frames' } | FfmpegInput;
 export interface VideoSource {
   /** Driver name for logs and /api/info (`qemu`, `testbed`, `file`). */
   readonly name: string;
+  /**
+   * A `frames` source whose frames always come in one layout says which: with it and the
+   * state's size the hub knows the encoder's settings before any frame, and starts its spare
+   * ffmpeg before the first viewer (media/video-hub.ts, SPARE). Absent: the spare waits for
+   * an encoder to have run.
+   */
+  readonly pixelFormat?: PixelFormat;
   getState(): VideoSourceState;
   /**
    * How the encoder gets the picture; absent means `{ kind: 'frames' }`. The kind never changes
