@@ -213,24 +213,7 @@ describe("kvmd 4.2xx /api/media/ws?video=h264 (the 'pure' mode of scripts)", () 
 });
 
 describe('/api/media/ws and the cached GOP', () => {
-  it('hands a joining viewer the whole cached GOP (a second at 60 fps) without calling it lagging', async () => {
-    const { feed, url } = await fakeServer();
-    for (let seq = 0; seq < 60; seq += 1) feed.push(unit(seq, seq === 0, 2000));
-    const ws = new WebSocket(url);
-    const binary: Buffer[] = [];
-    let hello = false;
-    ws.on('message', (data, isBinary) => (isBinary ? binary.push(data as Buffer) : (hello = true)));
-    await expect.poll(() => hello).toBe(true);
-    ws.send(JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }));
-    await expect.poll(() => binary.length).toBe(60);
-    feed.push(unit(60, false, 2000));
-    await expect.poll(() => binary.length).toBe(61);
-    expect(binary.map((b) => b[2])).toEqual([...Array(61).keys()]);
-    expect(feed.keyFrameRequests).toBe(0);
-    expect(feed.drops.get('viewer_lagging') ?? 0).toBe(0);
-    ws.close();
-  });
-
+  /** A viewer past the hello and its start; `binary` collects what it is sent. */
   async function started(url: string) {
     const ws = new WebSocket(url);
     const binary: Buffer[] = [];
@@ -240,6 +223,19 @@ describe('/api/media/ws and the cached GOP', () => {
     ws.send(JSON.stringify({ event_type: 'start', event: { type: 'video', format: 'h264' } }));
     return { ws, binary };
   }
+
+  it('hands a joining viewer the whole cached GOP (a second at 60 fps) without calling it lagging', async () => {
+    const { feed, url } = await fakeServer();
+    for (let seq = 0; seq < 60; seq += 1) feed.push(unit(seq, seq === 0, 2000));
+    const { ws, binary } = await started(url);
+    await expect.poll(() => binary.length).toBe(60);
+    feed.push(unit(60, false, 2000));
+    await expect.poll(() => binary.length).toBe(61);
+    expect(binary.map((b) => b[2])).toEqual([...Array(61).keys()]);
+    expect(feed.keyFrameRequests).toBe(0);
+    expect(feed.drops.get('viewer_lagging') ?? 0).toBe(0);
+    ws.close();
+  });
 
   it('answers 0x01 with the cached GOP again for that viewer alone, not an encoder restart', async () => {
     const { feed, url } = await fakeServer();
