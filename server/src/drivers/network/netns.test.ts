@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -82,6 +82,7 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
       if ((await listNamespaces()).includes(ns)) execFileSync('ip', ['netns', 'del', ns]);
     }
     await rm(join(NETNS_ETC, names.dev), { recursive: true, force: true });
+    await rm(join(NETNS_ETC, `.${names.dev}.tmp`), { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -122,9 +123,11 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
       writeResolv(): Promise<void>;
       applied: EthernetSettings;
     };
+    // the temp files are made in this namespace's own folder beside /etc/netns/<dev>
     const tempFiles = async () =>
-      (await readdir(NETNS_ETC)).filter((n) => n.startsWith('.resolv.conf.tmp'));
-    const tempsBefore = new Set(await tempFiles());
+      (await readdir(join(NETNS_ETC, `.${d.names.dev}.tmp`)).catch(() => [])).filter((n) =>
+        n.startsWith('.resolv.conf.tmp'),
+      );
     const writes: Promise<void>[] = [];
     for (let i = 1; i <= 20; i++) {
       inner.applied = { mode: 'dhcp', dns_servers: [`10.0.0.${i}`] };
@@ -137,12 +140,26 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     // Only resolv.conf in the namespace's folder (ip netns exec mounts each file there), and
     // no temp file of ours beside it.
     expect(await readdir(join(NETNS_ETC, d.names.dev))).toEqual(['resolv.conf']);
-    // /etc/netns is the machine's: another test's namespace may be writing its own resolv.conf
-    // right now (gone a moment later), and a process killed mid-write leaves its temp file for
-    // good; a temp file of these writes would stay
+    expect(await tempFiles()).toEqual([]);
+  });
+
+  it('clears the temp files a killed write left, at its start and at its teardown', async () => {
+    const d = make();
+    const tmp = join(NETNS_ETC, `.${d.names.dev}.tmp`);
+    // what a server killed in the middle of a resolv.conf write leaves
+    await mkdir(tmp, { recursive: true });
+    await writeFile(join(tmp, '.resolv.conf.tmp-0badc0de'), 'nameserver 10.9.9.9\n');
+    await d.init();
+    await leased(d);
     await expect
-      .poll(async () => (await tempFiles()).filter((n) => !tempsBefore.has(n)), { timeout: 5000 })
-      .toEqual([]);
+      .poll(async () => readFile(join(NETNS_ETC, d.names.dev, 'resolv.conf'), 'utf8'), {
+        timeout: 8000,
+      })
+      .toContain('nameserver 192.168.8.1');
+    expect(await readdir(tmp).catch(() => [])).toEqual([]);
+    await writeFile(join(tmp, '.resolv.conf.tmp-0badc0de'), 'nameserver 10.9.9.9\n');
+    await d.dispose();
+    expect(existsSync(tmp)).toBe(false);
   });
 
   it('starts by itself at init when eager', async () => {
@@ -294,6 +311,7 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
     expect(listed).not.toContain(d.names.dev);
     expect(listed).not.toContain(d.names.lan);
     expect(existsSync(join(NETNS_ETC, d.names.dev))).toBe(false);
+    expect(existsSync(join(NETNS_ETC, `.${d.names.dev}.tmp`))).toBe(false);
     for (const pid of pids) expect(await readProcArgv(pid)).toBeNull();
     await expect(d.apply(DHCP)).rejects.toThrow(/stopped/);
   });

@@ -145,6 +145,9 @@ export class NetnsNetwork implements NetworkDriver {
       monitorPid: join(d, 'monitor.pid'),
       etc: join(NETNS_ETC, this.names.dev),
       resolv: join(NETNS_ETC, this.names.dev, 'resolv.conf'),
+      // resolv.conf's temp files: beside the namespace's folder, not in it (writeResolvNow),
+      // and this namespace's alone, so a start and the teardown can clear what a kill left
+      etcTmp: join(NETNS_ETC, `.${this.names.dev}.tmp`),
       hostname: join(this.opts.root, 'etc', 'hostname'),
     };
   }
@@ -200,6 +203,7 @@ export class NetnsNetwork implements NetworkDriver {
     await mkdir(this.runDir, { recursive: true, mode: 0o700 });
     await atomicWriteFile(this.paths.script, LEASE_SCRIPT, 0o700);
     await removeNamespaces(this.run, this.names);
+    await rm(this.paths.etcTmp, { recursive: true, force: true });
     try {
       await this.step('create namespace', 'ip', ['netns', 'add', dev]);
     } catch (err) {
@@ -273,7 +277,10 @@ export class NetnsNetwork implements NetworkDriver {
       .catch((err: Error) => this.log.warn({ err: err.message }, 'netns: console bridge'));
   }
 
-  /** Stops the daemons and deletes both namespaces and /etc/netns/<dev>. Idempotent. */
+  /**
+   * Stops the daemons and deletes both namespaces, /etc/netns/<dev> and its temp folder.
+   * Idempotent.
+   */
   private async teardown(): Promise<void> {
     const bridge = this.bridge;
     this.bridge = null;
@@ -286,6 +293,7 @@ export class NetnsNetwork implements NetworkDriver {
       this.log.warn({ err: err.message }, 'netns: removing the namespaces failed'),
     );
     await rm(this.paths.etc, { recursive: true, force: true });
+    await rm(this.paths.etcTmp, { recursive: true, force: true });
   }
 
   private async startDnsmasq(): Promise<void> {
@@ -569,8 +577,12 @@ export class NetnsNetwork implements NetworkDriver {
         ? (this.lease?.dns ?? [])
         : [];
     // The temp file stays outside /etc/netns/<dev>: `ip netns exec` bind-mounts every file
-    // in there over /etc, and would trip over a half-written one.
-    await atomicWriteFile(this.paths.resolv, resolvConf(servers), 0o644, { tmpDir: NETNS_ETC });
+    // in there over /etc, and would trip over a half-written one. It goes in a folder of this
+    // namespace's own beside it: a temp file of a killed write in /etc/netns itself could not
+    // be told from another device's write in progress, and stayed there for good.
+    await atomicWriteFile(this.paths.resolv, resolvConf(servers), 0o644, {
+      tmpDir: this.paths.etcTmp,
+    });
   }
 
   // --- helpers ------------------------------------------------------------------------------
