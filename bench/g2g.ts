@@ -47,9 +47,10 @@ export interface Rec {
   firstSubmitted: number | null;
   /** frames presented (WebRTC: presentedFrames; direct: canvas draws of a VideoFrame) */
   presented: number;
-  /** direct H.264: chunks given to a VideoDecoder, and frames it output */
+  /** direct H.264: chunks given to a VideoDecoder, frames it output, and its resets */
   chunks: number;
   decoded: number;
+  resets: number;
   seen: Seen[];
   last: number;
   /** take inbound-rtp counters on every new marker value (steady window only: it costs) */
@@ -72,6 +73,7 @@ export function harness(marker: {
     presented: 0,
     chunks: 0,
     decoded: 0,
+    resets: 0,
     seen: [],
     last: -1,
     statsOnChange: false,
@@ -160,6 +162,7 @@ export function harness(marker: {
     const m = e.data;
     rec.chunks = m.chunks;
     rec.decoded = m.decoded;
+    rec.resets = m.resets;
     rec.presented = m.presented;
     // an epoch time in the worker's clock: as the page's, both read the same kernel clock
     if (m.v !== null) note(m.v, m.t - performance.timeOrigin);
@@ -257,6 +260,10 @@ export function harness(marker: {
         rec.chunks += 1;
         super.decode(chunk);
       }
+      override reset(): void {
+        rec.resets += 1;
+        super.reset();
+      }
     };
   }
   const draw = CanvasRenderingContext2D.prototype.drawImage;
@@ -289,6 +296,7 @@ export interface WorkerReport {
   t: number;
   chunks: number;
   decoded: number;
+  resets: number;
   presented: number;
 }
 
@@ -309,7 +317,7 @@ export function workerProbe(marker: {
     VideoDecoder?: typeof VideoDecoder;
   };
   const channel = new BroadcastChannel('kvm-bench-direct');
-  const counts = { chunks: 0, decoded: 0, presented: 0 };
+  const counts = { chunks: 0, decoded: 0, resets: 0, presented: 0 };
   const NativeDecoder = scope.VideoDecoder;
   if (NativeDecoder) {
     scope.VideoDecoder = class extends NativeDecoder {
@@ -325,6 +333,10 @@ export function workerProbe(marker: {
       override decode(chunk: EncodedVideoChunk): void {
         counts.chunks += 1;
         super.decode(chunk);
+      }
+      override reset(): void {
+        counts.resets += 1;
+        super.reset();
       }
     };
   }
@@ -609,7 +621,8 @@ export async function glassToGlass(
         ? `; expectedDisplayTime - callback time: median ${round(median(r.displayLead))} ms`
         : '') +
       (mode === 'direct_h264'
-        ? `; page: ${r.chunks} chunks decoded into ${r.decoded} frames, ${r.presented} drawn`
+        ? `; page: ${r.chunks} chunks decoded into ${r.decoded} frames, ${r.presented} drawn, ` +
+          `${r.resets} decoder resets`
         : ''),
   );
   const readout =
