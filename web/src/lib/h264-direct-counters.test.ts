@@ -94,6 +94,18 @@ describe('H264DirectStream counters', () => {
     decoder.decodeQueueSize = MAX_DECODE_QUEUE + 5;
     socket.receive(videoMessage(false));
     expect(decoder.chunks).toHaveLength(103);
+    // the first picture with the burst's rest still queued: a start still
+    decoder.output(new FakeFrame());
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE + 20;
+    socket.receive(videoMessage(false));
+    expect(decoder.chunks).toHaveLength(104);
+    // worked down to the live bound: from now on more than that is lag
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE;
+    decoder.output(new FakeFrame());
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE + 1;
+    socket.receive(videoMessage(false));
+    expect(decoder.chunks).toHaveLength(104);
+    expect(stream.counters().droppedBy.decoder).toBeGreaterThan(101);
   });
 
   it('adds up the counters of every start', async () => {

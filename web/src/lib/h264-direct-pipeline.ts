@@ -47,11 +47,14 @@ export const MEDIA_INFO_MS = 1_000;
 /** More undecoded chunks than this: the decoder cannot keep up; start over on a key frame. */
 export const MAX_DECODE_QUEUE = 30;
 /**
- * The same bound until the decoder's first picture since it was configured. A viewer's start
- * is a burst: the server sends its cached GOP at once (up to 512 units, media/gop-cache.ts),
- * while the decoder is still being set up (20 ms here, more on a busy machine). Counted against
- * MAX_DECODE_QUEUE, that burst reset the new decoder and the first picture waited for another
- * key frame: 280-650 ms more in `npm run bench -- video --ttff` on a slower machine.
+ * The same bound until the decoder's first picture since it was configured, and on until it
+ * has worked its queue down to MAX_DECODE_QUEUE. A viewer's start is a burst: the server sends
+ * its cached GOP at once (up to 512 units, media/gop-cache.ts), and again when the page asks for
+ * a key frame, while the decoder is still being set up (20 ms here, more on a busy machine).
+ * Counted against MAX_DECODE_QUEUE, that burst reset the new decoder and the first picture
+ * waited for another key frame: 280-650 ms more in `npm run bench -- video --ttff` on a slower
+ * machine; and the burst's rest behind the first picture (a decoder takes one chunk at a time)
+ * could reset it again, each reset asking for the GOP once more.
  */
 export const MAX_DECODE_QUEUE_STARTING = 600;
 /** Key frame requests are not repeated more often than this. */
@@ -134,7 +137,10 @@ export class DirectPipeline {
   private awaitingKey = false;
   /** Chunks handed to the current decoder and not come out of it yet. */
   private inDecoder = 0;
-  /** The decoder gave a picture since it was last configured (its start's burst is over). */
+  /**
+   * The decoder gave a picture since it was last configured and has worked its queue down to
+   * MAX_DECODE_QUEUE: its start's burst is over.
+   */
   private decoding = false;
   /** Names the current decoder: callbacks of a closed one are void. */
   private decoderToken = 0;
@@ -441,7 +447,9 @@ export class DirectPipeline {
       return;
     }
     this.inDecoder = Math.max(0, this.inDecoder - 1);
-    this.decoding = true;
+    // the rest of the start's burst after its first picture is not lag either
+    if (!this.decoding && (this.decoder?.decodeQueueSize ?? 0) <= MAX_DECODE_QUEUE)
+      this.decoding = true;
     this.count.decoded += 1;
     this.countersChanged = true;
     // Never queue: a newer frame replaces one not drawn yet.
