@@ -381,6 +381,21 @@ describe('VideoHub', () => {
     expect(off.h.sparePid).toBeNull();
   });
 
+  it('starts at most one spare per primeMs: a flurry of sizes gets one, of the last size', async () => {
+    const source = new FormatSource();
+    const { h } = hub({ primeMs: 1500 }, PARAMS, source);
+    await expect.poll(() => h.sparePid, poll).not.toBeNull();
+    const first = h.sparePid as number;
+    // a guest's boot: three modes in a row, right after that spare
+    source.setState({ width: W * 2, height: H * 2 });
+    source.setState({ width: W * 3, height: H * 3 });
+    source.setState({ width: W * 4, height: H * 4 });
+    expect(h.sparePid).toBe(first);
+    await expect.poll(() => h.sparePid !== null && h.sparePid !== first, poll).toBe(true);
+    expect((await readProcArgv(h.sparePid as number))?.join(' ')).toContain(`${W * 4}x${H * 4}`);
+    expect(await waitForExit(first, 5000)).toBe(true);
+  });
+
   it('starts no spare when told not to; a spare of other settings is stopped, not used', async () => {
     const off = hub({ lingerMs: 50, spareEncoder: false });
     const stop = off.h.subscribe(() => undefined);

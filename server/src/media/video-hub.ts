@@ -72,7 +72,7 @@ export interface VideoHubOptions {
   encoderStartMinMs?: number;
   /** Keep a started ffmpeg for the next viewer once the encoder stopped (default true; SPARE). */
   spareEncoder?: boolean;
-  /** How long after the source shows a picture nobody watches the spare starts (PRIME_MS). */
+  /** The first spare's delay after the hub's start, and the least gap between two (PRIME_MS). */
   primeMs?: number;
 }
 
@@ -113,7 +113,9 @@ const SPARE_DEFAULT = true;
 /**
  * The first spare: a source that says its pixel format (VideoSource.pixelFormat) lets the hub
  * know the encoder's settings from its state alone, so a spare is started this long after the
- * hub's start while nobody watches, and at once when the size or the parameters change later. Without it the first viewer after the device starts met no spare: 1.1-2.4 s to its
+ * hub's start while nobody watches, and again when the size or the parameters change later
+ * (at once, or this long after the last such start: a guest's boot changes its mode a few
+ * times). Without it the first viewer after the device starts met no spare: 1.1-2.4 s to its
  * first frame in `npm run bench -- video --ttff` (ttff_cold_no_spare_ms) on a slower machine,
  * 0.57-0.83 s with one. The delay keeps ffmpeg's own start out of the device's busy boot.
  */
@@ -137,8 +139,8 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   private spare: H264Encoder | null = null;
   /** Starts the first spare (PRIME_MS); null when none is due. */
   private primeTimer: NodeJS.Timeout | null = null;
-  /** PRIME_MS has passed since the hub's start: later spares before a viewer start at once. */
-  private booted = false;
+  /** When primeSpare last started a spare (performance.now()); the hub's start before that. */
+  private primedAt = performance.now();
   /** Encoders (and decoders) being stopped (restart, shutdown): dispose waits for them. */
   private readonly retiring = new Set<Promise<void>>();
   /** H.264 encoders not yet stopped: an input source's next one waits for them. */
@@ -600,17 +602,17 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
   }
 
   /**
-   * A spare for the picture nobody watches yet (PRIME_MS): PRIME_MS after the hub's start, at
-   * once after that (a new size or new parameters while nobody watches).
+   * A spare for the picture nobody watches yet (PRIME_MS): PRIME_MS after the hub's start or
+   * the last spare it started this way, at once when that is past.
    */
   private schedulePrime(): void {
     if (this.primeTimer || this.inputKind || this.disposed || !this.source.pixelFormat) return;
-    if (this.booted) return this.primeSpare();
+    const wait = this.primedAt + (this.opts.primeMs ?? PRIME_MS) - performance.now();
+    if (wait <= 0) return this.primeSpare();
     this.primeTimer = setTimeout(() => {
       this.primeTimer = null;
-      this.booted = true;
       this.primeSpare();
-    }, this.opts.primeMs ?? PRIME_MS);
+    }, wait);
     this.primeTimer.unref();
   }
 
@@ -625,6 +627,7 @@ export class VideoHub extends EventEmitter<{ stats: [HubStats] }> implements Vid
     if (!(state.width > 0 && state.height > 0)) return;
     const settings = this.settingsFor({ width: state.width, height: state.height, format });
     if (this.spare && sameSettings(this.spare.settings, settings)) return;
+    this.primedAt = performance.now();
     this.startSpare(settings);
   }
 
