@@ -53,8 +53,8 @@ export const MAX_DECODE_QUEUE = 30;
  * a key frame, while the decoder is still being set up (20 ms here, more on a busy machine).
  * Counted against MAX_DECODE_QUEUE, that burst reset the new decoder and the first picture
  * waited for another key frame: 280-650 ms more in `npm run bench -- video --ttff` on a slower
- * machine; and the burst's rest behind the first picture (a decoder takes one chunk at a time)
- * could reset it again, each reset asking for the GOP once more.
+ * machine; and the burst's rest, still queued behind the first picture, could reset it again,
+ * each reset asking for the GOP once more.
  */
 export const MAX_DECODE_QUEUE_STARTING = 600;
 /** Key frame requests are not repeated more often than this. */
