@@ -9,7 +9,7 @@ import {
   hello,
   expectBalanced,
 } from './h264-direct-test-kit';
-import { MAX_DECODE_QUEUE, MAX_DECODE_QUEUE_STARTING } from './h264-direct-pipeline';
+import { CATCH_UP_MS, MAX_DECODE_QUEUE, MAX_DECODE_QUEUE_STARTING } from './h264-direct-pipeline';
 
 describe('H264DirectStream counters', () => {
   beforeEach(() => vi.useFakeTimers());
@@ -106,6 +106,28 @@ describe('H264DirectStream counters', () => {
     socket.receive(videoMessage(false));
     expect(decoder.chunks).toHaveLength(104);
     expect(stream.counters().droppedBy.decoder).toBeGreaterThan(101);
+  });
+
+  it('ends a start that does not catch up CATCH_UP_MS after its first picture', () => {
+    const { stream } = setup();
+    stream.start();
+    const socket = FakeWebSocket.last();
+    hello(socket);
+    const decoder = FakeDecoder.instances[0]!;
+    socket.receive(videoMessage(true));
+    decoder.decodeQueueSize = MAX_DECODE_QUEUE + 20;
+    decoder.output(new FakeFrame());
+    // a decoder that keeps pace with the frames but never works its backlog down
+    vi.advanceTimersByTime(CATCH_UP_MS - 1);
+    decoder.output(new FakeFrame());
+    socket.receive(videoMessage(false));
+    expect(decoder.chunks).toHaveLength(2);
+    vi.advanceTimersByTime(1);
+    decoder.output(new FakeFrame());
+    // over the live bound now: started over, waiting for a key frame
+    socket.receive(videoMessage(false));
+    expect(decoder.chunks).toHaveLength(2);
+    expect(stream.counters().droppedBy.before_key).toBe(1);
   });
 
   it('adds up the counters of every start', async () => {

@@ -48,7 +48,7 @@ export const MEDIA_INFO_MS = 1_000;
 export const MAX_DECODE_QUEUE = 30;
 /**
  * The same bound until the decoder's first picture since it was configured, and on until it
- * has worked its queue down to MAX_DECODE_QUEUE. A viewer's start is a burst: the server sends
+ * has worked its queue down to MAX_DECODE_QUEUE (CATCH_UP_MS at most). A viewer's start is a burst: the server sends
  * its cached GOP at once (up to 512 units, media/gop-cache.ts), and again when the page asks for
  * a key frame, while the decoder is still being set up (20 ms here, more on a busy machine).
  * Counted against MAX_DECODE_QUEUE, that burst reset the new decoder and the first picture
@@ -57,6 +57,12 @@ export const MAX_DECODE_QUEUE = 30;
  * each reset asking for the GOP once more.
  */
 export const MAX_DECODE_QUEUE_STARTING = 600;
+/**
+ * The most a start lasts after its first picture: a decoder still more than MAX_DECODE_QUEUE
+ * behind then does not catch up (it decodes no faster than the frames come) and starts over
+ * like any other that fell behind, rather than keeping the burst as a lasting delay.
+ */
+export const CATCH_UP_MS = 1_000;
 /** Key frame requests are not repeated more often than this. */
 export const KEY_REQUEST_MIN_MS = 500;
 /** Counters are reported at most this often while they change (data-frames reads them). */
@@ -142,6 +148,8 @@ export class DirectPipeline {
    * MAX_DECODE_QUEUE: its start's burst is over.
    */
   private decoding = false;
+  /** When the decoder gave its first picture since it was last configured (ms, now()). */
+  private firstPictureAt: number | null = null;
   /** Names the current decoder: callbacks of a closed one are void. */
   private decoderToken = 0;
   private lastTimestamp = 0;
@@ -373,6 +381,7 @@ export class DirectPipeline {
     this.configured = true;
     this.awaitingKey = true;
     this.decoding = false;
+    this.firstPictureAt = null;
     return true;
   }
 
@@ -447,9 +456,14 @@ export class DirectPipeline {
       return;
     }
     this.inDecoder = Math.max(0, this.inDecoder - 1);
-    // the rest of the start's burst after its first picture is not lag either
-    if (!this.decoding && (this.decoder?.decodeQueueSize ?? 0) <= MAX_DECODE_QUEUE)
-      this.decoding = true;
+    // the rest of the start's burst after its first picture is not lag either, for a while
+    if (!this.decoding) {
+      const now = this.now();
+      this.firstPictureAt ??= now;
+      const queued = this.decoder?.decodeQueueSize ?? 0;
+      if (queued <= MAX_DECODE_QUEUE || now - this.firstPictureAt >= CATCH_UP_MS)
+        this.decoding = true;
+    }
     this.count.decoded += 1;
     this.countersChanged = true;
     // Never queue: a newer frame replaces one not drawn yet.
