@@ -69,13 +69,19 @@ describe('H264DirectStream counters', () => {
     expectBalanced(stream.counters(), 1);
   });
 
-  it("takes a viewer's start (the cached GOP at once) before the first picture, within a larger bound", () => {
+  /** A stream past its hello whose decoder has been handed the first key frame. */
+  function startedOnKey() {
     const { stream } = setup();
     stream.start();
     const socket = FakeWebSocket.last();
     hello(socket);
     const decoder = FakeDecoder.instances[0]!;
     socket.receive(videoMessage(true));
+    return { stream, socket, decoder };
+  }
+
+  it("takes a viewer's start (the cached GOP at once) before the first picture, within a larger bound", () => {
+    const { stream, socket, decoder } = startedOnKey();
     // the whole GOP arrives while the decoder is still starting: no reset
     for (let i = 1; i <= 100; i += 1) {
       decoder.decodeQueueSize = i;
@@ -109,12 +115,7 @@ describe('H264DirectStream counters', () => {
   });
 
   it('ends a start that does not catch up CATCH_UP_MS after its first picture', () => {
-    const { stream } = setup();
-    stream.start();
-    const socket = FakeWebSocket.last();
-    hello(socket);
-    const decoder = FakeDecoder.instances[0]!;
-    socket.receive(videoMessage(true));
+    const { stream, socket, decoder } = startedOnKey();
     decoder.decodeQueueSize = MAX_DECODE_QUEUE + 20;
     decoder.output(new FakeFrame());
     // a decoder that keeps pace with the frames but never works its backlog down
