@@ -257,6 +257,27 @@ describe('/api/media/ws and the cached GOP', () => {
     ws.close();
   });
 
+  it('replays the GOP at most twice in a burst of 0x01, however fast a client asks', async () => {
+    const { feed, url } = await fakeServer();
+    for (let seq = 0; seq < 5; seq += 1) feed.push(unit(seq, seq === 0, 100));
+    const { ws, binary } = await started(url);
+    await expect.poll(() => binary.length).toBe(5);
+    for (let i = 0; i < 20; i += 1) ws.send(Buffer.from([0x01]));
+    // the pings after them are answered: every 0x01 before them was read
+    const pongs: number[] = [];
+    ws.on('message', (data, isBinary) => {
+      if (isBinary && (data as Buffer).length === 1) pongs.push((data as Buffer)[0]!);
+    });
+    ws.send(Buffer.from([0x00]));
+    await expect.poll(() => pongs).toEqual([0xff]);
+    // a burst of two; a third only if a whole second passed while the server read the 20
+    expect(feed.replays).toBeGreaterThanOrEqual(2);
+    expect(feed.replays).toBeLessThanOrEqual(3);
+    expect(feed.keyFrameRequests).toBe(0);
+    expect(binary.length).toBe(5 + feed.replays * 5 + 1); // the pong is binary too
+    ws.close();
+  });
+
   it('asks the encoder when no GOP is cached, and sends no delta before its key frame', async () => {
     const { feed, url } = await fakeServer();
     feed.push(unit(0, true, 100));
