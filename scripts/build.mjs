@@ -53,6 +53,30 @@ const noZodLocales = {
 };
 
 /**
+ * Fastify requires its JSON-schema compilers (@fastify/ajv-compiler, with ajv, ajv-formats and
+ * fast-uri; @fastify/fast-json-stringify-compiler, with fast-json-stringify) only when no
+ * `schemaController.compilersFactory` is given. http/edge.ts gives one that refuses schemas, so
+ * those requires never run, and their 370 KB would only sit in the bundle's source, which V8
+ * keeps on the heap. They resolve to a module that throws if it is ever reached.
+ */
+const noSchemaCompilers = {
+  name: 'no-schema-compilers',
+  setup(b) {
+    b.onResolve({ filter: /^@fastify\/(ajv-compiler|fast-json-stringify-compiler)$/ }, (args) =>
+      /[\\/]fastify[\\/]lib[\\/]schema-controller\.js$/.test(args.importer)
+        ? { path: args.path, namespace: 'no-schema-compilers' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'no-schema-compilers' }, (args) => ({
+      contents: `module.exports = () => { throw new Error(${JSON.stringify(
+        `${args.path} is left out of the bundle: give Fastify a compilersFactory`,
+      )}); };`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * A Node bundle (the server's, the fleet's): ESM for node20, names kept (the wire name of an
  * error is its class name, server/src/errors.ts: esbuild renames a class whose name another
  * module also uses unless told to keep names), a `require` for the CommonJS dependencies bundled
@@ -98,7 +122,7 @@ async function buildServer() {
       'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
     },
     outdir: join(root, 'server/dist'),
-    plugins: [lazyWebrtcPeer, noZodLocales],
+    plugins: [lazyWebrtcPeer, noZodLocales, noSchemaCompilers],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
   });

@@ -12,12 +12,24 @@
  * compact and give pages back. Idle RSS 3 s after a login, the same bundle three starts each
  * on one loaded machine: 91.8-92.1 MB without it, 86.7-87.9 MB with it. (As a node flag it also
  * sizes the heap at start and saves more, but `node server/dist/main.js` takes no flags.)
+ *
+ * --no-opt: no TurboFan. The server's JavaScript runs as bytecode and Sparkplug's baseline code;
+ * its heavy work is native (ffmpeg in its own process, Buffer copies and fills, OpenSSL, zlib).
+ * The optimizing compiler's own code pages in the node binary (about 3 MB, touched at its first
+ * use), its scratch zones left in malloc's heap and the optimized code cost an idle server 4.5 MB
+ * before the event socket and 7-9 MB with it, where the frames' path gets hot (issue 28's
+ * eleventh round: 67.7-68.0 / 70.1-73.8 MB -> 63.2-63.5 / 63.3-64.9 MB, alternating starts).
+ * The same round found no cost in time: the server's CPU while a viewer's frames flow (4.1-4.4 %
+ * against 4.1-4.2 %), QEMU glass-to-glass (the RFB and Hextile path), input latency,
+ * glass-to-glass on the testbed and the first frame with werift's DTLS all within the runs'
+ * spread (docs/performance.md). KVM_TURBOFAN=1 turns TurboFan back on (the benches' A/B).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 setFlagsFromString('--semi-space-growth-factor=1');
 setFlagsFromString('--optimize-for-size');
+if (process.env['KVM_TURBOFAN'] !== '1') setFlagsFromString('--no-opt');
 
 /** After a start has listened: long enough for its own answers, short of a user's first visit. */
 const SETTLE_AFTER_MS = 1500;

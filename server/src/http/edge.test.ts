@@ -8,7 +8,7 @@ import { buildConfig } from '../config';
 import { loadConfigDefaults } from '../paths';
 import { loadOrCreateCertificate } from '../services/tls';
 import { initAndLogin, newApp, tempDataDir } from '../test-helpers';
-import { edgeLimits, FD_RESERVE } from './edge';
+import { edgeFastify, edgeLimits, FD_RESERVE } from './edge';
 
 let app: FastifyInstance | undefined;
 const sockets: Socket[] = [];
@@ -63,6 +63,21 @@ describe('limits', () => {
     expect(edgeLimits(base, 65536).maxConnections).toBe(65536 - FD_RESERVE);
     expect(edgeLimits(base, 1024).maxConnections).toBe(1024 - FD_RESERVE);
     expect(edgeLimits(base, null).maxConnections).toBeNull();
+  });
+});
+
+describe('route schemas', () => {
+  it('refuses a Fastify schema at registration, naming zod, and never loads ajv', async () => {
+    const base = buildConfig({}, loadConfigDefaults()).server;
+    app = edgeFastify(edgeLimits(base, null), { logger: false });
+    app.get('/plain', () => ({ ok: true }));
+    app.post('/schema', { schema: { body: { type: 'object' } } }, () => ({ ok: true }));
+    await expect(app.ready()).rejects.toThrow(/validate with zod/);
+    app = edgeFastify(edgeLimits(base, null), { logger: false });
+    app.get('/plain', () => ({ ok: true }));
+    expect((await app.inject({ url: '/plain' })).json()).toEqual({ ok: true });
+    const loaded = Object.keys(require.cache).filter((m) => /[\\/]ajv[\\/]/.test(m));
+    expect(loaded).toEqual([]);
   });
 });
 

@@ -242,6 +242,20 @@ export function closeIfBodyUnread(
 }
 
 /**
+ * Fastify's JSON-schema compilers (ajv for requests, fast-json-stringify for replies), which
+ * these servers never use: every route validates with zod (validators.ts) and sends its own
+ * JSON. Left at their defaults, Fastify loads ajv and its vocabularies when the instance is
+ * made, on the idle server's heap for its life (0.6-0.7 MB resident, bench server), and the
+ * build keeps their 370 KB of source in main.js (scripts/build.mjs leaves them out). A route
+ * given a `schema` fails at registration with this error instead.
+ */
+function noSchemaCompiler(): never {
+  throw new Error(
+    'Fastify route schemas are not compiled here: validate with zod (server/src/validators.ts)',
+  );
+}
+
+/**
  * A Fastify instance behind the HTTP edge (http/edge.ts: timeouts and caps, some of which only
  * the constructor takes), with the kvmd envelope for the framework's own errors: the device
  * server's and the fleet's. `https` given: TLS with the edge's options.
@@ -266,6 +280,9 @@ export function edgeFastify(
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Fastify's own 503 while closing is not the kvmd envelope: each app's hook answers.
     return503OnClosing: false,
+    schemaController: {
+      compilersFactory: { buildValidator: noSchemaCompiler, buildSerializer: noSchemaCompiler },
+    },
   };
   return (https
     ? Fastify({ ...base, https: { ...edgeOptions, ...https } } as FastifyServerOptions)
