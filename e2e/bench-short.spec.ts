@@ -64,6 +64,12 @@ describe('benchmarks in short mode', () => {
     expect(json['idle_rss_mb']).toBeGreaterThan(0);
   }, 70_000);
 
+  it('dtls', async () => {
+    const json = await runShort('dtls', 60_000);
+    expectMeasured(json, ['dtls_x25519_js_ms', 'dtls_x25519_native_ms', 'dtls_p256_native_ms']);
+    expect(json['dtls_samples']).toBeGreaterThan(0);
+  }, 70_000);
+
   it('video', async () => {
     const json = await runShort('video', 150_000);
     expectMeasured(json, [

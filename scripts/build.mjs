@@ -77,6 +77,33 @@ const noSchemaCompilers = {
 };
 
 /**
+ * werift's DTLS key exchange on OpenSSL (server/src/janus/dtls-curves.ts says why): its ESM
+ * bundle (lib/index.mjs, what `import 'werift'` loads) gets that module for `tweetnacl` and
+ * `@noble/curves/p256`. The build fails if werift no longer imports them so, rather than
+ * bundling the JavaScript again.
+ */
+function nativeDtlsCurves() {
+  const wanted = ['tweetnacl', '@noble/curves/p256'];
+  const replaced = new Set();
+  return {
+    name: 'native-dtls-curves',
+    setup(b) {
+      b.onResolve({ filter: /^(tweetnacl|@noble\/curves\/p256)$/ }, (args) => {
+        if (!/[\\/]werift[\\/]lib[\\/]index\.mjs$/.test(args.importer)) return undefined;
+        replaced.add(args.path);
+        return { path: join(root, 'server/src/janus/dtls-curves.ts') };
+      });
+      b.onEnd((result) => {
+        const missing = wanted.filter((w) => !replaced.has(w));
+        if (result.errors.length === 0 && missing.length > 0) {
+          throw new Error(`werift's DTLS curves were not replaced: ${missing.join(', ')}`);
+        }
+      });
+    },
+  };
+}
+
+/**
  * A Node bundle (the server's, the fleet's): ESM for node20, names kept (the wire name of an
  * error is its class name, server/src/errors.ts: esbuild renames a class whose name another
  * module also uses unless told to keep names), a `require` for the CommonJS dependencies bundled
@@ -122,7 +149,7 @@ async function buildServer() {
       'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
     },
     outdir: join(root, 'server/dist'),
-    plugins: [lazyWebrtcPeer, noZodLocales, noSchemaCompilers],
+    plugins: [lazyWebrtcPeer, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
   });
