@@ -38,6 +38,12 @@ export async function runBundled({ entry, folder, args, skipBootstrap }) {
       },
     ],
   });
-  const r = spawnSync(process.execPath, [outfile, ...args], { stdio: 'inherit', cwd: root });
+  // KVM_BENCH_NODE_ARGS: node flags for the bundle's process, e.g. `--no-opt` to run a bench whose
+  // server is in-process (video, input) under the server's own V8 settings (young-generation.ts)
+  const nodeArgs = (process.env.KVM_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const r = spawnSync(process.execPath, [...nodeArgs, outfile, ...args], {
+    stdio: 'inherit',
+    cwd: root,
+  });
   process.exit(r.status ?? 1);
 }
