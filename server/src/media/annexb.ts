@@ -27,27 +27,18 @@ export const NalType = {
  */
 export function splitNalUnits(buf: Buffer): Buffer[] {
   const nals: Buffer[] = [];
-  const n = buf.length;
-  let start = -1; // first byte of the current NAL unit
-  let i = 0;
-  while (i + 2 < n) {
-    // Fast skip: a start code needs buf[i+2] == 1 with two zeros in front of it.
-    const b2 = buf[i + 2]!;
-    if (b2 > 1) {
-      i += 3;
-      continue;
-    }
-    if (b2 === 1 && buf[i] === 0 && buf[i + 1] === 0) {
-      if (start >= 0) pushNal(nals, buf, start, i);
-      start = i + 3;
-      i += 3;
-      continue;
-    }
-    i += 1;
+  // Buffer.indexOf searches natively: a byte loop here ran every access unit through
+  // JavaScript, 0.44 ms per 120 KB unit without TurboFan (young-generation.ts), 0.07 with it;
+  // indexOf takes 0.006 ms in either.
+  let at = buf.indexOf(START_CODE_3);
+  while (at >= 0) {
+    const start = at + 3;
+    at = buf.indexOf(START_CODE_3, start);
+    pushNal(nals, buf, start, at >= 0 ? at : buf.length);
   }
-  if (start >= 0 && start < n) pushNal(nals, buf, start, n);
   return nals;
 }
+const START_CODE_3 = Buffer.from([0, 0, 1]);
 
 function pushNal(nals: Buffer[], buf: Buffer, start: number, end: number): void {
   // Drop trailing zeros: the first zero of a 4-byte start code, or trailing_zero_8bits.
