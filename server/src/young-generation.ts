@@ -19,10 +19,12 @@
  * use), its scratch zones left in malloc's heap and the optimized code cost an idle server 4.5 MB
  * before the event socket and 7-9 MB with it, where the frames' path gets hot (issue 28's
  * eleventh round: 67.7-68.0 / 70.1-73.8 MB -> 63.2-63.5 / 63.3-64.9 MB, alternating starts).
- * The same round found no cost in time: the server's CPU while a viewer's frames flow (4.1-4.4 %
- * against 4.1-4.2 %), QEMU glass-to-glass (the RFB and Hextile path), input latency,
- * glass-to-glass on the testbed and the first frame with werift's DTLS all within the runs'
- * spread (docs/performance.md). KVM_TURBOFAN=1 turns TurboFan back on (the benches' A/B).
+ * What it costs in time (docs/performance.md, eleventh round): the built server's CPU while a
+ * viewer's frames flow, its cold start and QEMU glass-to-glass were within the runs' spread; the
+ * two pieces of hot JavaScript it slowed were moved to native code (werift's DTLS key exchange,
+ * janus/dtls-curves.ts; the start-code search, media/annexb.ts). Whether the testbed's direct
+ * glass-to-glass tail grew is not settled: that bench runs the server in its own process.
+ * KVM_TURBOFAN=1 turns TurboFan back on (the benches' A/B).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

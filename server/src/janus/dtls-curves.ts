@@ -1,17 +1,18 @@
 /**
  * The DTLS key exchange of werift (the WebRTC stack, janus/peer.ts) on OpenSSL instead of
  * JavaScript. werift makes its ECDHE key pair and the premaster secret with tweetnacl (X25519,
- * which Chromium offers first) and @noble/curves (P-256), both pure JavaScript: each X25519
- * scalar multiplication took 12 ms of the event loop on the 2-core machine without TurboFan
- * (young-generation.ts), two per viewer's handshake, and the first of a process 23 ms even with
- * it; P-256's first shared secret 66-79 ms. OpenSSL does either in about 0.1 ms.
+ * which Chromium offers first) and @noble/curves (P-256), both pure JavaScript. Under the
+ * server's V8 settings (no TurboFan, young-generation.ts) `npm run bench -- dtls` gave 45 ms of
+ * the event loop per viewer's handshake for X25519 (the first of a process 59.6 ms) and 75.8 ms
+ * for the first P-256 one; here 0.9 and 0.5 ms.
  *
  * scripts/build.mjs points werift's own imports here when it bundles webrtc-peer.js: `tweetnacl`
- * and `@noble/curves/p256` from its ESM bundle, lib/index.mjs (it uses `box.keyPair`,
- * `scalarMult`, and `p256`'s `utils.randomPrivateKey`, `getPublicKey`, `getSharedSecret`
- * alone). Same inputs and outputs as theirs (dtls-curves.test.ts checks each against the library it replaces), with one
- * difference: a peer's key that gives an all-zero X25519 secret (a small-order point, RFC 7748
- * section 6.1) or a point off the P-256 curve throws, and werift drops that handshake.
+ * and `@noble/curves/p256` from its ESM bundle, lib/index.mjs, which uses `box.keyPair`,
+ * `scalarMult`, and `p256`'s `utils.randomPrivateKey`, `getPublicKey` and `getSharedSecret`
+ * alone. Same inputs and outputs as theirs (dtls-curves.test.ts checks each against the library
+ * it replaces), with one difference: a peer's key that gives an all-zero X25519 secret (a
+ * small-order point, RFC 7748 section 6.1) or a point off the P-256 curve throws, and werift
+ * drops that handshake.
  */
 import {
   createECDH,
@@ -70,7 +71,7 @@ function x25519(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
   );
 }
 
-/** What werift's namedCurve.js and prf.js read of tweetnacl (its default export). */
+/** What werift reads of tweetnacl (its default export). */
 const nacl = { box: { keyPair: x25519KeyPair }, scalarMult: x25519 };
 export default nacl;
 
