@@ -31,9 +31,9 @@ const lazyWebrtcPeer = {
 };
 
 /**
- * zod's `z` namespace re-exports every locale (`z.locales`, 49 of them: 290 KB of main.js, whose
- * source V8 keeps on the heap). The server never reads `z.locales`; zod configures its English
- * messages from `locales/en.js` directly, which stays. The namespace import is made empty, so
+ * zod's namespaces re-export every locale (`z.locales`, 49 of them: 290 KB of main.js, whose
+ * source V8 keeps on the heap). The server never reads `z.locales`; protocol/src/zod.ts sets the
+ * English messages from `locales/en.js` directly, which stays. The namespace import is made empty, so
  * `z.locales.xx` would be undefined here (idle RSS -0.3 to -0.5 MB, bench server, same build
  * with and without, alternating starts).
  */
@@ -41,7 +41,7 @@ const noZodLocales = {
   name: 'no-zod-locales',
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]v4[\\/](classic|core)[\\/]/.test(args.importer)
+      /[\\/]zod[\\/]v4[\\/](classic|core|mini)[\\/]/.test(args.importer)
         ? { path: 'zod-locales', namespace: 'no-zod-locales' }
         : undefined,
     );
@@ -49,6 +49,28 @@ const noZodLocales = {
       contents: 'export {};',
       loader: 'js',
     }));
+  },
+};
+
+/**
+ * The server and the protocol use zod/mini (protocol/src/zod.ts): zod's classic API (`'zod'`)
+ * brings most of the library into the bundle (main.js 2.06 -> 1.81 MB without it; idle RSS
+ * -1.5 MB, bench server's measure, alternating starts). The build refuses it there.
+ */
+const noZodClassic = {
+  name: 'no-zod-classic',
+  setup(b) {
+    b.onResolve({ filter: /^zod(\/v4)?$/ }, (args) =>
+      /[\\/](server|protocol)[\\/]src[\\/]/.test(args.importer)
+        ? {
+            errors: [
+              {
+                text: `${args.importer}: imports zod's classic API; use: import * as z from '@kvm/protocol/zod'`,
+              },
+            ],
+          }
+        : undefined,
+    );
   },
 };
 
@@ -149,7 +171,7 @@ async function buildServer() {
       'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
     },
     outdir: join(root, 'server/dist'),
-    plugins: [lazyWebrtcPeer, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
+    plugins: [lazyWebrtcPeer, noZodClassic, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
   });

@@ -4,7 +4,7 @@
  * kept as they are; known keys are checked here, by the server on `set_config` and by the
  * console before it sends.
  */
-import { z } from 'zod';
+import * as z from './zod';
 import {
   FINGERBOT_STRENGTHS,
   KEYMAPS,
@@ -35,16 +35,14 @@ export interface Shortcut {
   label?: string;
 }
 
-export const shortcutSchema = z
-  .object({
-    keys: z
-      .array(z.string().trim().min(1, 'key cannot be empty'))
-      .min(SHORTCUT_KEYS_MIN)
-      .max(SHORTCUT_KEYS_MAX)
-      .refine((keys) => new Set(keys).size === keys.length, 'duplicate keys'),
-    label: z.string().max(64).optional(),
-  })
-  .loose();
+export const shortcutSchema = z.looseObject({
+  keys: z.array(z.string().check(z.trim(), z.minLength(1, 'key cannot be empty'))).check(
+    z.minLength(SHORTCUT_KEYS_MIN),
+    z.maxLength(SHORTCUT_KEYS_MAX),
+    z.refine((keys: string[]) => new Set(keys).size === keys.length, 'duplicate keys'),
+  ),
+  label: z.optional(z.string().check(z.maxLength(64))),
+});
 
 const literalUnion = <T extends readonly (string | number)[]>(values: T) =>
   z.custom<T[number]>((v) => (values as readonly unknown[]).includes(v), {
@@ -53,21 +51,21 @@ const literalUnion = <T extends readonly (string | number)[]>(values: T) =>
 
 /** Schema of every known key. Each is optional on input: a missing key takes its default. */
 export const userConfigShape = {
-  shortcuts: z
-    .array(shortcutSchema)
-    .max(SHORTCUTS_MAX)
-    .refine(
-      (list) => new Set(list.map((s) => s.keys.join('+'))).size === list.length,
+  shortcuts: z.array(shortcutSchema).check(
+    z.maxLength(SHORTCUTS_MAX),
+    z.refine(
+      (list: Shortcut[]) => new Set(list.map((s) => s.keys.join('+'))).size === list.length,
       'duplicate shortcuts',
     ),
+  ),
   orientation: literalUnion(ORIENTATIONS),
   stream_quality: literalUnion(STREAM_QUALITIES),
   video_mode: literalUnion(VIDEO_MODES),
   show_cursor: z.boolean(),
-  mouse_polling: z.number().int().min(10).max(100),
+  mouse_polling: z.number().check(z.int(), z.gte(10), z.lte(100)),
   mouse_control: z.boolean(),
-  relative_sense: z.number().int().min(1).max(100),
-  scroll_rate: z.number().int().min(1).max(127),
+  relative_sense: z.number().check(z.int(), z.gte(1), z.lte(100)),
+  scroll_rate: z.number().check(z.int(), z.gte(1), z.lte(127)),
   reverse_scrolling: literalUnion(SCROLL_MODES),
   mic_on: z.boolean(),
   keyboard_control: z.boolean(),

@@ -19,7 +19,7 @@
  */
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { z } from 'zod';
+import type * as z from '@kvm/protocol/zod';
 import { APP_NAMES, type AppId } from '@kvm/protocol/apps';
 import { BadRequestError, IsBusyError } from '../../errors';
 import { CommandError, type CommandResult } from '../../process/run';
@@ -230,7 +230,7 @@ export class CliTool {
    * `run`, its stdout parsed as JSON and checked with `schema` (which should be tolerant of
    * unknown fields: `z.looseObject`). Garbage is AppToolError "<label> printed something unreadable".
    */
-  async runJson<S extends z.ZodType>(
+  async runJson<S extends z.ZodMiniType>(
     args: readonly string[],
     schema: S,
     opts: ToolRunOptions = {},
@@ -247,7 +247,7 @@ function firstLine(stdout: string): string | null {
 }
 
 /** Parses a tool's JSON output with `schema`; AppToolError "<label> printed something unreadable" otherwise. */
-export function parseToolJson<S extends z.ZodType>(
+export function parseToolJson<S extends z.ZodMiniType>(
   label: string,
   stdout: string,
   schema: S,
@@ -316,7 +316,7 @@ export class OneAtATime {
 }
 
 /** An app's own settings in `<dataDir>/<id>/app.json` (0600, folder 0700), written atomically. */
-export class AppStore<S extends z.ZodType> {
+export class AppStore<S extends z.ZodMiniType> {
   readonly dir: string;
   readonly path: string;
 

@@ -12,7 +12,7 @@
  * once. A new login, a logout, a stop or the server's exit ends it.
  */
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from '@kvm/protocol/zod';
 import type { AppState, AppSummary } from '@kvm/protocol/apps';
 import {
   NETBIRD_DEFAULT_CONFIG,
@@ -43,25 +43,25 @@ const LOGIN_OUTPUT_MAX = 64 * 1024;
 // --- what `netbird status` prints --------------------------------------------------------------
 
 const endpointSchema = z.looseObject({
-  url: z.string().optional(),
-  connected: z.boolean().optional(),
-  error: z.string().optional(),
+  url: z.optional(z.string()),
+  connected: z.optional(z.boolean()),
+  error: z.optional(z.string()),
 });
 
 /** `netbird status --json` (client/status: OutputOverview); unknown fields are ignored. */
 export const netbirdStatusSchema = z.looseObject({
-  peers: z
-    .looseObject({ total: z.number().optional(), connected: z.number().optional() })
-    .optional(),
-  cliVersion: z.string().optional(),
-  daemonVersion: z.string().optional(),
+  peers: z.optional(
+    z.looseObject({ total: z.optional(z.number()), connected: z.optional(z.number()) }),
+  ),
+  cliVersion: z.optional(z.string()),
+  daemonVersion: z.optional(z.string()),
   /** Idle, Connecting, Connected, NeedsLogin, LoginFailed, SessionExpired (older clients: absent). */
-  daemonStatus: z.string().optional(),
-  management: endpointSchema.optional(),
-  signal: endpointSchema.optional(),
-  netbirdIp: z.string().optional(),
-  netbirdIpv6: z.string().optional(),
-  fqdn: z.string().optional(),
+  daemonStatus: z.optional(z.string()),
+  management: z.optional(endpointSchema),
+  signal: z.optional(endpointSchema),
+  netbirdIp: z.optional(z.string()),
+  netbirdIpv6: z.optional(z.string()),
+  fqdn: z.optional(z.string()),
 });
 export type NetbirdStatusJson = z.output<typeof netbirdStatusSchema>;
 

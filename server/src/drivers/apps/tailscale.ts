@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from '@kvm/protocol/zod';
 import { APP_NAMES, type AppState, type AppSummary } from '@kvm/protocol/apps';
 import {
   TAILSCALE_DEFAULT_CONFIG,
@@ -47,25 +47,24 @@ export const LOGIN_URL_WAIT_MS = 10_000;
 export const STARTING_GRACE_MS = 15_000;
 
 const peerSchema = z.looseObject({
-  ID: z.string().optional(),
-  UserID: z.number().optional(),
-  DNSName: z.string().optional(),
-  TailscaleIPs: z.array(z.string()).nullable().optional(),
-  Online: z.boolean().optional(),
+  ID: z.optional(z.string()),
+  UserID: z.optional(z.number()),
+  DNSName: z.optional(z.string()),
+  TailscaleIPs: z.optional(z.nullable(z.array(z.string()))),
+  Online: z.optional(z.boolean()),
 });
 
 /** What the driver reads of `tailscale status --json` (ipnstate.Status); other fields are ignored. */
 export const tailscaleStatusSchema = z.looseObject({
   BackendState: z.string(),
-  AuthURL: z.string().nullable().optional(),
-  TailscaleIPs: z.array(z.string()).nullable().optional(),
-  Self: peerSchema.nullable().optional(),
-  Health: z.array(z.string()).nullable().optional(),
-  User: z
-    .record(z.string(), z.looseObject({ LoginName: z.string().optional() }))
-    .nullable()
-    .optional(),
-  Version: z.string().optional(),
+  AuthURL: z.optional(z.nullable(z.string())),
+  TailscaleIPs: z.optional(z.nullable(z.array(z.string()))),
+  Self: z.optional(z.nullable(peerSchema)),
+  Health: z.optional(z.nullable(z.array(z.string()))),
+  User: z.optional(
+    z.nullable(z.record(z.string(), z.looseObject({ LoginName: z.optional(z.string()) }))),
+  ),
+  Version: z.optional(z.string()),
 });
 export type TailscaleStatus = z.output<typeof tailscaleStatusSchema>;
 
@@ -77,7 +76,7 @@ const configSchema = z.object({
   accept_routes: z.boolean(),
   accept_dns: z.boolean(),
   login_server: z.string(),
-}) satisfies z.ZodType<TailscaleConfig>;
+}) satisfies z.ZodMiniType<TailscaleConfig>;
 
 /** Health texts (tailscale/tailscale health/warnings.go) and login errors meaning the control server cannot be reached. */
 const UNREACHABLE =

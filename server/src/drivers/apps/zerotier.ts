@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from '@kvm/protocol/zod';
 import type { AppState, AppSummary } from '@kvm/protocol/apps';
 import {
   controllerOf,
@@ -43,26 +43,26 @@ export const JOIN_ATTEMPTS = 3;
 export const zerotierInfoSchema = z.looseObject({
   address: z.string(),
   online: z.boolean(),
-  tcpFallbackActive: z.boolean().optional(),
-  version: z.string().optional(),
+  tcpFallbackActive: z.optional(z.boolean()),
+  version: z.optional(z.string()),
 });
 export type ZerotierInfo = z.output<typeof zerotierInfoSchema>;
 
 /** One entry of `zerotier-cli -j listnetworks` (the service's /network). */
 export const zerotierNetworkSchema = z.looseObject({
   nwid: z.string(),
-  name: z.string().optional(),
+  name: z.optional(z.string()),
   status: z.string(),
-  type: z.string().optional(),
-  portDeviceName: z.string().optional(),
-  assignedAddresses: z.array(z.string()).optional(),
-  allowManaged: z.boolean().optional(),
-  allowGlobal: z.boolean().optional(),
-  allowDefault: z.boolean().optional(),
-  allowDNS: z.boolean().optional(),
-  authenticationURL: z.string().optional(),
+  type: z.optional(z.string()),
+  portDeviceName: z.optional(z.string()),
+  assignedAddresses: z.optional(z.array(z.string())),
+  allowManaged: z.optional(z.boolean()),
+  allowGlobal: z.optional(z.boolean()),
+  allowDefault: z.optional(z.boolean()),
+  allowDNS: z.optional(z.boolean()),
+  authenticationURL: z.optional(z.string()),
 });
-export const zerotierNetworksSchema = z.array(zerotierNetworkSchema).max(256);
+export const zerotierNetworksSchema = z.array(zerotierNetworkSchema).check(z.maxLength(256));
 export type ZerotierNetworkJson = z.output<typeof zerotierNetworkSchema>;
 
 export function toNetwork(n: ZerotierNetworkJson): ZerotierNetwork {
