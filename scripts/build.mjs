@@ -32,10 +32,10 @@ const lazyWebrtcPeer = {
 
 /**
  * zod's namespaces re-export every locale (`z.locales`, 49 of them: 290 KB of main.js, whose
- * source V8 keeps on the heap). The server never reads `z.locales`; protocol/src/zod.ts sets the
- * English messages from `locales/en.js` directly, which stays. The namespace import is made empty, so
- * `z.locales.xx` would be undefined here (idle RSS -0.3 to -0.5 MB, bench server, same build
- * with and without, alternating starts).
+ * source V8 keeps on the heap). The server never reads `z.locales`; protocol/src/zod.ts sets
+ * the English messages from `locales/en.js` directly, which stays. The namespace import is made
+ * empty, so `z.locales.xx` would be undefined here (idle RSS -0.3 to -0.5 MB, bench server, same
+ * build with and without, alternating starts).
  */
 const noZodLocales = {
   name: 'no-zod-locales',
