@@ -13,20 +13,34 @@ const quiet = process.argv.includes('--quiet');
 const only = process.argv.find((a) => a === 'server' || a === 'web' || a === 'fleet');
 
 /**
- * janus/webrtc.ts imports peer.ts (and with it werift, ~1.7 MB of code) only for the first
- * viewer: main.js keeps that import and webrtc-peer.js, an entry of its own, holds peer.ts,
- * so an idle server never reads werift. (esbuild's `splitting` would do it too, but it turns
- * every dynamic import of a CommonJS package, yaml's and @fastify/cookie's, into a namespace
- * with only `default`.)
+ * Code an idle server never runs, in bundles of its own that main.js imports at first use:
+ * janus/webrtc.ts imports peer.ts (and with it werift, ~1.7 MB of code) for the first viewer
+ * (webrtc-peer.js), config.ts the YAML parser (158 KB of main.js before) for a config file only
+ * (yaml.js). V8 keeps a script's source on its heap for its life, read or not. Each dynamic
+ * import named here stays in main.js as an import of the entry's file beside it. (esbuild's
+ * `splitting` would do it too, but it turns every dynamic import of a CommonJS package, yaml's
+ * and @fastify/cookie's, into a namespace with only `default`.)
  */
-const lazyWebrtcPeer = {
-  name: 'lazy-webrtc-peer',
+const LAZY_ENTRIES = [
+  {
+    importer: join('janus', 'webrtc.ts'),
+    path: './peer',
+    entry: 'webrtc-peer',
+    source: 'janus/peer.ts',
+  },
+  { importer: join('src', 'config.ts'), path: './yaml', entry: 'yaml', source: 'yaml.ts' },
+];
+const lazyEntries = {
+  name: 'lazy-entries',
   setup(b) {
-    b.onResolve({ filter: /^\.\/peer$/ }, (args) =>
-      args.kind === 'dynamic-import' && args.importer.endsWith(join('janus', 'webrtc.ts'))
-        ? { path: './webrtc-peer.js', external: true }
-        : undefined,
-    );
+    b.onResolve({ filter: /^\.\/(peer|yaml)$/ }, (args) => {
+      const lazy = LAZY_ENTRIES.find(
+        (l) => l.path === args.path && args.importer.endsWith(l.importer),
+      );
+      return lazy && args.kind === 'dynamic-import'
+        ? { path: `./${lazy.entry}.js`, external: true }
+        : undefined;
+    });
   },
 };
 
@@ -168,10 +182,10 @@ async function buildServer() {
     entryPoints: {
       main: join(root, 'server/src/main.ts'),
       launcher: join(root, 'server/src/launcher.ts'),
-      'webrtc-peer': join(root, 'server/src/janus/peer.ts'),
+      ...Object.fromEntries(LAZY_ENTRIES.map((l) => [l.entry, join(root, 'server/src', l.source)])),
     },
     outdir: join(root, 'server/dist'),
-    plugins: [lazyWebrtcPeer, noZodClassic, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
+    plugins: [lazyEntries, noZodClassic, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
   });

@@ -557,7 +557,7 @@ export async function readConfigFile(path: string): Promise<Record<string, unkno
   let doc: unknown;
   try {
     // Loaded only when a config file is given: the parser costs memory a default start saves.
-    const { parse: parseYaml } = await import('yaml');
+    const { parse: parseYaml } = await import('./yaml');
     doc = parseYaml(text);
   } catch (err) {
     throw new ConfigError(`${path}: not valid YAML (${(err as Error).message})`);
