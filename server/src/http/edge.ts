@@ -243,7 +243,7 @@ export function closeIfBodyUnread(
 
 /**
  * Fastify's JSON-schema compilers (ajv for requests, fast-json-stringify for replies), which
- * these servers never use: every route validates with zod (validators.ts) and sends its own
+ * these servers never use: every route validates in its handler (validators.ts; the fleet with zod) and sends its own
  * JSON. Left at their defaults, Fastify loads ajv and its vocabularies when the instance is
  * made, on the idle server's heap for its life (0.6-0.7 MB resident, bench server), and the
  * build keeps their 370 KB of source in main.js (scripts/build.mjs leaves them out). A route
@@ -251,7 +251,7 @@ export function closeIfBodyUnread(
  */
 function noSchemaCompiler(): never {
   throw new Error(
-    'Fastify route schemas are not compiled here: validate with zod (server/src/validators.ts)',
+    'Fastify route schemas are not compiled here: validate in the handler (server/src/validators.ts; zod in the fleet)',
   );
 }
 
