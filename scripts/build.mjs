@@ -33,7 +33,8 @@ const LAZY_ENTRIES = [
 const lazyEntries = {
   name: 'lazy-entries',
   setup(b) {
-    b.onResolve({ filter: /^\.\/(peer|yaml)$/ }, (args) => {
+    const paths = LAZY_ENTRIES.map((l) => l.path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
+    b.onResolve({ filter: new RegExp(`^(${paths.join('|')})$`) }, (args) => {
       const lazy = LAZY_ENTRIES.find(
         (l) => l.path === args.path && args.importer.endsWith(l.importer),
       );

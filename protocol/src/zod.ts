@@ -5,8 +5,8 @@
  *
  * Not zod's classic API (`import { z } from 'zod'`): its schemas carry every method, and with
  * them most of the library: 250 KB more of the server's bundle and 1.5 MB more idle memory
- * (docs/operations.md "Memory"); the server's build refuses it. This module is named in package.json's
- * `sideEffects`, so a bundle keeps the `config` call below.
+ * (docs/operations.md "Memory"); the server's build refuses it. This module is named in
+ * package.json's `sideEffects`, so a bundle keeps the `config` call below.
  */
 import { config } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
