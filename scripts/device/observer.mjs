@@ -581,14 +581,18 @@ function gpioWatch(chip = 'kvm-atx', line) {
   if (gpioWatches.has(key)) return gpioWatches.get(key).info;
   const { dir, offset, chipName } = simLine(chip, line);
   const read = () => Number(readFileSync(`${dir}/value`, 'latin1').trim());
-  let value = read();
   let last = now();
+  let value = read();
   let rise = null;
+  // An edge came between the last read and this one: after the last read began and before
+  // this one ended. Dated at this read's end, with that whole window as its gap: a read the VM
+  // stalls in (TCG, a loaded host) widens the gap instead of dating the edge too early.
   const timer = setInterval(() => {
-    const t = now();
+    const began = now();
     const v = read();
+    const t = now();
     const gapMs = t - last;
-    last = t;
+    last = began;
     if (v === value) return;
     value = v;
     emit({ ev: 'gpio-edge', chip, line, value: v, t, gapMs: Math.round(gapMs * 1000) / 1000 });

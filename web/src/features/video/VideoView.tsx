@@ -16,6 +16,7 @@ import { useConfig } from '../config/config-store';
 import { computeGeometry, rotationTransform, type Size } from '../../lib/geometry';
 import { latencyReadout, startClockSync, watchWebRtcLatency } from './latency-readout';
 import { loadStreamer } from './streamer-store';
+import { canvasHasPicture, PICTURE_WAIT_FRAMES } from './first-frame-preview';
 import {
   firstFramePreview,
   useRequestedVideoMode,
@@ -151,11 +152,21 @@ export function VideoView() {
     const canvas = canvasRef.current;
     if (!direct || !canvas) return;
     // The canvas shows a picture (its first frame, or the preview's copied onto it): the first
-    // frame preview goes once the worker's drawing has reached the screen (the next frame).
+    // frame preview goes once the worker's drawing has reached the page, checked each frame.
     let raf: number | undefined;
     const offPainted = direct.on('painted', (e) => {
       if (e.canvas !== canvas || raf !== undefined) return;
-      raf = requestAnimationFrame(() => firstFramePreview.viewPresented());
+      let frames = 0;
+      const check = () => {
+        const shown =
+          !firstFramePreview.showing || canvasHasPicture(canvas) || ++frames >= PICTURE_WAIT_FRAMES;
+        if (shown) {
+          firstFramePreview.viewPresented();
+        } else {
+          raf = requestAnimationFrame(check);
+        }
+      };
+      raf = requestAnimationFrame(check);
     });
     direct.attachCanvas(canvas);
     const size = direct.getSize();

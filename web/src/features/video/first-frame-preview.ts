@@ -24,6 +24,34 @@ export const PREVIEW_MAX_MS = 3_000;
 export const PREVIEW_TEST_ID = 'video-preview';
 
 /**
+ * Animation frames the direct view waits, after the worker said its canvas is painted, for the
+ * page's copy of that canvas to hold the picture before the preview goes (about 0.5 s).
+ */
+export const PICTURE_WAIT_FRAMES = 30;
+
+/**
+ * Whether the page's copy of a canvas holds a picture: its first pixel is opaque. A canvas
+ * handed to a worker (transferControlToOffscreen) reaches the screen through the compositor,
+ * but the copy the page reads comes in a task of its own, later on a loaded machine (a full run
+ * read the view's canvas blank as the preview went). A decoded frame is opaque everywhere; a
+ * canvas no drawing reached yet is transparent. Where the page cannot read it, true.
+ */
+export function canvasHasPicture(canvas: HTMLCanvasElement): boolean {
+  if (!canvas.width || !canvas.height) return false;
+  try {
+    const probe = document.createElement('canvas');
+    probe.width = 1;
+    probe.height = 1;
+    const context = probe.getContext('2d', { willReadFrequently: true });
+    if (!context) return true;
+    context.drawImage(canvas, 0, 0, 1, 1, 0, 0, 1, 1);
+    return context.getImageData(0, 0, 1, 1).data[3]! > 0;
+  } catch {
+    return true;
+  }
+}
+
+/**
  * Why a preview went, the `detail` of its `kvm:video:preview_end` mark: the view showed the
  * picture, the view unmounted, the client's track or stream changed or ended, or the bound.
  */
