@@ -12,6 +12,7 @@ import {
   loginViaUi,
   openFromMenu,
   openSettings,
+  pressConfirmOk,
   startConsole,
   stopConsole,
 } from './fixtures/console';
@@ -84,7 +85,7 @@ describe('console input controls', () => {
   it('switches the mouse to relative after a confirmation; the status bar follows', async () => {
     await openSettings(page);
     await byTestId(page, 'settings-mouse-mode-relative').click();
-    await byTestId(page, 'confirm-ok').click();
+    await pressConfirmOk(page, byTestId(page, 'settings-mouse-mode-confirm'));
     await expect
       .poll(() => byTestId(page, 'status-mouse').getAttribute('data-absolute'), { timeout: 10_000 })
       .toBe('false');

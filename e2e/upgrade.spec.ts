@@ -14,9 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { Browser } from './fixtures/browser';
-import { byTestId, initDevice, loginViaUi } from './fixtures/console';
+import { byTestId, consoleShows, initDevice, loginViaUi, pressConfirmOk } from './fixtures/console';
 import { REPO_ROOT, ServerProcess } from './fixtures/server';
 
 const PACKAGE = join(REPO_ROOT, 'scripts', 'package.mjs');
@@ -101,62 +101,9 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-/**
- * What the console shows and the server logged last, for a failure message: the toasts, the
- * open dialogs, the class of every confirm OK (loading while start is asked) and the log's tail.
- */
+/** What the console shows, and the server's last log lines, for a failure message. */
 async function consoleState(p: Page): Promise<string> {
-  const toasts = await p
-    .locator('.ant-message-notice')
-    .allTextContents()
-    .catch(() => []);
-  const dialogs = await p
-    .locator('.ant-modal-wrap:visible')
-    .allTextContents()
-    .catch(() => []);
-  const okClass = await p
-    .locator('[data-testid="confirm-ok"]')
-    .evaluateAll((els) => els.map((e) => e.className))
-    .catch(() => []);
-  return (
-    `url: ${p.url()}\ntoasts: ${JSON.stringify(toasts)}\n` +
-    `dialogs: ${JSON.stringify(dialogs).slice(0, 800)}\n` +
-    `confirm-ok buttons: ${JSON.stringify(okClass)}\n` +
-    `server log tail:\n${server.log.slice(-3000)}`
-  );
-}
-
-/**
- * Presses OK in the confirm dialog that holds `inner`, and waits until the dialog took it: its
- * OK is loading (start is being asked) or the dialog is gone. Full `npm test` runs lost that
- * click four times in this spec (never alone, never under three busy loops, never in 30 tries
- * of another confirm under load): the dialog stayed open, nothing asked. Such a click is said
- * on the output, with what the console showed, and pressed once more; a second one that does
- * not take fails the test.
- */
-async function pressConfirmOk(p: Page, inner: Locator): Promise<void> {
-  const dialog = p.locator('.ant-modal', { has: inner });
-  const ok = dialog.locator('[data-testid="confirm-ok"]');
-  for (let press = 1; ; press++) {
-    await ok.click();
-    // Gone, hidden, or its OK loading; evaluateAll does not wait for a dialog that went.
-    const took = () =>
-      dialog.evaluateAll((els) =>
-        els.every(
-          (el) =>
-            el.getBoundingClientRect().width === 0 ||
-            el.querySelector('[data-testid="confirm-ok"]')?.classList.contains('ant-btn-loading'),
-        ),
-      );
-    const until = performance.now() + 5_000;
-    while (!(await took()) && performance.now() < until) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    if (await took()) return;
-    const state = await consoleState(p);
-    if (press === 2) throw new Error(`the confirm's OK did not take two presses\n${state}`);
-    console.warn(`the confirm's OK did not take the press; pressed again\n${state}`);
-  }
+  return `${await consoleShows(p)}\nserver log tail:\n${server.log.slice(-3000)}`;
 }
 
 /** Waits for /upgrading after the confirm; a failure says what the console showed. */
@@ -186,7 +133,7 @@ describe('upgrade through the console', () => {
     // the download finishes in the background; then the confirm dialog shows by itself
     await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
     expect(await byTestId(page, 'upgrade-save-config').isChecked()).toBe(true);
-    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'));
+    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'), consoleState);
     await toUpgrading(page);
     await page
       .locator('[data-testid="upgrading-page"][data-phase="done"]')
@@ -249,7 +196,7 @@ describe('upgrade through the console', () => {
     await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
     await byTestId(page, 'upgrade-file').setInputFiles(brokenPkg);
     await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
-    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'));
+    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'), consoleState);
     await toUpgrading(page);
     const failed = byTestId(page, 'upgrading-failed');
     await failed.waitFor({ state: 'visible', timeout: 90_000 });
@@ -267,7 +214,7 @@ describe('upgrade through the console', () => {
     await byTestId(page, 'upgrade-control').waitFor({ state: 'visible', timeout: 10_000 });
     await byTestId(page, 'upgrade-file').setInputFiles(olderPkg);
     await byTestId(page, 'upgrade-confirm').waitFor({ state: 'visible', timeout: 30_000 });
-    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'));
+    await pressConfirmOk(page, byTestId(page, 'upgrade-confirm'), consoleState);
     // 409 UpgradeDowngradeError: a question naming both versions, not an install.
     const ask = byTestId(page, 'upgrade-downgrade');
     await ask.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (err: unknown) => {
@@ -280,7 +227,7 @@ describe('upgrade through the console', () => {
     );
     expect(page.url()).not.toMatch(/\/upgrading$/);
     expect(await deviceVersion(page)).toBe(next);
-    await pressConfirmOk(page, ask);
+    await pressConfirmOk(page, ask, consoleState);
     await toUpgrading(page);
     await page
       .locator('[data-testid="upgrading-page"][data-phase="done"]')
