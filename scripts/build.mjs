@@ -114,6 +114,35 @@ const noSchemaCompilers = {
 };
 
 /**
+ * Parts of our dependencies that the built server never calls, each resolved to a function that
+ * throws if it is ever reached: @fastify/websocket's `injectWS` (duplexify, which brings
+ * readable-stream, a userland copy of node:stream, evaluated at start) and Fastify's `inject`
+ * (light-my-request) are for tests, which run the sources; pino's transports (thread-stream)
+ * are not used, the log is written by pino's own destination.
+ */
+const NEVER_CALLED = {
+  duplexify: "@fastify/websocket's injectWS is for tests",
+  'light-my-request': "Fastify's inject is for tests",
+  'thread-stream': 'pino transports are not used',
+};
+const neverCalled = {
+  name: 'never-called',
+  setup(b) {
+    // package names: letters and hyphens, nothing a regular expression reads otherwise
+    b.onResolve({ filter: new RegExp(`^(${Object.keys(NEVER_CALLED).join('|')})$`) }, (args) => ({
+      path: args.path,
+      namespace: 'never-called',
+    }));
+    b.onLoad({ filter: /.*/, namespace: 'never-called' }, (args) => ({
+      contents: `module.exports = () => { throw new Error(${JSON.stringify(
+        `${args.path} is not in the built server: ${NEVER_CALLED[args.path]}`,
+      )}); };`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * werift's DTLS key exchange on OpenSSL (server/src/janus/dtls-curves.ts says why): its ESM
  * bundle (lib/index.mjs, what `import 'werift'` loads) gets that module for `tweetnacl` and
  * `@noble/curves/p256`. The build fails if werift no longer imports them so, rather than
@@ -186,7 +215,14 @@ async function buildServer() {
       ...Object.fromEntries(LAZY_ENTRIES.map((l) => [l.entry, join(root, 'server/src', l.source)])),
     },
     outdir: join(root, 'server/dist'),
-    plugins: [lazyEntries, noZodClassic, noZodLocales, noSchemaCompilers, nativeDtlsCurves()],
+    plugins: [
+      lazyEntries,
+      noZodClassic,
+      noZodLocales,
+      noSchemaCompilers,
+      neverCalled,
+      nativeDtlsCurves(),
+    ],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
     external: ['node-pty'],
   });
