@@ -143,6 +143,23 @@ const neverCalled = {
 };
 
 /**
+ * Fastify's plugin version check (fastify/lib/plugin-utils.js) gets our own small module for
+ * `semver` (server/src/http/fastify-semver.ts): semver is 45 KB evaluated at start, with some
+ * 80 regular expressions, for three checks of "5.x". Ours answers the range forms our plugins
+ * use and throws at start on any other.
+ */
+const smallSemver = {
+  name: 'small-semver',
+  setup(b) {
+    b.onResolve({ filter: /^semver$/ }, (args) =>
+      /[\\/]fastify[\\/]lib[\\/]plugin-utils\.js$/.test(args.importer)
+        ? { path: join(root, 'server/src/http/fastify-semver.ts') }
+        : undefined,
+    );
+  },
+};
+
+/**
  * werift's DTLS key exchange on OpenSSL (server/src/janus/dtls-curves.ts says why): its ESM
  * bundle (lib/index.mjs, what `import 'werift'` loads) gets that module for `tweetnacl` and
  * `@noble/curves/p256`. The build fails if werift no longer imports them so, rather than
@@ -221,6 +238,7 @@ async function buildServer() {
       noZodLocales,
       noSchemaCompilers,
       neverCalled,
+      smallSemver,
       nativeDtlsCurves(),
     ],
     // A native addon cannot be bundled: main.js requires it from node_modules at run time.
