@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STATUS_BAR_MIN_HEIGHT, TOOLBAR_HEIGHT } from '@kvm/protocol/constants';
 import { Emitter } from '../../lib/emitter';
 import {
+  canvasHasPicture,
   FirstFramePreview,
   PREVIEW_MAX_MS,
   PREVIEW_TEST_ID,
@@ -230,5 +231,53 @@ describe('FirstFramePreview (issue 28: the remote screen before the console rend
       busy,
     );
     expect(shown()).toHaveLength(0);
+  });
+});
+
+describe('canvasHasPicture (the page reads the direct view canvas before the preview goes)', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  /** A 1-pixel probe whose read gives `alpha`, as the page's copy of the canvas would. */
+  function probeReading(alpha: number | 'throws') {
+    const create = document.createElement.bind(document);
+    const drawn: unknown[] = [];
+    vi.spyOn(document, 'createElement').mockImplementation(((tag: string) => {
+      if (tag !== 'canvas') return create(tag);
+      const probe = create('canvas') as HTMLCanvasElement;
+      probe.getContext = (() => ({
+        drawImage: (...args: unknown[]) => {
+          if (alpha === 'throws') throw new DOMException('gone', 'InvalidStateError');
+          drawn.push(args);
+        },
+        getImageData: () => ({ data: new Uint8ClampedArray([0, 0, 0, alpha as number]) }),
+      })) as unknown as HTMLCanvasElement['getContext'];
+      return probe;
+    }) as typeof document.createElement);
+    return drawn;
+  }
+
+  function viewCanvas(width: number, height: number): HTMLCanvasElement {
+    const canvas = document.createElement('canvas');
+    canvas.width = width;
+    canvas.height = height;
+    return canvas;
+  }
+
+  it('says no while the copy is transparent, yes once it is opaque (one pixel read)', () => {
+    const view = viewCanvas(1280, 720);
+    probeReading(0);
+    expect(canvasHasPicture(view)).toBe(false);
+    vi.restoreAllMocks();
+    const drawn = probeReading(255);
+    expect(canvasHasPicture(view)).toBe(true);
+    expect(drawn).toEqual([[view, 0, 0, 1, 1, 0, 0, 1, 1]]);
+  });
+
+  it('says no for a canvas of no size, yes where the page cannot read it', () => {
+    probeReading(255);
+    expect(canvasHasPicture(viewCanvas(0, 0))).toBe(false);
+    vi.restoreAllMocks();
+    probeReading('throws');
+    expect(canvasHasPicture(viewCanvas(640, 480))).toBe(true);
   });
 });
