@@ -342,3 +342,30 @@ process.on('disconnect', () => process.exit(0));`;
     });
   });
 });
+
+describe('readProcArgv', () => {
+  it('never answers the empty command line of a process in the middle of an exec', async () => {
+    // a shell that execs itself again and again: one raw read in several finds no arguments
+    const script = join(dir, 'reexec.sh');
+    await writeFile(script, '#!/bin/sh\nexec /bin/sh "$0"\n');
+    const child = spawn('/bin/sh', [script], { stdio: 'ignore' });
+    try {
+      await new Promise((r) => child.once('spawn', r));
+      const pid = child.pid as number;
+      const seen = new Set<string>();
+      for (let i = 0; i < 300; i += 1) seen.add(JSON.stringify(await readProcArgv(pid)));
+      expect([...seen]).toEqual([JSON.stringify(['/bin/sh', script])]);
+      const raw = async (): Promise<string> => readFile(`/proc/${pid}/cmdline`, 'utf8');
+      // the gap this reads through is there: a raw read of /proc finds it
+      await until('an empty raw read', async () => (await raw()) === '');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('answers null for a process that is gone', async () => {
+    const child = spawn('true', [], { stdio: 'ignore' });
+    await new Promise((r) => child.once('exit', r));
+    expect(await readProcArgv(child.pid as number)).toBeNull();
+  });
+});

@@ -179,8 +179,26 @@ export function findSetpriv(): string | null {
   return setprivPath;
 }
 
-/** A process's argv from /proc, or null if it is gone or a zombie. */
+/** How long an empty command line of a live process is read again (readProcArgv). */
+const EXEC_SETTLE_MS = 500;
+
+/**
+ * A process's argv from /proc, or null if it is gone or a zombie. An empty command line from a
+ * live process is a moment, not an answer: execve installs the new image before it writes the
+ * arguments (a spawn returns in that gap, and setpriv's exec of the command makes another), and
+ * an exiting process drops its memory before it is a zombie. Such a read is made again, for at
+ * most EXEC_SETTLE_MS, and then answers what it sees.
+ */
 export async function readProcArgv(pid: number): Promise<string[] | null> {
+  const deadline = performance.now() + EXEC_SETTLE_MS;
+  for (;;) {
+    const argv = await readProcArgvOnce(pid);
+    if (argv === null || argv.length > 0 || performance.now() >= deadline) return argv;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function readProcArgvOnce(pid: number): Promise<string[] | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // Field 3, after the parenthesised command name (which may itself hold spaces or parens).
