@@ -66,6 +66,37 @@ describe('wireguard driver parts', () => {
   });
 });
 
+describe('a WireGuard app never started', () => {
+  let dir = '';
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stops without a command (every server close ran about ten)', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kvm-wg-unit-'));
+    const calls: string[][] = [];
+    const runner: CommandRunner = async (file, args) => {
+      calls.push([file, ...args]);
+      return { stdout: '', stderr: '' };
+    };
+    const driver = new WireguardDriver(
+      {
+        namespace: 'kvmdev-test',
+        unavailable: () => null,
+        ready: async () => undefined,
+        dataDir: join(dir, 'apps'),
+        runDir: join(dir, 'run', 'apps'),
+        log: SILENT_LOGGER,
+        runner,
+      },
+      { wireguardGo: 'wireguard-go', wg: 'wg', commandTimeoutMs: 700, memoryLimitBytes: null },
+    );
+    await driver.init();
+    await driver.dispose();
+    expect(calls).toEqual([]);
+  });
+});
+
 describe('a hung wg', () => {
   let dir = '';
   afterEach(async () => {

@@ -150,6 +150,12 @@ export class WireguardDriver implements WireguardControl {
   /** The tunnel is up (interface configured). */
   private up = false;
   private busy = false;
+  /**
+   * A bringUp of this server's life may have left something (a link, rules, the daemon) that a
+   * bringDown has not removed since: dispose then has something to undo. A crashed server's
+   * leftovers are removed by the next bringUp, so a stop with nothing placed runs no command.
+   */
+  private placed = false;
   private lastError: string | null = null;
   private sup: Supervisor | null = null;
   /** `ip route` argument lists this driver added (removed on stop). */
@@ -248,7 +254,9 @@ export class WireguardDriver implements WireguardControl {
 
   async dispose(): Promise<void> {
     this.disposed = true;
-    await this.queue.run(() => this.bringDown()).catch(() => undefined);
+    await this.queue
+      .run(() => (this.placed ? this.bringDown() : Promise.resolve()))
+      .catch(() => undefined);
   }
 
   // --- verbs (one at a time) ----------------------------------------------------------------
@@ -437,6 +445,7 @@ export class WireguardDriver implements WireguardControl {
     try {
       await this.host.ready();
       await mkdir(this.host.runDir, { recursive: true, mode: 0o700 });
+      this.placed = true;
       await this.removeLeftovers();
       await this.startDaemon();
       await this.configure(config);
@@ -727,6 +736,7 @@ export class WireguardDriver implements WireguardControl {
     this.sup = null;
     await sup?.ensureStopped();
     await this.removeLeftovers();
+    this.placed = false;
     if (wasUp) this.host.log.info({ interface: this.ifname }, 'wireguard: tunnel down');
   }
 

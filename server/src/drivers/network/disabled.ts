@@ -29,6 +29,9 @@ export class DisabledNetwork implements NetworkDriver {
   async status(): Promise<EthernetStatus> {
     return emptyEthernetStatus();
   }
+  async macAddress(): Promise<string> {
+    return '';
+  }
   async apply(): Promise<never> {
     throw new SystemFeatureUnavailableError(this.reason);
   }

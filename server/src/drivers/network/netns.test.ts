@@ -319,6 +319,10 @@ describe.skipIf(skipReason !== null)('NetnsNetwork (real namespaces)', () => {
   it('never starts when lazy and unused; dispose is then a no-op', async () => {
     const d = make();
     await d.init();
+    // eth0's address is known without the namespaces (the cloud's identity at every start)
+    expect(await d.macAddress()).toBe(d.names.mac);
+    expect(d.names.mac).toMatch(/^02:4b(:[0-9a-f]{2}){4}$/);
+    expect(await listNamespaces()).not.toContain(d.names.dev);
     await d.dispose();
     expect(await listNamespaces()).not.toContain(d.names.dev);
   });
@@ -348,6 +352,7 @@ describe('NetnsNetwork without root', () => {
     await expect(d.apply(DHCP)).rejects.toBeInstanceOf(SystemFeatureUnavailableError);
     await expect(d.setHostname('x')).rejects.toThrow(NEEDS_ROOT);
     expect(await d.hostname()).toBe('glkvm');
+    expect(await d.macAddress()).toBe('');
     await d.dispose();
     expect(calls).toEqual([]);
   });

@@ -412,6 +412,14 @@ export class NetnsNetwork implements NetworkDriver {
     return this.readStatus();
   }
 
+  /**
+   * eth0's address is the one `ensureUp` gives it (from the data folder's hash), so it is known
+   * without making the namespaces: the testbed makes them at first use, not at every start.
+   */
+  async macAddress(): Promise<string> {
+    return this.unavailable ? '' : this.names.mac;
+  }
+
   async apply(settings: EthernetSettings): Promise<void> {
     const problem = settingsProblem(settings);
     if (problem) throw new NetworkApplyError(problem);

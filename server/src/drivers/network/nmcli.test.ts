@@ -28,6 +28,8 @@ function nm(
       return fixture(`device-show-eth0-${profile}.txt`);
     }
     if (a === '-t -f GENERAL.CON-UUID device show eth0') return `GENERAL.CON-UUID:${UUID}\n`;
+    if (a === '-t -f GENERAL.HWADDR device show eth0')
+      return 'GENERAL.HWADDR:DC\\:A6\\:32\\:1B\\:4C\\:7E\n';
     if (a === `-t -f ${PROFILE_FIELDS} connection show uuid ${UUID}`) {
       return fixture(`connection-show-eth0-${profile}.txt`);
     }
@@ -66,6 +68,16 @@ async function started(fake: ReturnType<typeof nm>, iface?: string): Promise<Nmc
 }
 
 describe('NmcliNetwork', () => {
+  it("reads the hardware address alone, unescaped and lower case; '' while unavailable", async () => {
+    const fake = nm();
+    const d = await started(fake);
+    fake.calls.length = 0;
+    expect(await d.macAddress()).toBe('dc:a6:32:1b:4c:7e');
+    expect(fake.lines()).toEqual(['nmcli -t -f GENERAL.HWADDR device show eth0']);
+    const missing = await started(nm(), 'eth9');
+    expect(await missing.macAddress()).toBe('');
+  });
+
   it('picks the first managed Ethernet device and reads a DHCP status', async () => {
     const fake = nm();
     const d = await started(fake);

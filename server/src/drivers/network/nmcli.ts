@@ -162,6 +162,20 @@ export class NmcliNetwork implements NetworkDriver {
     };
   }
 
+  /** GENERAL.HWADDR alone: one `device show`, without the profile status() reads too. */
+  async macAddress(): Promise<string> {
+    if (this.reason !== null || !this.iface) return '';
+    const { stdout } = await this.nmcli('device show', [
+      '-t',
+      '-f',
+      'GENERAL.HWADDR',
+      'device',
+      'show',
+      this.iface,
+    ]);
+    return plain(field(parseRecords(stdout)[0], 'GENERAL.HWADDR')).toLowerCase();
+  }
+
   /** The profile's `ipv4.*` properties. */
   async profile(uuid: string): Promise<Ipv4Profile> {
     const { stdout } = await this.nmcli('connection show', [

@@ -42,6 +42,11 @@ export interface NetworkDriver {
   readonly name: string;
   availability(): Availability;
   status(): Promise<EthernetStatus>;
+  /**
+   * The Ethernet's hardware address, lower case, or '' when there is none: read without starting
+   * or waiting on anything (the cloud's device identity as the server starts, context.ts).
+   */
+  macAddress(): Promise<string>;
   /** Applies `settings`; resolves once applied (DHCP: once a lease is held or the wait ends). */
   apply(settings: EthernetSettings): Promise<void>;
   hostname(): Promise<string>;

@@ -33,6 +33,9 @@ class FakeNetwork implements NetworkDriver {
   async status() {
     return { ...this.state };
   }
+  async macAddress() {
+    return this.state.mac_address;
+  }
   async apply(s: EthernetSettings) {
     if (this.failNext) {
       const err = this.failNext;
