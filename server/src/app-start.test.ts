@@ -4,30 +4,21 @@
  * context was made, which made both namespaces, dnsmasq and udhcpc at every start and removed
  * them at every close (0.6-0.9 s of each route test's 2 s on a loaded machine).
  */
-import { rm } from 'node:fs/promises';
 import { afterEach, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import { netnsNames } from './drivers/network/netns';
 import { findExecutable } from './process/supervisor';
 import { listNamespaces } from './platform/netns/test-support';
-import { initAndLogin, newApp, tempDataDir } from './test-helpers';
+import { AppPerTest } from './test-helpers';
 
 const namespaces =
   process.getuid?.() === 0 && ['ip', 'dnsmasq', 'udhcpc'].every((c) => findExecutable(c) !== null);
 
-let app: FastifyInstance | null = null;
-let dir = '';
-afterEach(async () => {
-  await app?.close();
-  app = null;
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const apps = new AppPerTest();
+afterEach(() => apps.stop());
 
 it('makes no network namespace as it starts; the cloud knows eth0 by its address all the same', async () => {
-  dir = await tempDataDir();
-  app = await newApp(dir);
-  const token = await initAndLogin(app);
-  const names = netnsNames(dir);
+  const { app, dataDir, token } = await apps.start();
+  const names = netnsNames(dataDir);
   if (namespaces) expect(await listNamespaces()).not.toContain(names.dev);
 
   const cloud = await app.inject({ url: '/api/cloud/status', headers: { token } });
@@ -42,7 +33,6 @@ it('makes no network namespace as it starts; the cloud knows eth0 by its address
   expect(net.statusCode).toBe(200);
   expect(net.json()).toMatchObject({ result: { config: { mac_address: names.mac } } });
   expect(await listNamespaces()).toContain(names.dev);
-  await app.close();
-  app = null;
+  await apps.stop();
   expect(await listNamespaces()).not.toContain(names.dev);
 });

@@ -66,22 +66,21 @@ describe('wireguard driver parts', () => {
   });
 });
 
-describe('a WireGuard app never started', () => {
+describe('the driver over a fake runner', () => {
   let dir = '';
   afterEach(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('stops without a command (every server close ran about ten)', async () => {
+  /** A driver in a new folder whose every command is `runner`'s. */
+  async function unitDriver(
+    runner: CommandRunner,
+    namespace: string | null,
+  ): Promise<WireguardDriver> {
     dir = await mkdtemp(join(tmpdir(), 'kvm-wg-unit-'));
-    const calls: string[][] = [];
-    const runner: CommandRunner = async (file, args) => {
-      calls.push([file, ...args]);
-      return { stdout: '', stderr: '' };
-    };
     const driver = new WireguardDriver(
       {
-        namespace: 'kvmdev-test',
+        namespace,
         unavailable: () => null,
         ready: async () => undefined,
         dataDir: join(dir, 'apps'),
@@ -92,37 +91,15 @@ describe('a WireGuard app never started', () => {
       { wireguardGo: 'wireguard-go', wg: 'wg', commandTimeoutMs: 700, memoryLimitBytes: null },
     );
     await driver.init();
-    await driver.dispose();
-    expect(calls).toEqual([]);
-  });
-});
+    return driver;
+  }
 
-describe('a hung wg', () => {
-  let dir = '';
-  afterEach(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  it('is killed by the runner timeout and the change fails with a clear error, nothing saved', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'kvm-wg-unit-'));
+  it('a hung wg is killed by the runner timeout and the change fails with a clear error, nothing saved', async () => {
     const calls: string[][] = [];
-    const runner: CommandRunner = async (file, args, opts) => {
+    const driver = await unitDriver(async (file, args, opts) => {
       calls.push([file, ...args]);
       throw new CommandError(file, args, { timedOut: true, timeoutMs: opts?.timeoutMs });
-    };
-    const driver = new WireguardDriver(
-      {
-        namespace: null,
-        unavailable: () => null,
-        ready: async () => undefined,
-        dataDir: join(dir, 'apps'),
-        runDir: join(dir, 'run', 'apps'),
-        log: SILENT_LOGGER,
-        runner,
-      },
-      { wireguardGo: 'wireguard-go', wg: 'wg', commandTimeoutMs: 700, memoryLimitBytes: null },
-    );
-    await driver.init();
+    }, null);
     const text = `[Interface]\nPrivateKey = ${KEY_A}\nAddress = 10.77.0.2/24\n\n[Peer]\nPublicKey = ${KEY_C}\nAllowedIPs = 10.77.0.0/24\n`;
     await expect(driver.setConfig(text, parseWgQuick(text))).rejects.toThrow(
       'wg pubkey: timed out after 700 ms',
@@ -132,5 +109,15 @@ describe('a hung wg', () => {
     expect(driver.configured).toBe(false);
     expect(driver.publicConfig()).toBeNull();
     await driver.dispose();
+  });
+
+  it('a tunnel never started stops without a command (every server close ran about ten)', async () => {
+    const calls: string[][] = [];
+    const driver = await unitDriver(async (file, args) => {
+      calls.push([file, ...args]);
+      return { stdout: '', stderr: '' };
+    }, 'kvmdev-test');
+    await driver.dispose();
+    expect(calls).toEqual([]);
   });
 });
