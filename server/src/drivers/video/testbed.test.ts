@@ -21,11 +21,11 @@ async function frames(v: TestbedVideo, count: number, onFrame: (f: RawFrame) => 
 }
 
 describe('testbed video frame buffers', () => {
-  it('reuses a buffer the consumer released, each frame a copy of the picture', async () => {
+  it('lends the picture itself to a consumer that hands each frame back in time', async () => {
     video = new TestbedVideo({ width: 64, height: 64 });
     await video.init();
     const got = await frames(video, 4, (f) => {
-      expect(f.data.equals(video!.picture.frame)).toBe(true);
+      expect(f.data).toBe(video!.picture.frame);
       f.release?.();
       // a second release must not lend one buffer twice
       f.release?.();
@@ -38,7 +38,11 @@ describe('testbed video frame buffers', () => {
     video = new TestbedVideo({ width: 64, height: 64 });
     await video.init();
     const got: RawFrame[] = [];
-    await video.startCapture((f) => got.push(f), 120);
+    const wasPicture: boolean[] = [];
+    await video.startCapture((f) => {
+      got.push(f);
+      wasPicture.push(f.data === video!.picture.frame);
+    }, 120);
     await expect.poll(() => got.length, { timeout: 5000 }).toBe(FRAME_BUFFERS);
     expect(new Set(got.map((f) => f.data)).size).toBe(FRAME_BUFFERS);
     expect(got.every((f) => f.skipped === undefined)).toBe(true);
@@ -49,8 +53,34 @@ describe('testbed video frame buffers', () => {
     got[1]!.release?.();
     await expect.poll(() => got.length, { timeout: 5000 }).toBe(FRAME_BUFFERS + 1);
     const next = got[FRAME_BUFFERS]!;
-    expect(next.data).toBe(got[1]!.data);
+    // the picture drew on in a buffer of its own meanwhile, and lends that one now
+    expect(got.slice(0, FRAME_BUFFERS).map((f) => f.data)).not.toContain(next.data);
+    expect(wasPicture.every(Boolean)).toBe(true);
     expect(next.skipped).toBeGreaterThan(3);
+    // the lent three and the picture's own: nothing else was made
+    expect(new Set(got.map((f) => f.data)).size).toBe(FRAME_BUFFERS + 1);
+  });
+
+  it('never changes a frame a consumer still holds, however long the picture draws on', async () => {
+    video = new TestbedVideo({ width: 640, height: 480 });
+    await video.init();
+    const held: { frame: RawFrame; copy: Buffer }[] = [];
+    let count = 0;
+    await video.startCapture((f) => {
+      count += 1;
+      // hold every third frame, hand the rest back at once
+      if (count % 3 === 1 && held.length < 2) held.push({ frame: f, copy: Buffer.from(f.data) });
+      else f.release?.();
+    }, 120);
+    await expect.poll(() => count, { timeout: 5000 }).toBeGreaterThan(20);
+    expect(held).toHaveLength(2);
+    // typed text (the HID draws on the same picture) does not reach a held frame either
+    video.picture.typeText('HELD', performance.now());
+    // the frame number changed on every frame since: the picture is not what is held
+    expect(video.picture.frame.equals(held[0]!.copy)).toBe(false);
+    for (const h of held) expect(h.frame.data.equals(h.copy)).toBe(true);
+    for (const h of held) h.frame.release?.();
+    await expect.poll(() => video!.buffersLent, { timeout: 5000 }).toBeLessThanOrEqual(1);
   });
 
   it('gives a buffer never handed back up after LENT_GIVE_UP_MS: the picture goes on', async () => {

@@ -1,12 +1,15 @@
 /**
  * The testbed's video source: renders TestbedPicture at the asked frame rate (a new frame
- * number every frame, so the encoder always has motion to encode) and hands copies of the
- * YUV buffer to the encoder. Like a V4L2 capture device it has a fixed set of frame buffers
- * (FRAME_BUFFERS), lent to the consumers and handed back by them (RawFrame.release): when all
- * are out, the frame is skipped, and the next frame says how many were (`skipped`). A fresh
- * 1.4 MB buffer a frame at 30 fps left 20-30 MB of garbage resident between collections, and
- * a pool that kept only some of the buffers back left the rest of a start's burst as garbage
- * an idle server never collects (5-6 MB).
+ * number every frame, so the encoder always has motion to encode) and hands its buffer to the
+ * encoder as it is: the picture copies itself into another buffer only when it must draw while
+ * a consumer still holds the last one (TestbedPicture.lend). An idle console's encoder reads
+ * each frame within a few ms, so its frames cost no copy and no buffer besides the picture's
+ * (1.4 MB at 720p). Like a V4L2 capture device it lends at most FRAME_BUFFERS buffers to the
+ * consumers, handed back by them (RawFrame.release): when all are out, the frame is skipped,
+ * and the next frame says how many were (`skipped`). A fresh 1.4 MB buffer a frame at 30 fps
+ * left 20-30 MB of garbage resident between collections, and a pool that kept only some of the
+ * buffers back left the rest of a start's burst as garbage an idle server never collects
+ * (5-6 MB).
  */
 import { EventEmitter } from 'node:events';
 import type { RawFrame, VideoSource, VideoSourceState } from './types';
@@ -18,9 +21,10 @@ export interface TestbedVideoOptions {
 }
 
 /**
- * Frame buffers of the capture: one in the encoder's pipe, one waiting behind it, one kept by
- * the JPEG path (its newest frame). A consumer that falls further behind gets frames skipped,
- * as a capture device's queue does, instead of a longer queue of older frames.
+ * Frame buffers lent at once: one in the encoder's pipe, one waiting behind it, one kept by the
+ * JPEG path (its newest frame). A consumer that falls further behind gets frames skipped, as a
+ * capture device's queue does, instead of a longer queue of older frames. The picture draws on
+ * in a buffer of its own meanwhile.
  */
 export const FRAME_BUFFERS = 3;
 
@@ -41,7 +45,7 @@ export class TestbedVideo implements VideoSource {
   private intervalMs = 1000 / 30;
   private nextAt = 0;
   private frameNo = 0;
-  /** Released frame buffers, reused by the next frames. */
+  /** Released frame buffers the picture moved away from, reused by its next moves. */
   private readonly spare: Buffer[] = [];
   /** Buffers out with a consumer, and since when (performance.now()). */
   private readonly lent = new Map<Buffer, number>();
@@ -111,17 +115,23 @@ export class TestbedVideo implements VideoSource {
     return this.lent.size;
   }
 
-  /** A free buffer of the picture's size, or null when all FRAME_BUFFERS are lent. */
-  private takeBuffer(now: number): Buffer | null {
-    const spare = this.spare.pop();
-    if (spare) return spare;
-    if (this.lent.size >= FRAME_BUFFERS) {
-      const [oldest, since] = this.lent.entries().next().value as [Buffer, number];
-      if (now - since < LENT_GIVE_UP_MS) return null;
-      this.lent.delete(oldest); // never handed back: the GC has it
-    }
-    return Buffer.allocUnsafe(this.picture.frame.length);
+  /**
+   * Room to lend one more buffer: false when all FRAME_BUFFERS are out and none has been out for
+   * LENT_GIVE_UP_MS (then the oldest is given up: the GC has it if it never comes back).
+   */
+  private canLend(now: number): boolean {
+    if (this.lent.size < FRAME_BUFFERS) return true;
+    const [oldest, since] = this.lent.entries().next().value as [Buffer, number];
+    if (now - since < LENT_GIVE_UP_MS) return false;
+    this.lent.delete(oldest);
+    return true;
   }
+
+  /** Where the picture moves when it must draw while its buffer is lent. */
+  private readonly takeBuffer = (size: number): Buffer => {
+    const spare = this.spare.pop();
+    return spare && spare.length === size ? spare : Buffer.allocUnsafe(size);
+  };
 
   /** Drift-free pacing: each frame is scheduled from the ideal time, not from the last run. */
   private tick = (): void => {
@@ -130,8 +140,7 @@ export class TestbedVideo implements VideoSource {
       this.frameNo += 1;
       this.picture.drawFrameNumber(this.frameNo);
       this.picture.animate();
-      const data = this.takeBuffer(now);
-      if (data) this.deliver(data, now);
+      if (this.canLend(now)) this.deliver(now);
       else this.skipped += 1;
     }
     this.nextAt += this.intervalMs;
@@ -140,8 +149,8 @@ export class TestbedVideo implements VideoSource {
     this.timer = setTimeout(this.tick, Math.max(0, this.nextAt - performance.now()));
   };
 
-  private deliver(data: Buffer, now: number): void {
-    this.picture.frame.copy(data);
+  private deliver(now: number): void {
+    const data = this.picture.lend(this.takeBuffer);
     this.lent.set(data, now);
     const skipped = this.skipped;
     this.skipped = 0;
@@ -156,6 +165,8 @@ export class TestbedVideo implements VideoSource {
         // once only (a second release must not put one buffer in two frames), and not a
         // buffer given up meanwhile or of an older size
         if (!this.lent.delete(data)) return;
+        // still the picture's own: it draws there again
+        if (this.picture.returned(data)) return;
         if (data.length === this.picture.frame.length && this.spare.length < FRAME_BUFFERS) {
           this.spare.push(data);
         }

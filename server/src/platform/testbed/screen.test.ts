@@ -124,4 +124,66 @@ describe('TestbedPicture', () => {
       expect(p.frame.equals(ref.frame)).toBe(true);
     }
   });
+
+  it('lends its own buffer and moves into another one only to draw while it is lent', () => {
+    const p = new TestbedPicture(640, 480);
+    const takes: number[] = [];
+    const take = (size: number) => {
+      takes.push(size);
+      return Buffer.alloc(size);
+    };
+    const own = p.frame;
+    // handed back before any write: no copy, the next write goes in place
+    expect(p.lend(take)).toBe(own);
+    expect(p.returned(own)).toBe(true);
+    p.typeText('A', 1);
+    expect(p.frame).toBe(own);
+    expect(takes).toEqual([]);
+
+    // held while the picture draws: the lent bytes stay as they were when lent
+    const lent = p.lend(take);
+    const asLent = Buffer.from(lent);
+    p.typeText('B', 2);
+    p.drawFrameNumber(7);
+    p.markChange(3);
+    expect(takes).toEqual([own.length]);
+    expect(p.frame).not.toBe(lent);
+    expect(lent.equals(asLent)).toBe(true);
+    expect(p.frame.equals(asLent)).toBe(false);
+    // the picture moved on: the old buffer comes back free, the new one is not lent
+    expect(p.returned(lent)).toBe(false);
+    expect(p.returned(p.frame)).toBe(false);
+
+    // the same picture drawn without lending is the same picture
+    const plain = new TestbedPicture(640, 480);
+    plain.typeText('A', 1);
+    plain.typeText('B', 2);
+    plain.drawFrameNumber(7);
+    plain.markChange(3);
+    expect(p.frame.equals(plain.frame)).toBe(true);
+  });
+
+  it('copies at once when lent again before a write: one buffer is out with one consumer', () => {
+    const p = new TestbedPicture(64, 64);
+    const take = (size: number) => Buffer.alloc(size);
+    const first = p.lend(take);
+    const second = p.lend(take);
+    expect(second).not.toBe(first);
+    expect(second.equals(first)).toBe(true);
+    expect(p.returned(first)).toBe(false);
+    expect(p.returned(second)).toBe(true);
+  });
+
+  it('leaves a lent buffer of the old size with its consumer when resized', () => {
+    const p = new TestbedPicture(64, 64);
+    const lent = p.lend(() => {
+      throw new Error('a resize allocates its own buffer');
+    });
+    const asLent = Buffer.from(lent);
+    p.resize(128, 64);
+    p.typeText('X', 1);
+    expect(lent.equals(asLent)).toBe(true);
+    expect(p.frame.length).toBe((128 * 64 * 3) / 2);
+    expect(p.returned(lent)).toBe(false);
+  });
 });

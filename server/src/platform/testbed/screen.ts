@@ -16,6 +16,11 @@
  * sampling heap profile: 78 % of them over the WebSocket, 35 % over the data channel), each
  * byte of it a share of the collections that hold up the next input message.
  *
+ * The picture's own buffer goes to the encoder as it is (`lend`): a write while a consumer still
+ * holds it first moves the picture into another buffer (copy on write, `own`), so a frame out
+ * with the encoder never changes under it, and a frame handed back before the next write costs
+ * no copy and no second buffer (an idle console's encoder reads each frame within a few ms).
+ *
  * The marker is what latency harnesses read: a row of 8 blocks at a fixed place, each white or
  * black, giving the low 8 bits of the change counter. Every `markChange()` (or input event)
  * increments the counter and records when; a harness that sees marker value v on a decoded
@@ -68,6 +73,11 @@ export class TestbedPicture {
   private readonly cells = new Map<number, TextCell>();
   /** Character bitmaps in luma, one per glyph and scale. */
   private readonly bitmaps = new Map<number[], Map<number, Buffer>>();
+  /**
+   * While a consumer holds `frame` (lend), where the next write gets a buffer to move the
+   * picture into first; null when nobody holds it.
+   */
+  private lentFrom: ((size: number) => Buffer) | null = null;
 
   constructor(width: number, height: number) {
     if (width % 16 || height % 16) throw new Error('testbed size must be a multiple of 16');
@@ -92,15 +102,53 @@ export class TestbedPicture {
 
   private allocate(): void {
     const ySize = this.width * this.height;
-    this.frame = Buffer.alloc(ySize + ySize / 2);
-    this.y = this.frame.subarray(0, ySize);
-    this.u = this.frame.subarray(ySize, ySize + ySize / 4);
-    this.v = this.frame.subarray(ySize + ySize / 4);
+    // a buffer still lent stays with its consumer (it is of the old size)
+    this.lentFrom = null;
+    this.use(Buffer.alloc(ySize + ySize / 2));
     this.y.fill(Y_BG);
     this.u.fill(128);
     this.v.fill(128);
     this.drawText(32, this.height - 64, 'TEST TARGET', 4);
     this.drawMarker();
+  }
+
+  private use(frame: Buffer): void {
+    const ySize = this.width * this.height;
+    this.frame = frame;
+    this.y = frame.subarray(0, ySize);
+    this.u = frame.subarray(ySize, ySize + ySize / 4);
+    this.v = frame.subarray(ySize + ySize / 4);
+  }
+
+  /**
+   * The picture as it is now, in its own buffer, for a consumer: until `returned(frame)` the
+   * next write first copies the picture into a buffer from `take` and goes on there. Lent again
+   * before any write, it is copied now (a buffer is out with one consumer at a time).
+   */
+  lend(take: (size: number) => Buffer): Buffer {
+    this.own();
+    this.lentFrom = take;
+    return this.frame;
+  }
+
+  /**
+   * A lent buffer came back: true when it is still the picture's own (the next write goes into
+   * it in place), false when the picture moved on (the buffer is free for reuse).
+   */
+  returned(buffer: Buffer): boolean {
+    if (buffer !== this.frame || !this.lentFrom) return false;
+    this.lentFrom = null;
+    return true;
+  }
+
+  /** Before any write: a picture whose buffer is lent moves into another one first. */
+  private own(): void {
+    const take = this.lentFrom;
+    if (!take) return;
+    this.lentFrom = null;
+    const next = take(this.frame.length);
+    this.frame.copy(next);
+    this.use(next);
   }
 
   get changes(): number {
@@ -151,6 +199,7 @@ export class TestbedPicture {
   /** Called once per frame by the video source. */
   animate(): void {
     if (this.noiseRows > 0) {
+      this.own();
       randomFillSync(this.y, 224 * this.width, this.noiseRows * this.width);
       this.forgetCells(0, 224, this.width, this.noiseRows);
     }
@@ -180,6 +229,7 @@ export class TestbedPicture {
     const x0 = Math.max(0, x);
     const x1 = Math.min(this.width, x + w);
     if (x1 <= x0) return;
+    this.own();
     for (let row = Math.max(0, y); row < Math.min(this.height, y + h); row += 1) {
       this.y.fill(value, row * this.width + x0, row * this.width + x1);
     }
@@ -227,6 +277,7 @@ export class TestbedPicture {
       const x0 = Math.max(0, gx);
       const x1 = Math.min(this.width, gx + step);
       if (x1 > x0) {
+        this.own();
         const luma = this.y;
         for (let r = Math.max(0, -y); r < Math.min(h, this.height - y); r += 1) {
           // a row is a few dozen bytes: a loop, where a subarray a row was an object each
