@@ -4,19 +4,28 @@
 // a failure, so one run shows everything; the exit code is non-zero if any failed. The last
 // line is the runner's summary: `tests: N passed, N failed, N skipped`.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const extra = process.argv.slice(2);
 const failures = [];
 
+// The data folders the tests make (server/src/test-helpers.ts tempDataDir) carry this run's
+// name, so the run removes its own when it ends and nobody else's.
+const run = `run${process.pid}`;
+
 function step(name, cmd, args) {
   const started = Date.now();
   const r = spawnSync(cmd, args, {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : process.env.FORCE_COLOR },
+    env: {
+      ...process.env,
+      FORCE_COLOR: process.env.CI ? '0' : process.env.FORCE_COLOR,
+      KVM_TEST_RUN: run,
+    },
   });
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   if (r.status === 0) console.log(`ok: ${name} (${secs} s)`);
@@ -45,6 +54,28 @@ step('vitest', bin('vitest'), [
   `--outputFile.json=${report}`,
   ...extra,
 ]);
+
+// A folder with something still mounted under it (a test that failed before its unmount) stays:
+// a recursive remove would go into the mount.
+const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+  .split('\n')
+  .map((line) => line.split(' ')[4] ?? '');
+let removed = 0;
+for (const name of readdirSync(tmpdir())) {
+  if (!name.startsWith(`kvm-test-${run}-`)) continue;
+  const dir = join(tmpdir(), name);
+  if (mounts.some((m) => m === dir || m.startsWith(`${dir}/`))) {
+    console.log(`left ${dir}: something is mounted under it`);
+    continue;
+  }
+  try {
+    rmSync(dir, { recursive: true, force: true });
+    removed += 1;
+  } catch (err) {
+    console.log(`left ${dir}: ${err.message}`);
+  }
+}
+console.log(`removed ${removed} test data folders`);
 
 let passed = 0;
 let failed = 0;

@@ -11,8 +11,14 @@ import { loadOrCreateCertificate } from './services/tls';
 
 export const PASSWORD = 'correct horse';
 
+/**
+ * A new data folder under the system's temporary folder. Under `npm test` its name carries the
+ * run (`KVM_TEST_RUN`), and scripts/test.mjs removes the run's folders when the suite ends: many
+ * route tests build an app over a folder of their own and never remove it.
+ */
 export async function tempDataDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'kvm-test-'));
+  const run = process.env.KVM_TEST_RUN;
+  return mkdtemp(join(tmpdir(), run ? `kvm-test-${run}-` : 'kvm-test-'));
 }
 
 /** A context and app over a data folder, for tests and benches (no TLS, no logger). */
