@@ -23,8 +23,9 @@ const LAUNCHER = join(REPO_ROOT, 'server/dist/launcher.js');
  */
 const started = new Set<number>();
 /**
- * Every data folder a test here made. A server killed here (SIGKILL, exit 70) cannot remove the
- * network namespaces it started, and the next start that would is never made: they go here.
+ * Every data folder a test here made, removed after the test with the network namespaces a
+ * server killed here (SIGKILL, exit 70) could not remove (the next start that would is never
+ * made).
  */
 const dataDirs = new Set<string>();
 afterEach(async () => {
@@ -42,6 +43,7 @@ afterEach(async () => {
     const names = netnsNames(dir);
     await removeNamespaces(runCommand, names).catch(() => undefined);
     await rm(join(NETNS_ETC, names.dev), { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
   }
   dataDirs.clear();
 });

@@ -1,9 +1,9 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildConfig, ConfigError, parseHostPort, readConfigFile } from './config';
 import { CliError, mergeConfig, parseCli } from './cli';
+import { testTempDir } from './test-temp';
 
 const defaults = {
   dataDir: '/tmp/kvm-data',
@@ -82,7 +82,7 @@ describe('config', () => {
   });
 
   it('reads YAML and reports syntax errors with the file name', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kvm-cfg-'));
+    const dir = await testTempDir('cfg');
     const good = join(dir, 'good.yaml');
     await writeFile(good, 'target: testbed\nserver:\n  tls: false\n');
     expect(await readConfigFile(good)).toEqual({ target: 'testbed', server: { tls: false } });

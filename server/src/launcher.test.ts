@@ -1,7 +1,7 @@
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { testTempDir } from './test-temp';
 import {
   readCurrent,
   readOutcome,
@@ -28,7 +28,7 @@ afterEach(() => {
 });
 
 async function fake(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'kvm-launcher-'));
+  const dir = await testTempDir('launcher');
   const entry = join(dir, 'server.mjs');
   await writeFile(entry, FAKE);
   return entry;
@@ -120,7 +120,7 @@ async function slotTree(dir: string, version: string, mode: string): Promise<voi
 
 describe('Launcher with an install folder', () => {
   async function setup(newMode: string) {
-    const root = await mkdtemp(join(tmpdir(), 'kvm-launcher-ab-'));
+    const root = await testTempDir('launcher-ab');
     const install: InstallLayout = {
       factoryRoot: join(root, 'factory'),
       installDir: join(root, 'install'),
@@ -163,7 +163,7 @@ describe('Launcher with an install folder', () => {
     s.launcher.stop();
     running = new Launcher({
       install: s.install,
-      args: [(await mkdtemp(join(tmpdir(), 'kvm-launcher-b-'))) + '/booted'],
+      args: [(await testTempDir('launcher-b')) + '/booted'],
       policy: FAST,
       log: () => undefined,
     });

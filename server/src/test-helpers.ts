@@ -1,6 +1,5 @@
 /** Shared helpers of the server's route tests (not shipped). */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, createContext } from './app';
@@ -8,17 +7,13 @@ import { buildConfig } from './config';
 import type { NetnsNetwork } from './drivers/network/netns';
 import { loadConfigDefaults } from './paths';
 import { loadOrCreateCertificate } from './services/tls';
+import { testTempDir } from './test-temp';
 
 export const PASSWORD = 'correct horse';
 
-/**
- * A new data folder under the system's temporary folder. Under `npm test` its name carries the
- * run (`KVM_TEST_RUN`), and scripts/test.mjs removes the run's folders when the suite ends: many
- * route tests build an app over a folder of their own and never remove it.
- */
-export async function tempDataDir(): Promise<string> {
-  const run = process.env.KVM_TEST_RUN;
-  return mkdtemp(join(tmpdir(), run ? `kvm-test-${run}-` : 'kvm-test-'));
+/** A new data folder (testTempDir: the suite removes it, whether the test does or not). */
+export function tempDataDir(): Promise<string> {
+  return testTempDir('data');
 }
 
 /** A context and app over a data folder, for tests and benches (no TLS, no logger). */

@@ -3,14 +3,14 @@
  * own origin) is sent on every answer as CSP `frame-ancestors`, with X-Frame-Options where it
  * has an equivalent; bad lists stop the start with the key path.
  */
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildConfig, ConfigError } from '../config';
 import { loadConfigDefaults } from '../paths';
 import { initAndLogin, newApp } from '../test-helpers';
+import { testTempDir } from '../test-temp';
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function webDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'kvm-web-'));
+  const dir = await testTempDir('web');
   await writeFile(join(dir, 'index.html'), '<!doctype html><div id="root"></div>');
   return dir;
 }

@@ -1,10 +1,10 @@
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { newApp } from '../test-helpers';
+import { testTempDir } from '../test-temp';
 
 let app: FastifyInstance;
 afterEach(async () => {
@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 async function webDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'kvm-web-'));
+  const dir = await testTempDir('web');
   await mkdir(join(dir, 'assets'));
   await writeFile(join(dir, 'index.html'), '<!doctype html><div id="root"></div>');
   const js = `console.log(${JSON.stringify('x'.repeat(4000))});`;

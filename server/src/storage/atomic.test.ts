@@ -1,14 +1,4 @@
-import {
-  mkdir,
-  mkdtemp,
-  readFile,
-  readdir,
-  stat,
-  symlink,
-  writeFile,
-  chmod,
-} from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readdir, stat, symlink, writeFile, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -18,9 +8,10 @@ import {
   removeStaleTemps,
 } from './atomic';
 import { JsonFile } from './json-store';
+import { testTempDir } from '../test-temp';
 
 async function tempDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'kvm-atomic-'));
+  return testTempDir('atomic');
 }
 
 describe('atomicWriteFile', () => {

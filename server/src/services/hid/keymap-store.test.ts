@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import {
   type ParsedKeymap,
 } from '@kvm/protocol/hid/keymap';
 import { KeymapStore, UnknownKeymapError } from './keymap-store';
+import { testTempDir } from '../../test-temp';
 
 // These run against Debian's files (qemu-system-data, xkb-data, x11proto-dev), which the test
 // setup installs; en-us-altgr-intl is built into a temp folder by the setup script itself.
@@ -32,7 +32,7 @@ let built = '';
 let store: KeymapStore;
 
 beforeAll(async () => {
-  built = await mkdtemp(join(tmpdir(), 'kvm-keymaps-'));
+  built = await testTempDir('keymaps');
   const r = buildKeymaps(built);
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
@@ -194,8 +194,8 @@ describe('KeymapStore', () => {
   });
 
   it('lists regular files named like keymaps, the first folder winning', async () => {
-    const a = await mkdtemp(join(tmpdir(), 'kvm-keymaps-a-'));
-    const b = await mkdtemp(join(tmpdir(), 'kvm-keymaps-b-'));
+    const a = await testTempDir('keymaps-a');
+    const b = await testTempDir('keymaps-b');
     await writeFile(join(a, 'de'), 'a 0x10\n');
     await writeFile(join(b, 'de'), 'a 0x1e\n');
     await writeFile(join(b, 'fr'), 'a 0x10\n');
@@ -238,7 +238,7 @@ describe('scripts/build-keymaps.mjs', () => {
   });
 
   it('names the Debian package of a missing input', async () => {
-    const out = await mkdtemp(join(tmpdir(), 'kvm-keymaps-'));
+    const out = await testTempDir('keymaps');
     const noXkb = buildKeymaps(out, '--xkb-symbols', join(out, 'none'));
     expect(noXkb.status).toBe(1);
     expect(noXkb.stderr).toMatch(/install the Debian package xkb-data/);
