@@ -12,7 +12,7 @@ const root = new URL('..', import.meta.url).pathname;
 const extra = process.argv.slice(2);
 const failures = [];
 
-// The data folders the tests make (server/src/test-helpers.ts tempDataDir) carry this run's
+// The folders the server's tests make (server/src/test-temp.ts testTempDir) carry this run's
 // name, so the run removes its own when it ends and nobody else's.
 const run = `run${process.pid}`;
 
