@@ -60,6 +60,9 @@ describe('first run', () => {
 
   it('logs out after a confirmation and lands on the login page', async () => {
     await byTestId(page, 'logout-button').click();
+    // The browser asks for reduced motion (fixtures/browser.ts): the dialog does not zoom in.
+    await byTestId(page, 'confirm-ok').waitFor({ state: 'visible' });
+    expect(await page.locator('.ant-modal').first().getAttribute('class')).not.toMatch(/zoom/);
     await byTestId(page, 'confirm-ok').click();
     await byTestId(page, 'login-password').waitFor({ state: 'visible' });
     expect(new URL(page.url()).pathname).toBe('/login');

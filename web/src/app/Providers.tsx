@@ -4,6 +4,7 @@ import type { Locale } from 'antd/es/locale';
 import enUS from 'antd/es/locale/en_US';
 import type { Language } from '@kvm/protocol/enums';
 import { useFullscreen } from '../components/hooks';
+import { usePrefersReducedMotion } from '../components/reduced-motion';
 import { NotifyProvider } from '../components/notify';
 import { usePreferences } from '../features/preferences/preferences-store';
 
@@ -48,10 +49,15 @@ export function AppProviders({ children }: { children: ReactNode }) {
   // SPEC 2: the dark theme is forced in fullscreen.
   const dark = themeMode === 1 || fullscreen;
   const locale = useAntdLocale(language);
+  const reducedMotion = usePrefersReducedMotion();
   return (
     <ConfigProvider
       locale={locale}
-      theme={{ algorithm: dark ? theme.darkAlgorithm : theme.defaultAlgorithm }}
+      theme={{
+        algorithm: dark ? theme.darkAlgorithm : theme.defaultAlgorithm,
+        // The system's "reduce motion": dialogs, menus and toasts appear without animating.
+        token: { motion: !reducedMotion },
+      }}
     >
       <BodyTheme dark={dark} />
       <NotifyProvider>{children}</NotifyProvider>

@@ -8,6 +8,7 @@ import { Button, ConfigProvider, Layout, Spin } from 'antd';
 import type { Locale } from 'antd/es/locale';
 import enUS from 'antd/es/locale/en_US';
 import { BrowserRouter, Navigate, NavLink, Outlet, Route, Routes, useLocation } from 'react-router';
+import { usePrefersReducedMotion } from '../../components/reduced-motion';
 import { setFleetLanguage, useFleetLanguage, useT, type FleetKey } from '../i18n';
 import { api } from '../lib/api';
 import { safeNext } from '../lib/links';
@@ -197,6 +198,7 @@ export function FleetRoutes() {
 export function FleetApp() {
   const lang = useFleetLanguage();
   const locale = useAntdLocale(lang);
+  const reducedMotion = usePrefersReducedMotion();
   useEffect(() => {
     document.documentElement.lang = lang;
   }, [lang]);
@@ -204,7 +206,7 @@ export function FleetApp() {
     void loadMe();
   }, []);
   return (
-    <ConfigProvider locale={locale}>
+    <ConfigProvider locale={locale} theme={{ token: { motion: !reducedMotion } }}>
       <BrowserRouter>
         <FleetRoutes />
       </BrowserRouter>
