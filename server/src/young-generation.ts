@@ -46,7 +46,11 @@ const SETTLE_AFTER_MS = 1500;
  * collection alone gave back about 0.5 MB. Both flush the bytecode of every function not running
  * (`--stress-flush-code`, V8's testing flag, set only around them: V8 otherwise flushes only
  * functions unused over several collections, which an idle server never runs): 1-1.5 MB less
- * again (issue 28's eighth round, four alternating runs of e2e/idle-memory.spec.ts). Each takes 20-90 ms of the main
+ * again (issue 28's eighth round, four alternating runs of e2e/idle-memory.spec.ts). They also
+ * flush the Sparkplug (baseline) code of those functions (`--flush-baseline-code`, likewise only
+ * around them: V8 keeps baseline code for the process's life otherwise): the start's code that
+ * ran often enough to be compiled so, 0.5-0.6 MB (issue 28's sixteenth round, five alternating
+ * starts each: 59.9-60.3 -> 59.1-59.7 MB with the event socket). Each takes 20-90 ms of the main
  * thread on the loaded 2-core machine, once per start. `gc` comes from a throwaway context (--expose-gc set now only
  * adds it to contexts made later), dropped after use. KVM_NO_HEAP_SETTLE=1 turns it off (the
  * bench's A/B).
@@ -59,9 +63,11 @@ export function settleHeapSoon(): void {
     // the start's code (module top levels, route and schema builders) runs once: its bytecode
     // goes now, and a function called again later is compiled again then
     setFlagsFromString('--stress-flush-code');
+    setFlagsFromString('--flush-baseline-code');
     gc?.();
     gc?.();
     setFlagsFromString('--no-stress-flush-code');
+    setFlagsFromString('--no-flush-baseline-code');
     gc = null;
   }, SETTLE_AFTER_MS);
   timer.unref();
