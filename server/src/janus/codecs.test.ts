@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   RTCPeerConnection,
   RTCRtpCodecParameters,
+  RTCRtpHeaderExtensionParameters,
   type MediaStreamTrack,
   type RtpPacket,
 } from 'werift';
@@ -18,6 +19,8 @@ import {
 } from './codecs';
 import { janusFeatures, registerJanus } from './gateway';
 import { JanusPeer } from './peer';
+import { PLAYOUT_DELAY_EXT_ID, PLAYOUT_DELAY_URI, answeredExtensionIds } from './peer-params';
+import { ABS_CAPTURE_TIME_EXT_ID, ABS_CAPTURE_TIME_URI } from './rtp-extensions';
 import { FakeFeed, JanusTestClient, fakeKeyUnit, waitFor } from './test-support';
 
 describe('video codec negotiation', () => {
@@ -91,8 +94,11 @@ function hevcKeyUnit(seq: number, sliceBytes: number): AccessUnit {
   return { data, key: true, seq, capturedAt: seq * 33, pts90k: seq * 3000 };
 }
 
-/** A werift peer in the browser's role that receives `codecs` (H.265 and/or H.264). */
-async function browser(offer: string, codecs: VideoCodec[]) {
+/**
+ * A werift peer in the browser's role that receives `codecs` (H.265 and/or H.264) and takes the
+ * RTP header extensions of `extensions` (URIs) when the offer has them.
+ */
+async function browser(offer: string, codecs: VideoCodec[], extensions: string[] = []) {
   const params = {
     h264: () =>
       new RTCRtpCodecParameters({
@@ -113,6 +119,9 @@ async function browser(offer: string, codecs: VideoCodec[]) {
     iceServers: [],
     bundlePolicy: 'max-bundle',
     codecs: { video: codecs.map((c) => params[c]()) },
+    headerExtensions: {
+      video: extensions.map((uri, i) => new RTCRtpHeaderExtensionParameters({ id: 1 + i, uri })),
+    },
   });
   pcs.push(pc);
   const rtp: RtpPacket[] = [];
@@ -137,7 +146,11 @@ afterEach(async () => {
 });
 
 describe('janus gateway: H.265 where the browser takes it', () => {
-  async function watch(opts: { params: Record<string, unknown>; receives: VideoCodec[] }) {
+  async function watch(opts: {
+    params: Record<string, unknown>;
+    receives: VideoCodec[];
+    extensions?: string[];
+  }) {
     const app = Fastify();
     apps.push(app);
     await app.register(fastifyWebsocket);
@@ -170,10 +183,10 @@ describe('janus gateway: H.265 where the browser takes it', () => {
       });
     await send({ request: 'watch', params: opts.params });
     const offer = await c.startedOffer();
-    const b = await browser(offer, opts.receives);
+    const b = await browser(offer, opts.receives, opts.extensions);
     await send({ request: 'start' }, { type: 'answer', sdp: b.answer });
     await waitFor(() => b.rtp.length > 0, 10_000);
-    return { offer, rtp: b.rtp, feed, h265Feed };
+    return { offer, answer: b.answer, rtp: b.rtp, feed, h265Feed };
   }
 
   it('sends RFC 7798 packets of the H.265 feed to a browser that answers H265', async () => {
@@ -206,5 +219,34 @@ describe('janus gateway: H.265 where the browser takes it', () => {
     expect(r.offer).not.toContain('H265');
     expect(r.feed.subscribes).toBe(1);
     expect(r.rtp[0]!.header.payloadType).toBe(96);
+  });
+
+  it("writes each header extension under the answer's id, not the one the offer asked for", async () => {
+    const r = await watch({
+      params: {},
+      receives: ['h264'],
+      extensions: [PLAYOUT_DELAY_URI, ABS_CAPTURE_TIME_URI],
+    });
+    const ids = answeredExtensionIds(r.answer, 'v');
+    const playout = ids.get(PLAYOUT_DELAY_URI);
+    const capture = ids.get(ABS_CAPTURE_TIME_URI);
+    expect(playout).toBeDefined();
+    expect(capture).toBeDefined();
+    // werift numbers the offer's extensions itself: the ids asked for are not the ones agreed
+    expect([playout, capture]).not.toEqual([PLAYOUT_DELAY_EXT_ID, ABS_CAPTURE_TIME_EXT_ID]);
+    for (const p of r.rtp) {
+      // a browser ignores an extension under an id it did not agree to
+      for (const e of p.header.extensions) expect([playout, capture]).toContain(e.id);
+      expect([...p.header.extensions.find((e) => e.id === playout)!.payload]).toEqual([0, 0, 0]);
+    }
+    // the capture time rides on each frame's first packet
+    expect(r.rtp[0]!.header.extensions.find((e) => e.id === capture)?.payload.length).toBe(8);
+  });
+
+  it('writes no header extension the answer left out', async () => {
+    const r = await watch({ params: {}, receives: ['h264'], extensions: [ABS_CAPTURE_TIME_URI] });
+    expect(answeredExtensionIds(r.answer, 'v').has(PLAYOUT_DELAY_URI)).toBe(false);
+    const capture = answeredExtensionIds(r.answer, 'v').get(ABS_CAPTURE_TIME_URI);
+    for (const p of r.rtp) for (const e of p.header.extensions) expect(e.id).toBe(capture);
   });
 });

@@ -34,7 +34,30 @@ export const VP8_PAYLOAD_TYPE = 98;
 export const INPUT_CHANNEL_LABEL = 'hid';
 export const H264_PAYLOAD_TYPE = 96;
 export const PLAYOUT_DELAY_URI = 'http://www.webrtc.org/experiments/rtp-hdrext/playout-delay';
+/**
+ * The id the offer asks for. werift numbers the configured extensions itself (from 1, audio's
+ * first) and offers those ids: what packets carry is the id of the answer
+ * (`answeredExtensionIds`), never this constant.
+ */
 export const PLAYOUT_DELAY_EXT_ID = 6;
+
+/**
+ * The id of each RTP header extension URI in the answer's section with `a=mid:<mid>` (RFC 8285
+ * `a=extmap:<id>[/<direction>] <uri>`). An extension the browser left out has no entry.
+ */
+export function answeredExtensionIds(sdp: string, mid: string): Map<string, number> {
+  const ids = new Map<string, number>();
+  for (const section of sdp.split(/\r?\n(?=m=)/).slice(1)) {
+    const lines = section.split(/\r?\n/);
+    if (!lines.includes(`a=mid:${mid}`)) continue;
+    for (const line of lines) {
+      const m = /^a=extmap:(\d+)(?:\/\w+)?\s+(\S+)/.exec(line);
+      // one-byte header ids are 1-14 (RFC 8285 4.2); the packets here are written in that form
+      if (m && Number(m[1]) >= 1 && Number(m[1]) <= 14) ids.set(m[2]!, Number(m[1]));
+    }
+  }
+  return ids;
+}
 /**
  * Remote candidates one peer takes: each becomes ICE checks werift sends to that address, so a
  * client must not be able to aim the device at an unbounded list of hosts. A browser trickles

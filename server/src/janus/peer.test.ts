@@ -6,6 +6,7 @@ import {
   offeredProfileLevelId,
   toWeriftIceServers,
   unusableCandidate,
+  answeredExtensionIds,
   withPlayoutDelay,
 } from './peer-params';
 import { SILENT_LOGGER as silent } from '../log';
@@ -82,6 +83,38 @@ describe('withPlayoutDelay', () => {
     ]);
     // a packet that already has an extension is left alone
     expect(withPlayoutDelay(out, 6)).toBe(out);
+  });
+});
+
+describe('answeredExtensionIds', () => {
+  it('reads the extmap ids of the section with the mid, with or without a direction', () => {
+    const sdp = [
+      'v=0',
+      'o=- 1 2 IN IP4 127.0.0.1',
+      's=-',
+      't=0 0',
+      'a=extmap-allow-mixed',
+      'm=audio 9 UDP/TLS/RTP/SAVPF 111',
+      'a=mid:a',
+      'a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level',
+      'm=video 9 UDP/TLS/RTP/SAVPF 96',
+      'a=mid:v',
+      'a=extmap:3/recvonly http://www.webrtc.org/experiments/rtp-hdrext/playout-delay',
+      'a=extmap:4 http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time',
+      // two-byte header ids (15 and up) are not what the packets here are written in
+      'a=extmap:16 urn:example:two-byte',
+      'a=extmap:x urn:example:bad',
+      '',
+    ].join('\r\n');
+    expect([...answeredExtensionIds(sdp, 'v')]).toEqual([
+      ['http://www.webrtc.org/experiments/rtp-hdrext/playout-delay', 3],
+      ['http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time', 4],
+    ]);
+    expect([...answeredExtensionIds(sdp, 'a')]).toEqual([
+      ['urn:ietf:params:rtp-hdrext:ssrc-audio-level', 1],
+    ]);
+    expect(answeredExtensionIds(sdp, 'c').size).toBe(0);
+    expect(answeredExtensionIds('', 'v').size).toBe(0);
   });
 });
 

@@ -54,6 +54,7 @@ import {
   VIDEO_MID,
   VP8_PAYLOAD_TYPE,
   IcePortsExhaustedError,
+  answeredExtensionIds,
   hostCandidatePorts,
   natSdp,
   toWeriftIceServers,
@@ -144,12 +145,12 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
   private readonly pendingCandidates: CandidateInit[] = [];
   private remoteCandidates = 0;
   private readonly disposers: (() => void)[] = [];
-  /** The browser accepted the playout-delay extension in its answer. */
-  private playoutDelay = false;
+  /** The playout-delay extension's id in the browser's answer; null: not accepted. */
+  private playoutDelayId: number | null = null;
   /** What the browser's answer chose for the video section (codecs.ts). */
   private negotiatedVideo: VideoCodec = 'h264';
-  /** The browser accepted abs-capture-time in its answer. */
-  private absCaptureTime = false;
+  /** abs-capture-time's id in the browser's answer; null: not accepted. */
+  private absCaptureTimeId: number | null = null;
 
   private constructor(
     private readonly opts: PeerOptions,
@@ -301,9 +302,14 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
     if (!delaySacks(this.pc.sctpTransport?.sctp)) {
       this.opts.log.debug({}, 'janus: werift SCTP not as checked, SACKs left immediate');
     }
-    this.playoutDelay = sdp.includes(PLAYOUT_DELAY_URI);
+    // the answer's ids, not the ones asked for: werift renumbers the offer's extensions, and a
+    // packet whose id the browser does not know has its extension ignored (until issue 28's
+    // seventeenth round the packets said 6 and 7 where the SDP said 1 and 2: Chromium held
+    // every frame for a render delay, and read no capture time)
+    const ids = answeredExtensionIds(sdp, VIDEO_MID);
+    this.playoutDelayId = ids.get(PLAYOUT_DELAY_URI) ?? null;
     this.negotiatedVideo = answeredVideoCodec(sdp);
-    this.absCaptureTime = sdp.includes(ABS_CAPTURE_TIME_URI);
+    this.absCaptureTimeId = ids.get(ABS_CAPTURE_TIME_URI) ?? null;
     if (this.state === 'new') this.state = 'connecting';
     for (const c of this.pendingCandidates.splice(0)) this.addCandidateNow(c);
   }
@@ -335,11 +341,11 @@ export class JanusPeer extends EventEmitter<PeerEvents> {
    */
   sendRtp(packet: Buffer, capturedAt?: number): void {
     if (this.state === 'closed' || !this.video) return;
-    if (this.playoutDelay) packet = withPlayoutDelay(packet, PLAYOUT_DELAY_EXT_ID);
-    if (this.absCaptureTime && capturedAt !== undefined) {
+    if (this.playoutDelayId !== null) packet = withPlayoutDelay(packet, this.playoutDelayId);
+    if (this.absCaptureTimeId !== null && capturedAt !== undefined) {
       packet = withAbsCaptureTime(
         packet,
-        ABS_CAPTURE_TIME_EXT_ID,
+        this.absCaptureTimeId,
         performance.timeOrigin + capturedAt,
       );
     }

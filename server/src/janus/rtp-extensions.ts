@@ -16,7 +16,7 @@
  */
 
 export const ABS_CAPTURE_TIME_URI = 'http://www.webrtc.org/experiments/rtp-hdrext/abs-capture-time';
-/** Next to playout-delay's 6 (peer-params.ts); werift's own extensions are not offered here. */
+/** The id the offer asks for; packets carry the answer's (PLAYOUT_DELAY_EXT_ID says why). */
 export const ABS_CAPTURE_TIME_EXT_ID = 7;
 
 /** Seconds from the NTP epoch (1900-01-01) to the Unix epoch. */
