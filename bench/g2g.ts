@@ -171,13 +171,50 @@ export function harness(marker: {
   probe.width = marker.bits * (marker.block + marker.gap);
   probe.height = 1;
   const pctx = probe.getContext('2d', { willReadFrequently: true })!;
-  const decode = (data: Uint8ClampedArray, scale: number): number => {
+  // `level(px)`: the brightness (0-255) at `px` marker pixels right of the marker's left edge
+  const decodeWith = (level: (px: number) => number): number => {
     let v = 0;
     for (let b = 0; b < marker.bits; b += 1) {
-      const x = Math.floor((b * (marker.block + marker.gap) + marker.block / 2) * scale);
-      v = (v << 1) | (data[x * 4]! > 128 ? 1 : 0);
+      v = (v << 1) | (level(b * (marker.block + marker.gap) + marker.block / 2) > 128 ? 1 : 0);
     }
     return v;
+  };
+  // The marker of a frame the <video> presents, without converting the frame: a 2-row strip
+  // of its luma plane through the blocks' middle (a few KB), where drawing the whole 1280x720
+  // frame on a canvas cost the page's main thread 21 ms a frame (a Chromium trace: the
+  // callbacks then ran 10 ms after their frame time and main frames came every 27 ms, which
+  // delayed the very callback this harness dates a frame by). RGB frames (a GPU's) are drawn.
+  const even = (n: number): number => Math.floor(n / 2) * 2;
+  const readMarker = async (frame: VideoFrame, scale: number): Promise<number> => {
+    try {
+      const vr = frame.visibleRect;
+      const fmt = frame.format;
+      if (vr && fmt && /^(I4|NV12)/.test(fmt)) {
+        const left = vr.x + marker.x * scale;
+        const x = even(left);
+        const y = even(vr.y + (marker.y + marker.block / 2) * scale);
+        const width = Math.min(even(probe.width * scale) + 4, even(vr.x + vr.width - x));
+        const rect = { x, y, width, height: 2 };
+        const buf = new Uint8Array(frame.allocationSize({ rect }));
+        const [luma] = await frame.copyTo(buf, { rect });
+        return decodeWith((px) => buf[luma!.offset + Math.floor(left - x + px * scale)]!);
+      }
+      pctx.drawImage(
+        frame,
+        marker.x * scale,
+        (marker.y + marker.block / 2) * scale,
+        probe.width * scale,
+        1,
+        0,
+        0,
+        probe.width,
+        1,
+      );
+      const data = pctx.getImageData(0, 0, probe.width, 1).data;
+      return decodeWith((px) => data[Math.floor(px) * 4]!);
+    } finally {
+      frame.close();
+    }
   };
 
   // WebRTC: every frame the <video> presents.
@@ -212,24 +249,14 @@ export function harness(marker: {
       // arrived after the update that presented that one): reading it would date the newer
       // picture with the older frame's time. Such a frame is read at its own callback.
       const frame = new VideoFrame(video);
-      try {
-        if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) return;
-        const scale = meta.width / 1280 || 1;
-        pctx.drawImage(
-          frame,
-          marker.x * scale,
-          (marker.y + marker.block / 2) * scale,
-          probe.width * scale,
-          1,
-          0,
-          0,
-          probe.width,
-          1,
-        );
-      } finally {
+      if (Math.abs(frame.timestamp - meta.mediaTime * 1e6) > 500) {
         frame.close();
+        return;
       }
-      note(decode(pctx.getImageData(0, 0, probe.width, 1).data, 1), now);
+      void readMarker(frame, meta.width / 1280 || 1).then(
+        (v) => note(v, now),
+        () => undefined,
+      );
     };
     video.requestVideoFrameCallback(onFrame as unknown as VideoFrameRequestCallback);
   };
@@ -282,7 +309,7 @@ export function harness(marker: {
       probe.width * scale,
       1,
     ).data;
-    const v = decode(px, scale);
+    const v = decodeWith((x) => px[Math.floor(x * scale) * 4]!);
     if (frameTs !== null) note(v, frameTs);
     else nativeRaf((ts) => note(v, ts));
   } as typeof draw;
@@ -409,7 +436,7 @@ export async function openConsole(
 
 /**
  * KVM_BENCH_TRACE_DIR=<folder>: each page the benches open records a Chromium trace (the
- * media, scheduler, timeline and compositor categories) from before its load, written by
+ * media, WebRTC, scheduler, timeline and compositor categories) from before its load, written by
  * `saveTrace` as JSON that chrome://tracing or Perfetto open. Tracing costs the page time:
  * the figures of such a run are not comparable with others.
  */
@@ -426,6 +453,8 @@ const TRACE_CATEGORIES = [
   'gpu',
   'viz',
   'renderer.scheduler',
+  'webrtc',
+  'disabled-by-default-webrtc',
 ];
 const traces = new WeakMap<Page, CDPSession>();
 
@@ -594,6 +623,7 @@ export async function glassToGlass(
       [],
   );
   const drawnAll = new Map(drawn);
+  await saveTrace(page, `g2g-${label}`);
   await page.close();
   const lat: number[] = [];
   const outliers: number[] = [];
