@@ -4,7 +4,9 @@
  * (`applies: 'now'`: a receiver pulls hot-plug so the computer reads it again). Every write is
  * read back (`--get-edid`) and compared byte for byte; `readBack()` answers what the device holds
  * now, which GL's `get_edid` reports (services/system/edid-service.ts). A USB dongle takes no
- * EDID (ENOTTY): `apply` fails with that sentence, the text stays saved.
+ * EDID (ENOTTY): `apply` fails with that sentence, the text stays saved. A receiver that refuses
+ * the write while it streams (EBUSY: vivid, the device VM's) gets it with the encoder stopped
+ * for the write (V4l2Video.whileReleased): the viewers' picture pauses and comes back.
  */
 import { ServiceUnavailableError } from '../../errors';
 import type { Logger } from '../../log';
@@ -27,8 +29,16 @@ export class V4l2Display implements DisplayDriver {
 
   async apply(edid: Buffer, mode: DisplayMode): Promise<void> {
     const started = performance.now();
+    let released = false;
     try {
-      await this.ctl.setEdid(edid);
+      try {
+        await this.ctl.setEdid(edid);
+      } catch (err) {
+        if (!(err instanceof V4l2Error) || err.fault !== 'busy') throw err;
+        // a receiver that refuses while it streams (vivid): the encoder lets go, then again
+        released = true;
+        await this.video.whileReleased(() => this.ctl.setEdid(edid));
+      }
     } catch (err) {
       const e = err as V4l2Error;
       const why =
@@ -38,7 +48,7 @@ export class V4l2Display implements DisplayDriver {
       throw new EdidWriteError(`The EDID was saved but not written: ${why}`);
     }
     this.log?.info(
-      { mode, ms: Math.round(performance.now() - started) },
+      { mode, ms: Math.round(performance.now() - started), released },
       'EDID written to the capture device',
     );
     // a receiver may answer the new EDID with new timings (the remote computer's choice)

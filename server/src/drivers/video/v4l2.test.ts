@@ -22,14 +22,21 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-async function setup(opts: { watch?: boolean; prepare?: (f: FakeReceiver) => void } = {}) {
+async function setup(
+  opts: { watch?: boolean; prepare?: (f: FakeReceiver) => void; busyTimeoutMs?: number } = {},
+) {
   const dir = await mkdtemp(join(tmpdir(), 'kvm-v4l2-'));
   const device = join(dir, 'video0');
   await writeFile(device, '');
   const fake = new FakeReceiver();
   opts.prepare?.(fake);
   const ctl = new V4l2Ctl({ device, run: fake.run, spawnWait: fake.spawnWait });
-  const video = new V4l2Video({ ctl, watch: opts.watch ?? true, busyRetryMs: 5 });
+  const video = new V4l2Video({
+    ctl,
+    watch: opts.watch ?? true,
+    busyRetryMs: 5,
+    ...(opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {}),
+  });
   const states: VideoSourceState[] = [];
   video.onState((s) => states.push(s));
   cleanup.push(async () => {
@@ -191,6 +198,67 @@ describe('V4l2Display (EDID on the capture device)', () => {
     expect(fake.edid?.equals(edid)).toBe(false);
     expect((await display.readBack())?.subarray(0, 128)).toEqual(edid.subarray(0, 128));
     expect(display.current()).toEqual({ width: 1280, height: 720, hz: 60 });
+  });
+
+  it('a receiver that refuses the EDID while it streams gets it with the encoder let go of, then the picture is back', async () => {
+    const { fake, video, ctl, states } = await setup();
+    // the hub's encoder: reading while there is input, gone a moment after there is none
+    let reading = true;
+    video.onState((s) => {
+      if (s.capture?.status !== 'signal') setTimeout(() => (reading = false), 30);
+      else reading = true;
+    });
+    fake.edidBusy = () => reading;
+    states.length = 0;
+    const display = new V4l2Display(ctl, video);
+    const edid = preset('E1920x1200');
+    await display.apply(edid, { width: 1920, height: 1200, hz: 60 });
+    expect(fake.edidBusyAnswers).toBeGreaterThan(1);
+    expect(fake.edid?.equals(edid)).toBe(true);
+    expect(states.map((s) => s.capture?.status)).toEqual(['switching', 'signal']);
+    await vi.waitFor(() => expect(input(video)).toMatchObject({ width: 1280, height: 720 }), poll);
+  });
+
+  it('a receiver that stays busy: the apply fails with a sentence after the wait, and the picture is back', async () => {
+    const { fake, video, ctl } = await setup({ busyTimeoutMs: 100 });
+    fake.edidBusy = () => true;
+    const display = new V4l2Display(ctl, video);
+    await expect(
+      display.apply(preset('E1920x1200'), { width: 1920, height: 1200, hz: 60 }),
+    ).rejects.toThrow(/saved but not written: .*VIDIOC_S_EDID: failed: Device or resource busy/);
+    expect(fake.edidBusyAnswers).toBeGreaterThan(2);
+    expect(video.getState().capture?.status).toBe('signal');
+    expect(input(video).width).toBe(1280);
+  });
+
+  it('a source change during the write is read once the write is done, not in the middle of it', async () => {
+    const { fake, video, ctl, states } = await setup();
+    let answers = 0;
+    /** How many states had been said when the write went through. */
+    let writtenAt = -1;
+    fake.edidBusy = () => {
+      answers += 1;
+      if (answers === 2) {
+        // the remote computer answers the hot-plug with new timings while the write waits
+        fake.detected = T1080;
+        fake.sourceChange();
+      }
+      if (answers < 5) return true;
+      writtenAt = states.length;
+      return false;
+    };
+    states.length = 0;
+    await new V4l2Display(ctl, video).apply(preset('E1920x1080'), {
+      width: 1920,
+      height: 1080,
+      hz: 60,
+    });
+    await vi.waitFor(() => expect(input(video)).toMatchObject({ width: 1920, height: 1080 }), poll);
+    // no picture (an encoder on the device) before the write went through; the new size after
+    const seen = states.map((s) => `${s.capture?.status} ${s.width}`);
+    expect(writtenAt).toBeGreaterThan(0);
+    expect(seen.slice(0, writtenAt)).toEqual(['switching 1280']);
+    expect(seen.at(-1)).toBe('signal 1920');
   });
 
   it('a device that keeps other bytes, or takes no EDID, fails the apply with a sentence', async () => {

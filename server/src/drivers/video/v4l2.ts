@@ -98,6 +98,10 @@ export class V4l2Video implements VideoSource {
   private watcher: FSWatcher | null = null;
   private settleTimer: NodeJS.Timeout | null = null;
   private waiting = false;
+  /** A write holds the device (whileReleased): probes are skipped, one follows the write. */
+  private held = false;
+  /** The writes of whileReleased, one after the other. */
+  private writes: Promise<unknown> = Promise.resolve();
   /** Probes done since start (tests wait on it). */
   probes = 0;
 
@@ -188,7 +192,35 @@ export class V4l2Video implements VideoSource {
     return this.probing;
   }
 
+  /**
+   * Runs `write`, an ioctl the device refuses while somebody streams from it (EBUSY: vivid's
+   * VIDIOC_S_EDID does), with the device let go of, as new timings are set: the state goes
+   * `switching` (no input: the hub stops its encoder, viewers stay subscribed), `write` is
+   * retried on EBUSY until the encoder has let go, then the input is read again and the hub
+   * starts a new encoder at it. Source changes meanwhile are read by that last probe.
+   */
+  whileReleased<T>(write: () => Promise<T>): Promise<T> {
+    const run = this.writes.then(async () => {
+      this.held = true;
+      try {
+        await this.probing; // one under way ends first; the next ones wait for this write
+        if (this.disposed) throw new V4l2Error('error', 'the capture driver stopped');
+        this.current = null;
+        this.set({ status: 'switching', error: null });
+        return await this.retryBusy(write);
+      } finally {
+        this.held = false;
+        // set the timings again: what the receiver detects may have changed with the write
+        this.applied = null;
+        await this.refresh();
+      }
+    });
+    this.writes = run.catch(() => {});
+    return run;
+  }
+
   private async probe(): Promise<void> {
+    if (this.held) return;
     this.probes += 1;
     if (!(await this.nodeExists())) {
       this.lost(`${this.ctl.device} does not exist (unplugged?)`);
@@ -294,12 +326,16 @@ export class V4l2Video implements VideoSource {
 
   /** S_DV_TIMINGS from the query; EBUSY while the old ffmpeg still holds the device. */
   private async setTimings(): Promise<void> {
+    await this.retryBusy(() => this.ctl.setDvTimingsFromQuery());
+  }
+
+  /** `call`, again every busyRetryMs while the device answers EBUSY (busyTimeoutMs at most). */
+  private async retryBusy<T>(call: () => Promise<T>): Promise<T> {
     const retry = this.opts.busyRetryMs ?? BUSY_RETRY_MS;
     const deadline = performance.now() + (this.opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS);
     for (;;) {
       try {
-        await this.ctl.setDvTimingsFromQuery();
-        return;
+        return await call();
       } catch (err) {
         if (!(err instanceof V4l2Error) || err.fault !== 'busy' || performance.now() > deadline) {
           throw err;

@@ -53,6 +53,9 @@ export class FakeReceiver {
   dongle = false;
   /** Somebody streams: S_DV_TIMINGS answers EBUSY (with different timings). */
   busy: () => boolean = () => false;
+  /** Somebody streams and the receiver refuses an EDID then (vivid): S_EDID answers EBUSY. */
+  edidBusy: () => boolean = () => false;
+  edidBusyAnswers = 0;
   /** Garbage: the query succeeds with zeroes. */
   garbage = false;
   edid: Buffer | null = parseEdidHexDump(rec.VIVID_EDID_HEX);
@@ -104,6 +107,11 @@ export class FakeReceiver {
         return { stdout: edidHexDump(this.edid!), stderr: '' };
       case '--set-edid=pad=0,file=-,format=hex': {
         if (this.dongle) fail('VIDIOC_S_EDID: failed: Inappropriate ioctl for device\n');
+        if (this.edidBusy()) {
+          this.edidBusyAnswers += 1;
+          // the failure on stderr (V4l2Ctl takes it alike with any exit status)
+          return { stdout: '', stderr: rec.SET_EDID_BUSY };
+        }
         const bytes = parseEdidHexDump(String(opts?.input ?? ''));
         if (!bytes) return { stdout: '', stderr: rec.SET_EDID_BAD };
         if (this.cecRewrite && bytes.length === 256) {

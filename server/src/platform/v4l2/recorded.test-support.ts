@@ -63,6 +63,11 @@ export const QUERY_NO_LOCK = 'VIDIOC_QUERY_DV_TIMINGS: failed: No locks availabl
 export const QUERY_OUT_OF_RANGE =
   'VIDIOC_QUERY_DV_TIMINGS: failed: Numerical result out of range\n';
 export const SET_BUSY = 'VIDIOC_S_DV_TIMINGS: failed: Device or resource busy\n';
+/**
+ * vivid refuses an EDID while its capture queue is busy (vidioc_s_edid: vb2_is_busy), as the
+ * server in the device VM logged it (bench gadget, 2026-12-03).
+ */
+export const SET_EDID_BUSY = 'VIDIOC_S_EDID: failed: Device or resource busy\n';
 export const GET_EDID_NONE = 'VIDIOC_G_EDID: failed: No data available\n';
 /** `-d /dev/video7` that does not exist: exit 1. */
 export const NO_DEVICE = 'Cannot open device /dev/video7, exiting.\n';
