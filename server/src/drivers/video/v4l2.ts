@@ -203,7 +203,7 @@ export class V4l2Video implements VideoSource {
     const run = this.writes.then(async () => {
       this.held = true;
       try {
-        await this.probing; // one under way ends first; the next ones wait for this write
+        await this.probing; // one under way ends first; those asked for now are skipped
         if (this.disposed) throw new V4l2Error('error', 'the capture driver stopped');
         this.current = null;
         this.set({ status: 'switching', error: null });
