@@ -49,16 +49,21 @@ const remoteAudio = (p: Page) =>
     return el ? { muted: el.muted, paused: el.paused, volume: el.volume } : null;
   });
 
-/** Waits for the guest's `guest ready` after `mark` characters (a fresh log counts too). */
-async function guestReady(mark: number, timeout = 180_000): Promise<void> {
+/**
+ * Waits for a `guest ready` that `before` (the log as it was) did not have. The restarted QEMU
+ * starts its log afresh (logappend=off), and a fresh log may soon be longer than the old one (a
+ * boot is ~320 characters, the old log only a few lines more): so a log that goes on from
+ * `before` is read after it, any other is a new one and read whole.
+ */
+async function guestReady(before: string, timeout = 180_000): Promise<void> {
   await until(
     server,
     'guest ready',
     async () => {
       const text = await serialLog(server);
-      return text.length < mark
-        ? text.includes('guest ready')
-        : text.slice(mark).includes('guest ready');
+      return text.startsWith(before)
+        ? text.slice(before.length).includes('guest ready')
+        : text.includes('guest ready');
     },
     timeout,
   );
@@ -81,7 +86,7 @@ beforeAll(async () => {
   page = await browser.page();
   await installAudioProbe(page);
   await loginViaUi(page, server);
-  await guestReady(0);
+  await guestReady('');
 }, 240_000);
 afterAll(async () => {
   try {
@@ -168,13 +173,13 @@ describe('sound both ways on the QEMU guest', () => {
     await expect
       .poll(() => byTestId(page, 'audio-mic').getAttribute('data-state'))
       .toBe('disabled');
-    const mark = (await serialLog(server)).length;
+    const before = await serialLog(server);
     await byTestId(page, 'audio-mic').click();
     await byTestId(page, 'audio-mic-enable-confirm').click();
     await expectText(page, 'Microphone enabled', 120_000);
     expect((await audioState(page)).mic.enabled).toBe(true);
     // the restart rebooted the VM
-    await guestReady(mark);
+    await guestReady(before);
   }, 240_000);
 
   it("the fake microphone's tone is recorded by the guest", async () => {
