@@ -73,6 +73,17 @@ describe('QemuVideo pacing', () => {
     expect(frames[0]!.capturedAt).toBe(frames[0]!.at);
   });
 
+  it('wakes QEMU at the input and then once for each refresh QEMU allows (30 ms apart)', async () => {
+    const t0 = performance.now();
+    const wakes: number[] = [];
+    rfb.wakeRefresh.mockImplementation(() => wakes.push(Math.round(performance.now() - t0)));
+    video.wakeRefresh();
+    await vi.advanceTimersByTimeAsync(10);
+    video.wakeRefresh(); // a second key within the window: no new wake, no second schedule
+    await vi.advanceTimersByTimeAsync(300);
+    expect(wakes).toEqual([0, 30, 60, 90, 120, 160]);
+  });
+
   it('follows a change without input (a blinking cursor) with one repeat only', async () => {
     const times = await afterUpdate(500);
     expect(times).toEqual([0, 20]);
