@@ -30,8 +30,8 @@ const WAKE_MIN_MS = 30;
  * guest has drawn its answer (15-30 ms later under TCG: the USB keyboard's poll, the guest):
  * so the wake at 30 is the first that can see it. With 40 it waited 10 ms more, and an answer
  * drawn after 40 waited for the wake at 80 (bench video-qemu, 30 changes of each schedule
- * alternating in one run, twice: p50 77.7 -> 63.8 ms, p95 109.6 -> 77.0; the bench's own VNC
- * client saw the change at 50.2 -> 39.6 ms p50).
+ * alternating in one run: p50 77.7 -> 63.8 ms, p95 109.6 -> 77.0; the bench's own VNC client saw
+ * the change at 50.2 -> 39.6 ms p50; docs/performance.md, the nineteenth round).
  */
 const WAKE_FOLLOW_UP_MS = [30, 60, 90, 120, 160];
 
