@@ -44,6 +44,8 @@
  *   pipe, its access unit out; `rx` and `pres`, the page's rVFC receiveTime (the frame's last
  *   packet in) and presentationTime. KVM_BENCH_QEMU_RENICE=<nice> runs the second half of the
  *   changes with the server's threads at that nice value and prints each half's percentiles.
+ *   The `vnc` times need KVM_BENCH_QEMU_VNC_PROBE=on (or `ab`: every other change), off by
+ *   default (see VNC_PROBE); KVM_BENCH_QEMU_FLIPS=<n> changes n times.
  *
  * QEMU's VNC server slows its refresh while the screen is still (30 ms, +50 ms after every
  * refresh without a change, up to 3 s), so a change after a longer pause waits longer: the notes
@@ -70,7 +72,7 @@ import {
 } from './lib';
 
 const PASSWORD = 'benchpass';
-const FLIPS = sized(20, 3);
+const FLIPS = Number(process.env['KVM_BENCH_QEMU_FLIPS'] ?? sized(20, 3));
 /** Latencies outside 0..this are counted as outliers. */
 const OUTLIER_MS = 5000;
 /** A change not presented within this is missed. */
@@ -92,6 +94,19 @@ const PAUSE_MS = Number(process.env['KVM_BENCH_QEMU_PAUSE_MS'] ?? NaN);
  * server's CPU share costs on a busy machine; the notes give each half's percentiles.
  */
 const RENICE = process.env['KVM_BENCH_QEMU_RENICE'];
+/**
+ * KVM_BENCH_QEMU_VNC_PROBE: `off` (the default) leaves the bench's own VNC client (VncProbe)
+ * out, `on` keeps it open through every change (the `vnc` stage times), `ab` opens it for the
+ * even changes only (at the start of the pause before the change, closed once the change was
+ * presented) and the notes give each half's percentiles. Off by default because it costs the
+ * figure it diagnoses: QEMU has one VNC worker for both clients, and with the probe open the
+ * presented p50 was 70.8 and 67.5 ms against 63.6 and 62.0 closed (two `ab` runs of 40
+ * changes, docs/performance.md, the twentieth round). The product has one client.
+ */
+const VNC_PROBE = process.env['KVM_BENCH_QEMU_VNC_PROBE'] ?? 'off';
+if (!['on', 'off', 'ab'].includes(VNC_PROBE)) {
+  throw new Error(`KVM_BENCH_QEMU_VNC_PROBE=${VNC_PROBE}: on, off or ab`);
+}
 
 /**
  * Typed into the guest's shell: each key read flips the screen between a grey and a black
@@ -244,10 +259,13 @@ function probe(): void {
  * incremental request always outstanding, as the server's RFB client keeps one.
  */
 class VncProbe {
-  readonly transitions: Transition[] = [];
   private lit: boolean | null = null;
 
-  private constructor(private readonly rfb: RfbClient) {
+  private constructor(
+    private readonly rfb: RfbClient,
+    /** Where the changes go (shared by the probes of one run). */
+    readonly transitions: Transition[],
+  ) {
     rfb.on('update', (arrivedAt) => {
       rfb.requestUpdate(true);
       const frac = litFraction(rfb.framebuffer, rfb.width, rfb.height);
@@ -259,8 +277,8 @@ class VncProbe {
     rfb.requestUpdate(false);
   }
 
-  static async open(path: string): Promise<VncProbe> {
-    return new VncProbe(await RfbClient.connect(path));
+  static async open(path: string, transitions: Transition[]): Promise<VncProbe> {
+    return new VncProbe(await RfbClient.connect(path), transitions);
   }
 
   close(): void {
@@ -403,19 +421,33 @@ export class QemuVideoTarget {
     const clock = await clockOffset(() =>
       page.evaluate(() => performance.timeOrigin + performance.now()),
     );
-    const vnc = await VncProbe.open(join(this.server.dataDir, 'run', 'vnc.sock'));
+    const vncPath = join(this.server.dataDir, 'run', 'vnc.sock');
+    const vncSeen: Transition[] = [];
+    let vnc: VncProbe | null = null;
     const mark = (await this.serial()).length;
-    const flips: Array<{ t0: number; request: number; pause: number; lit: boolean }> = [];
+    const flips: Array<{
+      t0: number;
+      request: number;
+      pause: number;
+      lit: boolean;
+      probe: boolean;
+    }> = [];
     let lit = false;
     for (let k = 0; k < FLIPS; k += 1) {
       if (RENICE !== undefined && k === Math.floor(FLIPS / 2)) await this.renice(Number(RENICE));
+      const probe = VNC_PROBE === 'on' || (VNC_PROBE === 'ab' && k % 2 === 0);
+      if (probe && !vnc) vnc = await VncProbe.open(vncPath, vncSeen);
+      if (!probe && vnc) {
+        vnc.close();
+        vnc = null;
+      }
       const pause = Number.isFinite(PAUSE_MS) ? PAUSE_MS : 500 + Math.random() * 500;
       await new Promise((r) => setTimeout(r, pause));
       lit = !lit;
       const before = (await probeOf(page)).transitions.length;
       const t0 = epochNow();
       await this.post('/api/hid/events/send_key?key=Space');
-      flips.push({ t0, request: epochNow() - t0, pause, lit });
+      flips.push({ t0, request: epochNow() - t0, pause, lit, probe });
       const deadline = performance.now() + MISSED_MS;
       while (performance.now() < deadline) {
         const p = await probeOf(page);
@@ -424,7 +456,7 @@ export class QemuVideoTarget {
       }
     }
     await new Promise((r) => setTimeout(r, 500));
-    vnc.close();
+    vnc?.close();
     const after = await clockOffset(() =>
       page.evaluate(() => performance.timeOrigin + performance.now()),
     );
@@ -436,10 +468,16 @@ export class QemuVideoTarget {
     const lines: string[] = [];
     const vncLat: number[] = [];
     const halves: number[][] = [[], []];
+    /** presented latency with the bench's VNC client open / closed (KVM_BENCH_QEMU_VNC_PROBE) */
+    const byProbe: { on: number[]; off: number[] } = { on: [], off: [] };
     const rxLat: number[] = [];
     for (const [k, f] of flips.entries()) {
       const next = flips[k + 1]?.t0 ?? Infinity;
-      const atVnc = vnc.transitions.find((x) => x.lit === f.lit && x.t >= f.t0 && x.t < next);
+      // a change made with the probe closed has no VNC time (the next probe's first update
+      // would come later, with the screen as it is then)
+      const atVnc = !f.probe
+        ? undefined
+        : vncSeen.find((x) => x.lit === f.lit && x.t >= f.t0 && x.t < next);
       const vncMs = atVnc ? atVnc.t - f.t0 : NaN;
       if (atVnc) vncLat.push(vncMs);
       const shown = p.transitions.find(
@@ -455,6 +493,7 @@ export class QemuVideoTarget {
       if (l < 0 || l > OUTLIER_MS) outliers += 1;
       lat.push(Math.max(0, l));
       halves[k < Math.floor(FLIPS / 2) ? 0 : 1]!.push(l);
+      byProbe[f.probe ? 'on' : 'off'].push(l);
       const rx = shown.received !== undefined ? shown.received - clock.offset - f.t0 : NaN;
       const st = shown.rtp !== undefined ? stages.get(shown.rtp) : undefined;
       const at = (epoch: number | undefined): number => (epoch ?? NaN) - f.t0;
@@ -465,7 +504,8 @@ export class QemuVideoTarget {
           `recv ${round(at(st?.received))}, ` +
           `frame ${round(at(st?.frame))}, enc ${round(at(st?.['encoder-in']))}, ` +
           `piped ${round(at(st?.piped))}, ` +
-          `unit ${round(at(st?.unit))}, rx ${round(rx)}, pres ${round(pres)}, pause ${round(f.pause)})`,
+          `unit ${round(at(st?.unit))}, rx ${round(rx)}, pres ${round(pres)}, pause ${round(f.pause)}` +
+          `${VNC_PROBE === 'ab' ? `, probe ${f.probe ? 'on' : 'off'}` : ''})`,
       );
     }
     // the guest's part, both its kernel's evdev times (the input logger's lines) on the keyboard
@@ -495,10 +535,18 @@ export class QemuVideoTarget {
     note(
       `g2g qemu: ${lat.length} of ${flips.length} changes presented: ${lines.join(', ')} ms; ` +
         `send_key request ${round(median(flips.map((f) => f.request)), 2)} ms median; ` +
-        `key sent -> change in the bench's own VNC client p50 ${round(percentile(vncLat, 50))} ` +
-        `p95 ${round(percentile(vncLat, 95))} ms (${vncLat.length} seen); ` +
+        (vncLat.length > 0
+          ? `key sent -> change in the bench's own VNC client p50 ${round(percentile(vncLat, 50))} ` +
+            `p95 ${round(percentile(vncLat, 95))} ms (${vncLat.length} seen); `
+          : '') +
         `key sent -> frame received by the page p50 ${round(percentile(rxLat, 50))} ` +
         `p95 ${round(percentile(rxLat, 95))} ms; ` +
+        (VNC_PROBE === 'ab'
+          ? `with the bench's VNC client open p50 ${round(percentile(byProbe.on, 50))} ` +
+            `p95 ${round(percentile(byProbe.on, 95))} ms (${byProbe.on.length}), closed p50 ` +
+            `${round(percentile(byProbe.off, 50))} p95 ${round(percentile(byProbe.off, 95))} ms ` +
+            `(${byProbe.off.length}); `
+          : '') +
         (RENICE !== undefined
           ? `first half p50 ${round(percentile(halves[0]!, 50))} p95 ${round(percentile(halves[0]!, 95))} ms, ` +
             `second (server at nice ${RENICE}) p50 ${round(percentile(halves[1]!, 50))} ` +
