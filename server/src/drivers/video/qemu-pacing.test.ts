@@ -102,15 +102,46 @@ describe('QemuVideo pacing', () => {
     rfb.emit('update', performance.now());
     await vi.advanceTimersByTimeAsync(500);
     const times = frames.map((f) => Math.round(f.at - t0));
-    expect(times.slice(0, 3)).toEqual([0, 20, 40]);
-    // the newer change waits for the frame interval after the last repeat (40 + 16.7), then six
-    // repeats of it
-    expect(times[3]).toBeGreaterThanOrEqual(56);
-    expect(times[3]).toBeLessThanOrEqual(57);
-    expect(times.slice(3).map((t) => t - times[3]!)).toEqual([0, 20, 40, 60, 80, 100, 120]);
+    // the newer change goes out at once, 10 ms after the last repeat (a repeat leaves a frame
+    // in the pace for it), then six repeats of it, 20 ms apart
+    expect(times.slice(0, 4)).toEqual([0, 20, 40, 50]);
+    // its first repeat waits until two frames are in the pace again (1.8 at 70: 3.3 ms more)
+    expect(times.slice(4)).toEqual([74, 94, 114, 134, 154, 174]);
     frames = [];
     await vi.advanceTimersByTimeAsync(3000);
     expect(frames.length).toBeGreaterThanOrEqual(2);
     expect(frames.length).toBeLessThanOrEqual(3);
+  });
+
+  it('lets a change follow another at once, then paces to the frame rate', async () => {
+    // the guest's clear in two updates 3 ms apart, then a third 3 ms later
+    const t0 = performance.now();
+    rfb.emit('update', t0);
+    await vi.advanceTimersByTimeAsync(3);
+    rfb.emit('update', performance.now());
+    await vi.advanceTimersByTimeAsync(3);
+    rfb.emit('update', performance.now());
+    await vi.advanceTimersByTimeAsync(200);
+    const times = frames.map((f) => Math.round(f.at - t0));
+    // the third waits until the pace has a frame again: about 1/60 s after the first (the
+    // timers count whole ms)
+    expect(times.slice(0, 2)).toEqual([0, 3]);
+    expect(times[2]).toBeGreaterThanOrEqual(16);
+    expect(times[2]).toBeLessThanOrEqual(17);
+    // the third change carries the capture time of its update (6), not its delivery's
+    expect(Math.round(frames[2]!.capturedAt - t0)).toBe(6);
+  });
+
+  it('holds no more than the frame rate and its burst over a second of changes', async () => {
+    const t0 = performance.now();
+    // an update every 5 ms (faster than QEMU refreshes), for a second
+    for (let t = 0; t < 1000; t += 5) {
+      rfb.emit('update', performance.now());
+      await vi.advanceTimersByTimeAsync(5);
+    }
+    const inSecond = frames.filter((f) => f.at - t0 < 1000).length;
+    // 60 a second and the burst of 2; whole-ms timers make each wait up to 1 ms short
+    expect(inSecond).toBeGreaterThanOrEqual(58);
+    expect(inSecond).toBeLessThanOrEqual(65);
   });
 });
