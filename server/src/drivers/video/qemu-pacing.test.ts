@@ -63,12 +63,12 @@ async function afterUpdate(ms: number): Promise<number[]> {
 }
 
 describe('QemuVideo pacing', () => {
-  it('follows a change that answers input with six repeats, 20 ms apart at 60 fps', async () => {
+  it('follows a change that answers input with six repeats, the first after 35 ms, then 20 ms apart at 60 fps', async () => {
     video.wakeRefresh();
     expect(rfb.wakeRefresh).toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(30);
     const times = await afterUpdate(500);
-    expect(times).toEqual([0, 20, 40, 60, 80, 100, 120]);
+    expect(times).toEqual([0, 35, 55, 75, 95, 115, 135]);
     // the change's frame is dated by its update; the repeats by their own delivery
     expect(frames[0]!.capturedAt).toBe(frames[0]!.at);
   });
@@ -86,27 +86,25 @@ describe('QemuVideo pacing', () => {
 
   it('follows a change without input (a blinking cursor) with one repeat only', async () => {
     const times = await afterUpdate(500);
-    expect(times).toEqual([0, 20]);
+    expect(times).toEqual([0, 35]);
     // input more than a second before the change does not count
     video.wakeRefresh();
     await vi.advanceTimersByTimeAsync(1500);
     frames = [];
-    expect(await afterUpdate(500)).toEqual([0, 20]);
+    expect(await afterUpdate(500)).toEqual([0, 35]);
   });
 
   it('starts the repeats over with a newer change, and keeps a still screen at one a second', async () => {
     video.wakeRefresh();
     const t0 = performance.now();
     rfb.emit('update', t0);
-    await vi.advanceTimersByTimeAsync(50); // two repeats out
+    await vi.advanceTimersByTimeAsync(40); // its first repeat out, at 35
     rfb.emit('update', performance.now());
     await vi.advanceTimersByTimeAsync(500);
     const times = frames.map((f) => Math.round(f.at - t0));
-    // the newer change goes out at once, 10 ms after the last repeat (a repeat leaves a frame
-    // in the pace for it), then six repeats of it, 20 ms apart
-    expect(times.slice(0, 4)).toEqual([0, 20, 40, 50]);
-    // its first repeat waits until two frames are in the pace again (1.8 at 70: 3.3 ms more)
-    expect(times.slice(4)).toEqual([74, 94, 114, 134, 154, 174]);
+    // the newer change goes out at once, 5 ms after the repeat (a repeat leaves a frame in the
+    // pace for it), then six repeats of it: 35 ms after it, then 20 ms apart
+    expect(times).toEqual([0, 35, 40, 75, 95, 115, 135, 155, 175]);
     frames = [];
     await vi.advanceTimersByTimeAsync(3000);
     expect(frames.length).toBeGreaterThanOrEqual(2);
