@@ -323,7 +323,7 @@ export class QemuVideo implements VideoSource {
   private schedule(): void {
     if (this.deliverTimer || this.pendingSince === null) return;
     const now = performance.now();
-    const wait = Math.max(now + this.paceWait(now, 1), this.gateOpensAt(now)) - now;
+    const wait = Math.max(this.paceWait(now, 1), this.gateOpensAt(now) - now);
     if (wait <= 0) this.deliver();
     else this.deliverTimer = setTimeout(() => this.deliver(), wait);
   }
