@@ -32,6 +32,12 @@
  * A note gives the machine's UDP receive-buffer drops (/proc/net/snmp Udp RcvbufErrors, all
  * sockets of this network namespace) while each mode typed: data channel packets a stalled
  * server could not take in time, whose SCTP recovery makes a tail of its own.
+ * KVM_BENCH_INPUT_SCREEN=off takes the testbed's signal away once each mode's console shows
+ * its first frame, so it types with no video flowing at all (no raw frames, no encoding, no RTP,
+ * no decoding in the page): what the video costs the input path on this machine. Its figures
+ * come as datachannel_no_picture_p50_ms and so on, never under the names of the real ones.
+ * Either way a note gives the frames the console presented while each mode typed (its
+ * data-frames): 0 with the signal off, about 30 a second with it.
  * KVM_BENCH_INPUT_DUMP=<prefix> writes each event's times (epoch ms: the page's event, its send,
  * the driver's call) to <prefix>-<mode>.json, to see whether a tail is one stall or many.
  */
@@ -58,6 +64,9 @@ const LATENCY_ONLY = onlyAt >= 0 && process.argv[onlyAt + 1] === 'latency';
 const WEB_DIR = process.env.KVM_BENCH_WEB_DIR;
 /** KVM_BENCH_PAGE_PROF=<prefix> (header). */
 const PAGE_PROF = process.env['KVM_BENCH_PAGE_PROF'];
+/** KVM_BENCH_INPUT_SCREEN=off: no picture while each mode types (header). */
+const SCREEN_OFF = process.env['KVM_BENCH_INPUT_SCREEN'] === 'off';
+const SCREEN_TAG = SCREEN_OFF ? '_no_picture' : '';
 const DUMP = process.env.KVM_BENCH_INPUT_DUMP;
 /** This process is the bench's server (see ServerChild). */
 const SERVER_CHILD = process.argv.includes('--server-child');
@@ -178,6 +187,7 @@ type ServerRequest =
   | { cmd: 'collect'; n: number }
   | { cmd: 'held'; n: number }
   | { cmd: 'arm' }
+  | { cmd: 'signal'; on: boolean }
   | { cmd: 'released' }
   | { cmd: 'close' };
 
@@ -282,6 +292,9 @@ async function runServerChild(): Promise<void> {
           loop: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
         } satisfies Collected;
       }
+      case 'signal':
+        s.app.ctx.drivers.testbed?.setSignal(request.on);
+        return {};
       case 'held':
         await until(() => hid.held.length >= request.n, 5000);
         return { held: hid.held };
@@ -347,11 +360,29 @@ async function latency(
     // The data channel opens a moment after the first frame.
     await new Promise((r) => setTimeout(r, 1500));
   }
+  if (SCREEN_OFF) {
+    await ctx.server.call({ cmd: 'signal', on: false });
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   await ctx.server.call({ cmd: 'watch' });
   type LongTasks = { count: number; totalMs: number; maxMs: number };
   const readLongTasks = (): Promise<LongTasks> =>
     page.evaluate(() => ({ ...(window as unknown as { __longTasks: LongTasks }).__longTasks }));
   const tasksBefore = await readLongTasks();
+  // frames the console presented (its data-frames): how much picture there was while typing
+  const readFrames = (): Promise<number> =>
+    page.evaluate(
+      (m) =>
+        Number(
+          document
+            .querySelector(
+              m === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
+            )
+            ?.getAttribute('data-frames') ?? NaN,
+        ),
+      mode,
+    );
+  const framesBefore = await readFrames();
   const dropsBefore = await udpReceiveBufferErrors();
   const cdp = PAGE_PROF ? await page.context().newCDPSession(page) : null;
   if (cdp) {
@@ -378,6 +409,7 @@ async function latency(
     n: EVENTS,
   });
   const tasksAfter = await readLongTasks();
+  note(`${mode}: ${(await readFrames()) - framesBefore} frames presented while typing`);
   const dropsAfter = await udpReceiveBufferErrors();
   if (dropsBefore !== null && dropsAfter !== null) {
     note(`${mode}: ${dropsAfter - dropsBefore} UDP datagrams dropped (receive buffers full)`);
@@ -392,6 +424,7 @@ async function latency(
   );
   const sendTimes = await page.evaluate(() => (window as unknown as { __sends: number[] }).__sends);
   await page.close();
+  if (SCREEN_OFF) await ctx.server.call({ cmd: 'signal', on: true });
   if (sendTimes.length === browserTimes.length) {
     // where the time goes: the page (event to send) and the rest (transport + server)
     const inPage = sendTimes.map((t, i) => t - browserTimes[i]!);
@@ -513,14 +546,15 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${JSON.stringify({
         ...runMarks(),
-        datachannel_p50_ms: round(dc.p50, 2),
-        datachannel_p99_ms: round(dc.p99, 2),
-        ws_p50_ms: round(ws.p50, 2),
-        ws_p99_ms: round(ws.p99, 2),
-        datachannel_samples: dc.samples,
-        ws_samples: ws.samples,
-        datachannel_long_tasks: dc.longTasks,
-        ws_long_tasks: ws.longTasks,
+        // with no picture the figures are of another condition: fields of their own
+        [`datachannel${SCREEN_TAG}_p50_ms`]: round(dc.p50, 2),
+        [`datachannel${SCREEN_TAG}_p99_ms`]: round(dc.p99, 2),
+        [`ws${SCREEN_TAG}_p50_ms`]: round(ws.p50, 2),
+        [`ws${SCREEN_TAG}_p99_ms`]: round(ws.p99, 2),
+        [`datachannel${SCREEN_TAG}_samples`]: dc.samples,
+        [`ws${SCREEN_TAG}_samples`]: ws.samples,
+        [`datachannel${SCREEN_TAG}_long_tasks`]: dc.longTasks,
+        [`ws${SCREEN_TAG}_long_tasks`]: ws.longTasks,
         ...(paste === null ? {} : { paste_chars_per_s: round(paste) }),
         ...(drop === null ? {} : { release_after_drop_ms: round(drop) }),
       })}\n`,
