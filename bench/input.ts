@@ -48,7 +48,6 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../server/src/test-helpers';
 import type { TestbedReport } from '../server/src/drivers/hid/testbed';
@@ -162,23 +161,17 @@ async function openConsole(browser: Browser, ctx: Ctx, mode: 'webrtc' | 'direct_
   await page.addInitScript(stampKeys);
   await page.addInitScript((token: string) => localStorage.setItem('auth_token', token), ctx.token);
   await page.goto(`${ctx.base}/`);
-  const video = page.locator(
-    mode === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
-  );
+  const selector = mode === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]';
+  const video = page.locator(selector);
   await video.waitFor({ state: 'visible', timeout: 20_000 });
   await page.waitForFunction(
-    (m) => {
-      const el = document.querySelector(
-        m === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
-      );
-      return Number(el?.getAttribute('data-frames') ?? 0) > 0;
-    },
-    mode,
+    (sel) => Number(document.querySelector(sel)?.getAttribute('data-frames') ?? 0) > 0,
+    selector,
     { timeout: 20_000 },
   );
   // Capture starts with a click on the picture (focus), as a user does.
   await video.click();
-  return page;
+  return { page, video };
 }
 
 /** What the server process answers; `id` pairs an answer with its request. */
@@ -355,7 +348,7 @@ async function latency(
   ctx: Ctx,
   mode: 'webrtc' | 'direct_h264',
 ): Promise<{ p50: number; p99: number; samples: number; longTasks: number }> {
-  const page = await openConsole(browser, ctx, mode);
+  const { page, video } = await openConsole(browser, ctx, mode);
   if (mode === 'webrtc') {
     // The data channel opens a moment after the first frame.
     await new Promise((r) => setTimeout(r, 1500));
@@ -370,18 +363,8 @@ async function latency(
     page.evaluate(() => ({ ...(window as unknown as { __longTasks: LongTasks }).__longTasks }));
   const tasksBefore = await readLongTasks();
   // frames the console presented (its data-frames): how much picture there was while typing
-  const readFrames = (): Promise<number> =>
-    page.evaluate(
-      (m) =>
-        Number(
-          document
-            .querySelector(
-              m === 'webrtc' ? '[data-testid=video-webrtc]' : '[data-testid=video-direct]',
-            )
-            ?.getAttribute('data-frames') ?? NaN,
-        ),
-      mode,
-    );
+  const readFrames = async (): Promise<number> =>
+    Number((await video.getAttribute('data-frames')) ?? NaN);
   const framesBefore = await readFrames();
   const dropsBefore = await udpReceiveBufferErrors();
   const cdp = PAGE_PROF ? await page.context().newCDPSession(page) : null;
@@ -461,7 +444,7 @@ async function latency(
 async function releaseAfterDrop(browser: Browser, ctx: Ctx): Promise<number> {
   const results: number[] = [];
   for (let round_ = 0; round_ < sized(5, 2); round_ += 1) {
-    const page: Page = await openConsole(browser, ctx, 'webrtc');
+    const { page } = await openConsole(browser, ctx, 'webrtc');
     await new Promise((r) => setTimeout(r, 1500));
     for (const key of ['ShiftLeft', 'KeyW', 'KeyD']) await page.keyboard.down(key);
     const { held } = await ctx.server.call<{ held: string[] }>({ cmd: 'held', n: 3 });
